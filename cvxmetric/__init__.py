@@ -1,0 +1,39 @@
+"""cvxmetric: metric learning solved exactly with CVXPY, and fast, checked against it."""
+
+from .constraints import (
+    LabeledPairs,
+    Quadruplets,
+    Triplets,
+    pairs_from_labels,
+    quadruplets_from_labels,
+    triplets_from_labels,
+)
+from .result import (
+    Certificate,
+    CertificateError,
+    InfeasibleError,
+    NotAttainedError,
+    SolverError,
+    SolverResult,
+    Status,
+    UnboundedError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LabeledPairs",
+    "Quadruplets",
+    "Triplets",
+    "pairs_from_labels",
+    "quadruplets_from_labels",
+    "triplets_from_labels",
+    "Certificate",
+    "CertificateError",
+    "InfeasibleError",
+    "NotAttainedError",
+    "SolverError",
+    "SolverResult",
+    "Status",
+    "UnboundedError",
+]

@@ -1,0 +1,157 @@
+"""Linear algebra shared by the solvers: pair operators and PSD projection.
+
+The one rule of this module: never build one (d, d) matrix per constraint.
+Weighted sums of outer products ``sum_p w_p phi_p phi_p^T`` are computed as
+``Phi^T (w * Phi)`` when the difference vectors fit in memory, and otherwise
+as ``X^T L X`` with the weighted graph Laplacian ``L`` of the pairs.
+Squared distances of many pairs are ``rowsum((Phi @ M) * Phi)``, or, from
+the samples, ``q_i + q_j - 2 x_i^T M x_j`` evaluated chunk by chunk.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["PairOperator", "project_psd", "eigh_psd"]
+
+# Above this many floats, difference vectors are not materialised.
+_PHI_BUDGET = 2.5e7
+_CHUNK = 1 << 16
+
+
+def eigh_psd(A):
+    """Eigen-decomposition of the symmetric part of ``A``: (w, V)."""
+    return np.linalg.eigh(0.5 * (A + A.T))
+
+
+def project_psd(A, return_factor=False):
+    """Euclidean projection of a (symmetrised) matrix onto the PSD cone.
+
+    Parameters
+    ----------
+    A : ndarray of shape (d, d)
+    return_factor : bool
+        Also return ``G`` (d, r) with ``P = G G^T``, r the number of positive
+        eigenvalues.
+
+    Returns
+    -------
+    P : ndarray of shape (d, d)
+    G : ndarray of shape (d, r), only if ``return_factor``
+    """
+    w, V = eigh_psd(A)
+    pos = w > 0
+    G = V[:, pos] * np.sqrt(w[pos])
+    P = G @ G.T
+    return (P, G) if return_factor else P
+
+
+class PairOperator:
+    """Weighted outer-product sums and squared distances for a set of pairs.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    pairs : ndarray of int, shape (n_pairs, 2)
+        Pairs ``(i, j)``; ``i == j`` is allowed (a zero difference vector).
+    materialize : bool, optional
+        Force (True) or forbid (False) storing the difference vectors; by
+        default they are stored when ``n_pairs * d`` is below a budget.
+    """
+
+    def __init__(self, X, pairs, materialize=None):
+        self.X = X
+        self.i = np.ascontiguousarray(pairs[:, 0])
+        self.j = np.ascontiguousarray(pairs[:, 1])
+        self.n_pairs = len(self.i)
+        n, d = X.shape
+        if materialize is None:
+            materialize = self.n_pairs * d <= _PHI_BUDGET or self.n_pairs < n
+        self.Phi = X[self.i] - X[self.j] if materialize else None  # (n_pairs, d)
+        if self.Phi is None:
+            self._init_laplacian(n)
+
+    def _init_laplacian(self, n):
+        # L = sum_p w_p (e_i - e_j)(e_i - e_j)^T has four entries per pair;
+        # fix the sparsity pattern once, then L.data is a bincount of w.
+        i, j = self.i, self.j
+        rows = np.concatenate([i, j, i, j])
+        cols = np.concatenate([i, j, j, i])
+        keys = rows.astype(np.int64) * n + cols
+        ukeys, inv = np.unique(keys, return_inverse=True)
+        self._lap_inv = inv
+        self._lap_nnz = len(ukeys)
+        urows = ukeys // n
+        self._lap_cols = (ukeys % n).astype(np.intp)
+        self._lap_indptr = np.searchsorted(urows, np.arange(n + 1)).astype(np.intp)
+        self._n = n
+
+    def laplacian(self, w):
+        """Sparse ``L`` with ``X^T L X = sum_p w_p phi_p phi_p^T``."""
+        if not hasattr(self, "_lap_inv"):
+            self._init_laplacian(self.X.shape[0])
+        vals = np.concatenate([w, w, -w, -w])
+        data = np.bincount(self._lap_inv, weights=vals, minlength=self._lap_nnz)
+        return sp.csr_matrix(
+            (data, self._lap_cols, self._lap_indptr), shape=(self._n, self._n)
+        )
+
+    def gram(self, w):
+        """``sum_p w_p phi_p phi_p^T`` as a dense (d, d) matrix."""
+        nz = np.flatnonzero(w)
+        if len(nz) < 0.5 * self.n_pairs:
+            # few pairs carry weight (incremental updates): gather them
+            P = self._diffs(nz)
+            return P.T @ (w[nz, None] * P)
+        if self.Phi is not None:
+            return self.Phi.T @ (w[:, None] * self.Phi)
+        L = self.laplacian(w)
+        return self.X.T @ (L @ self.X)
+
+    def _diffs(self, idx):
+        """Difference vectors of the pairs ``idx``, shape (len(idx), d)."""
+        if self.Phi is not None:
+            return self.Phi[idx]
+        return self.X[self.i[idx]] - self.X[self.j[idx]]
+
+    def sqdist(self, M=None, G=None, subset=None):
+        """Squared distances ``phi_p^T M phi_p`` of every pair (or ``subset``).
+
+        Pass either ``M`` (d, d) or a factor ``G`` (d, r) with ``M = G G^T``
+        (cheaper when r < d).  ``subset`` (int array) restricts the pairs;
+        the result then has ``len(subset)`` entries.
+        """
+        if subset is not None:
+            out = np.empty(len(subset))
+            for s in range(0, len(subset), _CHUNK):
+                P = self._diffs(subset[s:s + _CHUNK])  # (chunk, d)
+                Z = P @ G if G is not None else P @ M
+                out[s:s + _CHUNK] = np.einsum("pr,pr->p", Z, Z if G is not None else P)
+            return out
+        if G is None:
+            w, V = eigh_psd(M)
+            # an indefinite M (a subgradient iterate) still needs exact values
+            if w[0] < 0:
+                return self._sqdist_full(M)
+            keep = w > 0
+            G = V[:, keep] * np.sqrt(w[keep])
+        if G.shape[1] == 0:
+            return np.zeros(self.n_pairs)
+        if self.Phi is not None:
+            Z = self.Phi @ G  # (n_pairs, r)
+            return np.einsum("pr,pr->p", Z, Z)
+        Z = self.X @ G  # (n, r)
+        out = np.empty(self.n_pairs)
+        for s in range(0, self.n_pairs, _CHUNK):
+            D = Z[self.i[s:s + _CHUNK]] - Z[self.j[s:s + _CHUNK]]
+            out[s:s + _CHUNK] = np.einsum("pr,pr->p", D, D)
+        return out
+
+    def _sqdist_full(self, M):
+        if self.Phi is not None:
+            return np.einsum("pd,pd->p", self.Phi @ M, self.Phi)
+        out = np.empty(self.n_pairs)
+        for s in range(0, self.n_pairs, _CHUNK):
+            i, j = self.i[s:s + _CHUNK], self.j[s:s + _CHUNK]
+            D = self.X[i] - self.X[j]
+            out[s:s + _CHUNK] = np.einsum("pd,pd->p", D @ M, D)
+        return out

@@ -1,0 +1,311 @@
+"""The Qwise problem in canonical form, shared by the exact and fast solvers.
+
+Eq. 11 of Law, Thome and Cord (2016) is Eq. 8 plus hinge losses on similar
+and dissimilar pairs.  By the reductions of Eq. 7 (similar ``(i, j)`` ->
+``(i, j, i, i)`` with margin ``-u``; dissimilar ``(i, j)`` -> ``(i, i, i, j)``
+with margin ``l``) every term is a weighted quadruplet hinge, so both
+equations are the single problem
+
+    minimise_{M PSD}  f(M) = <R, M> + (mu / 2) ||M||_F^2
+                             + sum_q c_q [delta_q + <M, C_near(q) - C_far(q)>]_+
+
+with ``c_q = C_q`` for quadruplets and ``c_q = C_p`` for pairs, and the
+regulariser ``Omega`` written as ``<R, M> + (mu/2)||M||_F^2``:
+
+====================  ===========  =====
+``regularizer``        ``R``        ``mu``
+====================  ===========  =====
+``"trace"``            ``I``        0
+``"frobenius"``        ``0``        1
+``"similar"``          ``A_S``      0
+====================  ===========  =====
+
+Its Lagrangian dual, for multipliers ``0 <= alpha_q <= c_q`` and
+``S(alpha) = sum_q alpha_q (C_far(q) - C_near(q))``, is
+
+    g(alpha) = delta^T alpha + min_{M PSD} <R - S(alpha), M> + (mu/2)||M||_F^2,
+
+i.e. ``delta^T alpha - ||Pi_+(S(alpha) - R)||_F^2 / (2 mu)`` when ``mu > 0``
+and ``delta^T alpha`` subject to ``S(alpha) <= R`` (Loewner order) when
+``mu = 0``.  Any ``alpha`` in the box gives a lower bound (after scaling it
+into the feasible set when ``mu = 0``); the certificate of every solver uses
+this bound.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from .._linalg import PairOperator, eigh_psd
+from .._validation import check_option, check_psd_matrix, check_scalar
+from ..constraints import LabeledPairs, Quadruplets
+from ..result import Certificate
+
+__all__ = ["QwiseData", "REGULARIZERS"]
+
+REGULARIZERS = ("trace", "frobenius", "similar")
+
+
+@dataclass(eq=False)
+class QwiseData:
+    """Eq. 8 / Eq. 11 data in canonical form.
+
+    Build with :meth:`from_sets`.  Attributes ending in ``_q`` have one entry
+    per canonical constraint (quadruplets first, then similar pairs, then
+    dissimilar pairs).
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d)
+    quadruplets : Quadruplets
+    pairs : LabeledPairs or None
+    regularizer : str
+    C_q, C_p, u, l : float
+    R : ndarray of shape (d, d)
+        Linear part of the regulariser.
+    mu : float
+        Quadratic part of the regulariser.
+    op : PairOperator
+        Over the distinct pairs used by the constraints.
+    near_q, far_q : ndarray of int, shape (n_constraints,)
+        Index into ``op``'s pairs of the pair meant to be closer / farther.
+    delta_q, c_q : ndarray of shape (n_constraints,)
+        Margins and hinge weights.
+    n_quadruplets : int
+        The first ``n_quadruplets`` canonical constraints are quadruplets.
+    """
+
+    X: np.ndarray
+    quadruplets: Quadruplets
+    pairs: object
+    regularizer: str
+    C_q: float
+    C_p: float
+    u: float
+    l: float
+    R: np.ndarray
+    mu: float
+    op: PairOperator
+    near_q: np.ndarray
+    far_q: np.ndarray
+    delta_q: np.ndarray
+    c_q: np.ndarray
+    n_quadruplets: int
+
+    @classmethod
+    def from_sets(
+        cls,
+        quadruplets,
+        pairs=None,
+        *,
+        regularizer="trace",
+        C_q=1.0,
+        C_p=1.0,
+        u=None,
+        l=None,
+        A_S=None,
+    ):
+        """Validate and canonicalise.
+
+        Parameters
+        ----------
+        quadruplets : Quadruplets
+        pairs : LabeledPairs, optional
+            Similar (+1) / dissimilar (-1) pairs over the same ``X``.
+        regularizer : {"trace", "frobenius", "similar"}
+        C_q, C_p : float, >= 0
+        u, l : float, optional
+            Bounds for similar / dissimilar pair distances, ``u <= l``.
+            Required when ``pairs`` is given.
+        A_S : ndarray of shape (d, d), optional
+            PSD matrix of the ``"similar"`` regulariser.  Default: the sum of
+            ``C_ij`` over the similar pairs when ``pairs`` has any, otherwise
+            over the distinct closer pairs ``(i, j)`` of the quadruplets.
+        """
+        if not isinstance(quadruplets, Quadruplets):
+            raise TypeError("quadruplets: expected a Quadruplets instance.")
+        check_option(regularizer, "regularizer", REGULARIZERS)
+        C_q = check_scalar(C_q, "C_q", low=0)
+        C_p = check_scalar(C_p, "C_p", low=0)
+        X = quadruplets.X
+        n, d = X.shape
+        quads = quadruplets.indices
+        near = [quads[:, :2]]
+        far = [quads[:, 2:]]
+        delta = [quadruplets.delta]
+        weight = [np.full(len(quads), C_q)]
+        if pairs is not None:
+            if not isinstance(pairs, LabeledPairs):
+                raise TypeError("pairs: expected a LabeledPairs instance.")
+            if pairs.X is not X and not np.array_equal(pairs.X, X):
+                raise ValueError("pairs: refer to a different X than quadruplets.")
+            if u is None or l is None:
+                raise ValueError("u, l: both bounds are required with pairs.")
+            u = check_scalar(u, "u")
+            l = check_scalar(l, "l")
+            if u > l:
+                raise ValueError(f"u, l: need u <= l, got u={u} > l={l}.")
+            # Eq. 7 reductions, kept in the order similar then dissimilar
+            for lab in (1, -1):
+                sub = pairs.indices[pairs.labels == lab]
+                red = LabeledPairs(X, sub, np.full(len(sub), lab)).to_quadruplets(u, l)
+                near.append(red.indices[:, :2])
+                far.append(red.indices[:, 2:])
+                delta.append(red.delta)
+                weight.append(np.full(len(sub), C_p))
+        elif u is not None or l is not None:
+            u = None if u is None else check_scalar(u, "u")
+            l = None if l is None else check_scalar(l, "l")
+        near = np.vstack(near)
+        far = np.vstack(far)
+        # distinct unordered pairs; a distance does not depend on the order
+        allp = np.sort(np.vstack([near, far]), axis=1)
+        uniq, inv = np.unique(allp, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        N = len(near)
+        op = PairOperator(X, uniq)
+        if regularizer == "frobenius":
+            R, mu = np.zeros((d, d)), 1.0
+        elif regularizer == "trace":
+            R, mu = np.eye(d), 0.0
+        else:
+            if A_S is None:
+                if pairs is not None and np.any(pairs.labels == 1):
+                    S = pairs.similar
+                else:
+                    S = np.unique(np.sort(quads[:, :2], axis=1), axis=0)
+                S = S[S[:, 0] != S[:, 1]]
+                Phi = X[S[:, 0]] - X[S[:, 1]]  # (n_similar, d)
+                A_S = Phi.T @ Phi
+            A_S = check_psd_matrix(A_S, "A_S", d)
+            R, mu = A_S, 0.0
+        return cls(
+            X=X,
+            quadruplets=quadruplets,
+            pairs=pairs,
+            regularizer=regularizer,
+            C_q=C_q,
+            C_p=C_p,
+            u=u,
+            l=l,
+            R=R,
+            mu=mu,
+            op=op,
+            near_q=inv[:N],
+            far_q=inv[N:],
+            delta_q=np.concatenate(delta),
+            c_q=np.concatenate(weight),
+            n_quadruplets=len(quads),
+        )
+
+    # -- shape helpers -------------------------------------------------------
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @property
+    def n_constraints(self):
+        return len(self.delta_q)
+
+    # -- primal --------------------------------------------------------------
+
+    def margins(self, M=None, *, dist=None, G=None):
+        """Hinge arguments ``delta_q + D_M(near) - D_M(far)`` per constraint."""
+        if dist is None:
+            dist = self.op.sqdist(M, G=G)
+        return self.delta_q + dist[self.near_q] - dist[self.far_q]
+
+    def regularizer_value(self, M):
+        """``Omega(M) = <R, M> + (mu/2) ||M||_F^2``."""
+        val = float(np.sum(self.R * M))
+        if self.mu:
+            val += 0.5 * self.mu * float(np.sum(M * M))
+        return val
+
+    def objective(self, M, *, dist=None, G=None):
+        """Eq. 11 objective at ``M`` in the paper's units."""
+        arg = self.margins(M, dist=dist, G=G)
+        M = M if M is not None else G @ G.T
+        return self.regularizer_value(M) + float(self.c_q @ np.maximum(arg, 0.0))
+
+    def dual_pair_weights(self, alpha):
+        """Per-pair weights of ``S(alpha) = sum_q alpha_q (C_far - C_near)``."""
+        P = self.op.n_pairs
+        return np.bincount(self.far_q, alpha, P) - np.bincount(self.near_q, alpha, P)
+
+    # -- dual ----------------------------------------------------------------
+
+    def dual_bound(self, alpha):
+        """A valid lower bound ``g(alpha')`` on the optimal value.
+
+        ``alpha`` is clipped to ``[0, c]``; when ``mu = 0`` it is scaled by
+        the smallest ``t >= 1`` making ``S(alpha)/t <= R`` (still in the box).
+        """
+        alpha = np.clip(alpha, 0.0, self.c_q)
+        S = self.op.gram(self.dual_pair_weights(alpha))
+        S = 0.5 * (S + S.T)
+        lin = float(self.delta_q @ alpha)
+        if self.mu > 0:
+            w, _ = eigh_psd(S - self.R)
+            return lin - float(np.sum(np.maximum(w, 0.0) ** 2)) / (2 * self.mu)
+        t = self._loewner_scale(S)
+        if not np.isfinite(t):
+            return -np.inf
+        # a negative delta^T alpha grows when alpha shrinks, so only scale
+        # down when needed and never claim more than the scaled value
+        return lin / t
+
+    def _loewner_scale(self, S):
+        """Smallest ``t >= 1`` with ``S / t <= R``; ``inf`` if none exists."""
+        if self.regularizer == "trace":
+            return max(1.0, float(np.linalg.eigvalsh(S)[-1]))
+        try:
+            top = float(scipy.linalg.eigh(S, self.R, eigvals_only=True)[-1])
+            return max(1.0, top)
+        except (np.linalg.LinAlgError, ValueError):
+            pass
+        # singular R: bisection on t with an exact PSD test up to round-off
+        tol = 1e-12 * max(1.0, np.abs(self.R).max())
+
+        def ok(t):
+            return np.linalg.eigvalsh(self.R - S / t)[0] >= -tol
+
+        if ok(1.0):
+            return 1.0
+        hi = 2.0
+        while not ok(hi):
+            hi *= 2.0
+            if hi > 1e12:
+                return np.inf
+        lo = hi / 2.0
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        return hi
+
+    def certificate(
+        self, M, alpha, *, solver, solver_version="", tolerances=None, times=None,
+        tol_gap=1e-6, tol_feas=1e-7,
+    ):
+        """Certificate of ``M`` with the dual bound from ``alpha``."""
+        M = 0.5 * (M + M.T)
+        min_eig = float(np.linalg.eigvalsh(M)[0])
+        obj = self.objective(M)
+        bound = self.dual_bound(alpha) if alpha is not None else -np.inf
+        gap = obj - bound
+        return Certificate(
+            objective=obj,
+            dual_bound=float(bound),
+            gap=float(gap),
+            rel_gap=float(abs(gap) / max(1.0, abs(obj))),
+            max_violation=max(0.0, -min_eig),
+            min_eig=min_eig,
+            solver=solver,
+            solver_version=solver_version,
+            tolerances=dict(tolerances or {}),
+            times=dict(times or {}),
+            tol_gap=tol_gap,
+            tol_feas=tol_feas,
+        )

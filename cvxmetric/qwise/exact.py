@@ -1,0 +1,303 @@
+"""Qwise, exact: Eq. 8 and Eq. 11 of Law, Thome and Cord (2016) in CVXPY.
+
+The formulation (this is the specification every Qwise solver answers to)::
+
+    minimise_{M, xi, xi_S, xi_D}
+        Omega(M) + C_q sum_{q in N} xi_q + C_p (sum_S xi_ij + sum_D xi_ij)
+    subject to
+        D2_M(k, l) >= D2_M(i, j) + delta_q - xi_q     for q = (i, j, k, l) in N
+        D2_M(i, j) <= u + xi_ij                        for (i, j) in S
+        D2_M(i, j) >= l - xi_ij                        for (i, j) in D
+        xi, xi_S, xi_D >= 0,   M PSD
+
+with ``D2_M(i, j) = (x_i - x_j)^T M (x_i - x_j)`` and ``Omega`` one of
+``tr(M)``, ``0.5 ||M||_F^2`` or ``tr(M A_S)``.  Without pairs (or with
+``C_p = 0``) this is Eq. 8.  Eq. 11 writes the same problem with hinge losses;
+the slacks are its epigraph form.  Changes from the paper: none in the
+objective; ``u``, ``l``, ``C_q`` and ``C_p`` are ``cp.Parameter`` so that a
+sweep re-solves without recompiling (the problem is DPP), and ``M`` is a
+symmetric variable with an explicit ``M >> 0`` so the PSD constraint has a
+dual.
+
+Two ways to solve it, both certified on the *full* problem:
+
+* ``reduce=False``: the model above, as declared.
+* ``reduce=True`` (default): the same optimum from a smaller model.  At an
+  optimum every hinge is either inactive (margin argument < 0, multiplier 0),
+  active (> 0, multiplier ``c_q``: the hinge is linear there) or on its
+  margin.  Given a guess of that partition, inactive terms are dropped,
+  active ones are summed into the single linear term
+  ``sum_V c_q (delta_q - <M, A_q>)`` and only the margin set keeps its slack.
+  The reduced optimum is optimal for the full problem exactly when the
+  partition is consistent (subgradient optimality of each hinge), which is
+  checked; inconsistent constraints join the margin set and the model is
+  solved again.  The final point is certified against the full problem's
+  dual bound, so the guess (taken from a fast solve) can only cost time,
+  never accuracy.
+"""
+
+import time
+
+import cvxpy as cp
+import numpy as np
+
+from .._exact import SOLVERS, solve_certified
+from ..result import SolverError, SolverResult
+from ._problem import QwiseData
+
+__all__ = ["QwiseModel", "solve_exact"]
+
+
+def _sqdist_expr(M, Phi):
+    """Vectorised ``phi_p^T M phi_p`` for the rows of ``Phi`` (n_pairs, d)."""
+    return cp.sum(cp.multiply(Phi @ M, Phi), axis=1)
+
+
+def _regularizer_expr(data, M):
+    if data.regularizer == "trace":
+        return cp.trace(M)
+    if data.regularizer == "frobenius":
+        return 0.5 * cp.sum_squares(M)
+    return cp.sum(cp.multiply(data.R, M))
+
+
+class QwiseModel:
+    """Eq. 8 / Eq. 11 declared as a CVXPY problem.
+
+    Parameters
+    ----------
+    data : QwiseData
+
+    Attributes
+    ----------
+    problem : cvxpy.Problem
+    M : cvxpy.Variable of shape (d, d), symmetric
+    xi, xi_S, xi_D : cvxpy.Variable
+        Slacks of quadruplets, similar and dissimilar pairs (``None`` when
+        the set is empty).
+    params : dict of cvxpy.Parameter
+        ``C_q``, ``C_p``, ``u``, ``l`` (the latter three only with pairs).
+    constraints : dict of cvxpy.Constraint
+        ``quadruplets``, ``similar``, ``dissimilar``, ``psd``.
+    """
+
+    def __init__(self, data):
+        self.data = data
+        X = data.X
+        d = data.n_features
+        q = data.quadruplets.indices
+        M = cp.Variable((d, d), symmetric=True, name="M")
+        self.M = M
+        self.params = {"C_q": cp.Parameter(nonneg=True, value=data.C_q, name="C_q")}
+        cons = {}
+        Pn = X[q[:, 0]] - X[q[:, 1]]  # (n_quads, d)
+        Pf = X[q[:, 2]] - X[q[:, 3]]  # (n_quads, d)
+        self.xi = cp.Variable(len(q), nonneg=True, name="xi")
+        cons["quadruplets"] = (
+            _sqdist_expr(M, Pf) >= _sqdist_expr(M, Pn) + data.quadruplets.delta - self.xi
+        )
+        loss = self.params["C_q"] * cp.sum(self.xi)
+        self.xi_S = self.xi_D = None
+        if data.pairs is not None:
+            C_p = cp.Parameter(nonneg=True, value=data.C_p, name="C_p")
+            u = cp.Parameter(value=data.u, name="u")
+            l = cp.Parameter(value=data.l, name="l")
+            self.params.update(C_p=C_p, u=u, l=l)
+            pair_loss = 0
+            S, D = data.pairs.similar, data.pairs.dissimilar
+            if len(S):
+                PS = X[S[:, 0]] - X[S[:, 1]]
+                self.xi_S = cp.Variable(len(S), nonneg=True, name="xi_S")
+                cons["similar"] = _sqdist_expr(M, PS) <= u + self.xi_S
+                pair_loss = pair_loss + cp.sum(self.xi_S)
+            if len(D):
+                PD = X[D[:, 0]] - X[D[:, 1]]
+                self.xi_D = cp.Variable(len(D), nonneg=True, name="xi_D")
+                cons["dissimilar"] = _sqdist_expr(M, PD) >= l - self.xi_D
+                pair_loss = pair_loss + cp.sum(self.xi_D)
+            loss = loss + C_p * pair_loss
+        cons["psd"] = M >> 0
+        self.constraints = cons
+        self.problem = cp.Problem(
+            cp.Minimize(_regularizer_expr(data, M) + loss), list(cons.values())
+        )
+        assert self.problem.is_dpp(), "Qwise model must be DPP"
+
+    def set_params(self, **values):
+        """Update hyperparameters (``C_q``, ``C_p``, ``u``, ``l``) in place.
+
+        The canonical data is updated too, so certificates stay in the
+        paper's units.
+        """
+        for key, val in values.items():
+            if key not in self.params:
+                raise ValueError(
+                    f"{key}: not a parameter of this model; have "
+                    f"{sorted(self.params)}."
+                )
+        for key, val in values.items():
+            self.params[key].value = val
+        d = self.data
+        current = {k: p.value for k, p in self.params.items()}
+        self.data = QwiseData.from_sets(
+            d.quadruplets, d.pairs, regularizer=d.regularizer,
+            C_q=current["C_q"], C_p=current.get("C_p", d.C_p),
+            u=current.get("u", d.u), l=current.get("l", d.l),
+            A_S=d.R if d.regularizer == "similar" else None,
+        )
+
+    def alpha(self):
+        """Canonical dual multipliers (quadruplets, similar, dissimilar)."""
+        parts = [self.constraints["quadruplets"].dual_value]
+        for key in ("similar", "dissimilar"):
+            if key in self.constraints:
+                parts.append(self.constraints[key].dual_value)
+        return np.concatenate([np.ravel(p) for p in parts])
+
+    def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
+        """Solve as declared; return a certified :class:`SolverResult`."""
+        t0 = time.perf_counter()
+
+        def certify(name, version, opts, times):
+            return self.data.certificate(
+                self.M.value, self.alpha(), solver=name, solver_version=version,
+                tolerances=opts, times=times,
+            )
+
+        cert, info = solve_certified(
+            self.problem, certify, solvers=solvers, tol=tol, verbose=verbose
+        )
+        return SolverResult(
+            M=0.5 * (self.M.value + self.M.value.T),
+            status=info["status"],
+            objective=cert.objective,
+            n_iter=info["n_iter"],
+            certificate=cert,
+            method="exact",
+            info={"model": self, "alpha": self.alpha(), "attempts": info["attempts"],
+                  "reduced": False},
+            time=time.perf_counter() - t0,
+        )
+
+
+def _reduced_problem(data, W, V):
+    """The margin-set model: slacks on ``W``, ``V`` summed into a linear term."""
+    d = data.n_features
+    M = cp.Variable((d, d), symmetric=True, name="M")
+    op = data.op
+    obj = _regularizer_expr(data, M)
+    cons = [M >> 0]
+    if np.any(V):
+        alpha_V = np.where(V, data.c_q, 0.0)
+        S_V = op.gram(data.dual_pair_weights(alpha_V))
+        obj = obj + float(data.delta_q @ alpha_V) - cp.sum(cp.multiply(0.5 * (S_V + S_V.T), M))
+    con = None
+    if np.any(W):
+        idx = np.flatnonzero(W)
+        X = data.X
+        pn = op.i[data.near_q[idx]], op.j[data.near_q[idx]]
+        pf = op.i[data.far_q[idx]], op.j[data.far_q[idx]]
+        Pn = X[pn[0]] - X[pn[1]]  # (n_margin, d)
+        Pf = X[pf[0]] - X[pf[1]]
+        xi = cp.Variable(len(idx), nonneg=True)
+        con = _sqdist_expr(M, Pf) >= _sqdist_expr(M, Pn) + data.delta_q[idx] - xi
+        cons.append(con)
+        obj = obj + data.c_q[idx] @ xi
+    return cp.Problem(cp.Minimize(obj), cons), M, con
+
+
+def _initial_partition(data, init):
+    """Guess the inactive / margin / active partition from a fast solve."""
+    if init is None:
+        from .fast import QwiseDualSolver
+
+        init = QwiseDualSolver(tol=1e-6, maxiter=50).run(data, warn=False)
+    arg = data.margins(init.M)
+    alpha = init.info.get("alpha")
+    scale = max(1.0, float(np.max(np.abs(data.delta_q))))
+    band = 1e-3 * scale
+    W = np.abs(arg) <= band
+    if alpha is not None:
+        c = data.c_q
+        W |= (alpha > 1e-6 * c) & (alpha < (1 - 1e-6) * c)
+    V = (arg > band) & ~W
+    return W, V
+
+
+def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
+                max_rounds=8, verbose=False):
+    """Certified exact solution of Eq. 8 / Eq. 11.
+
+    Parameters
+    ----------
+    data : QwiseData
+    reduce : bool
+        Solve the margin-set reduction (see the module docstring) instead of
+        the declared model.  Both return the full problem's optimum with a
+        certificate on the full problem.
+    init : SolverResult, optional
+        A previous solution used to guess the partition (default: a short
+        run of the fast dual solver).
+    solvers : sequence of str
+        Clarabel first, SCS as fallback.
+    tol : float
+        Solver tolerance.
+    max_rounds : int
+        Reduction rounds before falling back to the declared model.
+
+    Returns
+    -------
+    SolverResult
+        ``method="exact"``; ``info["model"]`` holds the declared
+        :class:`QwiseModel` when it was built.
+    """
+    if not reduce:
+        return QwiseModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+    t0 = time.perf_counter()
+    W, V = _initial_partition(data, init)
+    sizes = []
+    for _ in range(max_rounds):
+        sizes.append(int(W.sum()))
+        problem, M, con = _reduced_problem(data, W, V)
+
+        def alpha_of(con=con, W=W, V=V):
+            alpha = np.where(V, data.c_q, 0.0)
+            if con is not None:
+                alpha[W] = np.ravel(con.dual_value)
+            return alpha
+
+        def certify(name, version, opts, times, M=M, alpha_of=alpha_of):
+            return data.certificate(
+                M.value, alpha_of(), solver=name, solver_version=version,
+                tolerances=opts, times=times,
+            )
+
+        try:
+            cert, info = solve_certified(
+                problem, certify, solvers=solvers, tol=tol, verbose=verbose
+            )
+        except SolverError:
+            cert = None
+        Mval = None if M.value is None else 0.5 * (M.value + M.value.T)
+        if cert is not None:
+            return SolverResult(
+                M=Mval, status=info["status"], objective=cert.objective,
+                n_iter=info["n_iter"], certificate=cert, method="exact",
+                info={"alpha": alpha_of(), "attempts": info["attempts"],
+                      "reduced": True, "margin_set_sizes": sizes},
+                time=time.perf_counter() - t0,
+            )
+        if Mval is None:
+            break
+        # the partition was inconsistent: move the offenders to the margin set
+        arg = data.margins(Mval)
+        tiny = 1e-9 * max(1.0, float(np.max(np.abs(data.delta_q))))
+        bad = (V & (arg < -tiny)) | (~W & ~V & (arg > tiny))
+        if not np.any(bad):
+            break
+        W = W | bad
+        V = V & ~bad
+    result = QwiseModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+    result.info["margin_set_sizes"] = sizes
+    result.time = time.perf_counter() - t0
+    return result

@@ -1,0 +1,170 @@
+"""Status words, certificates, results and exceptions shared by every solver.
+
+Every solver -- the exact CVXPY path and every hand-written fast solver --
+returns a :class:`SolverResult`.  Its status is a value from :class:`Status`
+(never a print), and its :class:`Certificate` states, in the paper's units,
+how good the returned matrix is: objective, a dual lower bound and the gap,
+the largest constraint violation and the smallest eigenvalue.
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+import numpy as np
+
+__all__ = [
+    "Status",
+    "Certificate",
+    "SolverResult",
+    "SolverError",
+    "InfeasibleError",
+    "UnboundedError",
+    "NotAttainedError",
+    "CertificateError",
+]
+
+
+class Status:
+    """Status words, shared with CVXPY where the meaning is the same."""
+
+    OPTIMAL = "optimal"
+    OPTIMAL_INACCURATE = "optimal_inaccurate"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    NOT_ATTAINED = "not_attained"
+    MAX_ITER = "max_iter_reached"
+    SOLVER_ERROR = "solver_error"
+
+    SOLVED = (OPTIMAL, OPTIMAL_INACCURATE)
+
+
+class SolverError(RuntimeError):
+    """A solve failed: no solution is returned."""
+
+    def __init__(self, message, status=Status.SOLVER_ERROR, result=None):
+        super().__init__(message)
+        self.status = status
+        self.result = result
+
+
+class InfeasibleError(SolverError):
+    """The problem has no feasible point (certified by the solver)."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message, Status.INFEASIBLE, result)
+
+
+class UnboundedError(SolverError):
+    """The objective is unbounded below."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message, Status.UNBOUNDED, result)
+
+
+class NotAttainedError(SolverError):
+    """The infimum is finite but not attained (minimising sequences diverge)."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message, Status.NOT_ATTAINED, result)
+
+
+class CertificateError(SolverError):
+    """The solver claims a solution but its certificate does not pass."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message, Status.OPTIMAL_INACCURATE, result)
+
+
+@dataclass
+class Certificate:
+    """What is known about a returned solution, in the paper's units.
+
+    Attributes
+    ----------
+    objective : float
+        Objective recomputed from the primal solution (not the solver's value).
+    dual_bound : float
+        A lower bound on the optimal value derived from dual variables
+        (``-inf`` when none is available).
+    gap : float
+        ``objective - dual_bound`` (>= 0 up to round-off).
+    rel_gap : float
+        ``gap / max(1, |objective|)``.
+    max_violation : float
+        Largest violation of the problem's constraints at the returned point
+        (for a PSD constraint, ``max(0, -min_eig)``).
+    min_eig : float
+        Smallest eigenvalue of the returned matrix.
+    solver : str
+        Name of the solver that produced the point.
+    solver_version : str
+    tolerances : dict
+        The tolerances the solver ran with.
+    times : dict
+        Wall-clock seconds (``setup``, ``solve``, ``total``).
+    tol_gap, tol_feas : float
+        The thresholds :attr:`passed` was judged against.
+    """
+
+    objective: float
+    dual_bound: float
+    gap: float
+    rel_gap: float
+    max_violation: float
+    min_eig: float
+    solver: str
+    solver_version: str = ""
+    tolerances: dict = field(default_factory=dict)
+    times: dict = field(default_factory=dict)
+    tol_gap: float = 1e-6
+    tol_feas: float = 1e-7
+
+    @property
+    def passed(self):
+        """True when the relative gap and the violation are within tolerance."""
+        return bool(
+            np.isfinite(self.objective)
+            and self.rel_gap <= self.tol_gap
+            and self.max_violation <= self.tol_feas * max(1.0, abs(self.objective))
+        )
+
+    def as_dict(self):
+        """Plain-JSON view."""
+        out = dataclasses.asdict(self)
+        out["passed"] = self.passed
+        return out
+
+
+@dataclass
+class SolverResult:
+    """The outcome of one solve, exact or fast.
+
+    Attributes
+    ----------
+    M : ndarray of shape (d, d)
+        The learned matrix (symmetric, PSD up to ``certificate.min_eig``).
+    status : str
+        A :class:`Status` word.
+    objective : float
+        Objective at ``M`` in the paper's units.
+    n_iter : int
+        Iterations (interior-point iterations for the exact path).
+    certificate : Certificate
+    method : str
+        ``"exact"`` or the fast method's name.
+    info : dict
+        Solver-specific extras (duals, history, the CVXPY problem, ...).
+    """
+
+    M: np.ndarray
+    status: str
+    objective: float
+    n_iter: int
+    certificate: Certificate
+    method: str
+    info: dict = field(default_factory=dict)
+    time: float = 0.0
+
+    @property
+    def gap(self):
+        """Relative duality gap of the certificate."""
+        return self.certificate.rel_gap
