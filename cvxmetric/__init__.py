@@ -8,6 +8,7 @@ from .constraints import (
     quadruplets_from_labels,
     triplets_from_labels,
 )
+from .qwise.estimator import Qwise, QwiseSupervised
 from .result import (
     Certificate,
     CertificateError,
@@ -28,6 +29,8 @@ __all__ = [
     "pairs_from_labels",
     "quadruplets_from_labels",
     "triplets_from_labels",
+    "Qwise",
+    "QwiseSupervised",
     "Certificate",
     "CertificateError",
     "InfeasibleError",

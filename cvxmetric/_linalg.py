@@ -147,11 +147,23 @@ class PairOperator:
         return out
 
     def _sqdist_full(self, M):
+        return self.quadform(M)
+
+    def quadform(self, V, subset=None):
+        """``phi_p^T V phi_p`` for a symmetric, possibly indefinite ``V``.
+
+        Without stored difference vectors it uses
+        ``x_i^T V x_i + x_j^T V x_j - 2 x_i^T V x_j``: O(n d^2 + n_pairs d)
+        instead of O(n_pairs d^2).
+        """
+        idx = np.arange(self.n_pairs) if subset is None else subset
         if self.Phi is not None:
-            return np.einsum("pd,pd->p", self.Phi @ M, self.Phi)
-        out = np.empty(self.n_pairs)
-        for s in range(0, self.n_pairs, _CHUNK):
-            i, j = self.i[s:s + _CHUNK], self.j[s:s + _CHUNK]
-            D = self.X[i] - self.X[j]
-            out[s:s + _CHUNK] = np.einsum("pd,pd->p", D @ M, D)
+            P = self.Phi[idx]
+            return np.einsum("pd,pd->p", P @ V, P)
+        Y = self.X @ V  # (n, d)
+        q = np.einsum("nd,nd->n", Y, self.X)
+        out = np.empty(len(idx))
+        for s in range(0, len(idx), _CHUNK):
+            i, j = self.i[idx[s:s + _CHUNK]], self.j[idx[s:s + _CHUNK]]
+            out[s:s + _CHUNK] = q[i] + q[j] - 2 * np.einsum("pd,pd->p", Y[i], self.X[j])
         return out

@@ -211,7 +211,8 @@ def _initial_partition(data, init):
     if init is None:
         from .fast import QwiseDualSolver
 
-        init = QwiseDualSolver(tol=1e-6, maxiter=50).run(data, warn=False)
+        # a moderately accurate fast solve; accuracy here only saves rounds
+        init = QwiseDualSolver(tol=1e-5, maxiter=20_000).run(data, warn=False)
     arg = data.margins(init.M)
     alpha = init.info.get("alpha")
     scale = max(1.0, float(np.max(np.abs(data.delta_q))))

@@ -1,0 +1,490 @@
+"""Qwise estimators: scikit-learn / metric-learn front ends of Eq. 8 and Eq. 11.
+
+:class:`Qwise` is a *tuple learner* (metric-learn convention): ``fit`` takes
+quadruplets ``(i, j, k, l)`` -- "pair (k, l) should be farther apart than
+pair (i, j) by the margin delta" -- and optionally labelled pairs, as integer
+indices into ``preprocessor=X`` or as 3-D arrays of points.
+:class:`QwiseSupervised` takes ``fit(X, y)`` with class labels and samples
+the quadruplets itself (same-class pair closer than a different-class pair).
+
+Both build :class:`~cvxmetric.qwise.QwiseData` and hand it to one of the
+Qwise solvers, selected by ``solver``:
+
+==================  =================================================  ==========
+``solver``          what runs                                          guarantee
+==================  =================================================  ==========
+``"exact"``         :func:`~cvxmetric.qwise.solve_exact` (CVXPY)       certified
+``"fast"``          :class:`~cvxmetric.qwise.QwiseDualSolver`          gap <= tol
+``"subgradient"``   :class:`~cvxmetric.qwise.ProjectedSubgradient`     Algorithm 1
+==================  =================================================  ==========
+
+``tol`` and ``max_iter`` go to the iterative solvers only (``None`` keeps
+their defaults); the exact path always solves to its certified accuracy.
+A failed solve raises the solver's :class:`~cvxmetric.result.SolverError`;
+an iterative solver stopping on ``max_iter`` emits a ``ConvergenceWarning``
+and the estimator keeps its last iterate with ``status_ == "max_iter_reached"``.
+"""
+
+import dataclasses
+import logging
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from .._base import MahalanobisMixin
+from .._validation import check_samples
+from ..constraints import (
+    LabeledPairs,
+    Quadruplets,
+    pairs_from_labels,
+    quadruplets_from_labels,
+    tuples_to_indices,
+)
+from ._problem import REGULARIZERS, QwiseData
+from .exact import solve_exact
+from .fast import ProjectedSubgradient, QwiseDualSolver
+
+__all__ = ["Qwise", "QwiseSupervised", "SOLVER_NAMES"]
+
+logger = logging.getLogger("cvxmetric")
+
+#: Values of the estimators' ``solver`` parameter.
+SOLVER_NAMES = ("exact", "fast", "subgradient")
+
+# Parameters shared by both estimators (scikit-learn parameter validation).
+_SHARED_CONSTRAINTS = {
+    "regularizer": [StrOptions(set(REGULARIZERS))],
+    "C_q": [Interval(Real, 0, None, closed="left")],
+    "C_p": [Interval(Real, 0, None, closed="left")],
+    "u": [Interval(Real, 0, None, closed="left"), None],
+    "l": [Interval(Real, 0, None, closed="left"), None],
+    "solver": [StrOptions(set(SOLVER_NAMES))],
+    "tol": [Interval(Real, 0, None, closed="neither"), None],
+    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+
+def _ndim(a, name):
+    """Number of dimensions of ``a``, or a ValueError naming ``name``."""
+    try:
+        return np.ndim(a)
+    except Exception as exc:  # ragged nested lists
+        raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
+
+
+class _QwiseBase(MahalanobisMixin, BaseEstimator):
+    """Solve and store: the part both Qwise estimators share."""
+
+    def _solve(self, quadruplets, pairs=None):
+        """Solve Eq. 8 / Eq. 11 on validated sets and store the fitted state.
+
+        Parameters
+        ----------
+        quadruplets : Quadruplets
+        pairs : LabeledPairs, optional
+            Over the same ``X`` as ``quadruplets``.
+        """
+        data = QwiseData.from_sets(
+            quadruplets, pairs, regularizer=self.regularizer, C_q=self.C_q,
+            C_p=self.C_p, u=self.u, l=self.l,
+        )
+        # only the hyperparameters the user set: None keeps the solver's own
+        # defaults, which are tuned per solver
+        options = {}
+        if self.tol is not None:
+            options["tol"] = self.tol
+        if self.max_iter is not None:
+            options["maxiter"] = self.max_iter
+        if self.solver == "exact":
+            result = solve_exact(data, verbose=bool(self.verbose))
+        elif self.solver == "fast":
+            result = QwiseDualSolver(**options).run(data)
+        elif self.solver == "subgradient":
+            result = ProjectedSubgradient(**options).run(data)
+        else:  # only reachable when parameter validation was bypassed
+            raise ValueError(
+                f"solver: unknown option {self.solver!r}; expected one of "
+                f"{', '.join(repr(s) for s in SOLVER_NAMES)}."
+            )
+        # the declared CVXPY model (kept by the non-reduced exact path) holds
+        # the whole problem: too heavy to keep on an estimator and to pickle
+        info = {k: v for k, v in result.info.items() if k != "model"}
+        self.result_ = dataclasses.replace(result, info=info)
+        self._set_metric(result.M)
+        self.objective_ = float(result.objective)
+        self.status_ = result.status
+        self.n_iter_ = int(result.n_iter)
+        self.certificate_ = result.certificate
+        self.n_features_in_ = int(data.n_features)
+        log = logger.info if self.verbose else logger.debug
+        log(
+            "%s: solver=%s status=%s objective=%.6g rel_gap=%.3g n_iter=%d "
+            "n_constraints=%d", type(self).__name__, self.solver, self.status_,
+            self.objective_, self.certificate_.rel_gap, self.n_iter_,
+            data.n_constraints,
+        )
+        return self
+
+
+class Qwise(_QwiseBase):
+    """Quadruplet-wise metric learning (Law, Thome, Cord 2016), tuple learner.
+
+    Learns a PSD matrix ``M`` solving Eq. 8, or Eq. 11 when labelled pairs
+    are given::
+
+        min_{M PSD}  Omega(M) + C_q sum_q [delta_q + D2_M(i, j) - D2_M(k, l)]_+
+                     + C_p sum_S [D2_M(i, j) - u]_+ + C_p sum_D [l - D2_M(i, j)]_+
+
+    Parameters
+    ----------
+    regularizer : {"trace", "frobenius", "similar"}, default="trace"
+        ``Omega(M)``: ``tr(M)``, ``0.5 ||M||_F^2`` or ``tr(M A_S)`` with
+        ``A_S`` the sum of ``C_ij`` over the similar pairs (or, without
+        pairs, over the closer pairs of the quadruplets).
+    C_q : float >= 0, default=1.0
+        Weight of the quadruplet hinge losses.
+    C_p : float >= 0, default=1.0
+        Weight of the pair hinge losses (Eq. 11; unused without pairs).
+    u, l : float >= 0, optional
+        Upper bound for similar and lower bound for dissimilar squared
+        distances, ``u <= l``.  Required when ``pairs`` are given to ``fit``,
+        ignored otherwise.
+    solver : {"exact", "fast", "subgradient"}, default="exact"
+        Certified CVXPY solve, the dual proximal-point solver, or the paper's
+        Algorithm 1.
+    tol : float > 0, optional
+        Stopping tolerance of the iterative solvers (``None``: their
+        default).  Ignored by ``"exact"``.
+    max_iter : int >= 1, optional
+        Iteration cap of the iterative solvers (``None``: their default).
+        Ignored by ``"exact"``.
+    preprocessor : array_like of shape (n_samples, n_features), optional
+        The sample matrix ``X`` that integer tuples index into.  Callables
+        are not supported.
+    random_state : int, RandomState instance or None, default=None
+        No Qwise solver is randomised today; the parameter is kept so that
+        :class:`Qwise` and :class:`QwiseSupervised` share hyperparameters
+        (metric-learn convention).
+    verbose : bool or int, default=False
+        Show the conic solver's output (``"exact"``) and log a summary of
+        the fit at INFO level on the ``cvxmetric`` logger.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_features)
+        ``L`` with ``M = L^T L``.
+    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
+        The learned ``M`` (PSD, round-off negative eigenvalues clipped).
+    objective_ : float
+        Eq. 8 / Eq. 11 objective at the solver's ``M``, in the paper's units.
+    status_ : str
+        A :class:`~cvxmetric.result.Status` word.
+    n_iter_ : int
+        Solver iterations (interior-point iterations for ``"exact"``).
+    certificate_ : Certificate
+        Dual bound, gap, violation and smallest eigenvalue of the solution.
+    result_ : SolverResult
+        The full solver result (without the CVXPY model object).
+    n_features_in_ : int
+
+    Notes
+    -----
+    Tuples are given in one of two ways, the same for quadruplets and pairs:
+
+    * integer indices, quadruplets (n_quadruplets, 4) and pairs (n_pairs, 2),
+      into ``preprocessor``;
+    * 3-D arrays of points, quadruplets (n_quadruplets, 4, n_features) and
+      pairs (n_pairs, 2, n_features).  Identical points are merged and one
+      sample matrix is built from the points of *both* sets, so that
+      quadruplets and pairs refer to the same ``X``; ``preprocessor`` is not
+      used by ``fit`` then.
+
+    Mixing the two ways in one call is an error.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cvxmetric import Qwise
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 3.0]])
+    >>> est = Qwise(preprocessor=X).fit([[0, 1, 2, 3]])
+    >>> est.components_.shape
+    (2, 2)
+    """
+
+    _parameter_constraints = {
+        **_SHARED_CONSTRAINTS,
+        "preprocessor": ["array-like", None],
+    }
+
+    def __init__(
+        self,
+        regularizer="trace",
+        C_q=1.0,
+        C_p=1.0,
+        u=None,
+        l=None,
+        solver="exact",
+        tol=None,
+        max_iter=None,
+        preprocessor=None,
+        random_state=None,
+        verbose=False,
+    ):
+        self.regularizer = regularizer
+        self.C_q = C_q
+        self.C_p = C_p
+        self.u = u
+        self.l = l
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.preprocessor = preprocessor
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, quadruplets, delta=1.0, pairs=None, pair_labels=None):
+        """Learn ``M`` from quadruplets (Eq. 8) and optional pairs (Eq. 11).
+
+        Parameters
+        ----------
+        quadruplets : array_like
+            Integer indices (n_quadruplets, 4) into ``preprocessor``, or
+            points (n_quadruplets, 4, n_features).  ``(i, j, k, l)`` asks for
+            ``D2_M(k, l) >= D2_M(i, j) + delta``.
+        delta : float or array_like of shape (n_quadruplets,), default=1.0
+            Margins.
+        pairs : array_like, optional
+            Integer indices (n_pairs, 2) or points (n_pairs, 2, n_features),
+            given the same way as ``quadruplets``.
+        pair_labels : array_like of shape (n_pairs,), optional
+            +1 (similar) or -1 (dissimilar); required with ``pairs``.
+
+        Returns
+        -------
+        self : Qwise
+        """
+        if (pairs is None) != (pair_labels is None):
+            missing = "pair_labels" if pair_labels is None else "pairs"
+            raise ValueError(
+                f"{missing}: pairs and pair_labels must be given together."
+            )
+        if pairs is not None:
+            if self.u is None or self.l is None:
+                raise ValueError(
+                    "u, l: both bounds are required when pairs are given "
+                    f"(got u={self.u!r}, l={self.l!r}); set them with "
+                    "Qwise(u=..., l=...)."
+                )
+            pair_labels = self._check_pair_labels(pair_labels)
+        quads, labelled = self._build_sets(quadruplets, delta, pairs, pair_labels)
+        return self._solve(quads, labelled)
+
+    @staticmethod
+    def _check_pair_labels(pair_labels):
+        """Labels as an int array of +1 / -1, or a ValueError naming them."""
+        y = np.asarray(pair_labels)
+        if y.ndim != 1:
+            raise ValueError(
+                f"pair_labels: expected a 1-D array, got shape {y.shape}."
+            )
+        if y.dtype == object or y.dtype.kind not in "iuf" or not np.all(
+            np.isin(y, (-1, 1))
+        ):
+            raise ValueError(
+                "pair_labels: must be +1 (similar) or -1 (dissimilar), got "
+                f"values {np.unique(y.astype(str))[:5].tolist()}."
+            )
+        return y.astype(int)
+
+    def _build_sets(self, quadruplets, delta, pairs, pair_labels):
+        """Quadruplets and pairs over one sample matrix."""
+        q_points = _ndim(quadruplets, "quadruplets") == 3
+        if pairs is not None and (_ndim(pairs, "pairs") == 3) != q_points:
+            raise ValueError(
+                "pairs: must be given the same way as quadruplets (both "
+                "integer indices into preprocessor, or both 3-D arrays of "
+                "points)."
+            )
+        if not q_points:
+            X = self.preprocessor
+            if X is not None:
+                # validate once so that both sets share the same array object
+                X = check_samples(X, "preprocessor")
+            X, q_idx = tuples_to_indices(
+                quadruplets, "quadruplets", width=4, preprocessor=X
+            )
+            p_idx = None
+            if pairs is not None:
+                _, p_idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
+        else:
+            Xq, q_idx = tuples_to_indices(quadruplets, "quadruplets", width=4)
+            X, p_idx = Xq, None
+            if pairs is not None:
+                Xp, p_idx = tuples_to_indices(pairs, "pairs", width=2)
+                if Xp.shape[1] != Xq.shape[1]:
+                    raise ValueError(
+                        f"pairs: points have {Xp.shape[1]} features, "
+                        f"quadruplets have {Xq.shape[1]}."
+                    )
+                # one X from the distinct points of both sets
+                X, inv = np.unique(np.vstack([Xq, Xp]), axis=0, return_inverse=True)
+                inv = inv.reshape(-1)
+                q_idx = inv[: len(Xq)][q_idx]
+                p_idx = inv[len(Xq):][p_idx]
+        quads = Quadruplets.create(X, q_idx, delta)
+        labelled = None
+        if pairs is not None:
+            if len(pair_labels) != len(p_idx):
+                raise ValueError(
+                    f"pair_labels: expected shape ({len(p_idx)},), got "
+                    f"({len(pair_labels)},)."
+                )
+            labelled = LabeledPairs.create(X, p_idx, pair_labels)
+        return quads, labelled
+
+
+class QwiseSupervised(TransformerMixin, _QwiseBase):
+    """Qwise learned from class labels: ``fit(X, y)``.
+
+    Samples ``n_constraints`` quadruplets ``(i, j, k, l)`` with
+    ``y_i == y_j`` and ``y_k != y_l`` (a same-class pair should be closer,
+    by margin 1, than a different-class pair) with
+    :func:`~cvxmetric.quadruplets_from_labels`, then solves Eq. 8 as
+    :class:`Qwise` does.  When both ``u`` and ``l`` are set it also samples
+    ``n_constraints`` labelled pairs (:func:`~cvxmetric.pairs_from_labels`,
+    half similar, half dissimilar) and solves Eq. 11.
+
+    Parameters
+    ----------
+    n_constraints : int >= 1, optional
+        Number of quadruplets (and of pairs).  Default
+        ``min(1000, 20 * n_samples)``: enough to cover every sample a few
+        times on small data, and a size the exact solver handles in seconds.
+    regularizer, C_q, C_p, solver, tol, max_iter, verbose
+        As in :class:`Qwise`.
+    u, l : float >= 0, optional
+        Set both to add pair constraints (Eq. 11); leave both unset for
+        Eq. 8.  Setting only one is an error.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the constraint sampling.
+
+    Attributes
+    ----------
+    components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
+certificate_, result_, n_features_in_
+        As in :class:`Qwise`.
+    feature_names_in_ : ndarray of str
+        Present when ``X`` has string column names.
+
+    Notes
+    -----
+    Sampled quadruplets whose two pairs are both identical points (possible
+    only with duplicate rows in ``X``) do not depend on ``M`` and are
+    dropped, as are sampled similar / dissimilar pairs of identical points.
+    ``objective_`` is the objective over the kept constraints.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from cvxmetric import QwiseSupervised
+    >>> X, y = load_iris(return_X_y=True)
+    >>> est = QwiseSupervised(n_constraints=100, random_state=0).fit(X, y)
+    >>> est.transform(X).shape
+    (150, 4)
+    """
+
+    _parameter_constraints = {
+        **_SHARED_CONSTRAINTS,
+        "n_constraints": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        n_constraints=None,
+        regularizer="trace",
+        C_q=1.0,
+        C_p=1.0,
+        u=None,
+        l=None,
+        solver="exact",
+        tol=None,
+        max_iter=None,
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_constraints = n_constraints
+        self.regularizer = regularizer
+        self.C_q = C_q
+        self.C_p = C_p
+        self.u = u
+        self.l = l
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Sample constraints from the labels and learn ``M``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : QwiseSupervised
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_classification_targets(y)
+        if (self.u is None) != (self.l is None):
+            raise ValueError(
+                f"u, l: set both (Eq. 11 with pairs) or neither (Eq. 8), got "
+                f"u={self.u!r}, l={self.l!r}."
+            )
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(
+                f"y: {type(self).__name__} needs at least 2 classes, got 1 class."
+            )
+        n = self.n_constraints
+        if n is None:
+            n = min(1000, 20 * X.shape[0])
+        rng = check_random_state(self.random_state)
+        quads = quadruplets_from_labels(y, n, random_state=rng)
+        i, j, k, l = quads.T
+        useful = ~(_same_point(X, i, j) & _same_point(X, k, l))
+        if not np.any(useful):
+            raise ValueError(
+                "X: every sampled quadruplet compares identical points; the "
+                "data has no information on the metric."
+            )
+        quads = Quadruplets.create(X, quads[useful], 1.0)
+        labelled = None
+        if self.u is not None:
+            p_idx, p_lab = pairs_from_labels(y, max(n, 2), random_state=rng)
+            keep = ~_same_point(X, p_idx[:, 0], p_idx[:, 1])
+            if np.any(keep):
+                labelled = LabeledPairs.create(X, p_idx[keep], p_lab[keep])
+        return self._solve(quads, labelled)
+
+
+def _same_point(X, i, j):
+    """Boolean mask: rows ``i`` and ``j`` of ``X`` are identical points."""
+    return (i == j) | np.all(X[i] == X[j], axis=1)
