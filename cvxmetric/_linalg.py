@@ -14,8 +14,10 @@ import scipy.sparse as sp
 __all__ = ["PairOperator", "project_psd", "eigh_psd"]
 
 # Above this many floats, difference vectors are not materialised.
-_PHI_BUDGET = 2.5e7
 _CHUNK = 1 << 16
+# Up to this many samples, x_i^T V x_j for all pairs comes from the n x n
+# kernel X V X^T (one BLAS-3 product, 10x faster than gathering rows).
+_KERNEL_MAX = 2500
 
 
 def eigh_psd(A):
@@ -59,13 +61,18 @@ class PairOperator:
     """
 
     def __init__(self, X, pairs, materialize=None):
-        self.X = X
+        # distances are translation invariant; centring keeps the
+        # sample-space form x_i'Vx_i + x_j'Vx_j - 2 x_i'Vx_j well conditioned
+        self.X = X - X.mean(axis=0)
+        X = self.X
         self.i = np.ascontiguousarray(pairs[:, 0])
         self.j = np.ascontiguousarray(pairs[:, 1])
         self.n_pairs = len(self.i)
         n, d = X.shape
         if materialize is None:
-            materialize = self.n_pairs * d <= _PHI_BUDGET or self.n_pairs < n
+            # the sample-space forms cost O(n d^2 + n_pairs d) instead of
+            # O(n_pairs d^2): better as soon as pairs outnumber points
+            materialize = self.n_pairs <= n
         self.Phi = X[self.i] - X[self.j] if materialize else None  # (n_pairs, d)
         if self.Phi is None:
             self._init_laplacian(n)
@@ -97,13 +104,21 @@ class PairOperator:
 
     def gram(self, w):
         """``sum_p w_p phi_p phi_p^T`` as a dense (d, d) matrix."""
+        if self.Phi is not None:
+            return self.Phi.T @ (w[:, None] * self.Phi)
         nz = np.flatnonzero(w)
-        if len(nz) < 0.5 * self.n_pairs:
+        if len(nz) < 0.05 * self.n_pairs:
             # few pairs carry weight (incremental updates): gather them
             P = self._diffs(nz)
             return P.T @ (w[nz, None] * P)
-        if self.Phi is not None:
-            return self.Phi.T @ (w[:, None] * self.Phi)
+        n = self.X.shape[0]
+        if n <= _KERNEL_MAX:
+            # dense Laplacian: L = diag(W 1) - W with W the symmetrised
+            # weighted adjacency of the pairs
+            W = np.bincount(self.i * n + self.j, w, n * n).reshape(n, n)
+            W = W + W.T
+            L = np.diag(W.sum(axis=1)) - W
+            return self.X.T @ (L @ self.X)
         L = self.laplacian(w)
         return self.X.T @ (L @ self.X)
 
@@ -140,11 +155,7 @@ class PairOperator:
             Z = self.Phi @ G  # (n_pairs, r)
             return np.einsum("pr,pr->p", Z, Z)
         Z = self.X @ G  # (n, r)
-        out = np.empty(self.n_pairs)
-        for s in range(0, self.n_pairs, _CHUNK):
-            D = Z[self.i[s:s + _CHUNK]] - Z[self.j[s:s + _CHUNK]]
-            out[s:s + _CHUNK] = np.einsum("pr,pr->p", D, D)
-        return out
+        return self._sample_space(Z, Z)
 
     def _sqdist_full(self, M):
         return self.quadform(M)
@@ -160,10 +171,21 @@ class PairOperator:
         if self.Phi is not None:
             P = self.Phi[idx]
             return np.einsum("pd,pd->p", P @ V, P)
-        Y = self.X @ V  # (n, d)
-        q = np.einsum("nd,nd->n", Y, self.X)
-        out = np.empty(len(idx))
-        for s in range(0, len(idx), _CHUNK):
-            i, j = self.i[idx[s:s + _CHUNK]], self.j[idx[s:s + _CHUNK]]
-            out[s:s + _CHUNK] = q[i] + q[j] - 2 * np.einsum("pd,pd->p", Y[i], self.X[j])
+        return self._sample_space(self.X @ V, self.X, subset)
+
+    def _sample_space(self, A, B, subset=None):
+        """``q_i + q_j - 2 a_i^T b_j`` with ``q_i = a_i^T b_i``, per pair.
+
+        With ``A = X V`` and ``B = X`` this is ``phi^T V phi``; with
+        ``A = B = X G`` it is ``||G^T phi||^2``.
+        """
+        i, j = (self.i, self.j) if subset is None else (self.i[subset], self.j[subset])
+        q = np.einsum("nr,nr->n", A, B)
+        if A.shape[0] <= _KERNEL_MAX:
+            K = A @ B.T  # (n, n)
+            return q[i] + q[j] - 2 * K[i, j]
+        out = np.empty(len(i))
+        for s in range(0, len(i), _CHUNK):
+            ii, jj = i[s:s + _CHUNK], j[s:s + _CHUNK]
+            out[s:s + _CHUNK] = q[ii] + q[jj] - 2 * np.einsum("pr,pr->p", A[ii], B[jj])
         return out

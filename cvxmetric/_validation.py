@@ -81,7 +81,10 @@ def check_indices(idx, name, n_samples, *, width=None):
         Required number of columns (2 for pairs, 3 for triplets, 4 for
         quadruplets).
     """
-    arr = np.asarray(idx)
+    try:
+        arr = np.asarray(idx)
+    except Exception as exc:  # ragged lists and the like
+        raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
         if arr.size == 0:
             arr = arr.astype(np.intp)

@@ -137,9 +137,11 @@ class LabeledPairs:
                 f"{name} labels: expected shape ({idx.shape[0]},), got {y.shape}."
             )
         if y.dtype == object or not np.all(np.isin(y, (-1, 1))):
+            # list() rather than np.unique: mixed object values do not sort
+            shown = list(dict.fromkeys(y.ravel().tolist()))[:5]
             raise ValueError(
                 f"{name} labels: must be +1 (similar) or -1 (dissimilar), got "
-                f"values {np.unique(y)[:5].tolist()}."
+                f"values {shown}."
             )
         zero = _zero_length(X, idx[:, 0], idx[:, 1])
         if np.any(zero):

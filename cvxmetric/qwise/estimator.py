@@ -10,13 +10,13 @@ the quadruplets itself (same-class pair closer than a different-class pair).
 Both build :class:`~cvxmetric.qwise.QwiseData` and hand it to one of the
 Qwise solvers, selected by ``solver``:
 
-==================  =================================================  ==========
-``solver``          what runs                                          guarantee
-==================  =================================================  ==========
-``"exact"``         :func:`~cvxmetric.qwise.solve_exact` (CVXPY)       certified
-``"fast"``          :class:`~cvxmetric.qwise.QwiseDualSolver`          gap <= tol
-``"subgradient"``   :class:`~cvxmetric.qwise.ProjectedSubgradient`     Algorithm 1
-==================  =================================================  ==========
+==================  ===============================================  ===========
+``solver``          what runs                                        guarantee
+==================  ===============================================  ===========
+``"exact"``         :func:`~cvxmetric.qwise.solve_exact` (CVXPY)     certified
+``"fast"``          :class:`~cvxmetric.qwise.QwiseDualSolver`        gap <= tol
+``"subgradient"``   :class:`~cvxmetric.qwise.ProjectedSubgradient`   Algorithm 1
+==================  ===============================================  ===========
 
 ``tol`` and ``max_iter`` go to the iterative solvers only (``None`` keeps
 their defaults); the exact path always solves to its certified accuracy.
@@ -452,7 +452,10 @@ certificate_, result_, n_features_in_
         self : QwiseSupervised
         """
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        check_classification_targets(y)
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:  # scikit-learn's message does not name y
+            raise ValueError(f"y: {exc}") from None
         if (self.u is None) != (self.l is None):
             raise ValueError(
                 f"u, l: set both (Eq. 11 with pairs) or neither (Eq. 8), got "

@@ -41,15 +41,6 @@ from .._solver import IterativeSolver
 __all__ = ["ProjectedSubgradient", "QwiseDualSolver"]
 
 
-def _scale_estimate(data):
-    """A scalar ``s`` such that ``M ~ s I`` puts distances at the margins' scale."""
-    dist = data.op.sqdist(G=np.eye(data.n_features))
-    far = dist[data.far_q]
-    mean_far = float(np.mean(far[far > 0])) if np.any(far > 0) else 1.0
-    delta = float(np.mean(np.abs(data.delta_q))) or 1.0
-    return delta / mean_far
-
-
 # ---------------------------------------------------------------------------
 # Default fast solver: restarted primal-dual hybrid gradient
 # ---------------------------------------------------------------------------

@@ -1,0 +1,150 @@
+"""The documentation is executable: its example runs and its commands agree.
+
+* The first ```python block of docs/qwise.md is run in a fresh namespace and
+  its standard output must equal the ```text block that follows it (line by
+  line; the exact objective is compared numerically).
+* The test command of README.md's quick start is the command .ci/run runs.
+"""
+
+import contextlib
+import io
+import math
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+QWISE_DOC = ROOT / "docs" / "qwise.md"
+CI_RUN = ROOT / ".ci" / "run"
+
+_FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+#: Printed lines whose value is compared numerically, with this relative
+#: tolerance, instead of as a string.
+NUMERIC_PREFIXES = {"exact objective:": 1e-6}
+
+
+def fenced_blocks(text):
+    """``(language, body)`` of every fenced code block, in order."""
+    return [(m.group(1), m.group(2)) for m in _FENCE.finditer(text)]
+
+
+def example_and_expected(text):
+    """The first python block and the text block right after it."""
+    blocks = fenced_blocks(text)
+    for n, (lang, body) in enumerate(blocks):
+        if lang == "python":
+            rest = blocks[n + 1:]
+            if not rest or rest[0][0] != "text":
+                raise AssertionError(
+                    "the first ```python block must be followed by a ```text "
+                    "block with its expected output"
+                )
+            return body, rest[0][1]
+    raise AssertionError("no ```python block found")
+
+
+def quick_start_commands(text):
+    """Command lines of the first shell block under the quick-start heading."""
+    match = re.search(r"^#+\s*Quick start\s*$", text, re.MULTILINE | re.IGNORECASE)
+    assert match, "README.md has no 'Quick start' section"
+    for lang, body in fenced_blocks(text[match.end():]):
+        if lang in ("bash", "sh", "shell", "console"):
+            return [ln.strip() for ln in body.splitlines() if ln.strip()]
+    raise AssertionError("no shell block in README.md's quick start")
+
+
+def readme_test_command():
+    commands = [c for c in quick_start_commands(README.read_text()) if "pytest" in c]
+    assert len(commands) == 1, f"expected one test command, got {commands}"
+    return commands[0]
+
+
+# ---------------------------------------------------------------------------
+# docs/qwise.md example
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def qwise_example():
+    """Run the example once: ``(printed lines, expected lines)``."""
+    code, expected = example_and_expected(QWISE_DOC.read_text())
+    namespace = {"__name__": "__docs_example__"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(QWISE_DOC), "exec"), namespace)
+    return out.getvalue().splitlines(), expected.splitlines()
+
+
+def _same_line(got, want):
+    for prefix, rtol in NUMERIC_PREFIXES.items():
+        if want.startswith(prefix):
+            if not got.startswith(prefix):
+                return False
+            g = float(got[len(prefix):])
+            w = float(want[len(prefix):])
+            return math.isclose(g, w, rel_tol=rtol, abs_tol=0.0)
+    return got == want
+
+
+def _check_lines(got, want, selected):
+    assert len(got) == len(want), (
+        f"the example printed {len(got)} lines, the page shows {len(want)}:\n"
+        f"printed: {got}\nexpected: {want}"
+    )
+    for g, w in zip(got, want):
+        if selected(w):
+            assert _same_line(g, w), f"printed {g!r}, the page shows {w!r}"
+
+
+def test_qwise_example_exact_lines(qwise_example):
+    got, want = qwise_example
+    _check_lines(got, want, lambda w: not w.startswith("fast "))
+
+
+def test_qwise_example_fast_line(qwise_example):
+    got, want = qwise_example
+    assert any(w.startswith("fast ") for w in want)
+    _check_lines(got, want, lambda w: w.startswith("fast "))
+
+
+def test_numeric_comparison_is_strict():
+    assert _same_line("exact objective: 7.41154", "exact objective: 7.41154")
+    assert not _same_line("exact objective: 7.41155", "exact objective: 7.41154")
+    assert not _same_line("certificate passed: False", "certificate passed: True")
+
+
+# ---------------------------------------------------------------------------
+# README.md and .ci/run
+# ---------------------------------------------------------------------------
+
+
+def test_readme_quick_start_is_two_commands():
+    commands = quick_start_commands(README.read_text())
+    assert commands == [
+        "pip install -e . && cvxmetric verify",
+        'pip install -e ".[test]" && python -m pytest -q',
+    ]
+
+
+def test_readme_mentions_verify():
+    assert "cvxmetric verify" in README.read_text()
+
+
+def test_ci_runs_the_readme_test_command():
+    command = readme_test_command()
+    lines = [ln.strip() for ln in CI_RUN.read_text().splitlines()]
+    run = [ln for ln in lines if ln and not ln.startswith("#")]
+    assert command in run, (
+        f".ci/run must run README's test command verbatim: {command!r}"
+    )
+
+
+def test_ci_script_is_strict_and_executable():
+    text = CI_RUN.read_text()
+    assert text.startswith("#!/usr/bin/env bash") or text.startswith("#!/bin/bash")
+    assert "set -euo pipefail" in text
+    assert os.access(CI_RUN, os.X_OK), ".ci/run must be executable"
