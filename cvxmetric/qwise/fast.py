@@ -302,10 +302,14 @@ class ProjectedSubgradient(IterativeSolver):
         ``eps`` of the stopping rule ``||M_t - M_{t-1}||_F^2 <= eps``, taken
         relative to ``max(1, ||M_t||_F^2)``.
     eta0 : float, optional
-        Initial step; default: the step that brings the mean distance of the
-        far pairs to the mean margin after the first iteration.
-    step : {"sqrt", "constant"}
-        ``eta_t = eta0 / sqrt(t + 1)`` (converges) or ``eta_t = eta0``.
+        Initial step (a length for ``step="length"``); default: the step
+        that brings the mean distance of the far pairs to the mean margin
+        after the first iteration.
+    step : {"length", "sqrt", "constant"}
+        ``"length"``: step length ``eta0 / sqrt(t + 1)`` in Frobenius norm,
+        i.e. ``eta_t = eta0 / (sqrt(t + 1) ||grad_t||)`` (the classical
+        rule, converges); ``"sqrt"``: ``eta_t = eta0 / sqrt(t + 1)``;
+        ``"constant"``: ``eta_t = eta0`` (the paper's example).
     recheck_every : int
         Full re-check period of the active-set strategy (the paper: 10-20).
     active_set : bool
@@ -315,7 +319,7 @@ class ProjectedSubgradient(IterativeSolver):
     maxiter: int = 20000
     tol: float = 1e-12
     eta0: float = None
-    step: str = "sqrt"
+    step: str = "length"
     recheck_every: int = 10
     active_set: bool = True
 
@@ -352,6 +356,9 @@ class ProjectedSubgradient(IterativeSolver):
             far = data.op.sqdist(G=G1)[data.far_q]
             eta0 = (float(np.mean(np.abs(data.delta_q))) / float(np.mean(far))
                     if np.any(far > 0) else 1.0 / max(np.linalg.norm(grad), 1e-300))
+            if self.step == "length":
+                # the length of that first step: the scale of a good M
+                eta0 *= np.linalg.norm(G1 @ G1.T)
         state = SubgradientState(
             iter_num=0, error=np.inf, h=h, violated=viol, active=viol.copy(),
             full_check=True, converged=False, best_M=M, best_obj=obj,
@@ -364,8 +371,14 @@ class ProjectedSubgradient(IterativeSolver):
 
     def update(self, M, state, data):
         t = state.iter_num
-        eta = state.eta0 / np.sqrt(t + 1) if self.step == "sqrt" else state.eta0
         grad = state.h + data.R + data.mu * M  # Eq. 15
+        if self.step == "length":
+            # step *length* r0 / sqrt(t + 1) in Frobenius norm
+            eta = state.eta0 / (np.sqrt(t + 1) * max(np.linalg.norm(grad), 1e-300))
+        elif self.step == "sqrt":
+            eta = state.eta0 / np.sqrt(t + 1)
+        else:
+            eta = state.eta0
         M_new, G = project_psd(M - eta * grad, return_factor=True)
         err = float(np.sum((M_new - M) ** 2)) / max(1.0, float(np.sum(M_new ** 2)))
         small = err <= self.tol
@@ -380,7 +393,11 @@ class ProjectedSubgradient(IterativeSolver):
             added = changed & viol
             removed = changed & state.violated
             h = h + self._h(data, added) - self._h(data, removed)
-        active = state.active | viol
+        # between full checks the list accumulates; a full check rebuilds it
+        # from the violations it finds (at M_0 = 0 every constraint with a
+        # positive margin is violated, so accumulating from the start would
+        # keep all of them forever)
+        active = viol.copy() if full else state.active | viol
         best_M, best_obj = state.best_M, state.best_obj
         new_outside = False
         if full:
