@@ -74,6 +74,9 @@ class PairOperator:
             # O(n_pairs d^2): better as soon as pairs outnumber points
             materialize = self.n_pairs <= n
         self.Phi = X[self.i] - X[self.j] if materialize else None  # (n_pairs, d)
+        # dense n x n kernels pay off while n^2 is comparable to the number
+        # of pairs; beyond, sparse Laplacians and row gathers are cheaper
+        self._dense_kernel = n <= _KERNEL_MAX and n * n <= 4 * self.n_pairs
         if self.Phi is None:
             self._init_laplacian(n)
 
@@ -112,7 +115,7 @@ class PairOperator:
             P = self._diffs(nz)
             return P.T @ (w[nz, None] * P)
         n = self.X.shape[0]
-        if n <= _KERNEL_MAX:
+        if self._dense_kernel:
             # dense Laplacian: L = diag(W 1) - W with W the symmetrised
             # weighted adjacency of the pairs
             W = np.bincount(self.i * n + self.j, w, n * n).reshape(n, n)
@@ -181,7 +184,7 @@ class PairOperator:
         """
         i, j = (self.i, self.j) if subset is None else (self.i[subset], self.j[subset])
         q = np.einsum("nr,nr->n", A, B)
-        if A.shape[0] <= _KERNEL_MAX:
+        if self._dense_kernel:
             K = A @ B.T  # (n, n)
             return q[i] + q[j] - 2 * K[i, j]
         out = np.empty(len(i))

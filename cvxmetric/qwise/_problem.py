@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from .._linalg import PairOperator, eigh_psd
+from .._linalg import PairOperator, eigh_psd, project_psd
 from .._validation import check_option, check_psd_matrix, check_scalar
 from ..constraints import LabeledPairs, Quadruplets
 from ..result import Certificate
@@ -179,6 +179,25 @@ class QwiseData:
                 Phi = X[S[:, 0]] - X[S[:, 1]]  # (n_similar, d)
                 A_S = Phi.T @ Phi
             A_S = check_psd_matrix(A_S, "A_S", d)
+            # a direction in null(A_S) costs nothing: if it also changes some
+            # constraint's distances, a hinge that improves along it is
+            # driven to zero by an ever larger M and the minimum need not be
+            # attained. A_S must be definite on the span of the difference
+            # vectors (directions orthogonal to all of them are harmless).
+            span = op.gram(np.ones(op.n_pairs))
+            w_span, U_span = np.linalg.eigh(0.5 * (span + span.T))
+            U = U_span[:, w_span > 1e-10 * max(w_span[-1], 1e-300)]
+            lam = np.linalg.eigvalsh(U.T @ A_S @ U) if U.shape[1] else np.ones(1)
+            top = max(float(np.linalg.eigvalsh(A_S)[-1]), 1e-300)
+            if lam[0] <= 1e-10 * top:
+                raise ValueError(
+                    "A_S: the 'similar' regulariser needs A_S positive definite "
+                    "on the span of the constraints' difference vectors; its "
+                    f"smallest eigenvalue there is {lam[0]:.3g}. That direction "
+                    "is unpenalised and the minimum may not be attained. "
+                    "Provide more similar pairs, pass A_S explicitly, or use "
+                    "regularizer='trace'."
+                )
             R, mu = A_S, 0.0
         return cls(
             X=X,
@@ -237,11 +256,19 @@ class QwiseData:
 
     # -- dual ----------------------------------------------------------------
 
-    def dual_bound(self, alpha):
-        """A valid lower bound ``g(alpha')`` on the optimal value.
+    def dual_bound(self, alpha, upper=None):
+        """A valid lower bound on the optimal value from multipliers ``alpha``.
 
-        ``alpha`` is clipped to ``[0, c]``; when ``mu = 0`` it is scaled by
-        the smallest ``t >= 1`` making ``S(alpha)/t <= R`` (still in the box).
+        ``alpha`` is clipped to ``[0, c]``.  With ``mu > 0`` the bound is
+        ``g(alpha)`` itself.  With ``mu = 0``, ``g(alpha)`` is finite only if
+        ``S(alpha) <= R``; two repairs, both valid, and the larger is taken:
+
+        * scaling: ``g(alpha / t) = delta^T alpha / t`` with ``t`` the
+          smallest ``t >= 1`` making ``S(alpha)/t <= R``;
+        * restriction: the loss is >= 0, so any optimum has
+          ``<R, M*> <= upper`` for ``upper`` the objective of any PSD point;
+          minimising the Lagrangian over that set instead of the whole cone
+          gives ``delta^T alpha - upper (t - 1)``.
         """
         alpha = np.clip(alpha, 0.0, self.c_q)
         S = self.op.gram(self.dual_pair_weights(alpha))
@@ -253,21 +280,39 @@ class QwiseData:
         t = self._loewner_scale(S)
         if not np.isfinite(t):
             return -np.inf
-        # a negative delta^T alpha grows when alpha shrinks, so only scale
-        # down when needed and never claim more than the scaled value
-        return lin / t
+        bound = lin / t
+        if upper is not None and np.isfinite(upper):
+            bound = max(bound, lin - max(upper, 0.0) * (t - 1.0))
+        return bound
+
+    def best_dual_bound(self, alpha, M, upper=None):
+        """The better of the bounds from ``alpha`` and from ``alpha`` made
+        consistent with ``M`` (``c`` where the hinge is active at ``M``, 0
+        where it is inactive, ``alpha`` on the margin).
+
+        Both are valid; the second repairs multipliers that a first-order
+        method moves slowly (e.g. a margin of 1e-5 drives its multiplier at
+        that rate).
+        """
+        bound = self.dual_bound(alpha, upper)
+        arg = self.margins(M)
+        tol = 1e-9 * max(1.0, float(np.max(np.abs(self.delta_q))))
+        alpha2 = np.where(arg > tol, self.c_q, np.where(arg < -tol, 0.0, alpha))
+        if not np.array_equal(alpha2, alpha):
+            bound = max(bound, self.dual_bound(alpha2, upper))
+        return bound
 
     def _loewner_scale(self, S):
         """Smallest ``t >= 1`` with ``S / t <= R``; ``inf`` if none exists."""
         if self.regularizer == "trace":
             return max(1.0, float(np.linalg.eigvalsh(S)[-1]))
-        try:
+        tol = 1e-12 * max(1.0, np.abs(self.R).max())
+        # a generalised eigenproblem needs R definite; a numerically singular
+        # R passes Cholesky with a tiny pivot and returns garbage, so test first
+        if np.linalg.eigvalsh(self.R)[0] > 1e3 * tol:
             top = float(scipy.linalg.eigh(S, self.R, eigvals_only=True)[-1])
             return max(1.0, top)
-        except (np.linalg.LinAlgError, ValueError):
-            pass
         # singular R: bisection on t with an exact PSD test up to round-off
-        tol = 1e-12 * max(1.0, np.abs(self.R).max())
 
         def ok(t):
             return np.linalg.eigvalsh(self.R - S / t)[0] >= -tol
@@ -293,7 +338,10 @@ class QwiseData:
         M = 0.5 * (M + M.T)
         min_eig = float(np.linalg.eigvalsh(M)[0])
         obj = self.objective(M)
-        bound = self.dual_bound(alpha) if alpha is not None else -np.inf
+        # an upper bound on the optimum from a PSD point (for dual_bound)
+        upper = obj if min_eig >= 0 else self.objective(project_psd(M))
+        bound = (self.best_dual_bound(alpha, M, upper) if alpha is not None
+                 else -np.inf)
         gap = obj - bound
         return Certificate(
             objective=obj,

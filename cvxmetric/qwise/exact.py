@@ -135,16 +135,19 @@ class QwiseModel:
                     f"{key}: not a parameter of this model; have "
                     f"{sorted(self.params)}."
                 )
-        for key, val in values.items():
-            self.params[key].value = val
         d = self.data
         current = {k: p.value for k, p in self.params.items()}
-        self.data = QwiseData.from_sets(
+        current.update(values)
+        # validate first, so a rejected value leaves the model unchanged
+        new_data = QwiseData.from_sets(
             d.quadruplets, d.pairs, regularizer=d.regularizer,
             C_q=current["C_q"], C_p=current.get("C_p", d.C_p),
             u=current.get("u", d.u), l=current.get("l", d.l),
             A_S=d.R if d.regularizer == "similar" else None,
         )
+        for key, val in values.items():
+            self.params[key].value = val
+        self.data = new_data
 
     def alpha(self):
         """Canonical dual multipliers (quadruplets, similar, dissimilar)."""

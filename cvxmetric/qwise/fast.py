@@ -60,6 +60,7 @@ class PDState(NamedTuple):
     alpha_restart: np.ndarray
     best_M: np.ndarray
     best_alpha: np.ndarray
+    eta: float  # current step (adaptive): tau = eta / omega, sigma = eta omega
 
 
 def _ray_start(data):
@@ -122,7 +123,10 @@ def _op_norm(data, weights, n_iter=30, seed=0):
     V = 0.5 * (V + V.T)
     nrm = 1.0
     for _ in range(n_iter):
-        V /= np.linalg.norm(V)
+        size = np.linalg.norm(V)
+        if size == 0:  # A vanishes on this direction (e.g. A = 0)
+            return 0.0
+        V /= size
         dist = data.op.quadform(V)
         a = weights * (dist[data.far_q] - dist[data.near_q])
         V = data.op.gram(data.dual_pair_weights(a))
@@ -189,7 +193,9 @@ class QwiseDualSolver(IterativeSolver):
         rn = _row_norms(data)
         rn = np.where(rn > 0, rn, max(float(rn.max()), 1.0))
         self._dscale = float(np.mean(rn)) / rn  # (n_constraints,)
-        self._norm = _op_norm(data, self._dscale) * 1.01
+        norm = _op_norm(data, self._dscale) * 1.01
+        # A = 0 (no constraint depends on M): any step is stable
+        self._norm = norm if norm > 1e-12 * max(1.0, float(rn.max())) else 1.0
         if self.omega0 is not None:
             omega = float(self.omega0)
         else:
@@ -198,31 +204,54 @@ class QwiseDualSolver(IterativeSolver):
             omega = na / nM if nM > 0 and na > 0 else 1.0
         gap = self._gap(data, M, alpha)
         return M, PDState(0, gap, alpha, np.zeros_like(M), np.zeros_like(alpha),
-                          0, omega, gap, 0, M, alpha, M, alpha)
+                          0, omega, gap, 0, M, alpha, M, alpha, 0.99 / self._norm)
 
     @staticmethod
     def _gap(data, M, alpha):
+        # M is PSD here (a projection or an average of projections)
         obj = data.objective(M)
-        return abs(obj - data.dual_bound(alpha)) / max(1.0, abs(obj))
+        return abs(obj - data.best_dual_bound(alpha, M, obj)) / max(1.0, abs(obj))
 
     def _a(self, data, V):
         dist = data.op.quadform(V)
         return dist[data.far_q] - dist[data.near_q]
 
     def update(self, M, state, data):
-        eta = 0.99 / self._norm
+        eta = state.eta
         omega = state.omega
-        tau, sigma = eta / omega, eta * omega
         R, mu, c, delta = data.R, data.mu, data.c_q, data.delta_q
+        dscale = self._dscale
         alpha = state.alpha
         M_sum, alpha_sum, n_sum = state.M_sum, state.alpha_sum, state.n_sum
+        aM = self._a(data, M)  # a(M) is reused: a(2 M+ - M) = 2 a(M+) - a(M)
         k = 0
         for k in range(1, self.check_every + 1):
             S = data.op.gram(data.dual_pair_weights(alpha))
-            M_new = project_psd((M + tau * (0.5 * (S + S.T) - R)) / (1 + tau * mu))
-            alpha = np.clip(alpha + (sigma * self._dscale)
-                            * (delta - self._a(data, 2 * M_new - M)), 0.0, c)
-            M = M_new
+            S = 0.5 * (S + S.T)
+            t = state.iter_num + k
+            while True:
+                tau, sigma = eta / omega, eta * omega
+                M_new, G = project_psd((M + tau * (S - R)) / (1 + tau * mu),
+                                       return_factor=True)
+                # distances from the rank-r factor of the PSD iterate
+                dist = data.op.sqdist(G=G)
+                aM_new = dist[data.far_q] - dist[data.near_q]
+                alpha_new = np.clip(alpha + (sigma * dscale)
+                                    * (delta - 2 * aM_new + aM), 0.0, c)
+                # PDLP's adaptive step: the largest step the pair of moves
+                # certifies, ||dz||_omega^2 / (2 |<d alpha, A dM>|)
+                dM = M_new - M
+                dA = alpha_new - alpha
+                move = omega * float(np.sum(dM * dM)) + float(dA @ (dA / dscale)) / omega
+                cross = abs(float(dA @ (aM_new - aM)))
+                limit = move / (2 * cross) if cross > 0 else np.inf
+                eta_next = min((1 - (t + 1) ** -0.3) * limit,
+                               (1 + (t + 1) ** -0.6) * eta)
+                if eta <= limit:
+                    eta = eta_next
+                    break
+                eta = eta_next
+            M, aM, alpha = M_new, aM_new, alpha_new
             M_sum = M_sum + M
             alpha_sum = alpha_sum + alpha
             n_sum += 1
@@ -258,7 +287,7 @@ class QwiseDualSolver(IterativeSolver):
             M_sum, alpha_sum, n_sum = np.zeros_like(M), np.zeros_like(alpha), 0
         return M, PDState(it, error, alpha, M_sum, alpha_sum, n_sum, omega,
                           restart_error, n_restart_iter, M_restart,
-                          alpha_restart, best_M, best_alpha)
+                          alpha_restart, best_M, best_alpha, eta)
 
     def finalize(self, M, state, data):
         M = state.best_M
@@ -328,9 +357,12 @@ class ProjectedSubgradient(IterativeSolver):
     def _check(self, data, G, candidates):
         """Violation flags of ``candidates`` (bool mask) under ``M = G G^T``."""
         idx = np.flatnonzero(candidates)
-        pairs = np.unique(np.concatenate([data.near_q[idx], data.far_q[idx]]))
-        dist = np.zeros(data.op.n_pairs)
-        dist[pairs] = data.op.sqdist(G=G, subset=pairs)
+        if len(idx) == data.n_constraints:
+            dist = data.op.sqdist(G=G)
+        else:
+            pairs = np.unique(np.concatenate([data.near_q[idx], data.far_q[idx]]))
+            dist = np.zeros(data.op.n_pairs)
+            dist[pairs] = data.op.sqdist(G=G, subset=pairs)
         arg = data.delta_q[idx] + dist[data.near_q[idx]] - dist[data.far_q[idx]]
         viol = np.zeros(data.n_constraints, dtype=bool)
         viol[idx] = arg > 0

@@ -1,0 +1,1625 @@
+"""The problem collection: instances in ``problems/``, certified answers in ``reference/``.
+
+Layout under a collection root (see ``docs/formats.md`` for the full format)::
+
+    problems/<family>/manifest.json     one entry per instance
+    problems/<family>/<name>.npz        the arrays (never pickled)
+    reference/<family>/<name>.json      the certified exact answer
+    reference/<family>/<name>.npz       its matrix ``M``
+
+An *instance* is numeric arrays plus hyperparameters (in the manifest).  A
+*reference* is an exact solution accepted only when two independent conic
+solvers (Clarabel and SCS) both certify their point and agree on the
+objective to :data:`~cvxmetric._tolerances.REFERENCE_AGREEMENT`.  A reference
+records the SHA-256 of the instance file and the hyperparameters it was
+computed from; when either changes, the reference is *stale* and is never
+used.
+
+Families plug in through :func:`register_family`: a :class:`FamilySpec`
+states the arrays and hyperparameters of an instance, how to turn it into the
+family's problem data, how to solve it exactly, and (optionally) how to
+generate the bundled instances; :data:`METHODS` maps each family to its fast
+methods, ``{"qwise": {"fast": f, "subgradient": g}}`` with
+``f(data) -> SolverResult``.
+
+Every file is written atomically (a temporary file in the same directory,
+``fsync``, ``os.replace``) and every ``.npz`` is read with
+``allow_pickle=False``.  Instance files are written byte-for-byte
+deterministically (fixed zip timestamps), so regenerating an unchanged
+instance leaves its hash, and hence its reference, valid.
+"""
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import json
+import logging
+import math
+import os
+import platform
+import re
+import tempfile
+import time
+import warnings
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from ._tolerances import REFERENCE_AGREEMENT, TOLERANCES
+from .result import SolverError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "PSD_TOL",
+    "ArraySpec",
+    "FamilySpec",
+    "FAMILIES",
+    "METHODS",
+    "register_family",
+    "CollectionError",
+    "InstanceFormatError",
+    "ReferenceFormatError",
+    "MissingReferenceError",
+    "StaleReferenceError",
+    "Instance",
+    "Reference",
+    "ReferenceOutcome",
+    "VerifyRow",
+    "find_root",
+    "problems_dir",
+    "reference_dir",
+    "sha256_file",
+    "atomic_write_bytes",
+    "npz_bytes",
+    "read_npz",
+    "read_manifest",
+    "families",
+    "instance_names",
+    "load_instance",
+    "load_instance_file",
+    "iter_instances",
+    "write_instance",
+    "instance_to_data",
+    "write_reference",
+    "read_reference",
+    "reference_status",
+    "compute_reference",
+    "make_references",
+    "run_method",
+    "verify",
+    "make_problems",
+    "jsonable",
+    "library_versions",
+]
+
+logger = logging.getLogger("cvxmetric")
+
+#: Version of the on-disk formats written by this module.
+FORMAT_VERSION = 1
+
+#: Largest accepted ``max(0, -min_eig(M))``, relative to ``max(1, |f_ref|)``;
+#: the same threshold as :attr:`cvxmetric.result.Certificate.tol_feas`.
+PSD_TOL = 1e-7
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+# fixed zip timestamp: np.savez stamps the current time, which would change
+# the file hash (and stale every reference) on each regeneration
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+# ---------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------
+
+
+class CollectionError(ValueError):
+    """A collection file is missing, malformed or inconsistent."""
+
+
+class InstanceFormatError(CollectionError):
+    """An instance file or manifest entry does not follow the format."""
+
+
+class ReferenceFormatError(CollectionError):
+    """A reference file does not follow the format."""
+
+
+class MissingReferenceError(CollectionError):
+    """No reference exists for an instance."""
+
+
+class StaleReferenceError(CollectionError):
+    """A reference was computed from a different instance or hyperparameters."""
+
+
+# ---------------------------------------------------------------------------
+# Family registry
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One array of an instance file.
+
+    Attributes
+    ----------
+    name : str
+        Key in the ``.npz``.
+    kind : {"float", "int"}
+        Required dtype kind (``float``: any floating dtype, finite values;
+        ``int``: any signed or unsigned integer dtype).
+    shape : tuple
+        Entries are ints (fixed sizes) or strings (symbolic sizes that must
+        agree across the arrays of one file, e.g. ``("N", 4)``).
+    required : bool
+    doc : str
+    """
+
+    name: str
+    kind: str
+    shape: tuple
+    required: bool = True
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """How a formulation family reads, solves and generates its instances.
+
+    Attributes
+    ----------
+    name : str
+        Folder name under ``problems/`` and ``reference/``.
+    arrays : tuple of ArraySpec
+    hyperparameters : dict
+        Allowed hyperparameter names and their defaults (``None``: optional
+        without default).  Unknown names in a manifest are rejected.
+    to_data : callable
+        ``to_data(arrays, hyperparameters) -> data``; raises ``ValueError``
+        on inconsistent input.
+    objective : callable
+        ``objective(data, M) -> float``, the paper's objective recomputed
+        from a matrix (never trusted from the method).
+    exact : callable
+        ``exact(data) -> SolverResult``, the default certified exact path.
+    reference_solve : callable
+        ``reference_solve(data, solver, tol) -> SolverResult``: the declared
+        model solved by one named solver (used twice by ``reference``).
+    sizes : callable
+        ``sizes(arrays) -> dict`` of sizes shown by ``cvxmetric list``.
+    generate : callable, optional
+        ``generate() -> list of dict`` with keys ``name``, ``arrays``,
+        ``hyperparameters``, ``description``, ``source`` and optionally
+        ``random_state``: the bundled instances (``make-problems``).
+    """
+
+    name: str
+    arrays: tuple
+    hyperparameters: dict
+    to_data: object
+    objective: object
+    exact: object
+    reference_solve: object
+    sizes: object
+    generate: object = None
+
+
+#: Registered families, by name.
+FAMILIES = {}
+
+#: Fast methods per family: ``{family: {method: callable(data) -> SolverResult}}``.
+#: ``cvxmetric verify`` judges method ``m`` against ``TOLERANCES[m]``.
+METHODS = {}
+
+
+def register_family(spec, methods=None):
+    """Register a family and its fast methods.
+
+    Parameters
+    ----------
+    spec : FamilySpec
+    methods : dict, optional
+        ``{name: callable(data) -> SolverResult}``; every name needs an entry
+        in :data:`~cvxmetric._tolerances.TOLERANCES` to be verified.
+    """
+    if not _NAME_RE.match(spec.name):
+        raise ValueError(f"spec.name: invalid family name {spec.name!r}.")
+    FAMILIES[spec.name] = spec
+    METHODS[spec.name] = dict(methods or {})
+
+
+def _family(name):
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise CollectionError(
+            f"family: unknown family {name!r}; registered: {sorted(FAMILIES)}."
+        ) from None
+
+
+# ---------------------------------------------------------------------------
+# Locating the collection, hashing, atomic writes
+# ---------------------------------------------------------------------------
+
+
+def find_root(root=None, *, must_exist=True):
+    """Locate the collection root.
+
+    Order: ``root``; the environment variable ``CVXMETRIC_ROOT``; the current
+    directory if it has a ``problems/`` folder; the repository root next to
+    the installed package (editable install).
+
+    Parameters
+    ----------
+    root : str or Path, optional
+    must_exist : bool
+        Require the explicit or environment root to be an existing directory.
+
+    Returns
+    -------
+    Path
+    """
+    for candidate, origin in ((root, "--root"),
+                              (os.environ.get("CVXMETRIC_ROOT"), "CVXMETRIC_ROOT")):
+        if candidate:
+            path = Path(candidate).expanduser().resolve()
+            if must_exist and not path.is_dir():
+                raise CollectionError(f"{origin}: {path} is not a directory.")
+            return path
+    cwd = Path.cwd()
+    if (cwd / "problems").is_dir():
+        return cwd.resolve()
+    repo = Path(__file__).resolve().parent.parent
+    if (repo / "problems").is_dir() or (repo / "pyproject.toml").is_file():
+        return repo
+    raise CollectionError(
+        "no collection root found: pass --root, set CVXMETRIC_ROOT, or run from "
+        "a directory that has a problems/ folder."
+    )
+
+
+def problems_dir(root, family):
+    """``<root>/problems/<family>``."""
+    return Path(root) / "problems" / family
+
+
+def reference_dir(root, family):
+    """``<root>/reference/<family>``."""
+    return Path(root) / "reference" / family
+
+
+def sha256_file(path):
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def atomic_write_bytes(path, data):
+    """Write ``data`` to ``path`` atomically.
+
+    The bytes go to a temporary file in the same directory (so that the
+    final rename stays on one file system), are flushed and fsynced, and the
+    file is moved over ``path`` with :func:`os.replace`.  A reader sees the
+    old file or the new one, never a partial write; on error the temporary
+    file is removed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    # persist the rename itself (best effort: not every platform allows it)
+    with contextlib.suppress(OSError):
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _json_bytes(obj):
+    return (json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n").encode()
+
+
+def jsonable(obj):
+    """Plain-JSON copy of ``obj``: arrays to lists, non-finite floats to ``None``.
+
+    Strict JSON has no ``NaN`` / ``Infinity``; an unavailable bound (e.g. a
+    dual bound of ``-inf``) is therefore written as ``null``.
+    """
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        obj = float(obj)
+        return obj if math.isfinite(obj) else None
+    if obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, Path):
+        return str(obj)
+    return str(obj)
+
+
+def npz_bytes(arrays):
+    """Serialise ``arrays`` (dict name -> ndarray) as ``.npz`` bytes.
+
+    Equivalent to :func:`numpy.savez` (stored, not compressed) but with fixed
+    zip timestamps, so equal arrays give byte-identical files.  Object arrays
+    are refused.
+    """
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for key, arr in arrays.items():
+            arr = np.ascontiguousarray(arr)
+            if arr.dtype.hasobject:
+                raise ValueError(f"{key}: object arrays cannot be stored.")
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_STORED
+            info.external_attr = 0o644 << 16
+            with zf.open(info, "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+def read_npz(path, *, error=CollectionError):
+    """Read every array of an ``.npz`` file with ``allow_pickle=False``.
+
+    Raises
+    ------
+    CollectionError (or ``error``)
+        Naming the file (and the array) when the file is not a readable
+        ``.npz`` or holds an object (pickled) array.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path}: file not found.")
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except Exception as exc:  # BadZipFile, pickled data, truncated file ...
+        raise error(f"{path}: not a readable .npz file ({exc}).") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise error(
+            f"{path}: expected an .npz archive of named arrays, got a single "
+            f"array; save with numpy.savez(path, X=..., ...)."
+        )
+    out = {}
+    with npz:
+        for key in npz.files:
+            try:
+                out[key] = npz[key]
+            except ValueError as exc:
+                if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
+                    raise error(
+                        f"{path}: array {key!r} has dtype object (pickled Python "
+                        f"objects); cvxmetric never loads pickles. Store plain "
+                        f"numeric arrays."
+                    ) from None
+                raise error(f"{path}: array {key!r} cannot be read ({exc}).") from None
+            except Exception as exc:
+                raise error(f"{path}: array {key!r} cannot be read ({exc}).") from None
+    return out
+
+
+def _check_arrays(arrays, spec, where):
+    """Validate ``arrays`` against ``spec.arrays``; return a normalised copy."""
+    allowed = {a.name: a for a in spec.arrays}
+    unknown = sorted(set(arrays) - set(allowed))
+    if unknown:
+        raise InstanceFormatError(
+            f"{where}: unknown array(s) {unknown}; a {spec.name!r} instance has "
+            f"{sorted(allowed)}."
+        )
+    sizes = {}
+    out = {}
+    for a in spec.arrays:
+        if a.name not in arrays:
+            if a.required:
+                raise InstanceFormatError(f"{where}: missing array {a.name!r}.")
+            continue
+        arr = np.asarray(arrays[a.name])
+        if arr.dtype.hasobject:
+            raise InstanceFormatError(
+                f"{where}: array {a.name!r} has dtype object; expected {a.kind}."
+            )
+        if a.kind == "float":
+            if arr.dtype.kind != "f":
+                raise InstanceFormatError(
+                    f"{where}: array {a.name!r} has dtype {arr.dtype}; expected a "
+                    f"floating dtype (e.g. float64)."
+                )
+            if not np.all(np.isfinite(arr)):
+                raise InstanceFormatError(
+                    f"{where}: array {a.name!r} contains NaN or infinite values."
+                )
+            arr = arr.astype(np.float64, copy=False)
+        elif a.kind == "int":
+            if arr.dtype.kind not in "iu":
+                raise InstanceFormatError(
+                    f"{where}: array {a.name!r} has dtype {arr.dtype}; expected an "
+                    f"integer dtype (e.g. int64)."
+                )
+            arr = arr.astype(np.int64, copy=False)
+        else:  # pragma: no cover - spec error
+            raise ValueError(f"ArraySpec.kind: unknown kind {a.kind!r}.")
+        want = "(" + ", ".join(str(s) for s in a.shape) + ")"
+        if arr.ndim != len(a.shape):
+            raise InstanceFormatError(
+                f"{where}: array {a.name!r} has shape {arr.shape}; expected {want}."
+            )
+        for axis, (s, t) in enumerate(zip(a.shape, arr.shape)):
+            if isinstance(s, int):
+                ok = s == t
+            else:
+                ok = sizes.setdefault(s, t) == t
+            if not ok:
+                bound = {k: v for k, v in sizes.items()}
+                raise InstanceFormatError(
+                    f"{where}: array {a.name!r} has shape {arr.shape}; expected "
+                    f"{want} with {bound}."
+                )
+        out[a.name] = arr
+    return out
+
+
+def _check_hyperparameters(hp, spec, where):
+    if not isinstance(hp, dict):
+        raise InstanceFormatError(f"{where}: hyperparameters must be a JSON object.")
+    unknown = sorted(set(hp) - set(spec.hyperparameters))
+    if unknown:
+        raise InstanceFormatError(
+            f"{where}: unknown hyperparameter(s) {unknown}; {spec.name!r} has "
+            f"{sorted(spec.hyperparameters)}."
+        )
+    out = dict(spec.hyperparameters)
+    out.update(hp)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Instances and manifests
+# ---------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Instance:
+    """One problem instance: validated arrays plus hyperparameters.
+
+    Attributes
+    ----------
+    family, name : str
+    path : Path
+        The ``.npz`` file.
+    arrays : dict of ndarray
+    hyperparameters : dict
+        Complete (defaults filled in).
+    description, source : str
+    sha256 : str
+        Hash of the ``.npz`` file's bytes.
+    entry : dict
+        The raw manifest entry (empty when loaded without a manifest).
+    """
+
+    family: str
+    name: str
+    path: Path
+    arrays: dict
+    hyperparameters: dict
+    description: str = ""
+    source: str = ""
+    sha256: str = ""
+    entry: dict = field(default_factory=dict)
+
+    @property
+    def spec(self):
+        return _family(self.family)
+
+    @property
+    def sizes(self):
+        """Sizes shown by ``cvxmetric list`` (family-specific)."""
+        return self.spec.sizes(self.arrays)
+
+    def to_data(self):
+        """The family's problem data (e.g. :class:`~cvxmetric.qwise.QwiseData`)."""
+        return instance_to_data(self)
+
+
+def instance_to_data(instance):
+    """Turn an :class:`Instance` into its family's problem data.
+
+    Errors from the family's own validation are re-raised naming the file.
+    """
+    spec = instance.spec
+    try:
+        return spec.to_data(instance.arrays, instance.hyperparameters)
+    except (ValueError, TypeError) as exc:
+        raise InstanceFormatError(f"{instance.path}: {exc}") from None
+
+
+def _manifest_path(root, family):
+    return problems_dir(root, family) / "manifest.json"
+
+
+def _read_json(path, error):
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: file not found.") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: invalid JSON ({exc}).") from None
+
+
+def _check_entry(entry, k, where, spec):
+    w = f"{where}: instances[{k}]"
+    if not isinstance(entry, dict):
+        raise InstanceFormatError(f"{w}: expected a JSON object.")
+    for key in ("name", "file", "sha256", "hyperparameters"):
+        if key not in entry:
+            raise InstanceFormatError(f"{w}: missing field {key!r}.")
+    name = entry["name"]
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise InstanceFormatError(
+            f"{w}.name: {name!r} is not a valid name (letters, digits, '_', '.', "
+            f"'-'; starting with a letter or digit)."
+        )
+    file = entry["file"]
+    if (not isinstance(file, str) or not file.endswith(".npz")
+            or "/" in file or "\\" in file or not _NAME_RE.match(file)):
+        raise InstanceFormatError(
+            f"{w}.file: {file!r} must be a plain file name ending in .npz in the "
+            f"manifest's folder."
+        )
+    if not isinstance(entry["sha256"], str) or not _SHA_RE.match(entry["sha256"]):
+        raise InstanceFormatError(f"{w}.sha256: expected 64 lowercase hex digits.")
+    for key in ("description", "source"):
+        if key in entry and not isinstance(entry[key], str):
+            raise InstanceFormatError(f"{w}.{key}: expected a string.")
+    _check_hyperparameters(entry["hyperparameters"], spec, f"{w}.hyperparameters")
+
+
+def read_manifest(root, family):
+    """Read and validate ``problems/<family>/manifest.json``.
+
+    Returns
+    -------
+    dict
+        With ``format_version``, ``family`` and ``instances`` (a list of
+        entries; names are unique).
+    """
+    spec = _family(family)
+    path = _manifest_path(root, family)
+    man = _read_json(path, InstanceFormatError)
+    if not isinstance(man, dict):
+        raise InstanceFormatError(f"{path}: expected a JSON object.")
+    version = man.get("format_version")
+    if version != FORMAT_VERSION:
+        raise InstanceFormatError(
+            f"{path}: format_version is {version!r}; this cvxmetric reads "
+            f"{FORMAT_VERSION}."
+        )
+    if man.get("family") != family:
+        raise InstanceFormatError(
+            f"{path}: family is {man.get('family')!r}, expected {family!r}."
+        )
+    entries = man.get("instances")
+    if not isinstance(entries, list):
+        raise InstanceFormatError(f"{path}: missing list field 'instances'.")
+    seen = set()
+    for k, entry in enumerate(entries):
+        _check_entry(entry, k, path, spec)
+        if entry["name"] in seen:
+            raise InstanceFormatError(
+                f"{path}: instances[{k}].name: duplicate name {entry['name']!r}."
+            )
+        seen.add(entry["name"])
+    return man
+
+
+def families(root):
+    """Registered families that have a manifest under ``root``."""
+    return [f for f in FAMILIES if _manifest_path(root, f).is_file()]
+
+
+def instance_names(root, family):
+    """Instance names of a family, in manifest order."""
+    return [e["name"] for e in read_manifest(root, family)["instances"]]
+
+
+def _entry(man, name, root, family):
+    for entry in man["instances"]:
+        if entry["name"] == name:
+            return entry
+    raise CollectionError(
+        f"{_manifest_path(root, family)}: no instance named {name!r}; have "
+        f"{[e['name'] for e in man['instances']]}."
+    )
+
+
+def _build_instance(family, name, path, arrays, hp, *, description="", source="",
+                    sha=None, entry=None):
+    spec = _family(family)
+    where = str(path)
+    arrays = _check_arrays(arrays, spec, where)
+    hp = _check_hyperparameters(hp or {}, spec, f"{where}: hyperparameters")
+    inst = Instance(
+        family=family, name=name, path=Path(path), arrays=arrays,
+        hyperparameters=hp, description=description, source=source,
+        sha256=sha or "", entry=dict(entry or {}),
+    )
+    return inst
+
+
+def load_instance(root, family, name, *, check_hash=True):
+    """Load instance ``name`` of ``family`` through its manifest entry.
+
+    Parameters
+    ----------
+    root : str or Path
+    family, name : str
+    check_hash : bool
+        Compare the file's SHA-256 with the manifest (a mismatch means the
+        file was changed without updating the manifest).
+
+    Returns
+    -------
+    Instance
+    """
+    man = read_manifest(root, family)
+    entry = _entry(man, name, root, family)
+    path = problems_dir(root, family) / entry["file"]
+    sha = sha256_file(path) if path.is_file() else None
+    if sha is None:
+        raise InstanceFormatError(
+            f"{_manifest_path(root, family)}: instance {name!r}: file {path} not "
+            f"found."
+        )
+    if check_hash and sha != entry["sha256"]:
+        raise InstanceFormatError(
+            f"{path}: sha256 {sha[:12]}... does not match the manifest's "
+            f"{entry['sha256'][:12]}...; the file changed without its manifest "
+            f"(rewrite it with write_instance or `cvxmetric make-problems`)."
+        )
+    arrays = read_npz(path, error=InstanceFormatError)
+    return _build_instance(
+        family, name, path, arrays, entry["hyperparameters"],
+        description=entry.get("description", ""), source=entry.get("source", ""),
+        sha=sha, entry=entry,
+    )
+
+
+def load_instance_file(path, *, family=None, hyperparameters=None):
+    """Load an instance from its ``.npz`` path.
+
+    The family and hyperparameters come from a ``manifest.json`` beside the
+    file when it lists the file; ``family`` and ``hyperparameters`` override
+    (or, without a manifest entry, supply) them.
+
+    Parameters
+    ----------
+    path : str or Path
+    family : str, optional
+        Default: the manifest's, else ``"qwise"``.
+    hyperparameters : dict, optional
+        Entries override the manifest's.
+
+    Returns
+    -------
+    Instance
+    """
+    path = Path(path).resolve()
+    arrays = read_npz(path, error=InstanceFormatError)
+    sha = sha256_file(path)
+    man_path = path.parent / "manifest.json"
+    entry = None
+    if man_path.is_file():
+        man = _read_json(man_path, InstanceFormatError)
+        fam = man.get("family") if isinstance(man, dict) else None
+        if fam in FAMILIES and family in (None, fam):
+            entries = man.get("instances")
+            if not isinstance(entries, list):
+                raise InstanceFormatError(
+                    f"{man_path}: missing list field 'instances'.")
+            for k, e in enumerate(entries):
+                _check_entry(e, k, man_path, _family(fam))
+                if e["file"] == path.name:
+                    entry, family = e, fam
+    if entry is not None and entry["sha256"] != sha:
+        raise InstanceFormatError(
+            f"{path}: sha256 {sha[:12]}... does not match {man_path}'s "
+            f"{entry['sha256'][:12]}...; the file changed without its manifest."
+        )
+    family = family or "qwise"
+    hp = dict(entry["hyperparameters"]) if entry else {}
+    hp.update({k: v for k, v in (hyperparameters or {}).items() if v is not None})
+    return _build_instance(
+        family, entry["name"] if entry else path.stem, path, arrays, hp,
+        description=entry.get("description", "") if entry else "",
+        source=entry.get("source", "") if entry else "",
+        sha=sha, entry=entry,
+    )
+
+
+def iter_instances(root, family=None, only=None):
+    """Yield the instances of ``family`` (default: every family present).
+
+    Parameters
+    ----------
+    only : str or sequence of str, optional
+        Restrict to these names; an unknown name raises.
+    """
+    fams = [family] if family else families(root)
+    if isinstance(only, str):
+        only = [only]
+    wanted = set(only or ())
+    found = set()
+    for fam in fams:
+        for name in instance_names(root, fam):
+            if only and name not in wanted:
+                continue
+            found.add(name)
+            yield load_instance(root, fam, name)
+    missing = wanted - found
+    if missing:
+        raise CollectionError(f"only: no instance named {sorted(missing)} in {fams}.")
+
+
+def write_instance(root, family, name, arrays, *, hyperparameters, description="",
+                   source="", extra=None):
+    """Write (or replace) an instance and its manifest entry, atomically.
+
+    The arrays are validated and turned into the family's problem data
+    before anything is written, so an invalid instance never reaches disk.
+
+    Parameters
+    ----------
+    root : str or Path
+    family, name : str
+    arrays : dict of array_like
+    hyperparameters : dict
+    description, source : str
+    extra : dict, optional
+        More JSON fields for the manifest entry (e.g. ``random_state``).
+
+    Returns
+    -------
+    Instance
+    """
+    spec = _family(family)
+    if not _NAME_RE.match(name):
+        raise InstanceFormatError(f"name: {name!r} is not a valid instance name.")
+    folder = problems_dir(root, family)
+    path = folder / f"{name}.npz"
+    inst = _build_instance(family, name, path, arrays, hyperparameters,
+                           description=description, source=source)
+    instance_to_data(inst)  # the family's own checks, before writing
+    # store exactly the declared arrays, in spec order, with canonical dtypes
+    data = npz_bytes({a.name: inst.arrays[a.name] for a in spec.arrays
+                      if a.name in inst.arrays})
+    sha = hashlib.sha256(data).hexdigest()
+    man_path = folder / "manifest.json"
+    if man_path.is_file():
+        man = read_manifest(root, family)
+    else:
+        man = {"format_version": FORMAT_VERSION, "family": family, "instances": []}
+    entry = {
+        "name": name,
+        "file": path.name,
+        "description": description,
+        "source": source,
+        "hyperparameters": inst.hyperparameters,
+        "sizes": inst.sizes,
+        "sha256": sha,
+    }
+    entry.update(extra or {})
+    entries = [e for e in man["instances"] if e["name"] != name]
+    old = [e["name"] for e in man["instances"]]
+    if name in old:
+        entries.insert(old.index(name), entry)
+    else:
+        entries.append(entry)
+    man["instances"] = entries
+    atomic_write_bytes(path, data)
+    atomic_write_bytes(man_path, _json_bytes(man))
+    inst.sha256 = sha
+    inst.entry = entry
+    return inst
+
+
+# ---------------------------------------------------------------------------
+# References
+# ---------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Reference:
+    """A stored certified answer.
+
+    Attributes
+    ----------
+    family, name : str
+    path : Path
+        The ``.json`` record.
+    record : dict
+        The parsed record (see ``docs/formats.md``).
+    M : ndarray of shape (d, d)
+    """
+
+    family: str
+    name: str
+    path: Path
+    record: dict
+    M: np.ndarray
+
+    @property
+    def objective(self):
+        return float(self.record["objective"])
+
+    @property
+    def instance_sha256(self):
+        return self.record["instance"]["sha256"]
+
+    @property
+    def exact_seconds(self):
+        return float(self.record["exact_seconds"])
+
+
+_REFERENCE_FIELDS = {
+    "format_version": int,
+    "family": str,
+    "name": str,
+    "instance": dict,
+    "hyperparameters": dict,
+    "objective": float,
+    "certificate": dict,
+    "solvers": dict,
+    "agreement": dict,
+    "exact_seconds": float,
+    "versions": dict,
+    "matrix": dict,
+}
+
+
+def library_versions():
+    """Versions of the libraries a reference depends on."""
+    import cvxpy
+    import scipy
+
+    from . import __version__
+
+    out = {"cvxmetric": __version__, "cvxpy": cvxpy.__version__,
+           "numpy": np.__version__, "scipy": scipy.__version__,
+           "python": platform.python_version()}
+    for mod in ("clarabel", "scs"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:  # pragma: no cover - informative only
+            out[mod] = "unknown"
+    return out
+
+
+def write_reference(root, instance, M, record):
+    """Write ``reference/<family>/<name>.{npz,json}`` atomically.
+
+    The matrix is written first and the JSON record (which holds the
+    matrix's hash) last, so a reader never pairs a new record with an old
+    matrix unnoticed.
+
+    Parameters
+    ----------
+    root : str or Path
+    instance : Instance
+    M : ndarray of shape (d, d)
+    record : dict
+        Everything but ``matrix`` (filled in here).
+
+    Returns
+    -------
+    Reference
+    """
+    folder = reference_dir(root, instance.family)
+    M = np.asarray(M, dtype=np.float64)
+    data = npz_bytes({"M": M})
+    npz_path = folder / f"{instance.name}.npz"
+    record = dict(record)
+    record["matrix"] = {"file": npz_path.name, "shape": list(M.shape),
+                        "sha256": hashlib.sha256(data).hexdigest()}
+    json_path = folder / f"{instance.name}.json"
+    atomic_write_bytes(npz_path, data)
+    atomic_write_bytes(json_path, _json_bytes(record))
+    return Reference(instance.family, instance.name, json_path,
+                     json.loads(_json_bytes(record)), M)
+
+
+def read_reference(root, instance, *, check=True):
+    """Read the reference of ``instance``.
+
+    Parameters
+    ----------
+    root : str or Path
+    instance : Instance
+    check : bool
+        Raise :class:`StaleReferenceError` when the reference was computed
+        from a different instance file or different hyperparameters.
+
+    Raises
+    ------
+    MissingReferenceError, ReferenceFormatError, StaleReferenceError
+    """
+    folder = reference_dir(root, instance.family)
+    json_path = folder / f"{instance.name}.json"
+    if not json_path.is_file():
+        raise MissingReferenceError(
+            f"{json_path}: no reference for instance {instance.name!r} (run "
+            f"`cvxmetric reference --family {instance.family} --only "
+            f"{instance.name}`)."
+        )
+    rec = _read_json(json_path, ReferenceFormatError)
+    if not isinstance(rec, dict):
+        raise ReferenceFormatError(f"{json_path}: expected a JSON object.")
+    for key, typ in _REFERENCE_FIELDS.items():
+        if key not in rec:
+            raise ReferenceFormatError(f"{json_path}: missing field {key!r}.")
+        val = rec[key]
+        ok = (isinstance(val, (int, float)) and not isinstance(val, bool)
+              and math.isfinite(val)) if typ is float else isinstance(val, typ)
+        if not ok:
+            raise ReferenceFormatError(
+                f"{json_path}: field {key!r} must be {typ.__name__}, got "
+                f"{type(val).__name__}."
+            )
+    if rec["format_version"] != FORMAT_VERSION:
+        raise ReferenceFormatError(
+            f"{json_path}: format_version is {rec['format_version']!r}; this "
+            f"cvxmetric reads {FORMAT_VERSION}."
+        )
+    sha = rec["instance"].get("sha256")
+    if not isinstance(sha, str) or not _SHA_RE.match(sha):
+        raise ReferenceFormatError(
+            f"{json_path}: field 'instance.sha256' must be 64 lowercase hex digits."
+        )
+    mat = rec["matrix"]
+    npz_path = folder / str(mat.get("file", f"{instance.name}.npz"))
+    if npz_path.parent != folder:
+        raise ReferenceFormatError(f"{json_path}: field 'matrix.file' must be a "
+                                   f"plain file name.")
+    if not npz_path.is_file():
+        raise ReferenceFormatError(f"{json_path}: matrix file {npz_path} not found.")
+    if sha256_file(npz_path) != mat.get("sha256"):
+        raise ReferenceFormatError(
+            f"{npz_path}: sha256 does not match {json_path}'s field "
+            f"'matrix.sha256'; the two files are out of step."
+        )
+    arrays = read_npz(npz_path, error=ReferenceFormatError)
+    if set(arrays) != {"M"}:
+        raise ReferenceFormatError(
+            f"{npz_path}: expected exactly one array 'M', got {sorted(arrays)}."
+        )
+    M = arrays["M"]
+    if M.dtype.kind != "f" or M.ndim != 2 or M.shape[0] != M.shape[1]:
+        raise ReferenceFormatError(
+            f"{npz_path}: array 'M' must be a square float matrix, got dtype "
+            f"{M.dtype} and shape {M.shape}."
+        )
+    if not np.all(np.isfinite(M)):
+        raise ReferenceFormatError(f"{npz_path}: array 'M' has non-finite values.")
+    ref = Reference(instance.family, instance.name, json_path, rec, M)
+    if check:
+        _check_current(ref, instance)
+    return ref
+
+
+def _canonical_hp(hp):
+    return json.loads(json.dumps(jsonable(hp), sort_keys=True))
+
+
+def _check_current(ref, instance):
+    if ref.instance_sha256 != instance.sha256:
+        raise StaleReferenceError(
+            f"{ref.path}: stale reference: computed from an instance with sha256 "
+            f"{ref.instance_sha256[:12]}..., but {instance.path} has "
+            f"{instance.sha256[:12]}... (recompute it with `cvxmetric reference "
+            f"--family {instance.family} --only {instance.name}`)."
+        )
+    if _canonical_hp(ref.record["hyperparameters"]) != _canonical_hp(
+            instance.hyperparameters):
+        raise StaleReferenceError(
+            f"{ref.path}: stale reference: computed with hyperparameters "
+            f"{ref.record['hyperparameters']}, the manifest now has "
+            f"{jsonable(instance.hyperparameters)}."
+        )
+    d = instance.spec.sizes(instance.arrays).get("d")
+    if d is not None and ref.M.shape != (d, d):
+        raise StaleReferenceError(
+            f"{ref.path}: stale reference: M has shape {ref.M.shape}, the "
+            f"instance has d={d}."
+        )
+
+
+def reference_status(root, instance):
+    """``(status, detail)`` with status in current / missing / stale / invalid."""
+    try:
+        ref = read_reference(root, instance)
+    except MissingReferenceError as exc:
+        return "missing", str(exc)
+    except StaleReferenceError as exc:
+        return "stale", str(exc)
+    except ReferenceFormatError as exc:
+        return "invalid", str(exc)
+    return "current", ref
+
+
+@dataclass(eq=False)
+class ReferenceOutcome:
+    """Result of :func:`compute_reference` for one instance.
+
+    Attributes
+    ----------
+    instance : Instance
+    accepted : bool
+        Both certificates passed and the objectives agree.
+    reasons : list of str
+        Why not, when not accepted.
+    record : dict
+        The JSON record (written only when accepted).
+    M : ndarray or None
+        Clarabel's matrix.
+    written : bool
+    """
+
+    instance: Instance
+    accepted: bool
+    reasons: list
+    record: dict
+    M: object
+    written: bool = False
+
+
+def _solver_summary(res, seconds):
+    cert = res.certificate
+    return {
+        "status": res.status,
+        "objective": float(res.objective),
+        "rel_gap": float(cert.rel_gap),
+        "max_violation": float(cert.max_violation),
+        "passed": bool(cert.passed),
+        "n_iter": int(res.n_iter),
+        "seconds": float(seconds),
+        "solver_version": cert.solver_version,
+        "tolerances": cert.tolerances,
+    }
+
+
+def compute_reference(instance, *, tol=1e-9, scs_tol=None):
+    """Solve ``instance`` with Clarabel and, independently, with SCS.
+
+    Both solve the family's declared model (for Qwise
+    ``solve_exact(data, reduce=False, solvers=(name,))``).  The reference is
+    accepted when both certificates pass and
+    ``|f_clarabel - f_scs| / max(1, |f_clarabel|) <= REFERENCE_AGREEMENT``;
+    its objective and matrix are Clarabel's.
+
+    Parameters
+    ----------
+    instance : Instance
+    tol : float
+        Clarabel's tolerance.
+    scs_tol : float, optional
+        SCS's tolerance (default ``tol``).
+
+    Returns
+    -------
+    ReferenceOutcome
+    """
+    spec = instance.spec
+    data = instance.to_data()
+    runs, reasons = {}, []
+    for solver, t in (("CLARABEL", tol), ("SCS", scs_tol or tol)):
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                # cvxpy's "solution may be inaccurate" is judged by the certificate
+                warnings.simplefilter("ignore", UserWarning)
+                res = spec.reference_solve(data, solver, t)
+        except SolverError as exc:
+            reasons.append(f"{solver}: {exc}")
+            continue
+        seconds = time.perf_counter() - t0
+        if not res.certificate.passed:
+            reasons.append(
+                f"{solver}: certificate fails (rel_gap {res.certificate.rel_gap:.3g}, "
+                f"violation {res.certificate.max_violation:.3g})."
+            )
+            continue
+        runs[solver] = (res, seconds)
+    record = {
+        "format_version": FORMAT_VERSION,
+        "family": instance.family,
+        "name": instance.name,
+        "instance": {"file": f"problems/{instance.family}/{instance.path.name}",
+                     "sha256": instance.sha256},
+        "hyperparameters": instance.hyperparameters,
+        "model": "declared (reduce=False)",
+        "solvers": {s: _solver_summary(r, t) for s, (r, t) in runs.items()},
+        "versions": library_versions(),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    M = None
+    if len(runs) == 2:
+        f_c = runs["CLARABEL"][0].objective
+        f_s = runs["SCS"][0].objective
+        rel = abs(f_c - f_s) / max(1.0, abs(f_c))
+        record["agreement"] = {"rel_diff": rel, "tolerance": REFERENCE_AGREEMENT,
+                               "passed": rel <= REFERENCE_AGREEMENT}
+        if rel > REFERENCE_AGREEMENT:
+            reasons.append(
+                f"objectives disagree: CLARABEL {f_c:.10g}, SCS {f_s:.10g} "
+                f"(relative difference {rel:.3g} > {REFERENCE_AGREEMENT:g})."
+            )
+        res_c, sec_c = runs["CLARABEL"]
+        record["objective"] = float(res_c.objective)
+        record["certificate"] = res_c.certificate.as_dict()
+        record["exact_seconds"] = float(sec_c)
+        M = res_c.M
+    return ReferenceOutcome(instance, not reasons, reasons, record, M)
+
+
+def make_references(root, family=None, only=None, *, tol=1e-9, scs_tol=None,
+                    write=True, progress=None):
+    """Compute (and write the accepted) references of a collection.
+
+    Parameters
+    ----------
+    root : str or Path
+    family : str, optional
+    only : str or sequence of str, optional
+    tol, scs_tol : float
+        See :func:`compute_reference`.
+    write : bool
+        Write accepted references.
+    progress : callable, optional
+        Called with each :class:`ReferenceOutcome` as it is done.
+
+    Returns
+    -------
+    list of ReferenceOutcome
+    """
+    out = []
+    for inst in iter_instances(root, family, only):
+        outcome = compute_reference(inst, tol=tol, scs_tol=scs_tol)
+        if outcome.accepted and write:
+            write_reference(root, inst, outcome.M, outcome.record)
+            outcome.written = True
+        out.append(outcome)
+        if progress is not None:
+            progress(outcome)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Verification of the fast methods
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class VerifyRow:
+    """One line of ``cvxmetric verify``.
+
+    Attributes
+    ----------
+    family, instance, method : str
+    objective : float
+        The method's objective, recomputed from its matrix.
+    reference : float
+        The reference objective.
+    gap : float
+        ``(objective - reference) / max(1, |reference|)``.
+    tolerance : float
+        ``TOLERANCES[method]``.
+    psd_violation : float
+        ``max(0, -min_eig(M))``.
+    seconds : float
+        Wall-clock time of the method.
+    exact_seconds : float
+        The stored exact solve time.
+    speedup : float
+        ``exact_seconds / seconds``.
+    status : str
+        The method's status word.
+    passed : bool
+    error : str or None
+        Why the row failed when not because of the gap.
+    """
+
+    family: str
+    instance: str
+    method: str
+    objective: float = float("nan")
+    reference: float = float("nan")
+    gap: float = float("nan")
+    tolerance: float = float("nan")
+    psd_violation: float = float("nan")
+    seconds: float = float("nan")
+    exact_seconds: float = float("nan")
+    speedup: float = float("nan")
+    status: str = ""
+    passed: bool = False
+    error: object = None
+
+    def as_dict(self):
+        return jsonable(dataclasses.asdict(self))
+
+
+def run_method(family, method, data):
+    """Run a registered fast method (``ConvergenceWarning`` silenced: the
+    status word says it)."""
+    methods = METHODS.get(family, {})
+    if method not in methods:
+        raise CollectionError(
+            f"method: {method!r} is not registered for family {family!r}; have "
+            f"{sorted(methods)}."
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return methods[method](data)
+
+
+def _verify_one(inst, ref, method):
+    row = VerifyRow(inst.family, inst.name, method, reference=ref.objective,
+                    exact_seconds=ref.exact_seconds)
+    try:
+        row.tolerance = float(TOLERANCES[method])
+    except KeyError:
+        row.error = f"no tolerance for method {method!r} in TOLERANCES"
+        return row
+    data = inst.to_data()
+    t0 = time.perf_counter()
+    try:
+        res = run_method(inst.family, method, data)
+    except Exception as exc:  # a crashing method is a failed row, not a crash
+        row.seconds = time.perf_counter() - t0
+        row.error = f"{type(exc).__name__}: {exc}"
+        return row
+    row.seconds = time.perf_counter() - t0
+    row.speedup = row.exact_seconds / max(row.seconds, 1e-12)
+    row.status = str(res.status)
+    M = np.asarray(res.M, dtype=float)
+    d = ref.M.shape[0]
+    if M.shape != (d, d) or not np.all(np.isfinite(M)):
+        row.error = f"returned M of shape {M.shape} (finite: {np.isfinite(M).all()})"
+        return row
+    M = 0.5 * (M + M.T)
+    row.psd_violation = max(0.0, -float(np.linalg.eigvalsh(M)[0]))
+    row.objective = float(inst.spec.objective(data, M))
+    scale = max(1.0, abs(row.reference))
+    row.gap = (row.objective - row.reference) / scale
+    if row.psd_violation > PSD_TOL * scale:
+        row.error = f"M is not PSD (min eigenvalue {-row.psd_violation:.3g})"
+    elif abs(row.gap) > row.tolerance:
+        row.error = (f"gap {row.gap:.3g} exceeds tolerance {row.tolerance:g}"
+                     if row.gap > 0 else
+                     f"objective below the certified reference by {-row.gap:.3g}")
+    row.passed = row.error is None
+    return row
+
+
+def verify(root, family=None, methods=None, only=None, *, progress=False):
+    """Run every registered fast method on every instance against its reference.
+
+    Parameters
+    ----------
+    root : str or Path
+    family : str, optional
+    methods : sequence of str, optional
+        Default: every method registered for the family.
+    only : str or sequence of str, optional
+        Instance names.
+    progress : bool
+        Show a tqdm progress bar on stderr.
+
+    Returns
+    -------
+    list of VerifyRow
+        A row fails when ``|gap| > TOLERANCES[method]``, ``M`` is not PSD,
+        the method raised, or the reference is missing, stale or invalid
+        (one row with ``method="-"``).
+    """
+    from tqdm import tqdm
+
+    jobs = []
+    for inst in iter_instances(root, family, only):
+        names = list(methods) if methods else list(METHODS.get(inst.family, {}))
+        jobs.append((inst, names))
+    total = sum(max(1, len(n)) for _, n in jobs)
+    rows = []
+    with tqdm(total=total, disable=not progress, unit="run", leave=False) as bar:
+        for inst, names in jobs:
+            status, ref = reference_status(root, inst)
+            if status != "current":
+                rows.append(VerifyRow(inst.family, inst.name, "-", status=status,
+                                      error=f"reference {status}: {ref}"))
+                bar.update(max(1, len(names)))
+                continue
+            for method in names:
+                bar.set_description(f"{inst.name}/{method}")
+                rows.append(_verify_one(inst, ref, method))
+                bar.update(1)
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# Bundled instances
+# ---------------------------------------------------------------------------
+
+
+def make_problems(root, family="qwise", *, check=False):
+    """(Re)generate the bundled instances of ``family`` deterministically.
+
+    Entries of other (user-added) instances in the manifest are kept.
+
+    Parameters
+    ----------
+    root : str or Path
+    family : str
+    check : bool
+        Write nothing; compare the generated bytes with the files on disk.
+
+    Returns
+    -------
+    list of dict
+        Per instance: ``name``, ``sha256``, ``changed`` (differs from the
+        file on disk) and ``sizes``.
+    """
+    spec = _family(family)
+    if spec.generate is None:
+        raise CollectionError(f"family: {family!r} has no bundled instances.")
+    man_path = _manifest_path(root, family)
+    current = {}
+    if man_path.is_file():
+        current = {e["name"]: e for e in read_manifest(root, family)["instances"]}
+    out = []
+    for item in spec.generate():
+        name = item["name"]
+        path = problems_dir(root, family) / f"{name}.npz"
+        inst = _build_instance(family, name, path, item["arrays"],
+                               item["hyperparameters"])
+        data = npz_bytes({a.name: inst.arrays[a.name] for a in spec.arrays
+                          if a.name in inst.arrays})
+        sha = hashlib.sha256(data).hexdigest()
+        on_disk = sha256_file(path) if path.is_file() else None
+        changed = on_disk != sha or current.get(name, {}).get("sha256") != sha
+        if not check:
+            extra = {"random_state": item["random_state"]} \
+                if "random_state" in item else None
+            write_instance(root, family, name, item["arrays"],
+                           hyperparameters=item["hyperparameters"],
+                           description=item.get("description", ""),
+                           source=item.get("source", ""), extra=extra)
+        out.append({"name": name, "sha256": sha, "changed": changed,
+                    "sizes": inst.sizes})
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Qwise
+# ---------------------------------------------------------------------------
+
+_QWISE_ARRAYS = (
+    ArraySpec("X", "float", ("n", "d"), doc="samples, one per row"),
+    ArraySpec("quadruplets", "int", ("N", 4),
+              doc="(i, j, k, l): want D(k, l) >= D(i, j) + delta"),
+    ArraySpec("delta", "float", ("N",), doc="margins"),
+    ArraySpec("pairs", "int", ("P", 2), required=False,
+              doc="labelled pairs (Eq. 11)"),
+    ArraySpec("pair_labels", "int", ("P",), required=False,
+              doc="+1 similar, -1 dissimilar"),
+    ArraySpec("A_S", "float", ("d", "d"), required=False,
+              doc="PSD matrix of the 'similar' regulariser (default: computed)"),
+)
+
+_QWISE_HP = {"regularizer": "trace", "C_q": 1.0, "C_p": 1.0, "u": None, "l": None}
+
+
+def _qwise_to_data(arrays, hp):
+    from .constraints import LabeledPairs, Quadruplets
+    from .qwise import QwiseData
+
+    X = arrays["X"]
+    if ("pairs" in arrays) != ("pair_labels" in arrays):
+        raise ValueError("arrays 'pairs' and 'pair_labels' must be given together.")
+    quads = Quadruplets.create(X, arrays["quadruplets"], arrays["delta"],
+                               name="quadruplets")
+    pairs = None
+    if "pairs" in arrays:
+        pairs = LabeledPairs.create(X, arrays["pairs"], arrays["pair_labels"],
+                                    name="pairs")
+    if "A_S" in arrays and hp.get("regularizer") != "similar":
+        raise ValueError("array 'A_S' is only used with regularizer='similar'.")
+    return QwiseData.from_sets(
+        quads, pairs, regularizer=hp["regularizer"], C_q=hp["C_q"], C_p=hp["C_p"],
+        u=hp["u"] if pairs is not None else None,
+        l=hp["l"] if pairs is not None else None, A_S=arrays.get("A_S"),
+    )
+
+
+def _qwise_objective(data, M):
+    return data.objective(M)
+
+
+def _qwise_exact(data):
+    from .qwise import solve_exact
+
+    return solve_exact(data)
+
+
+def _qwise_reference_solve(data, solver, tol):
+    from .qwise import solve_exact
+
+    return solve_exact(data, reduce=False, solvers=(solver,), tol=tol)
+
+
+def _qwise_sizes(arrays):
+    n, d = arrays["X"].shape
+    return {"n": int(n), "d": int(d), "n_quadruplets": int(len(arrays["delta"])),
+            "n_pairs": int(len(arrays["pairs"])) if "pairs" in arrays else 0}
+
+
+def _qwise_fast(data):
+    from .qwise import QwiseDualSolver
+
+    return QwiseDualSolver().run(data)
+
+
+def _qwise_subgradient(data):
+    from .qwise import ProjectedSubgradient
+
+    return ProjectedSubgradient().run(data)
+
+
+def _gaussian_classes(rng, n, d, n_classes, separation):
+    """``n`` points in ``d`` dims, ``n_classes`` balanced Gaussian classes."""
+    y = np.arange(n) % n_classes
+    means = rng.normal(scale=separation, size=(n_classes, d))
+    return means[y] + rng.normal(size=(n, d)), y
+
+
+def _standardize(X):
+    return (X - X.mean(axis=0)) / X.std(axis=0)
+
+
+def _qwise_bundled():
+    """The bundled Qwise instances (each a few hundred constraints)."""
+    from sklearn.datasets import load_digits, load_iris, load_wine
+    from sklearn.decomposition import PCA
+
+    from .constraints import (
+        Triplets,
+        pairs_from_labels,
+        quadruplets_from_labels,
+        triplets_from_labels,
+    )
+
+    out = []
+
+    rng = np.random.RandomState(0)
+    X, y = _gaussian_classes(rng, 60, 5, 3, 1.5)
+    X = _standardize(X)
+    q = quadruplets_from_labels(y, 200, random_state=0)
+    out.append(dict(
+        name="synthetic_trace", source="synthetic", random_state=0,
+        description="Eq. 8, trace regulariser: 3 Gaussian classes in 5 dims "
+                    "(60 points, standardised), 200 class quadruplets, delta=1.",
+        arrays={"X": X, "quadruplets": q, "delta": np.ones(len(q))},
+        hyperparameters={"regularizer": "trace", "C_q": 1.0},
+    ))
+
+    rng = np.random.RandomState(1)
+    X, y = _gaussian_classes(rng, 60, 5, 4, 1.5)
+    X = _standardize(X)
+    q = quadruplets_from_labels(y, 120, random_state=1)
+    p, lab = pairs_from_labels(y, 80, random_state=1)
+    out.append(dict(
+        name="synthetic_pairs_frobenius", source="synthetic", random_state=1,
+        description="Eq. 11, Frobenius regulariser: 4 Gaussian classes in 5 dims "
+                    "(60 points), 120 quadruplets plus 40 similar and 40 "
+                    "dissimilar pairs, u=2 <= l=6, C_p=0.5.",
+        arrays={"X": X, "quadruplets": q, "delta": np.ones(len(q)), "pairs": p,
+                "pair_labels": lab},
+        hyperparameters={"regularizer": "frobenius", "C_q": 1.0, "C_p": 0.5,
+                         "u": 2.0, "l": 6.0},
+    ))
+
+    X, y = load_iris(return_X_y=True)
+    X = _standardize(X)
+    q = quadruplets_from_labels(y, 300, random_state=2)
+    out.append(dict(
+        name="iris_trace", source="iris", random_state=2,
+        description="Eq. 8, trace regulariser: iris (150 x 4, standardised), "
+                    "300 class quadruplets, delta=1.",
+        arrays={"X": X, "quadruplets": q, "delta": np.ones(len(q))},
+        hyperparameters={"regularizer": "trace", "C_q": 1.0},
+    ))
+
+    X, y = load_wine(return_X_y=True)
+    X = PCA(n_components=8, random_state=0).fit_transform(_standardize(X))
+    q = quadruplets_from_labels(y, 300, random_state=3)
+    out.append(dict(
+        name="wine_similar", source="wine", random_state=3,
+        description="Eq. 8, 'similar' regulariser tr(M A_S) with A_S the sum of "
+                    "C_ij over the closer pairs: wine (178 x 13, standardised, "
+                    "PCA to 8 dims), 300 class quadruplets, delta=1.",
+        arrays={"X": X, "quadruplets": q, "delta": np.ones(len(q))},
+        hyperparameters={"regularizer": "similar", "C_q": 1.0},
+    ))
+
+    X, y = load_digits(return_X_y=True)
+    sub = np.sort(np.random.RandomState(4).choice(len(y), 300, replace=False))
+    X = PCA(n_components=10, random_state=0).fit_transform(X[sub])
+    X = X / X.std()  # one global scale keeps the PCA spectrum's shape
+    y = y[sub]
+    t = triplets_from_labels(y, 300, random_state=4)
+    quads = Triplets.create(X, t).to_quadruplets(1.0)  # exact: (i, j, i, k)
+    out.append(dict(
+        name="digits_triplets", source="digits", random_state=4,
+        description="Eq. 8 from triplets, trace regulariser, C_q=0.5: 300 digits "
+                    "(PCA to 10 dims, one global scale), 300 class triplets "
+                    "(i, j, k) reduced exactly to quadruplets (i, j, i, k), "
+                    "delta=1.",
+        arrays={"X": X, "quadruplets": quads.indices, "delta": quads.delta},
+        hyperparameters={"regularizer": "trace", "C_q": 0.5},
+    ))
+
+    rng = np.random.RandomState(5)
+    Z, y = _gaussian_classes(rng, 40, 3, 3, 1.5)
+    X = Z @ rng.normal(size=(3, 6)) / 2  # rank 3 in 6 dims
+    q = quadruplets_from_labels(y, 150, random_state=5)
+    delta = np.where(np.arange(len(q)) % 3 == 0, 0.0, 1.0)
+    out.append(dict(
+        name="degenerate_rank3", source="synthetic", random_state=5,
+        description="Eq. 8, 'similar' regulariser with a singular A_S: 40 points "
+                    "of rank 3 in 6 dims (3 Gaussian classes), 150 quadruplets, "
+                    "a third of them with margin delta=0; the optimal M is not "
+                    "unique off the data's span.",
+        arrays={"X": X, "quadruplets": q, "delta": delta},
+        hyperparameters={"regularizer": "similar", "C_q": 1.0},
+    ))
+    return out
+
+
+register_family(
+    FamilySpec(
+        name="qwise",
+        arrays=_QWISE_ARRAYS,
+        hyperparameters=_QWISE_HP,
+        to_data=_qwise_to_data,
+        objective=_qwise_objective,
+        exact=_qwise_exact,
+        reference_solve=_qwise_reference_solve,
+        sizes=_qwise_sizes,
+        generate=_qwise_bundled,
+    ),
+    {"fast": _qwise_fast, "subgradient": _qwise_subgradient},
+)

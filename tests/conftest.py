@@ -1,0 +1,170 @@
+"""Shared fixtures: small deterministic instances for the core and Qwise tests.
+
+Tolerances
+----------
+Every comparison of objective values (method vs exact, exact vs exact, a
+certificate's relative gap) is judged against the one table in
+:mod:`cvxmetric._tolerances` -- ``TOLERANCES``, ``EXACT_GAP``,
+``MATRIX_RTOL``.  They are re-exported here for convenience; never hard-code
+another tolerance for an objective comparison in a test.  (Finite-difference
+checks and exact-arithmetic identities have their own, local, round-off
+tolerances: they are not objective comparisons.)
+
+Relative objective gaps are ``|a - b| / max(1, |b|)``, the convention of
+:class:`cvxmetric.result.Certificate`; the ``rel_gap`` fixture computes it.
+Helpers are fixtures (not imports from this file) so that test modules never
+import ``conftest`` by name.
+
+Instances are tiny (n <= 24, d <= 4, a few dozen constraints) so that the
+whole suite stays well under a few minutes on two cores.
+"""
+
+import numpy as np
+import pytest
+
+from cvxmetric._tolerances import EXACT_GAP, MATRIX_RTOL, TOLERANCES  # noqa: F401
+from cvxmetric.constraints import (
+    LabeledPairs,
+    Quadruplets,
+    Triplets,
+    pairs_from_labels,
+    quadruplets_from_labels,
+    triplets_from_labels,
+)
+from cvxmetric.qwise import QwiseData, solve_exact
+
+def _rel_gap(a, b):
+    """``|a - b| / max(1, |b|)``: the relative gap used by every certificate."""
+    return abs(float(a) - float(b)) / max(1.0, abs(float(b)))
+
+
+def class_gaussian(n_per_class=6, n_classes=3, d=3, spread=1.5, seed=0):
+    """Class-structured Gaussian samples: ``X = spread * centers[y] + noise``.
+
+    Rows are distinct with probability one, so no pair built from distinct
+    indices has a zero difference vector.
+    """
+    rng = np.random.RandomState(seed)
+    y = np.repeat(np.arange(n_classes), n_per_class)
+    centers = rng.randn(n_classes, d)
+    X = spread * centers[y] + rng.randn(len(y), d)
+    return X, y
+
+
+def pd_matrix(d, seed=0, ridge=0.5):
+    """A well-conditioned symmetric positive definite (d, d) matrix."""
+    rng = np.random.RandomState(seed)
+    B = rng.randn(d, d)
+    return B @ B.T / d + ridge * np.eye(d)
+
+
+# ---------------------------------------------------------------------------
+# Fixtures (session scope: they are read-only, and hypothesis tests may use
+# them without the function-scoped-fixture health check)
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def rel_gap():
+    """``rel_gap(a, b) = |a - b| / max(1, |b|)``."""
+    return _rel_gap
+
+
+@pytest.fixture(scope="session")
+def Xy():
+    """(X, y): 18 samples in 3 classes, d = 3."""
+    return class_gaussian()
+
+
+@pytest.fixture(scope="session")
+def X(Xy):
+    return Xy[0]
+
+
+@pytest.fixture(scope="session")
+def y(Xy):
+    return Xy[1]
+
+
+@pytest.fixture(scope="session")
+def quads(Xy):
+    """20 quadruplets (i, j, k, l) with y_i == y_j and y_k != y_l, delta = 1."""
+    X, y = Xy
+    idx = quadruplets_from_labels(y, 20, random_state=0)
+    return Quadruplets.create(X, idx, 1.0)
+
+
+@pytest.fixture(scope="session")
+def triplets(Xy):
+    """15 triplets (i, j, k) with y_i == y_j != y_k."""
+    X, y = Xy
+    return Triplets.create(X, triplets_from_labels(y, 15, random_state=0))
+
+
+@pytest.fixture(scope="session")
+def pairs(Xy):
+    """14 labelled pairs: 7 similar (+1), 7 dissimilar (-1)."""
+    X, y = Xy
+    idx, lab = pairs_from_labels(y, 14, random_state=1)
+    return LabeledPairs.create(X, idx, lab)
+
+
+@pytest.fixture(scope="session")
+def u_l():
+    """Bounds (u, l) for similar / dissimilar pair distances."""
+    return 1.0, 3.0
+
+
+@pytest.fixture(scope="session")
+def A_S(X):
+    """A positive definite matrix for the ``"similar"`` regulariser.
+
+    Passed explicitly wherever two formulations must share the regulariser
+    (the default ``A_S`` depends on which sets are given).
+    """
+    return pd_matrix(X.shape[1], seed=3)
+
+
+def _make_data(quadruplets, pairs=None, *, regularizer="trace", A_S=None, **kw):
+    """``QwiseData.from_sets`` with ``A_S`` only forwarded for "similar"."""
+    if regularizer != "similar":
+        A_S = None
+    return QwiseData.from_sets(quadruplets, pairs, regularizer=regularizer,
+                               A_S=A_S, **kw)
+
+
+@pytest.fixture(scope="session")
+def make_data():
+    """Helper building :class:`QwiseData` (``A_S`` ignored unless "similar")."""
+    return _make_data
+
+
+@pytest.fixture(scope="session", params=["trace", "frobenius", "similar"])
+def regularizer(request):
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def eq8_data(quads, regularizer, A_S):
+    """Eq. 8 (quadruplets only), C_q = 1, for each regulariser."""
+    return _make_data(quads, regularizer=regularizer, A_S=A_S, C_q=1.0)
+
+
+@pytest.fixture(scope="session")
+def eq11_data(quads, pairs, u_l, regularizer, A_S):
+    """Eq. 11 (quadruplets + pairs), C_q = 1, C_p = 0.5, for each regulariser."""
+    u, l = u_l
+    return _make_data(quads, pairs, regularizer=regularizer, A_S=A_S,
+                      C_q=1.0, C_p=0.5, u=u, l=l)
+
+
+@pytest.fixture(scope="session")
+def exact_eq8(eq8_data):
+    """Certified exact solution of ``eq8_data`` (declared model, Clarabel)."""
+    return solve_exact(eq8_data, reduce=False)
+
+
+@pytest.fixture(scope="session")
+def exact_eq11(eq11_data):
+    """Certified exact solution of ``eq11_data`` (declared model, Clarabel)."""
+    return solve_exact(eq11_data, reduce=False)

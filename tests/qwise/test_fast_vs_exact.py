@@ -1,0 +1,170 @@
+"""The default fast solver (``QwiseDualSolver``, method "fast") against the
+exact CVXPY solution, on the fixtures and on hypothesis-generated instances.
+
+For every instance:
+
+* ``|f_fast - f_exact| / max(1, |f_exact|) <= TOLERANCES["fast"]``;
+* the fast certificate's relative duality gap is ``<= TOLERANCES["fast"]``;
+* the returned ``M`` is PSD;
+* for the Frobenius regulariser (strongly convex: the optimum is unique) the
+  matrices agree: ``||M_fast - M_exact||_F <= MATRIX_RTOL * max(1,
+  ||M_exact||_F)``.  For trace / ``tr(M A_S)`` the optimum need not be unique,
+  so only objectives are compared.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
+
+from cvxmetric._tolerances import MATRIX_RTOL, TOLERANCES
+from cvxmetric.constraints import LabeledPairs, Quadruplets
+from cvxmetric.qwise import REGULARIZERS, QwiseData, QwiseDualSolver, solve_exact
+
+FAST = TOLERANCES["fast"]
+#: PSD feasibility of a returned matrix, relative to its scale.
+MIN_EIG = -1e-7
+
+
+def _rel_gap(a, b):
+    return abs(float(a) - float(b)) / max(1.0, abs(float(b)))
+
+
+def _note(msg):
+    if currently_in_test_context():  # inside a hypothesis example
+        note(msg)
+
+
+def check_fast_against_exact(data, exact=None):
+    """Run the fast solver on ``data`` and compare with the exact solution."""
+    if exact is None:
+        exact = solve_exact(data, reduce=False)
+    assert exact.certificate.passed
+    fast = QwiseDualSolver(tol=1e-9).run(data)
+    _note(f"exact {exact.objective!r}, fast {fast.objective!r}, "
+         f"fast rel_gap {fast.certificate.rel_gap!r}, status {fast.status}")
+    assert fast.method == "fast"
+    assert fast.M.shape == (data.n_features, data.n_features)
+    assert np.all(np.isfinite(fast.M))
+    # objective in the paper's units, recomputed from M
+    assert fast.objective == pytest.approx(data.objective(fast.M), rel=1e-10,
+                                           abs=1e-12)
+    assert _rel_gap(fast.objective, exact.objective) <= FAST
+    assert fast.certificate.rel_gap <= FAST
+    assert fast.certificate.dual_bound <= exact.objective + FAST * max(
+        1.0, abs(exact.objective))
+    M = 0.5 * (fast.M + fast.M.T)
+    scale = max(1.0, float(np.linalg.norm(M)))
+    np.testing.assert_allclose(fast.M, fast.M.T, atol=1e-12 * scale)
+    assert np.linalg.eigvalsh(M)[0] >= MIN_EIG * scale
+    if data.regularizer == "frobenius":
+        err = np.linalg.norm(fast.M - exact.M)
+        assert err <= MATRIX_RTOL * max(1.0, float(np.linalg.norm(exact.M))), err
+    return fast, exact
+
+
+# ---------------------------------------------------------------------------
+# fixtures
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["eq8", "eq11"])
+def test_fast_vs_exact_fixtures(which, eq8_data, eq11_data, exact_eq8, exact_eq11):
+    if which == "eq8":
+        check_fast_against_exact(eq8_data, exact_eq8)
+    else:
+        check_fast_against_exact(eq11_data, exact_eq11)
+
+
+def test_fast_vs_exact_triplets(triplets, regularizer, A_S, make_data):
+    data = make_data(triplets.to_quadruplets(0.5), regularizer=regularizer,
+                     A_S=A_S, C_q=2.0)
+    check_fast_against_exact(data)
+
+
+def test_fast_vs_exact_all_satisfied(quads, regularizer, A_S, make_data):
+    """Non-positive margins: M = 0 is optimal with objective 0."""
+    q = Quadruplets(quads.X, quads.indices, -np.abs(quads.delta))
+    data = make_data(q, regularizer=regularizer, A_S=A_S)
+    fast, exact = check_fast_against_exact(data)
+    assert abs(fast.objective) <= FAST and abs(exact.objective) <= FAST
+
+
+def test_fast_when_no_constraint_depends_on_M(X, regularizer, A_S, make_data,
+                                             rel_gap):
+    """Quadruplets whose two pairs are the same pair, (i, j, j, i) or
+    (i, j, i, j), have A_q = C_far - C_near = 0: the hinge is the constant
+    c_q [delta_q]_+ and M = 0 is optimal.  (A bounded maxiter keeps a
+    non-converging run short; RuntimeWarnings are errors so that a division
+    by zero cannot pass unnoticed whatever LAPACK does with the NaNs.)"""
+    q = Quadruplets.create(X, [[0, 1, 1, 0], [2, 3, 2, 3]], [1.0, -0.5])
+    data = make_data(q, regularizer=regularizer, A_S=A_S, C_q=2.0)
+    exact = solve_exact(data, reduce=False)
+    assert rel_gap(exact.objective, 2.0) <= TOLERANCES["exact"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fast = QwiseDualSolver(tol=1e-9, maxiter=5000).run(data)
+    assert np.all(np.isfinite(fast.M)) and np.all(np.isfinite(fast.info["alpha"]))
+    assert rel_gap(fast.objective, exact.objective) <= FAST
+    assert fast.certificate.rel_gap <= FAST
+
+
+# ---------------------------------------------------------------------------
+# hypothesis: small random instances
+# ---------------------------------------------------------------------------
+
+
+@st.composite
+def qwise_instances(draw):
+    n = draw(st.integers(3, 15))
+    d = draw(st.integers(1, 4))
+    N = draw(st.integers(1, 30))
+    seed = draw(st.integers(0, 2**32 - 1))
+    regularizer = draw(st.sampled_from(REGULARIZERS))
+    delta = np.array(draw(st.lists(
+        st.floats(-1.0, 2.0, allow_nan=False, allow_infinity=False),
+        min_size=N, max_size=N)))
+    C_q = draw(st.sampled_from([0.1, 1.0, 10.0]))
+    with_pairs = draw(st.booleans())
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d) * draw(st.sampled_from([0.5, 1.0, 2.0]))
+    idx = rng.randint(0, n, size=(N, 4))
+    # no quadruplet with both pairs of zero length (refused by create())
+    both = (idx[:, 0] == idx[:, 1]) & (idx[:, 2] == idx[:, 3])
+    idx[both, 1] = (idx[both, 0] + 1) % n
+    quads = Quadruplets.create(X, idx, delta)
+    pairs, kw = None, {}
+    if with_pairs:
+        P = draw(st.integers(1, 12))
+        pidx = rng.randint(0, n, size=(P, 2))
+        same = pidx[:, 0] == pidx[:, 1]
+        pidx[same, 1] = (pidx[same, 0] + 1) % n
+        labels = rng.choice([-1, 1], size=P)
+        pairs = LabeledPairs.create(X, pidx, labels)
+        u = draw(st.floats(0.0, 2.0))
+        kw = dict(u=u, l=u + draw(st.floats(0.0, 2.0)),
+                  C_p=draw(st.sampled_from([0.1, 1.0, 5.0])))
+    if regularizer == "similar":
+        # a positive definite A_S keeps the optimum attained
+        near = idx[idx[:, 0] != idx[:, 1]][:, :2]
+        Phi = X[near[:, 0]] - X[near[:, 1]]
+        kw["A_S"] = Phi.T @ Phi + 0.1 * np.eye(d)
+    return QwiseData.from_sets(quads, pairs, regularizer=regularizer, C_q=C_q,
+                               **kw)
+
+
+@settings(max_examples=15, deadline=None, print_blob=True,
+          suppress_health_check=[HealthCheck.too_slow],
+          # no shrinking: a failing example can cost a full 200000-iteration
+          # fast run, and shrinking would repeat that hundreds of times; the
+          # example is printed (with the notes below) as found
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(data=qwise_instances())
+def test_fast_vs_exact_random(data):
+    _note(f"n={data.X.shape[0]} d={data.n_features} "
+         f"constraints={data.n_constraints} regularizer={data.regularizer} "
+         f"C_q={data.C_q} C_p={data.C_p} u={data.u} l={data.l}")
+    check_fast_against_exact(data)
