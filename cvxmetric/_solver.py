@@ -35,10 +35,14 @@ class IterativeSolver:
     tol : float
         Stop when ``state.error <= tol``; the meaning of ``error`` is the
         subclass's (documented there).
+    max_time : float, optional
+        Wall-clock budget in seconds, checked between iterations; a run that
+        exhausts it ends with status ``time_limit_reached``.
     """
 
     maxiter: int = 1000
     tol: float = 1e-6
+    max_time: float = None
 
     name = "iterative"
 
@@ -82,19 +86,28 @@ class IterativeSolver:
         small = data.n_features <= self.small_features
         with threadpool_limits(limits=1 if small else None, user_api="blas"):
             M, state = self.init_state(data, init)
+            out_of_time = False
             while not self.converged(state) and state.iter_num < self.maxiter:
+                if self.max_time is not None and time.perf_counter() - t0 > self.max_time:
+                    out_of_time = True
+                    break
                 M, state = self.update(M, state, data)
                 logger.debug("%s iter %d error %.3e", self.name, state.iter_num,
                              state.error)
             M, cert, info = self.finalize(M, state, data)
         converged = self.converged(state)
-        status = Status.OPTIMAL if converged else Status.MAX_ITER
+        if converged:
+            status = Status.OPTIMAL
+        else:
+            status = Status.TIME_LIMIT if out_of_time else Status.MAX_ITER
         info.setdefault("final_error", float(state.error))
         if not converged and warn:
+            why = (f"within {self.max_time:g} s" if out_of_time
+                   else f"in {state.iter_num} iterations")
             warnings.warn(
-                f"{self.name} did not converge in {state.iter_num} iterations: "
-                f"final error {state.error:.3g} > tol {self.tol:.3g} "
-                f"(relative duality gap {cert.rel_gap:.3g}).",
+                f"{self.name} did not converge {why}: final error "
+                f"{state.error:.3g} > tol {self.tol:.3g} (relative duality gap "
+                f"{cert.rel_gap:.3g}).",
                 ConvergenceWarning,
                 stacklevel=2,
             )

@@ -53,6 +53,7 @@ __all__ = [
     "EXACT_MAX_N",
     "BENCH_METHODS",
     "LARGE_SUBGRADIENT_MAXITER",
+    "LARGE_SOLVER_SECONDS",
     "bench_data",
     "run_case",
     "run_bench",
@@ -71,6 +72,11 @@ EXACT_MAX_N = 10_000
 
 #: Every method, in run order (the exact solve first: it is the yardstick).
 BENCH_METHODS = ("exact", "straightforward", "fast", "fast@1e-4", "subgradient")
+
+#: Wall-clock budget (seconds) of each iterative solve above ``EXACT_MAX_N``
+#: constraints: with data set-up, a large run stays within two minutes.  The
+#: solver stops with status ``time_limit_reached`` and its certified gap.
+LARGE_SOLVER_SECONDS = 90.0
 
 #: Subgradient iterations above ``EXACT_MAX_N`` (its default, 20000, would take
 #: hours there); below, the solver's default budget is used.
@@ -111,7 +117,7 @@ def _max_rss_mb():
     return rss / (1024.0 ** 2) if sys.platform == "darwin" else rss / 1024.0
 
 
-def _solve(method, data, subgradient_maxiter):
+def _solve(method, data, subgradient_maxiter, max_time=None):
     from .qwise import ProjectedSubgradient, QwiseDualSolver, solve_exact
 
     if method == "exact":
@@ -119,13 +125,14 @@ def _solve(method, data, subgradient_maxiter):
     if method == "straightforward":
         return solve_exact(data, reduce=False)
     if method == "fast":
-        return QwiseDualSolver().run(data)
+        return QwiseDualSolver(max_time=max_time).run(data)
     if method == "fast@1e-4":
-        return QwiseDualSolver(tol=1e-4).run(data)
+        return QwiseDualSolver(tol=1e-4, max_time=max_time).run(data)
     if method == "subgradient":
         if subgradient_maxiter:
-            return ProjectedSubgradient(maxiter=int(subgradient_maxiter)).run(data)
-        return ProjectedSubgradient().run(data)
+            return ProjectedSubgradient(maxiter=int(subgradient_maxiter),
+                                        max_time=max_time).run(data)
+        return ProjectedSubgradient(max_time=max_time).run(data)
     raise ValueError(f"method: unknown option {method!r}; expected one of "
                      f"{BENCH_METHODS}.")
 
@@ -154,7 +161,8 @@ def run_case(case):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the status word reports it
-            res = _solve(case["method"], data, case.get("subgradient_maxiter"))
+            res = _solve(case["method"], data, case.get("subgradient_maxiter"),
+                         case.get("max_time"))
     except Exception as exc:  # reported in the table, never a crash
         out.update(error=f"{type(exc).__name__}: {exc}",
                    seconds=time.perf_counter() - t0, peak_mb=_max_rss_mb())
@@ -250,7 +258,8 @@ def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
         f_exact = None
         for method in todo:
             case = {"d": d, "N": N, "method": method, "seed": seed,
-                    "subgradient_maxiter": sub_iter}
+                    "subgradient_maxiter": sub_iter,
+                    "max_time": LARGE_SOLVER_SECONDS if N > EXACT_MAX_N else None}
             logger.info("bench: d=%d N=%d %s", d, N, method)
             res = _run_isolated(case, max_seconds) if isolate else run_case(case)
             row = {

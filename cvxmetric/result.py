@@ -32,6 +32,7 @@ class Status:
     UNBOUNDED = "unbounded"
     NOT_ATTAINED = "not_attained"
     MAX_ITER = "max_iter_reached"
+    TIME_LIMIT = "time_limit_reached"
     SOLVER_ERROR = "solver_error"
 
     SOLVED = (OPTIMAL, OPTIMAL_INACCURATE)

@@ -115,7 +115,7 @@ def _row_norms(data):
     return np.sqrt(np.maximum(val, 0.0))
 
 
-def _op_norm(data, weights, n_iter=30, seed=0):
+def _op_norm(data, weights, n_iter=10, seed=0):
     """Power iteration for ``||W^(1/2) A||``, ``A: M -> (<A_q, M>)_q``."""
     rng = np.random.default_rng(seed)
     d = data.n_features

@@ -168,3 +168,27 @@ def test_fast_vs_exact_random(data):
          f"constraints={data.n_constraints} regularizer={data.regularizer} "
          f"C_q={data.C_q} C_p={data.C_p} u={data.u} l={data.l}")
     check_fast_against_exact(data)
+
+
+@pytest.mark.parametrize("materialize", [True, False])
+def test_pdhg_operators_are_adjoint(quads, pairs, u_l, materialize):
+    """PDHG's primal step uses S(w) = sum_q w_q A_q and its dual step
+    a(V) = (<A_q, V>)_q; they must be adjoint, <S(w), V> = w . a(V), on
+    every PairOperator code path (stored differences / sample space)."""
+    from cvxmetric._linalg import PairOperator
+
+    u, l = u_l
+    data = QwiseData.from_sets(quads, pairs, regularizer="trace", u=u, l=l)
+    op = data.op
+    data.op = PairOperator(quads.X, np.stack([op.i, op.j], axis=1),
+                           materialize=materialize)
+    rng = np.random.RandomState(0)
+    d = data.n_features
+    for _ in range(5):
+        w = rng.randn(data.n_constraints)
+        V = rng.randn(d, d)
+        V = V + V.T
+        S = data.op.gram(data.dual_pair_weights(w))
+        dist = data.op.quadform(V)
+        a = dist[data.far_q] - dist[data.near_q]
+        assert np.sum(S * V) == pytest.approx(w @ a, rel=1e-10, abs=1e-10)
