@@ -21,6 +21,7 @@ import argparse
 import json
 import logging
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -222,7 +223,24 @@ def _cmd_make_problems(args):
 
 
 def _cmd_bench(args):
+    import importlib
+
     from . import bench
+
+    if args.family != "qwise":
+        # each family's benchmark lives beside its solvers: <family>/_bench.py,
+        # ``run_bench(max_seconds=, seed=, callback=) -> rows`` (bench's shape)
+        mod = importlib.import_module(f".{args.family}._bench", __package__)
+        rows = mod.run_bench(max_seconds=args.max_seconds, seed=args.seed,
+                             callback=lambda r: print(
+                                 f"done: {r['problem']} {r['method']}: "
+                                 f"{_num(r['seconds'], '.2f')} s, {r['status']}",
+                                 file=sys.stderr))
+        if args.json:
+            print(json.dumps(col.jsonable(rows), indent=2))
+        else:
+            print(bench.format_table(rows))
+        return 0
 
     sizes = bench.parse_sizes(args.sizes) if args.sizes else bench.DEFAULT_SIZES
     methods = args.methods.split(",") if args.methods else bench.BENCH_METHODS
@@ -249,6 +267,17 @@ def _cmd_bench(args):
 # ---------------------------------------------------------------------------
 # Parser
 # ---------------------------------------------------------------------------
+
+
+def _bench_families():
+    """Qwise (``cvxmetric/bench.py``) and every package with a ``_bench`` module."""
+    import importlib.util
+
+    pkg = Path(__file__).resolve().parent
+    return ("qwise",) + tuple(sorted(
+        f.parent.name for f in pkg.glob("*/_bench.py")
+        if f.parent.name != "qwise" and importlib.util.find_spec(
+            f".{f.parent.name}._bench", __package__) is not None))
 
 
 def build_parser():
@@ -322,7 +351,9 @@ def build_parser():
     p.set_defaults(func=_cmd_make_problems)
 
     p = sub.add_parser("bench", parents=[common],
-                       help="benchmark the Qwise solvers on synthetic data")
+                       help="benchmark a family's solvers on synthetic data")
+    p.add_argument("--family", default="qwise", choices=_bench_families(),
+                   help="default: qwise (the size/method options are Qwise's)")
     p.add_argument("--sizes", help="comma-separated DxN, e.g. 20x1000,100x1e5 "
                                    "(default: 20x1000,40x2000,60x2000,100x1e5,100x1e6)")
     p.add_argument("--methods", help="comma-separated subset of "

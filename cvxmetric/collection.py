@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._tolerances import REFERENCE_AGREEMENT, TOLERANCES
+from ._tolerances import REFERENCE_AGREEMENT, tolerance
 from .result import SolverError
 
 __all__ = [
@@ -196,6 +196,15 @@ class FamilySpec:
         ``generate() -> list of dict`` with keys ``name``, ``arrays``,
         ``hyperparameters``, ``description``, ``source`` and optionally
         ``random_state``: the bundled instances (``make-problems``).
+    applies : callable, optional
+        ``applies(method, hyperparameters) -> bool``: whether a registered
+        method solves this kind of instance (e.g. a diagonal-only Newton
+        method on a full-matrix instance); ``verify`` skips the others.
+        Default: every method applies.
+    psd : bool
+        Whether the learned matrix is a symmetric PSD metric (default).
+        ``verify`` then symmetrises it and rejects a negative eigenvalue;
+        families of general matrices (SLR's bilinear ``M``) set ``False``.
     """
 
     name: str
@@ -207,13 +216,15 @@ class FamilySpec:
     reference_solve: object
     sizes: object
     generate: object = None
+    applies: object = None
+    psd: bool = True
 
 
 #: Registered families, by name.
 FAMILIES = {}
 
 #: Fast methods per family: ``{family: {method: callable(data) -> SolverResult}}``.
-#: ``cvxmetric verify`` judges method ``m`` against ``TOLERANCES[m]``.
+#: ``cvxmetric verify`` judges method ``m`` against ``tolerance(family, m)``.
 METHODS = {}
 
 
@@ -225,7 +236,8 @@ def register_family(spec, methods=None):
     spec : FamilySpec
     methods : dict, optional
         ``{name: callable(data) -> SolverResult}``; every name needs an entry
-        in :data:`~cvxmetric._tolerances.TOLERANCES` to be verified.
+        ``name`` or ``"family/name"`` in
+        :data:`~cvxmetric._tolerances.TOLERANCES` to be verified.
     """
     if not _NAME_RE.match(spec.name):
         raise ValueError(f"spec.name: invalid family name {spec.name!r}.")
@@ -1238,7 +1250,7 @@ class VerifyRow:
     gap : float
         ``(objective - reference) / max(1, |reference|)``.
     tolerance : float
-        ``TOLERANCES[method]``.
+        ``tolerance(family, method)``.
     psd_violation : float
         ``max(0, -min_eig(M))``.
     seconds : float
@@ -1291,7 +1303,7 @@ def _verify_one(inst, ref, method):
     row = VerifyRow(inst.family, inst.name, method, reference=ref.objective,
                     exact_seconds=ref.exact_seconds)
     try:
-        row.tolerance = float(TOLERANCES[method])
+        row.tolerance = float(tolerance(inst.family, method))
     except KeyError:
         row.error = f"no tolerance for method {method!r} in TOLERANCES"
         return row
@@ -1311,8 +1323,11 @@ def _verify_one(inst, ref, method):
     if M.shape != (d, d) or not np.all(np.isfinite(M)):
         row.error = f"returned M of shape {M.shape} (finite: {np.isfinite(M).all()})"
         return row
-    M = 0.5 * (M + M.T)
-    row.psd_violation = max(0.0, -float(np.linalg.eigvalsh(M)[0]))
+    if inst.spec.psd:
+        M = 0.5 * (M + M.T)
+        row.psd_violation = max(0.0, -float(np.linalg.eigvalsh(M)[0]))
+    else:
+        row.psd_violation = 0.0
     row.objective = float(inst.spec.objective(data, M))
     scale = max(1.0, abs(row.reference))
     row.gap = (row.objective - row.reference) / scale
@@ -1343,7 +1358,7 @@ def verify(root, family=None, methods=None, only=None, *, progress=False):
     Returns
     -------
     list of VerifyRow
-        A row fails when ``|gap| > TOLERANCES[method]``, ``M`` is not PSD,
+        A row fails when ``|gap| > tolerance(family, method)``, ``M`` is not PSD,
         the method raised, or the reference is missing, stale or invalid
         (one row with ``method="-"``).
     """
@@ -1352,6 +1367,8 @@ def verify(root, family=None, methods=None, only=None, *, progress=False):
     jobs = []
     for inst in iter_instances(root, family, only):
         names = list(methods) if methods else list(METHODS.get(inst.family, {}))
+        if inst.spec.applies is not None:
+            names = [m for m in names if inst.spec.applies(m, inst.hyperparameters)]
         jobs.append((inst, names))
     total = sum(max(1, len(n)) for _, n in jobs)
     rows = []
@@ -1623,3 +1640,9 @@ register_family(
     ),
     {"fast": _qwise_fast, "subgradient": _qwise_subgradient},
 )
+
+
+# ---------------------------------------------------------------------------
+# Other families register themselves in their own ``_collection`` module.
+# One import per family, in the order ``cvxmetric list`` shows them.
+# ---------------------------------------------------------------------------

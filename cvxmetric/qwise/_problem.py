@@ -218,6 +218,39 @@ class QwiseData:
             n_quadruplets=len(quads),
         )
 
+    def restrict(self, index):
+        """The same problem over the canonical constraints ``index`` only.
+
+        The regulariser (``R``, ``mu``) is kept as is; the pair operator is
+        rebuilt over the pairs the kept constraints use.  Used by the
+        working-set fast solver: a constraint left out is one whose
+        multiplier is fixed at 0.
+
+        Parameters
+        ----------
+        index : ndarray of int, shape (k,)
+            Sorted, distinct indices into ``range(n_constraints)``.
+
+        Returns
+        -------
+        QwiseData
+            ``quadruplets`` and ``pairs`` still refer to the full sets; only
+            the canonical arrays are restricted.
+        """
+        index = np.asarray(index)
+        near, far = self.near_q[index], self.far_q[index]
+        used, inv = np.unique(np.concatenate([near, far]), return_inverse=True)
+        pairs = np.column_stack([self.op.i[used], self.op.j[used]])
+        k = len(index)
+        return QwiseData(
+            X=self.X, quadruplets=self.quadruplets, pairs=self.pairs,
+            regularizer=self.regularizer, C_q=self.C_q, C_p=self.C_p, u=self.u,
+            l=self.l, R=self.R, mu=self.mu, op=PairOperator(self.X, pairs),
+            near_q=inv[:k], far_q=inv[k:], delta_q=self.delta_q[index],
+            c_q=self.c_q[index],
+            n_quadruplets=int(np.sum(index < self.n_quadruplets)),
+        )
+
     # -- shape helpers -------------------------------------------------------
 
     @property

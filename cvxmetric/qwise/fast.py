@@ -14,29 +14,37 @@ per constraint.
     subgradient method converges like ``O(1/sqrt(t))``.
 
 :class:`QwiseDualSolver` (the default fast solver)
-    A proximal-point method whose subproblems are solved in the dual.  The
-    subproblem ``min_M f(M) + ||M - M_k||_F^2 / (2 tau)`` has the smooth,
-    box-constrained dual
-
-        min_{0 <= alpha <= c}  ||Pi_+(B + S(alpha))||_F^2 / (2 mu') - delta^T alpha,
-
-    ``mu' = mu + 1/tau``, ``B = M_k / tau - R``, with gradient
-    ``D_M(far) - D_M(near) - delta`` at ``M = Pi_+(B + S(alpha)) / mu'``,
-    solved by L-BFGS-B (SciPy) warm-started from the previous multipliers.
-    ``tau`` grows geometrically, so few outer steps are needed; for the
-    Frobenius regulariser (``mu = 1``) no proximal term is needed at all
-    (``tau = inf``) and the dual above is the problem's own.  It stops on the
-    relative duality gap of the *original* problem, the same certificate the
-    exact path uses, so "converged" means "certified to ``tol``".
+    Restarted primal-dual hybrid gradient (Chambolle-Pock with the PDLP
+    adaptive steps, restarts and primal-weight updates) on the saddle point
+    ``min_{M PSD} max_{0 <= alpha <= c} Omega(M) + delta^T alpha -
+    <S(alpha), M>``, with diagonal dual preconditioning and a ray warm start.
+    It stops on the relative duality gap of the *original* problem, the same
+    certificate the exact path uses, so "converged" means "certified to
+    ``tol``".  Above ``working_set`` constraints it runs on a working set:
+    at the optimum only a few percent of the hinges are not strictly
+    inactive (measured: 1.6 % at ``N = 10^5``), so the iterations run on the
+    constraints that are violated or near their margin, a full pass over all
+    constraints adds the ones the current ``M`` violates, and the stop is the
+    full problem's certified gap (constraints outside the set carry
+    ``alpha = 0``, which is optimal for them exactly when they are inactive).
 """
 
+import dataclasses
+import logging
+import time
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from .._linalg import project_psd
 from .._solver import IterativeSolver
+from ..result import SolverResult, Status
+
+logger = logging.getLogger("cvxmetric")
 
 __all__ = ["ProjectedSubgradient", "QwiseDualSolver"]
 
@@ -169,14 +177,119 @@ class QwiseDualSolver(IterativeSolver):
         Iterations between gap evaluations (and restart decisions).
     omega0 : float, optional
         Initial primal weight; default from the data's scale.
+    working_set : int or None
+        Above this many constraints, iterate on a working set (see the
+        module docstring); ``None`` never does.  ``maxiter`` then counts the
+        iterations of all rounds together.
     """
 
     maxiter: int = 200_000
     tol: float = 1e-9
     check_every: int = 64
     omega0: float = None
+    working_set: int = 50_000
 
     name = "fast"
+
+    def run(self, data, init=None, *, warn=True):
+        """Solve ``data`` (see :meth:`IterativeSolver.run`); on a working set
+        when ``data`` has more than ``working_set`` constraints."""
+        if self.working_set is None or data.n_constraints <= self.working_set:
+            return super().run(data, init, warn=warn)
+        return self._run_working_set(data, init, warn)
+
+    def _run_working_set(self, data, init, warn):
+        t0 = time.perf_counter()
+        N = data.n_constraints
+        small = data.n_features <= self.small_features
+        scale = max(1.0, float(np.max(np.abs(data.delta_q))))
+        band = 0.1 * scale  # "near the margin": added with the violated ones
+        with threadpool_limits(limits=1 if small else None, user_api="blas"):
+            if init is None:
+                M, _ = _ray_start(data)
+            else:
+                M = project_psd(init.M)
+            arg = data.margins(M)  # (N,)
+            # start from the most violated constraints at the initial point
+            k0 = min(N, self.working_set)
+            inW = np.zeros(N, dtype=bool)
+            inW[np.argpartition(-arg, k0 - 1)[:k0]] = True
+            alpha_full = np.zeros(N)
+            if init is not None and init.info.get("alpha") is not None:
+                alpha_full = np.clip(init.info["alpha"], 0.0, data.c_q)
+            inner_tol = max(self.tol, 1e-2)  # round 1 only locates the set
+            n_iter, rounds, cert = 0, [], None
+            status = Status.MAX_ITER
+            while True:
+                left = None
+                if self.max_time is not None:
+                    left = self.max_time - (time.perf_counter() - t0)
+                    if left <= 0:
+                        status = Status.TIME_LIMIT
+                        break
+                if n_iter >= self.maxiter:
+                    break
+                idx = np.flatnonzero(inW)
+                sub = data.restrict(idx)
+                inner = dataclasses.replace(
+                    self, tol=inner_tol, working_set=None, max_time=left,
+                    maxiter=self.maxiter - n_iter)
+                warm = SolverResult(M=M, status="", objective=np.nan, n_iter=0,
+                                    certificate=None, method="",
+                                    info={"alpha": alpha_full[idx]})
+                res = inner.run(sub, warm, warn=False)
+                n_iter += res.n_iter
+                M = res.M
+                alpha_full = np.zeros(N)
+                alpha_full[idx] = res.info["alpha"]
+                arg = data.margins(M)
+                tiny = 1e-12 * scale
+                outside_ok = not np.any(~inW & (arg > tiny))
+                new = ~inW & (arg > -band)
+                rounds.append({"size": int(idx.size), "iterations": int(res.n_iter),
+                               "rel_gap": float(res.certificate.rel_gap),
+                               "added": int(new.sum())})
+                logger.info("%s working set %d: restricted gap %.2e, %d added",
+                            self.name, idx.size, res.certificate.rel_gap, new.sum())
+                # with every outside hinge inactive, the outside multipliers
+                # 0 are optimal for them and the full gap is the restricted
+                # one; it is certified on the full problem before stopping
+                if outside_ok and res.certificate.rel_gap <= self.tol:
+                    cert = data.certificate(M, alpha_full, solver=self.name,
+                                            tol_gap=max(self.tol, 1e-6))
+                    if cert.rel_gap <= self.tol:
+                        status = Status.OPTIMAL
+                        break
+                if res.status == Status.TIME_LIMIT:
+                    status = Status.TIME_LIMIT
+                    break
+                inW |= new
+                if res.status == Status.OPTIMAL:
+                    if inner_tol <= self.tol and not np.any(new):
+                        break  # nothing left to add or to tighten: round-off
+                    inner_tol = max(self.tol, inner_tol * 1e-2)
+                elif not np.any(new):
+                    break  # the inner solve ran out of iterations
+            if cert is None or status != Status.OPTIMAL:
+                cert = data.certificate(M, alpha_full, solver=self.name,
+                                        tol_gap=max(self.tol, 1e-6))
+        if status != Status.OPTIMAL and warn:
+            why = (f"within {self.max_time:g} s" if status == Status.TIME_LIMIT
+                   else f"in {n_iter} iterations")
+            warnings.warn(
+                f"{self.name} did not converge {why}: relative duality gap "
+                f"{cert.rel_gap if cert else np.inf:.3g} > tol {self.tol:.3g}.",
+                ConvergenceWarning, stacklevel=2)
+        total = time.perf_counter() - t0
+        cert.tolerances = {"tol": self.tol, "check_every": self.check_every,
+                           "working_set": self.working_set}
+        cert.times = {"total": total}
+        return SolverResult(
+            M=M, status=status, objective=cert.objective, n_iter=n_iter,
+            certificate=cert, method=self.name,
+            info={"alpha": alpha_full, "working_set_rounds": rounds,
+                  "final_error": float(cert.rel_gap)},
+            time=total)
 
     def init_state(self, data, init=None):
         if init is None:

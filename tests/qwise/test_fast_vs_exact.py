@@ -38,12 +38,12 @@ def _note(msg):
         note(msg)
 
 
-def check_fast_against_exact(data, exact=None):
+def check_fast_against_exact(data, exact=None, solver=None):
     """Run the fast solver on ``data`` and compare with the exact solution."""
     if exact is None:
         exact = solve_exact(data, reduce=False)
     assert exact.certificate.passed
-    fast = QwiseDualSolver(tol=1e-9).run(data)
+    fast = (solver or QwiseDualSolver(tol=1e-9)).run(data)
     _note(f"exact {exact.objective!r}, fast {fast.objective!r}, "
          f"fast rel_gap {fast.certificate.rel_gap!r}, status {fast.status}")
     assert fast.method == "fast"
@@ -77,6 +77,23 @@ def test_fast_vs_exact_fixtures(which, eq8_data, eq11_data, exact_eq8, exact_eq1
         check_fast_against_exact(eq8_data, exact_eq8)
     else:
         check_fast_against_exact(eq11_data, exact_eq11)
+
+
+@pytest.mark.parametrize("which", ["eq8", "eq11"])
+def test_working_set_vs_exact(which, eq8_data, eq11_data, exact_eq8, exact_eq11):
+    """A working set smaller than the problem (forced here; by default only
+    above 50 000 constraints) reaches the same certified optimum, with
+    multipliers for every constraint."""
+    data, exact = ((eq8_data, exact_eq8) if which == "eq8"
+                   else (eq11_data, exact_eq11))
+    solver = QwiseDualSolver(tol=1e-9, working_set=max(2, data.n_constraints // 4))
+    fast, _ = check_fast_against_exact(data, exact, solver)
+    rounds = fast.info["working_set_rounds"]
+    assert rounds and rounds[0]["size"] < data.n_constraints
+    assert fast.info["alpha"].shape == (data.n_constraints,)
+    # the restricted problem is the full one with the other multipliers at 0
+    sub = data.restrict(np.arange(data.n_constraints))
+    assert sub.objective(fast.M) == pytest.approx(data.objective(fast.M), rel=1e-12)
 
 
 def test_fast_vs_exact_triplets(triplets, regularizer, A_S, make_data):
