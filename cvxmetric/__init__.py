@@ -8,7 +8,11 @@ from .constraints import (
     quadruplets_from_labels,
     triplets_from_labels,
 )
+from .mmc.estimator import MMC, MMCSupervised
 from .qwise.estimator import Qwise, QwiseSupervised
+from .rankdml.constraint_estimator import ConstraintDML, ConstraintDMLSupervised
+from .rankdml.estimator import RankDML, RankDMLSupervised
+from .slr.estimator import SLR
 from .result import (
     Certificate,
     CertificateError,
@@ -31,6 +35,13 @@ __all__ = [
     "triplets_from_labels",
     "Qwise",
     "QwiseSupervised",
+    "MMC",
+    "MMCSupervised",
+    "ConstraintDML",
+    "ConstraintDMLSupervised",
+    "RankDML",
+    "RankDMLSupervised",
+    "SLR",
     "Certificate",
     "CertificateError",
     "InfeasibleError",

@@ -17,7 +17,10 @@ __all__ = ["cmc_curve", "rank_k_accuracy", "average_precision",
 
 
 def _check_matrix(name, a):
-    a = np.asarray(a)
+    try:
+        a = np.asarray(a)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
     if a.ndim != 2 or a.shape[0] == 0 or a.shape[1] == 0:
         raise ValueError(f"{name}: expected a non-empty 2-D array (n_queries, "
                          f"n_items), got shape {a.shape}.")
@@ -88,7 +91,10 @@ def cmc_curve(distances, relevant, max_rank=None):
     n_items = D.shape[1]
     if max_rank is None:
         max_rank = n_items
-    if not (isinstance(max_rank, (int, np.integer)) and 1 <= max_rank <= n_items):
+    # bool is an int subclass: reject it rather than read True as rank 1
+    if (isinstance(max_rank, (bool, np.bool_))
+            or not isinstance(max_rank, (int, np.integer))
+            or not 1 <= max_rank <= n_items):
         raise ValueError(f"max_rank: expected an integer in [1, {n_items}], got "
                          f"{max_rank!r}.")
     rank = _first_relevant_rank(D, mask)
@@ -98,7 +104,22 @@ def cmc_curve(distances, relevant, max_rank=None):
 
 def rank_k_accuracy(distances, relevant, k=1):
     """Fraction of queries whose first relevant item is in the top ``k``
-    (the CMC curve at ``k``)."""
+    (the CMC curve at ``k``).
+
+    Raises
+    ------
+    ValueError
+        Bad ``distances`` / ``relevant`` (as :func:`cmc_curve`), or ``k``
+        not an integer in ``[1, n_items]``.
+    """
+    try:
+        n_items = np.shape(distances)[-1] if np.ndim(distances) == 2 else None
+    except ValueError:  # ragged nested lists: cmc_curve names the argument
+        n_items = None
+    if (isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer))
+            or (n_items is not None and not 1 <= k <= n_items)):
+        raise ValueError(f"k: expected an integer in [1, n_items={n_items}], "
+                         f"got {k!r}.")
     return float(cmc_curve(distances, relevant, max_rank=k)[-1])
 
 

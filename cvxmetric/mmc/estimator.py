@@ -1,0 +1,320 @@
+"""MMC estimators: scikit-learn / metric-learn front ends of Xing et al.'s MMC.
+
+:class:`MMC` is a *pairs learner* (metric-learn convention): ``fit(pairs, y)``
+takes pairs as integer indices (n_pairs, 2) into ``preprocessor=X`` or as
+points (n_pairs, 2, n_features), and labels ``y`` in {+1 (similar), -1
+(dissimilar)}.  :class:`MMCSupervised` takes ``fit(X, y)`` with class labels
+and samples the pairs itself with :func:`~cvxmetric.pairs_from_labels`.
+
+Both build :class:`~cvxmetric.mmc.MMCData` and solve::
+
+    min_{M PSD}  sum_S D2_M   s.t.   sum_D sqrt(D2_M) >= 1
+
+(``M = diag(w)``, ``w >= 0`` with ``diagonal=True``) with the solver chosen by
+``solver``:
+
+==========  ==========  ==================================================  ===========
+``solver``  diagonal    what runs                                           guarantee
+==========  ==========  ==================================================  ===========
+``exact``   either      :func:`~cvxmetric.mmc.solve_exact` (CVXPY)          certified
+``fast``    ``False``   :class:`~cvxmetric.mmc.MMCProjectedGradient`        gap <= tol
+``fast``    ``True``    :class:`~cvxmetric.mmc.MMCNewton` (Xing Sec. 2.2)   gap <= tol
+==========  ==========  ==================================================  ===========
+
+For a diagonal metric the fast solver is Xing's Newton method on
+``h(w) = sum_S D2_w - log(sum_D sqrt D2_w)``: it has the same minimiser up
+to scale and converges in 2-10 iterations on the collection (up to ~80 when
+many weights end at 0), where projected gradient ascent needs tens.
+
+``tol`` and ``max_iter`` go to the iterative solvers (``None`` keeps their
+defaults); the exact path always solves to its certified accuracy.  The
+learned ``M`` is scaled so that ``sum_D sqrt(D2_M) = 1``: ``objective_`` is
+the paper's objective and equals ``scale_free_objective_``, the value
+``sum_S D2 / (sum_D sqrt D2)^2`` that compares metrics of any scale.
+
+If a dissimilar difference has a component that no similar pair varies
+along (the null space of ``A_S``), the optimum is 0, attained by any metric
+that only sees such directions; the estimators then return the certified
+projector onto them and emit a ``UserWarning`` saying so.
+"""
+
+import dataclasses
+import logging
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from .._base import MahalanobisMixin
+from .._validation import check_samples
+from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
+from ._problem import MMCData
+from .exact import solve_exact
+from .fast import MMCNewton, MMCProjectedGradient
+
+__all__ = ["MMC", "MMCSupervised", "SOLVER_NAMES"]
+
+logger = logging.getLogger("cvxmetric")
+
+#: Values of the estimators' ``solver`` parameter.
+SOLVER_NAMES = ("exact", "fast")
+
+_SHARED_CONSTRAINTS = {
+    "diagonal": ["boolean"],
+    "solver": [StrOptions(set(SOLVER_NAMES))],
+    "tol": [Interval(Real, 0, None, closed="neither"), None],
+    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    "random_state": ["random_state"],
+}
+
+
+class _MMCBase(MahalanobisMixin, BaseEstimator):
+    """Solve and store: the part both MMC estimators share."""
+
+    def _solve(self, pairs):
+        """Solve MMC on validated labelled pairs and store the fitted state."""
+        data = MMCData.from_pairs(pairs, diagonal=bool(self.diagonal))
+        options = {}
+        if self.tol is not None:
+            options["tol"] = self.tol
+        if self.max_iter is not None:
+            options["maxiter"] = self.max_iter
+        if self.solver == "exact":
+            result = solve_exact(data)
+        elif self.solver == "fast":
+            solver = MMCNewton if data.diagonal else MMCProjectedGradient
+            result = solver(**options).run(data)
+        else:  # only reachable when parameter validation was bypassed
+            raise ValueError(
+                f"solver: unknown option {self.solver!r}; expected one of "
+                f"{', '.join(repr(s) for s in SOLVER_NAMES)}.")
+        if "degenerate" in result.info:
+            warnings.warn(result.info["degenerate"], UserWarning, stacklevel=4)
+        # the CVXPY model holds the whole problem: too heavy to keep
+        info = {k: v for k, v in result.info.items() if k != "model"}
+        self.result_ = dataclasses.replace(result, info=info)
+        self._set_metric(result.M)
+        self.objective_ = float(result.objective)
+        self.scale_free_objective_ = float(result.info["scale_free"])
+        self.status_ = result.status
+        self.n_iter_ = int(result.n_iter)
+        self.certificate_ = result.certificate
+        self.n_features_in_ = int(data.n_features)
+        logger.debug(
+            "%s: solver=%s diagonal=%s status=%s objective=%.6g rel_gap=%.3g "
+            "n_iter=%d", type(self).__name__, self.solver, self.diagonal,
+            self.status_, self.objective_, self.certificate_.rel_gap,
+            self.n_iter_)
+        return self
+
+
+def _check_pair_labels(y, n_pairs):
+    """``y`` as an int array of +1 / -1 with both labels present."""
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n_pairs:
+        raise ValueError(
+            f"y: expected shape ({n_pairs},) (one label per pair), got "
+            f"{y.shape}.")
+    if y.dtype == object or y.dtype.kind not in "iuf" or not np.all(
+            np.isin(y, (-1, 1))):
+        shown = list(dict.fromkeys(y.ravel().tolist()))[:5]
+        raise ValueError(
+            f"y: must be +1 (similar) or -1 (dissimilar), got values {shown}.")
+    y = y.astype(int)
+    if not np.any(y == 1):
+        raise ValueError("y: no similar pair (label +1); MMC needs at least one.")
+    if not np.any(y == -1):
+        raise ValueError("y: no dissimilar pair (label -1); MMC needs at least one.")
+    return y
+
+
+class MMC(_MMCBase):
+    """Mahalanobis Metric for Clustering (Xing et al. 2002), pairs learner.
+
+    Learns ``M`` solving::
+
+        min_{M PSD}  sum_{(i,j) in S} D2_M(i, j)
+        s.t.         sum_{(i,j) in D} sqrt(D2_M(i, j)) >= 1
+
+    (Law et al. 2016, Eq. 2), with ``S`` the pairs labelled +1 and ``D``
+    the pairs labelled -1.
+
+    Parameters
+    ----------
+    diagonal : bool, default=False
+        Learn a diagonal ``M = diag(w)``, ``w >= 0``.
+    solver : {"exact", "fast"}, default="exact"
+        Certified CVXPY solve, or the fast solver: projected gradient ascent
+        with the exact projection (full), Xing's Newton method (diagonal).
+    preprocessor : array_like of shape (n_samples, n_features), optional
+        The sample matrix integer pairs index into.  Callables are not
+        supported.
+    tol : float > 0, optional
+        Target certified relative gap of the fast solvers (``None``: their
+        default).  Ignored by ``"exact"``.
+    max_iter : int >= 1, optional
+        Iteration cap of the fast solvers (``None``: their default).
+        Ignored by ``"exact"``.
+    random_state : int, RandomState instance or None, default=None
+        No MMC solver is randomised; kept so that :class:`MMC` and
+        :class:`MMCSupervised` share hyperparameters (metric-learn).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_features)
+        ``L`` with ``M = L^T L``.
+    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
+    objective_ : float
+        ``sum_S D2_M`` at the learned ``M``, scaled so that
+        ``sum_D sqrt(D2_M) = 1`` (the paper's units).
+    scale_free_objective_ : float
+        ``sum_S D2 / (sum_D sqrt D2)^2`` (equal to ``objective_``).
+    status_ : str
+    n_iter_ : int
+    certificate_ : Certificate
+    result_ : SolverResult
+        Without the CVXPY model.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cvxmetric.mmc import MMC
+    >>> X = np.array([[0.0, 0.0], [0.2, 1.0], [1.0, 0.0], [1.1, 1.3]])
+    >>> est = MMC(preprocessor=X).fit([[0, 1], [2, 3], [0, 2], [1, 3]],
+    ...                               [1, 1, -1, -1])
+    >>> est.components_.shape
+    (2, 2)
+    """
+
+    _parameter_constraints = {
+        **_SHARED_CONSTRAINTS,
+        "preprocessor": ["array-like", None],
+    }
+
+    def __init__(self, diagonal=False, solver="exact", preprocessor=None,
+                 tol=None, max_iter=None, random_state=None):
+        self.diagonal = diagonal
+        self.solver = solver
+        self.preprocessor = preprocessor
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, pairs, y):
+        """Learn ``M`` from labelled pairs.
+
+        Parameters
+        ----------
+        pairs : array_like
+            Integer indices (n_pairs, 2) into ``preprocessor``, or points
+            (n_pairs, 2, n_features).
+        y : array_like of shape (n_pairs,)
+            +1 (similar) or -1 (dissimilar); both must occur.
+
+        Returns
+        -------
+        self : MMC
+        """
+        X = self.preprocessor
+        if X is not None:
+            X = check_samples(X, "preprocessor")
+        X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
+        y = _check_pair_labels(y, idx.shape[0])
+        return self._solve(LabeledPairs.create(X, idx, y))
+
+
+class MMCSupervised(TransformerMixin, _MMCBase):
+    """MMC learned from class labels: ``fit(X, y)``.
+
+    Samples ``num_constraints`` pairs with
+    :func:`~cvxmetric.pairs_from_labels` (half same-class pairs, similar;
+    half different-class pairs, dissimilar), drops pairs of identical
+    points, and solves MMC as :class:`MMC` does.
+
+    Parameters
+    ----------
+    num_constraints : int >= 2, optional
+        Number of pairs; default ``20 * n_classes^2`` (metric-learn's).
+    diagonal, solver, tol, max_iter
+        As in :class:`MMC`.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the pair sampling.
+
+    Attributes
+    ----------
+    components_, mahalanobis_matrix_, objective_, scale_free_objective_, \
+status_, n_iter_, certificate_, result_, n_features_in_
+        As in :class:`MMC`.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from cvxmetric.mmc import MMCSupervised
+    >>> X, y = load_iris(return_X_y=True)
+    >>> MMCSupervised(num_constraints=100, random_state=0).fit_transform(X, y).shape
+    (150, 4)
+    """
+
+    _parameter_constraints = {
+        **_SHARED_CONSTRAINTS,
+        "num_constraints": [Interval(Integral, 2, None, closed="left"), None],
+    }
+
+    def __init__(self, num_constraints=None, diagonal=False, solver="exact",
+                 tol=None, max_iter=None, random_state=None):
+        self.num_constraints = num_constraints
+        self.diagonal = diagonal
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Sample labelled pairs from the classes and learn ``M``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+            Class labels (at least 2 classes, one with 2 samples).
+
+        Returns
+        -------
+        self : MMCSupervised
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:  # scikit-learn's message does not name y
+            raise ValueError(f"y: {exc}") from None
+        n_classes = np.unique(y).size
+        if n_classes < 2:
+            raise ValueError(
+                f"y: {type(self).__name__} needs at least 2 classes, got 1 class.")
+        n = self.num_constraints
+        if n is None:
+            n = 20 * n_classes ** 2
+        rng = check_random_state(self.random_state)
+        idx, lab = pairs_from_labels(y, n, random_state=rng)
+        i, j = idx.T
+        keep = (i != j) & ~np.all(X[i] == X[j], axis=1)
+        idx, lab = idx[keep], lab[keep]
+        for value, kind in ((1, "similar"), (-1, "dissimilar")):
+            if not np.any(lab == value):
+                raise ValueError(
+                    f"X: every sampled {kind} pair joins identical points; "
+                    f"MMC needs a {kind} pair with a nonzero difference.")
+        return self._solve(LabeledPairs.create(X, idx, lab))

@@ -1,0 +1,256 @@
+"""MMC, exact: Xing et al. (2002) as stated in Law et al. (2016), Eq. 2, in CVXPY.
+
+The formulation (the specification every MMC solver answers to)::
+
+    minimise_{M PSD}  sum_{(i,j) in S} D2_M(i, j)
+    subject to        sum_{(i,j) in D} sqrt(D2_M(i, j)) >= 1
+
+(RankDML's Eq. 1 is the constraint-based relative with ``D2 >= 1`` per
+dissimilar pair and a Frobenius term; it is not this problem).  The
+objective is ``<A_S, M>`` with the constant ``A_S = P_S^T P_S`` (``P_S``
+the similar differences, one per row); each ``sqrt`` acts on an affine
+expression of ``M``, so the constraint is a sum of concave functions
+``>= 1``: DCP, and conic (second-order cones) after CVXPY's
+canonicalisation.  ``diagonal=True`` uses ``M = diag(w)``, ``w >= 0``.
+
+Changes from the paper, none of which changes the solution:
+
+* **scaling** -- the declared problem is written in units where the data
+  and the variable are O(1), for any scale of the features (the conic
+  solvers' tolerances are absolute).  Each feature ``k`` is divided by its
+  RMS difference over the similar pairs, ``s_k = sqrt(a_k / |S|)``
+  (``a = diag(A_S)``), the objective is averaged over ``S`` and the
+  constraint over ``D``::
+
+      minimise_{Mt PSD}  <At, Mt>,        At = T A_S T / |S|  (unit diagonal)
+      subject to         mean_D sqrt(phi_t^T Mt phi_t) >= 1,  phi_t = T phi
+
+  with ``T = diag(1 / s_k)``; the solution is ``M = T Mt T / |D|^2``.
+  Features with ``a_k = 0`` (constant within every similar pair) are left
+  out of ``Mt``: for non-degenerate data no dissimilar pair varies along
+  them either (:mod:`._problem`), so they change no distance and their
+  rows of ``M`` are 0.  In the paper's units the optimum is typically
+  1e-3 and ``M`` 1e-5, below the absolute tolerances of a first-order
+  conic solver (SCS), and raw features of very different scales (wine)
+  make the interior-point solve inaccurate;
+* ``M`` is a symmetric variable with an explicit ``M >> 0`` (its dual is
+  available); there are no hyperparameters, hence no ``cp.Parameter``;
+* the returned point is post-processed: projected onto the PSD cone (it
+  removes the solver's round-off negative eigenvalues) and scaled to
+  ``g(M) = 1``, i.e. exactly feasible with objective ``r(M)``.
+
+The certificate (:meth:`MMCData.certificate`) is computed from the primal
+point alone -- objective ``f(M)``, the bound ``LB(sqrt(D2_M))`` derived in
+:mod:`._problem`, feasibility -- so the solver's status and duals are
+never trusted.
+"""
+
+import time
+
+import cvxpy as cp
+import numpy as np
+
+from .._exact import SOLVERS, solve_certified
+from .._linalg import project_psd
+from ..result import Certificate, SolverResult, Status
+from ._problem import MMCData
+
+__all__ = ["MMCModel", "solve_exact"]
+
+
+def _sqdist_expr(M, P):
+    """Vectorised ``p^T M p`` for the rows of ``P`` (n_pairs, d)."""
+    return cp.sum(cp.multiply(P @ M, P), axis=1)
+
+
+class MMCModel:
+    """Law et al. Eq. 2 (Xing's MMC) declared as a CVXPY problem (scaled).
+
+    Parameters
+    ----------
+    data : MMCData
+
+    Attributes
+    ----------
+    problem : cvxpy.Problem
+    M : cvxpy.Variable
+        ``Mt`` of shape (r, r), symmetric (full), or ``wt`` of shape (r,),
+        nonnegative (diagonal), in the scaled units of the module docstring.
+    constraints : dict of cvxpy.Constraint
+        ``dissimilar`` (``mean_D sqrt(...) >= 1``) and, full only, ``psd``.
+    keep : ndarray of int, shape (r,)
+        The features in the model (those with ``a_k > 0``).
+    feature_scale : ndarray of shape (r,)
+        ``s_k``: ``M[keep][:, keep] = T Mt T / |D|^2``, ``T = diag(1 / s)``.
+    """
+
+    def __init__(self, data):
+        if not isinstance(data, MMCData):
+            raise TypeError("data: expected an MMCData instance.")
+        self.data = data
+        X = data.X
+        S, D = data.similar, data.dissimilar
+        # features with a_k = 0 change no distance of non-degenerate data
+        keep = np.flatnonzero(data.a > 0)
+        self.keep = keep
+        self.feature_scale = np.sqrt(data.a[keep] / len(S))  # s_k, (r,)
+        P_S = (X[S[:, 0]] - X[S[:, 1]])[:, keep] / self.feature_scale  # (n_S, r)
+        P_D = (X[D[:, 0]] - X[D[:, 1]])[:, keep] / self.feature_scale  # (n_D, r)
+        r = len(keep)
+        cons = {}
+        if data.diagonal:
+            M = cp.Variable(r, nonneg=True, name="w")
+            a = np.sum(P_S * P_S, axis=0) / len(S)  # diag(At) = 1 up to round-off
+            objective = a @ M
+            d2 = (P_D * P_D) @ M  # (n_D,) affine in w
+        else:
+            M = cp.Variable((r, r), symmetric=True, name="M")
+            A = (P_S.T @ P_S) / len(S)  # At = T A_S T / |S|, a constant
+            objective = cp.sum(cp.multiply(0.5 * (A + A.T), M))
+            d2 = _sqdist_expr(M, P_D)
+            cons["psd"] = M >> 0
+        cons["dissimilar"] = cp.sum(cp.sqrt(d2)) / len(D) >= 1
+        self.M = M
+        self.constraints = cons
+        self.problem = cp.Problem(cp.Minimize(objective), list(cons.values()))
+        assert self.problem.is_dcp(), "MMC model must be DCP"
+
+    def point(self):
+        """The solver's point in the paper's units (``M`` or ``w``), or None.
+
+        Projected onto the PSD cone (``w >= 0``) and scaled to ``g = 1``.
+        """
+        if self.M.value is None:
+            return None
+        d = self.data.n_features
+        val = np.asarray(self.M.value, dtype=float) / self.feature_scale
+        if self.data.diagonal:
+            x = np.zeros(d)
+            x[self.keep] = np.maximum(val / self.feature_scale, 0.0)
+        else:
+            x = np.zeros((d, d))
+            Mk = val / self.feature_scale[:, None]  # T Mt T, (r, r)
+            x[np.ix_(self.keep, self.keep)] = project_psd(0.5 * (Mk + Mk.T))
+        if self.data.g(x) <= 0:
+            return None
+        return self.data.normalize(x)
+
+    def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
+        """Solve; return a certified :class:`SolverResult`.
+
+        Degenerate data (:attr:`MMCData.degenerate`) are not sent to a conic
+        solver: the optimum is 0 and :meth:`MMCData.degenerate_solution`
+        attains it; it is certified like any other point.
+
+        Raises
+        ------
+        CertificateError, SolverError
+            From :func:`~cvxmetric._exact.solve_certified` when no solver
+            yields a certified point.
+        """
+        t0 = time.perf_counter()
+        data = self.data
+        if data.degenerate:
+            cert = data.certificate(data.degenerate_solution(),
+                                    solver="degenerate", times={})
+            if cert.passed:
+                return _result(data, data.degenerate_solution(), cert,
+                               Status.OPTIMAL, 0, "exact",
+                               {"model": self, "degenerate": _DEGENERATE_MSG},
+                               time.perf_counter() - t0)
+            # numerically borderline: let the conic solvers try
+
+        def certify(name, version, opts, times):
+            x = self.point()
+            if x is None:  # no usable point: a certificate that cannot pass
+                return Certificate(objective=np.inf, dual_bound=-np.inf,
+                                   gap=np.inf, rel_gap=np.inf,
+                                   max_violation=np.inf, min_eig=np.nan,
+                                   solver=name, solver_version=version,
+                                   tolerances=dict(opts), times=dict(times))
+            cert = data.certificate(x, solver=name, solver_version=version,
+                                    tolerances=opts, times=times)
+            if not cert.passed and cert.max_violation <= cert.tol_feas:
+                # the bound at u = sqrt(D2_x) inherits the first-order error
+                # of x; any u > 0 gives a valid bound, so take a better u
+                bound = _polished_bound(data, x)
+                if bound > cert.dual_bound:
+                    cert = data.certificate(x, bound=bound, solver=name,
+                                            solver_version=version,
+                                            tolerances=opts, times=times)
+                    cert.tolerances["bound"] = "polished"
+            return cert
+
+        cert, info = solve_certified(self.problem, certify, solvers=solvers,
+                                     tol=tol, verbose=verbose)
+        return _result(data, self.point(), cert, info["status"], info["n_iter"],
+                       "exact", {"model": self, "attempts": info["attempts"]},
+                       time.perf_counter() - t0)
+
+
+_DEGENERATE_MSG = (
+    "degenerate data: a dissimilar difference has a component in the null "
+    "space of A_S (no similar pair varies along it), so the optimal value is "
+    "0; the returned M only sees those directions (range in null(A_S)), "
+    "scaled to sum_D sqrt(D2) = 1: it ignores every direction the similar "
+    "pairs use.")
+
+
+def _polished_bound(data, x, maxiter=500):
+    """A dual bound ``LB(u)`` with ``u`` from a short fast run started at ``x``.
+
+    ``LB(u)`` is a valid lower bound for *every* ``u > 0`` (see
+    :mod:`._problem`); ``u = sqrt(D2_x)`` at a conic solver's point carries
+    the point's error to first order, while the fast solvers' iterates,
+    started at ``x``, approach the optimum's ``u`` in a few steps.  Only the
+    bound is taken: the certified point is still ``x``.
+    """
+    from .fast import MMCNewton, MMCProjectedGradient
+
+    solver = (MMCNewton(tol=1e-12, maxiter=50) if data.diagonal
+              else MMCProjectedGradient(tol=1e-12, maxiter=maxiter))
+    warm = SolverResult(M=data.as_matrix(x), status="", objective=np.nan,
+                        n_iter=0, certificate=None, method="",
+                        info={"w": x} if data.diagonal else {})
+    try:
+        res = solver.run(data, warm, warn=False)
+    except (ArithmeticError, np.linalg.LinAlgError, RuntimeError, ValueError):
+        # opportunistic: without a better bound the plain certificate stands
+        return -np.inf
+    return float(res.certificate.dual_bound)
+
+
+def _result(data, x, cert, status, n_iter, method, info, seconds):
+    """A :class:`SolverResult` with ``M`` as a matrix and ``info["scale_free"]``."""
+    info = dict(info)
+    info["scale_free"] = float(data.scale_free(x))
+    info["scale_free_rel_gap"] = float(data.relative_gap(cert))
+    if data.diagonal:
+        info["w"] = np.asarray(x, dtype=float)
+    return SolverResult(M=data.as_matrix(x), status=status,
+                        objective=cert.objective, n_iter=int(n_iter),
+                        certificate=cert, method=method, info=info, time=seconds)
+
+
+def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
+    """Certified exact solution of MMC (full or diagonal, as ``data`` says).
+
+    Parameters
+    ----------
+    data : MMCData
+    solvers : sequence of str
+        Clarabel first, SCS as fallback.
+    tol : float
+        Solver tolerance.
+    verbose : bool
+
+    Returns
+    -------
+    SolverResult
+        ``M`` in the paper's units with ``g(M) = 1`` (so ``objective =
+        r(M)``); ``info["scale_free"] = r(M)``, ``info["model"]`` the
+        :class:`MMCModel` (its ``problem`` and variable), ``info["w"]`` the
+        diagonal when ``data.diagonal``, ``info["degenerate"]`` the reason
+        when the data are degenerate.
+    """
+    return MMCModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)

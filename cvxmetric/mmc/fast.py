@@ -1,0 +1,428 @@
+"""MMC, fast: Xing et al.'s own algorithms for the problem of :mod:`.exact`.
+
+:class:`MMCProjectedGradient` (method ``"fast"``, full and diagonal)
+    Xing's projected gradient ascent on the equivalent problem
+
+        maximise g(M) = sum_D sqrt(D2_M)   s.t.  <A_S, M> <= 1,  M PSD
+
+    (``w >= 0`` when diagonal), whose optimal points are multiples of
+    those of (P) (:mod:`._problem`).  Two changes make it converge to the
+    exact optimum:
+
+    * the projection onto ``{M PSD, <A_S, M> <= 1}`` is *exact*
+      (:func:`~cvxmetric.mmc.project_psd_halfspace`: ``Pi_PSD(Y - mu A_S)``
+      with ``mu`` the root of a monotone function), where Xing alternates
+      projections onto the two sets, which does not give the projection;
+    * step sizes: Barzilai-Borwein steps along the projection arc's chord
+      with a nonmonotone Armijo line search (spectral projected gradient,
+      Birgin, Martinez and Raydan 2000).  Every iterate is a convex
+      combination of feasible points, hence feasible.  By default the
+      iteration runs on features scaled by ``sqrt(diag(A_S))`` (Jacobi
+      preconditioning, ``precondition=True``): the same method in another
+      metric, which keeps raw features of very different scales from
+      stalling it.
+
+    ``grad g = sum_D C_ij / (2 sqrt D2)`` is one weighted Gram product of
+    the dissimilar differences (never one (d, d) matrix per pair), and the
+    line search costs no extra product: ``D2`` is linear in ``M``.
+
+:class:`MMCNewton` (method ``"newton"``, diagonal only)
+    Xing's Sec. 2.2 method for ``M = diag(w)``: Newton-Raphson on
+
+        h(w) = sum_S ||x_i - x_j||_w^2 - log(sum_D ||x_i - x_j||_w)
+             = a^T w - log g(w),                                w >= 0.
+
+    *Equivalence with the diagonal MMC.*  ``h`` is convex (linear minus
+    the log of a positive concave function).  Along a ray ``w = t v``,
+    ``h(t v) = t a^T v - log t / 2 - log g(v)``, minimised at
+    ``t = 1 / (2 a^T v)`` with value ``(1 + log 2 + log r(v)) / 2``, where
+    ``r(v) = a^T v / g(v)^2`` is the scale-free MMC value.  So ``min h =
+    (1 + log 2 + log r*) / 2``: the minimisers of ``h`` are exactly the
+    minimisers of ``r``, i.e. the diagonal MMC solutions, scaled so that
+    ``a^T w = 1 / 2``.  The Newton step handles the bound ``w >= 0`` by the
+    projected Newton method of Bertsekas (1982): variables at (or within
+    ``eps`` of) zero with a positive gradient are fixed and take a scaled
+    gradient step, the others a Newton step on the reduced Hessian, and an
+    Armijo search along the projection arc ``max(w + alpha d, 0)``; each
+    iterate is then moved to the minimiser of ``h`` on its ray (closed form
+    above), which only lowers ``h`` and keeps ``a^T w = 1/2``.
+
+Both stop on the certified relative duality gap ``(r(M) - LB) / r(M)``
+with the bound ``LB`` of :mod:`._problem`, evaluated at each iterate (and
+the best bound seen is kept: every one of them is valid); the returned
+point is scaled to ``g(M) = 1``, so ``objective = f(M) = r(M)`` in the
+paper's units, and ``info["scale_free"] = r(M)``.
+"""
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .._solver import IterativeSolver
+from ..result import SolverResult
+from ._problem import MMCData
+from .exact import _DEGENERATE_MSG, _result
+
+__all__ = ["MMCProjectedGradient", "MMCNewton"]
+
+
+def _inner(a, b):
+    return float(np.sum(a * b))
+
+
+def _check_data(data):
+    if not isinstance(data, MMCData):
+        raise TypeError("data: expected an MMCData instance.")
+
+
+class PGState(NamedTuple):
+    iter_num: int
+    error: float  # certified relative gap (r_best - LB_best) / r_best
+    g: float  # g at the iterate
+    dist: np.ndarray  # (n_D,) D2 at the iterate
+    grad: np.ndarray  # grad g at the iterate
+    step: float  # Barzilai-Borwein step
+    history: tuple  # the last g values (nonmonotone line search)
+    best_x: np.ndarray
+    best_r: float
+    best_lb: float
+    n_backtracks: int
+
+
+@dataclass
+class MMCProjectedGradient(IterativeSolver):
+    """Projected gradient ascent with the exact projection (method ``"fast"``).
+
+    Attributes
+    ----------
+    maxiter : int
+    tol : float
+        Target certified relative gap ``(r - LB) / r``.
+    memory : int
+        Length of the nonmonotone line search's memory (1: monotone Armijo).
+    sigma : float
+        Armijo's sufficient-increase constant.
+    precondition : bool
+        Iterate on the features scaled by ``sqrt(diag(A_S))`` (see
+        :meth:`run`); the iteration is otherwise Xing's.
+    max_time : float, optional
+    """
+
+    maxiter: int = 20_000
+    tol: float = 1e-8
+    memory: int = 10
+    sigma: float = 1e-4
+    precondition: bool = True
+
+    name = "fast"
+
+    def run(self, data, init=None, *, warn=True):
+        """Solve ``data`` (see :meth:`IterativeSolver.run`); degenerate data
+        return :meth:`MMCData.degenerate_solution`, certified, at once.
+
+        With ``precondition`` the iterations run on the features scaled by
+        ``s_k = sqrt(a_k)`` (``a = diag(A_S)``; 1 where ``a_k = 0``), i.e. on
+        ``Mt = S M S``, ``S = diag(s)``, where ``A_S`` has a unit diagonal;
+        the projection is the exact one of that problem, and the point is
+        mapped back and certified on ``data``.
+        """
+        _check_data(data)
+        if data.degenerate:
+            return _degenerate_result(data, self.name)
+        if not self.precondition:
+            return super().run(data, init, warn=warn)
+        s = np.where(data.a > 0, np.sqrt(data.a), 1.0)  # (d,)
+        scaled = data.rescaled(s)
+        warm = None
+        if init is not None:
+            x0 = data.as_variable(init.info.get("w", init.M) if data.diagonal
+                                  else init.M, "init")
+            x0 = x0 * s ** 2 if data.diagonal else x0 * np.outer(s, s)
+            warm = SolverResult(M=scaled.as_matrix(x0), status="",
+                                objective=np.nan, n_iter=0, certificate=None,
+                                method="", info={"w": x0} if data.diagonal else {})
+        res = super().run(scaled, warm, warn=warn)
+        xt = res.info["w"] if data.diagonal else res.M
+        x = xt / s ** 2 if data.diagonal else xt / np.outer(s, s)
+        # the scaled problem has the same optimal value: its bound is valid
+        cert = data.certificate(x, bound=res.certificate.dual_bound,
+                                solver=self.name,
+                                tolerances=dict(res.certificate.tolerances,
+                                                precondition=True),
+                                times=res.certificate.times,
+                                tol_gap=max(self.tol, 1e-6))
+        info = {k: v for k, v in res.info.items() if k not in ("w",)}
+        out = _result(data, x, cert, res.status, res.n_iter, self.name, info,
+                      res.time)
+        out.info["final_error"] = res.info.get("final_error")
+        return out
+
+    def init_state(self, data, init=None):
+        d = data.n_features
+        if init is not None:
+            x = data.as_variable(init.info.get("w", init.M) if data.diagonal
+                                 else init.M, "init")
+            x = data.project(x)
+        else:
+            # the Euclidean metric on the constraint's boundary
+            x = np.ones(d) if data.diagonal else np.eye(d)
+            x = x / data.f(x)
+        dist = data.sqdist_D(x)
+        if not np.all(dist > 1e-12 * np.max(dist, initial=0.0)):
+            # a warm start that (nearly) zeroes a pair has a huge or
+            # infinite gradient: blend in a little of the Euclidean metric
+            eye = np.ones(d) if data.diagonal else np.eye(d)
+            x = (1 - 1e-6) * x + 1e-6 * eye / data.f(eye)
+            dist = data.sqdist_D(x)
+        gx = data.g(dist=dist)
+        grad = data.grad_g(dist)
+        lb = data.bound_at(x, dist)
+        r = data.f(x) / gx ** 2
+        # first step: a move of the size of x along the gradient
+        step = np.sqrt(_inner(x, x) / max(_inner(grad, grad), 1e-300))
+        err = (r - lb) / r
+        return x, PGState(0, err, gx, dist, grad, step, (gx,), x, r, lb, 0)
+
+    def update(self, x, state, data):
+        grad = state.grad
+        direction = data.project(x + state.step * grad) - x
+        slope = _inner(grad, direction)  # >= 0: the chord is an ascent direction
+        d_dist = data.sqdist_D(direction)  # D2 is linear: D2(x + a d) = D2 + a D2(d)
+        g_ref = max(state.history)
+        # near the optimum the increase of g falls below the round-off of
+        # its evaluation while the iterate is still moving (the certificate
+        # needs an accurate point, not only an accurate g): the test allows
+        # that round-off, so steps continue where they would stall
+        noise = 1e-14 * state.g
+        alpha, backtracks = 1.0, 0
+        while True:
+            dist = state.dist + alpha * d_dist
+            if np.all(dist > 0):
+                g_new = float(np.sum(np.sqrt(dist)))
+                if g_new >= g_ref + self.sigma * alpha * slope - noise:
+                    break
+            alpha *= 0.5
+            backtracks += 1
+            if alpha < 1e-20:  # no increase possible: x is stationary
+                alpha = 0.0
+                dist = state.dist
+                g_new = state.g
+                break
+        x_new = x + alpha * direction
+        grad_new = data.grad_g(dist)
+        # Barzilai-Borwein (BB1) step for the concave g: <s, s> / -<s, y>
+        s = alpha * direction
+        yv = grad_new - grad
+        sy = -_inner(s, yv)
+        ss = _inner(s, s)
+        if sy > 0 and ss > 0:
+            step = ss / sy
+        else:
+            step = 4.0 * state.step
+        step = min(max(step, 1e-12 * state.step), 1e12 * state.step)
+        history = (state.history + (g_new,))[-self.memory:]
+        r = data.f(x_new) / g_new ** 2
+        lb = max(state.best_lb, data.bound_at(x_new, dist))
+        best_x, best_r = state.best_x, state.best_r
+        if r < best_r:
+            best_x, best_r = x_new, r
+        err = (best_r - lb) / best_r
+        if alpha == 0.0:
+            err = min(err, state.error)
+        return x_new, PGState(state.iter_num + 1, err, g_new, dist, grad_new,
+                              step, history, best_x, best_r, lb,
+                              state.n_backtracks + backtracks)
+
+    def finalize(self, x, state, data):
+        x = data.normalize(state.best_x)
+        cert = data.certificate(
+            x, bound=state.best_lb, solver=self.name,
+            tolerances={"tol": self.tol, "memory": self.memory,
+                        "sigma": self.sigma},
+            tol_gap=max(self.tol, 1e-6))
+        res = _result(data, x, cert, "", state.iter_num, self.name,
+                      {"n_backtracks": state.n_backtracks}, 0.0)
+        return res.M, cert, res.info
+
+
+class NewtonState(NamedTuple):
+    iter_num: int
+    error: float  # certified relative gap (r - LB) / r
+    h: float
+    grad: np.ndarray  # (k,) gradient of h on the relevant coordinates
+    best_lb: float
+
+
+@dataclass
+class MMCNewton(IterativeSolver):
+    """Projected Newton on Xing's diagonal objective ``h`` (method ``"newton"``).
+
+    Only for diagonal problems (``data.diagonal``).  Coordinates that no
+    dissimilar pair varies along do not change ``g``; their optimal weight
+    is 0 (``a_k > 0``) or irrelevant (``a_k = 0``), and they are fixed at 0.
+
+    Attributes
+    ----------
+    maxiter : int
+    tol : float
+        Target certified relative gap ``(r - LB) / r``.
+    sigma : float
+        Armijo constant of the projected line search.
+    eps : float
+        Bertsekas' ``epsilon`` of the active set, relative to ``max(w)``.
+    max_time : float, optional
+    """
+
+    maxiter: int = 200
+    tol: float = 1e-10
+    sigma: float = 1e-4
+    eps: float = 1e-3
+
+    name = "newton"
+
+    def run(self, data, init=None, *, warn=True):
+        """Solve the diagonal ``data`` (see :meth:`IterativeSolver.run`)."""
+        _check_data(data)
+        if not data.diagonal:
+            raise ValueError(
+                "data: the Newton method of Xing et al. (Sec. 2.2) is for the "
+                "diagonal problem; build MMCData with diagonal=True or use "
+                "MMCProjectedGradient.")
+        if data.degenerate:
+            # h is unbounded below: w_k -> inf along a coordinate with a_k = 0
+            return _degenerate_result(data, self.name)
+        return super().run(data, init, warn=warn)
+
+    # -- h and its derivatives on the relevant coordinates --------------------
+
+    def _setup(self, data):
+        self._K = np.flatnonzero(data.Psi_D.max(axis=0) > 0)
+        self._Psi = data.Psi_D[:, self._K]  # (n_D, k)
+        self._a = data.a[self._K]
+
+    def _h(self, w):
+        """``h(w)`` and ``D2``; ``inf`` off the domain (a zero distance)."""
+        dist = self._Psi @ w
+        if np.any(dist <= 0):
+            return np.inf, dist
+        return float(self._a @ w) - np.log(float(np.sum(np.sqrt(dist)))), dist
+
+    def _derivatives(self, w, dist):
+        """Gradient and Hessian of ``h`` at ``w`` (``D2 = dist > 0``)."""
+        root = np.sqrt(dist)
+        g = float(np.sum(root))
+        grad_g = self._Psi.T @ (0.5 / root)  # (k,)
+        grad = self._a - grad_g / g
+        # Hessian of g: -sum_D psi psi^T / (4 D2^(3/2)), one weighted Gram
+        H = (self._Psi.T @ ((0.25 / (root * dist))[:, None] * self._Psi)) / g
+        H += np.outer(grad_g, grad_g) / g ** 2
+        return grad, 0.5 * (H + H.T)
+
+    def init_state(self, data, init=None):
+        self._setup(data)
+        k = len(self._K)
+        if init is not None:
+            w0 = np.maximum(data.as_variable(init.info.get("w", init.M), "init"),
+                            0.0)[self._K]
+            w0 = w0 / max(float(self._a @ w0), 1e-300)
+            dist = self._Psi @ w0
+            if not np.all(dist > 1e-12 * np.max(dist, initial=0.0)):
+                # keep every distance positive (h is finite, its Hessian too)
+                w0 = (1 - 1e-6) * w0 + 1e-6 * np.ones(k) / float(np.sum(self._a))
+        else:
+            w0 = np.ones(k)
+        # the minimiser of h along the ray through w0: a^T w = 1/2
+        w = w0 / (2.0 * float(self._a @ w0))
+        h, dist = self._h(w)
+        grad, _ = self._derivatives(w, dist)
+        lb = data.bound_at(self._full(data, w))
+        err = self._gap(data, w, lb)
+        return self._full(data, w), NewtonState(0, err, h, grad, lb)
+
+    def _full(self, data, w):
+        out = np.zeros(data.n_features)
+        out[self._K] = w
+        return out
+
+    def _gap(self, data, w, lb):
+        r = data.scale_free(self._full(data, w))
+        return (r - lb) / r
+
+    def update(self, x, state, data):
+        w = x[self._K]
+        h, dist = self._h(w)
+        grad, H = self._derivatives(w, dist)
+        # Bertsekas' active set: at (or near) the bound and pushing against it
+        eps = min(self.eps * float(np.max(w)),
+                  float(np.linalg.norm(w - np.maximum(w - grad, 0.0))))
+        fixed = (w <= eps) & (grad > 0)
+        free = ~fixed
+        d = np.zeros_like(w)
+        if np.any(free):
+            Hf = H[np.ix_(free, free)]
+            # a tiny ridge keeps the solve defined when psi_D is rank
+            # deficient (h is then flat along some directions)
+            ridge = 1e-12 * max(float(np.trace(Hf)) / Hf.shape[0], 1e-300)
+            try:
+                L = np.linalg.cholesky(Hf + ridge * np.eye(Hf.shape[0]))
+                d[free] = -np.linalg.solve(L.T, np.linalg.solve(L, grad[free]))
+            except np.linalg.LinAlgError:
+                d[free] = -grad[free] / np.maximum(np.diag(Hf), 1e-300)
+        if np.any(fixed):
+            diagH = np.maximum(np.diag(H)[fixed], 1e-300)
+            d[fixed] = -grad[fixed] / diagH
+        # near the optimum a Newton step lowers h by less than the round-off
+        # of evaluating it (its terms are O(1)); the test allows that
+        # round-off, so the quadratic convergence of w is not cut short
+        noise = 1e-14 * (1.0 + abs(float(self._a @ w)) + abs(h - float(self._a @ w)))
+        alpha = 1.0
+        while True:
+            w_new = np.maximum(w + alpha * d, 0.0)
+            h_new, dist_new = self._h(w_new)
+            decrease = (alpha * float(-grad[free] @ d[free])
+                        + float(grad[fixed] @ (w[fixed] - w_new[fixed])))
+            if h_new <= h - self.sigma * decrease + noise:
+                break
+            alpha *= 0.5
+            if alpha < 1e-20:
+                w_new, h_new, dist_new = w, h, dist
+                break
+        # exact minimisation along the ray through w_new (closed form,
+        # t = 1 / (2 a^T v)): h can only decrease, and the iterate stays on
+        # the set a^T w = 1/2 where every minimiser of h lies
+        t = 0.5 / float(self._a @ w_new)
+        w_new = t * w_new
+        h_new, dist_new = self._h(w_new)
+        grad_new, _ = self._derivatives(w_new, dist_new)
+        x_new = self._full(data, w_new)
+        lb = max(state.best_lb, data.bound_at(x_new))
+        err = self._gap(data, w_new, lb)
+        return x_new, NewtonState(state.iter_num + 1, err, h_new, grad_new, lb)
+
+    def finalize(self, x, state, data):
+        # the minimiser of h has a^T w = 1/2; the certificate rescales to g = 1
+        w = np.asarray(x, dtype=float)
+        cert = data.certificate(
+            w, bound=state.best_lb, solver=self.name,
+            tolerances={"tol": self.tol, "sigma": self.sigma, "eps": self.eps},
+            tol_gap=max(self.tol, 1e-6))
+        h = self._h(w[self._K])[0]
+        res = _result(data, data.normalize(w), cert, "", state.iter_num,
+                      self.name, {"h": h, "w_newton": w}, 0.0)
+        return res.M, cert, res.info
+
+
+def _degenerate_result(data, name):
+    """The certified optimum 0 of degenerate data, as a solver result."""
+    from ..result import CertificateError, Status
+
+    x = data.degenerate_solution()
+    cert = data.certificate(x, solver=name)
+    if not cert.passed:
+        raise CertificateError(
+            f"{_DEGENERATE_MSG} The projector's objective "
+            f"{cert.objective:.3g} is not negligible (the data are only "
+            f"numerically degenerate); solve with the exact path.")
+    return _result(data, x, cert, Status.OPTIMAL, 0, name,
+                   {"degenerate": _DEGENERATE_MSG}, 0.0)

@@ -1,0 +1,791 @@
+"""The constraint-based baseline of Lee, Jin, Jain (2008, Sec. 3.1): Eq. 1, 4, 6, 10.
+
+A *pair* ``p = (q, x)`` -- a query and a retrieved item -- is a must-link
+(``y_p = +1``, set ``S``) or a cannot-link (``y_p = -1``, set ``D``), with
+``d_A(p) = phi_p^T A phi_p = <A, C_p>``, ``phi_p = x_q - x_x`` (Eq. 2).  The
+four problems of the section are
+
+Eq. 1 (``hard=True``)::
+
+    minimise_{A PSD}  sum_{p in S} d_A(p) + (lam/2) ||A||_F^2
+    subject to        d_A(p) >= 1          for p in D
+
+Eq. 4 (``hard=False``, ``form="slack"``)::
+
+    minimise_{A PSD, eps >= 0}  sum_{p in S} eps_p + (lam/2) ||A||_F^2
+    subject to                  d_A(p) <= 1 + eps_p   for p in S
+                                d_A(p) >= 1           for p in D
+
+Eq. 6 (``hard=False``, ``form="hinge"``), equal to Eq. 4 by Theorem 1
+(``eps_p = max(0, d_A(p) - 1)`` at any optimum)::
+
+    minimise_{A PSD}  sum_{p in S} max(0, d_A(p) - 1) + (lam/2) ||A||_F^2
+    subject to        d_A(p) >= 1          for p in D
+
+Eq. 10 (``diagonal=True``): ``A = diag(a)``, ``a >= 0``,
+``d_a(p) = psi_p^T a`` with ``psi_p = phi_p * phi_p`` and the regulariser
+``(lam/2) ||a||^2``; the paper prints it for Eq. 1's objective, and
+``diagonal=True, hard=False`` is the same restriction of Eq. 4 / 6.
+``tr(A A^T) = ||A||_F^2`` for the symmetric ``A`` of every problem.
+
+The objective is reported in the paper's units: the must-link terms (or
+slacks) carry weight 1, none is averaged or rescaled.
+
+**Dual.**  With multipliers ``theta_p >= 0`` (cannot-links) and
+``beta_p in [0, 1]`` (the hinge ``max(0, t) = max_{beta in [0,1]} beta t``;
+``beta_p = 1`` fixed in Eq. 1) write ``u`` for the vector of all pair
+multipliers, ``s_p = +1`` on ``D`` and ``-1`` on ``S``, and
+``Y(u) = sum_p s_p u_p C_p = X^T L X`` (a weighted graph Laplacian
+``L``; never one matrix per pair).  Minimising the Lagrangian over
+``A PSD`` gives, for ``lam > 0``,
+
+    g(u) = b^T u - ||Pi_+(Y(u))||_F^2 / (2 lam),   A(u) = Pi_+(Y(u)) / lam,
+
+with ``b_p = 1`` on ``D``, ``-1`` on ``S`` for the hinge and ``0`` on ``S``
+for Eq. 1 (whose must-link term has no offset), ``Pi_+`` the projection on
+the PSD cone (``max(., 0)`` elementwise in the diagonal case, where
+``Y(u) = Psi^T (s * u)``).  ``g`` is concave and smooth, its gradient is
+``b - s * d_{A(u)}``, Lipschitz with constant ``||K||^2 / lam`` where
+``K: u -> Y(u)``; every ``u`` in the box gives the lower bound ``g(u)`` used
+by every certificate of this module.  For ``lam = 0`` the inner minimum is
+``-inf`` unless ``Y(u) <= 0`` (Loewner order); :meth:`ConstraintData.dual_bound`
+then repairs ``u`` by scaling the cannot-link part (see there).
+
+**Feasibility.**  The cannot-link constraints are hard in every form.  The
+problem is feasible if and only if no cannot-link has a zero difference
+vector: ``A = t I`` (``a = t 1``) with ``t = 1 / min_D ||phi_p||^2`` is
+feasible otherwise, and ``d_A(p) = 0 < 1`` for every ``A`` when
+``phi_p = 0``.  The same holds for the diagonal problem, since
+``psi_p^T 1 = ||phi_p||^2``.  :meth:`ConstraintData.check_feasible` applies
+this exact test; the conic solver's own infeasibility certificate (a Farkas
+ray supported on the offending cannot-links) is the second line of defence.
+Conversely a solver's infeasibility claim on a problem this test proves
+feasible is numerical and is never reported as infeasible (see
+:meth:`ConstraintDMLModel.solve`).
+"""
+
+import time
+from dataclasses import dataclass, replace
+
+import cvxpy as cp
+import numpy as np
+
+from .._exact import SOLVERS, solve_certified
+from .._linalg import PairOperator, eigh_psd
+from .._validation import check_indices, check_option, check_samples, check_scalar
+from ..result import Certificate, InfeasibleError, SolverError, SolverResult
+
+__all__ = [
+    "ConstraintData",
+    "ConstraintDMLModel",
+    "solve_constraint_exact",
+    "check_pair_labels",
+    "FORMS",
+]
+
+#: Ways of writing the must-link term of Eq. 4 / 6 in CVXPY.
+FORMS = ("slack", "hinge")
+
+# relative tolerance deciding "on the margin" when making multipliers
+# consistent with a primal point
+_MARGIN_TOL = 1e-9
+# pairs shown in an error message
+_SHOW = 10
+# store the difference vectors (P, d) up to this many floats (16 MB)
+_MATERIALIZE = 1 << 21
+
+
+def _show_rows(rows, pairs):
+    """``"row 3 (5, 7), row 9 (2, 2)"`` for the first few offending rows."""
+    shown = ", ".join(f"row {int(r)} ({int(pairs[r, 0])}, {int(pairs[r, 1])})"
+                      for r in rows[:_SHOW])
+    more = f" and {len(rows) - _SHOW} more" if len(rows) > _SHOW else ""
+    return shown + more
+
+
+def check_pair_labels(labels, n_pairs, name="y"):
+    """Labels as an int8 array of +1 (must-link) / -1 (cannot-link).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` when the shape or a value is wrong.  Booleans and
+        strings are rejected, not converted.
+    """
+    try:
+        y = np.asarray(labels)
+    except Exception as exc:  # ragged lists
+        raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
+    if y.shape != (n_pairs,):
+        raise ValueError(f"{name}: expected shape ({n_pairs},), got {y.shape}.")
+    if y.dtype == object or y.dtype.kind not in "iuf" or not np.all(np.isin(y, (-1, 1))):
+        shown = list(dict.fromkeys(y.ravel().tolist()))[:5]
+        raise ValueError(
+            f"{name}: labels must be +1 (must-link) or -1 (cannot-link), got "
+            f"values {shown}."
+        )
+    return y.astype(np.int8)
+
+
+@dataclass(eq=False)
+class ConstraintData:
+    """Eq. 1 / 4 / 6 / 10 data in canonical form.
+
+    Build with :meth:`from_pairs`.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d)
+    pairs : ndarray of int, shape (P, 2)
+        ``(query, item)`` rows into ``X``.
+    labels : ndarray of int8, shape (P,)
+        +1 must-link, -1 cannot-link.
+    hard : bool
+        Eq. 1 (must-link distances summed) when True, Eq. 4 / 6 (must-link
+        hinge) when False.
+    diagonal : bool
+        Eq. 10: ``A = diag(a)``, ``a >= 0``.
+    lam : float
+        The regularisation weight ``lambda >= 0``.
+    op : PairOperator
+        Over ``pairs`` (in the given order).
+    must, cannot : ndarray of int
+        Rows of ``pairs`` in ``S`` and ``D``.
+    Psi : ndarray of shape (P, d) or None
+        Diagonal problems: ``psi_p = phi_p * phi_p``.
+    sign : ndarray of shape (P,)
+        ``s_p``: +1 on ``D``, -1 on ``S``.
+    b : ndarray of shape (P,)
+        Linear coefficients of the dual (see the module docstring).
+    lower, upper : ndarray of shape (P,)
+        Box of the multipliers ``u`` (``1 = lower = upper`` on ``S`` in
+        Eq. 1: those multipliers are fixed).
+    """
+
+    X: np.ndarray
+    pairs: np.ndarray
+    labels: np.ndarray
+    hard: bool
+    diagonal: bool
+    lam: float
+    op: PairOperator
+    must: np.ndarray
+    cannot: np.ndarray
+    Psi: np.ndarray
+    sign: np.ndarray
+    b: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @classmethod
+    def from_pairs(cls, X, pairs, labels, *, hard=True, diagonal=False, lam=1.0):
+        """Validate and canonicalise.
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d)
+        pairs : array_like of int, shape (P, 2)
+            ``(query, item)`` indices into ``X``.
+        labels : array_like of shape (P,)
+            +1 (must-link) or -1 (cannot-link).
+        hard : bool
+            Eq. 1 (True) or Eq. 4 / 6 (False).
+        diagonal : bool
+            Eq. 10 (``A = diag(a)``, ``a >= 0``).
+        lam : float >= 0
+            ``lam = 0`` is accepted by the exact solver (the optimum is still
+            attained, see docs/rankdml.md); the fast solver needs ``lam > 0``.
+
+        Raises
+        ------
+        ValueError
+            Bad input, naming the argument: NaN / inf, shapes, out-of-range
+            indices, labels other than +/-1, no cannot-link (the optimum
+            would be the zero matrix), a must-link of identical points (its
+            distance is 0 for every metric: the term carries no information),
+            a cannot-link whose squared length underflows to 0 although the
+            points differ (rescale ``X``).
+        TypeError
+            ``hard`` or ``diagonal`` not a bool, ``lam`` not a real number.
+
+        Notes
+        -----
+        A cannot-link of identical points is *not* bad input: the data are
+        valid and the problem they define is infeasible.  It is accepted
+        here and reported as :class:`~cvxmetric.result.InfeasibleError` by
+        :meth:`check_feasible` (which every solver calls) or by the conic
+        solver.
+        """
+        for flag, name in ((hard, "hard"), (diagonal, "diagonal")):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise TypeError(f"{name}: expected a bool, got {type(flag).__name__}.")
+        lam = check_scalar(lam, "lam", low=0.0)
+        X = check_samples(X, "X")
+        idx = check_indices(pairs, "pairs", X.shape[0], width=2)
+        y = check_pair_labels(labels, idx.shape[0], name="labels")
+        must = np.flatnonzero(y == 1)
+        cannot = np.flatnonzero(y == -1)
+        if len(cannot) == 0:
+            raise ValueError(
+                "labels: no cannot-link (-1) pair; without one the optimum of "
+                "Eq. 1 / 4 / 10 is the zero matrix, which is no metric."
+            )
+        diff = X[idx[:, 0]] - X[idx[:, 1]]  # (P, d)
+        zero = ~np.any(diff != 0, axis=1)
+        bad = must[zero[must]]
+        if len(bad):
+            raise ValueError(
+                f"pairs: {len(bad)} must-link(s) join identical points, "
+                f"{_show_rows(bad, idx)}; their distance is 0 for every metric, "
+                f"so they carry no information. Drop them."
+            )
+        sq = np.einsum("pd,pd->p", diff, diff)
+        tiny = np.flatnonzero((sq == 0) & ~zero)
+        if len(tiny):
+            raise ValueError(
+                f"X: the squared difference of {len(tiny)} pair(s) underflows to "
+                f"0 although the points differ ({_show_rows(tiny, idx)}); a "
+                f"cannot-link among them would need a metric beyond the "
+                f"floating-point range. Rescale X."
+            )
+        # the solvers' hot loops are Gram products and pair distances; with
+        # the difference vectors stored they are two small BLAS calls, much
+        # cheaper than a sparse Laplacian on collection-sized problems
+        op = PairOperator(X, idx, materialize=True if len(idx) * X.shape[1] <= _MATERIALIZE
+                          else None)
+        Psi = None
+        if diagonal:
+            Psi = diff * diff  # (P, d)
+        P = len(idx)
+        sign = np.where(y == -1, 1.0, -1.0)
+        b = np.ones(P)
+        lower = np.zeros(P)
+        upper = np.where(y == -1, np.inf, 1.0)
+        if hard:
+            b[must] = 0.0
+            lower[must] = 1.0
+        else:
+            b[must] = -1.0
+        return cls(X=X, pairs=idx, labels=y, hard=bool(hard), diagonal=bool(diagonal),
+                   lam=lam, op=op, must=must, cannot=cannot, Psi=Psi, sign=sign, b=b,
+                   lower=lower, upper=upper)
+
+    def with_lam(self, lam):
+        """The same data with another ``lam`` (validated)."""
+        lam = check_scalar(lam, "lam", low=0.0)
+        return replace(self, lam=lam)
+
+    # -- sizes -------------------------------------------------------------------
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @property
+    def n_pairs(self):
+        return len(self.pairs)
+
+    @property
+    def equation(self):
+        """The paper's equation number (as a string) of this problem."""
+        if self.diagonal:
+            return "10" if self.hard else "10 (with Eq. 6's hinge)"
+        return "1" if self.hard else "4 / 6"
+
+    # -- feasibility ---------------------------------------------------------------
+
+    def infeasible_pairs(self):
+        """Rows of the cannot-links joining identical points (sorted)."""
+        diff = self.X[self.pairs[self.cannot, 0]] - self.X[self.pairs[self.cannot, 1]]
+        return self.cannot[~np.any(diff != 0, axis=1)]
+
+    def check_feasible(self):
+        """Raise :class:`InfeasibleError` when a cannot-link has ``phi = 0``.
+
+        The test is exact (necessary and sufficient, see the module
+        docstring), for the full and the diagonal problem alike.
+        """
+        rows = self.infeasible_pairs()
+        if len(rows):
+            raise InfeasibleError(
+                f"Eq. {self.equation} is infeasible: {self._identical(rows)}")
+
+    def _identical(self, rows):
+        return (f"{len(rows)} cannot-link(s) join identical points "
+                f"({_show_rows(rows, self.pairs)}); d_A(q, x) = 0 < 1 for every "
+                f"metric A. Remove these pairs (or correct their labels).")
+
+    def _certified_message(self, solver_message, ray_rows):
+        """Message for an infeasibility certified by a conic solver (called
+        only when the exact test confirms it)."""
+        msg = f"Eq. {self.equation} is infeasible: {solver_message}"
+        if ray_rows is not None and len(ray_rows):
+            msg += (f" Its Farkas ray is supported on "
+                    f"{_show_rows(ray_rows, self.pairs)}.")
+        return msg + f" The exact test agrees: {self._identical(self.infeasible_pairs())}"
+
+    # -- the variable ----------------------------------------------------------------
+
+    def as_variable(self, A):
+        """``A`` as the solvers hold it: a symmetric (d, d) matrix, or ``a``
+        (d,) for diagonal problems (from a vector or a matrix's diagonal)."""
+        A = np.asarray(A, dtype=float)
+        d = self.n_features
+        if self.diagonal:
+            if A.shape == (d,):
+                return A
+            if A.shape != (d, d):
+                raise ValueError(f"A: expected shape ({d},) or ({d}, {d}), got {A.shape}.")
+            return np.diag(A).copy()
+        if A.shape != (d, d):
+            raise ValueError(f"A: expected shape ({d}, {d}), got {A.shape}.")
+        return 0.5 * (A + A.T)
+
+    def to_matrix(self, a):
+        """The (d, d) matrix of a solver variable."""
+        return np.diag(a) if self.diagonal else a
+
+    def off_diagonal(self, A):
+        """Largest off-diagonal magnitude of a matrix (0 for full problems)."""
+        A = np.asarray(A, dtype=float)
+        if not self.diagonal or A.ndim == 1:
+            return 0.0
+        return float(np.max(np.abs(A - np.diag(np.diag(A)))))
+
+    # -- primal ----------------------------------------------------------------------
+
+    def distances(self, A):
+        """``d_A(p)`` for every pair, shape (P,) (``A`` may be indefinite)."""
+        a = self.as_variable(A)
+        if self.diagonal:
+            return self.Psi @ a
+        return self.op.quadform(a)
+
+    def loss(self, A=None, *, dist=None):
+        """Must-link term: ``sum_S d_A`` (Eq. 1) or ``sum_S max(0, d_A - 1)``."""
+        if dist is None:
+            dist = self.distances(A)
+        dm = dist[self.must]
+        if self.hard:
+            return float(np.sum(dm))
+        return float(np.sum(np.maximum(dm - 1.0, 0.0)))
+
+    def regularizer_value(self, A):
+        """``||A||_F^2 / 2`` (``||a||^2 / 2``), without ``lam``."""
+        a = self.as_variable(A)
+        return 0.5 * float(np.sum(a * a))
+
+    def objective(self, A, *, dist=None):
+        """The paper's objective at ``A`` (constraints not checked)."""
+        return self.loss(A, dist=dist) + self.lam * self.regularizer_value(A)
+
+    def violation(self, A, *, dist=None):
+        """``(max_violation, min_eig)``.
+
+        ``max_violation`` is the largest of: cannot-link violations
+        ``max(0, 1 - d_A(p))``, the cone violation ``max(0, -min_eig)``, and
+        for diagonal problems the off-diagonal magnitude of a matrix ``A``.
+        ``min_eig`` is the smallest eigenvalue of ``A`` (``min(a)``).
+        """
+        a = self.as_variable(A)
+        if dist is None:
+            dist = self.distances(a)
+        if self.diagonal:
+            min_eig = float(np.min(a))
+        else:
+            min_eig = float(np.linalg.eigvalsh(a)[0])
+        viol = max(0.0, -min_eig, float(np.max(1.0 - dist[self.cannot])),
+                   self.off_diagonal(A))
+        return viol, min_eig
+
+    def feasible_objective(self, A, tol_feas=1e-7):
+        """The objective, or ``+inf`` when ``A`` violates a constraint by more
+        than ``tol_feas * max(1, |objective|)`` (the extended-value objective
+        of a hard-constrained problem; used by ``cvxmetric verify``)."""
+        a = self.as_variable(A)
+        dist = self.distances(a)
+        obj = self.objective(a, dist=dist)
+        viol, _ = self.violation(A, dist=dist)
+        return obj if viol <= tol_feas * max(1.0, abs(obj)) else np.inf
+
+    # -- dual ------------------------------------------------------------------------
+
+    def clip(self, u):
+        """Project multipliers on their box."""
+        return np.clip(u, self.lower, self.upper)
+
+    def Y_of(self, u):
+        """``Y(u) = sum_p s_p u_p C_p``: (d, d), or ``Psi^T (s u)`` (d,)."""
+        w = self.sign * u
+        if self.diagonal:
+            return self.Psi.T @ w
+        Y = self.op.gram(w)
+        return 0.5 * (Y + Y.T)
+
+    def primal_of(self, Y):
+        """``(A(u), ||Pi_+(Y)||^2, G)``: the Lagrangian minimiser for ``lam > 0``.
+
+        ``G`` is a factor with ``A = G G^T`` (``None`` for diagonal problems)
+        for cheap distances.
+        """
+        if self.diagonal:
+            pos = np.maximum(Y, 0.0)
+            return pos / self.lam, float(pos @ pos), None
+        w, V = eigh_psd(Y)
+        keep = w > 0
+        G = V[:, keep] * np.sqrt(w[keep])  # Pi_+(Y) = G G^T
+        return (G @ G.T) / self.lam, float(np.sum(w[keep] ** 2)), G / np.sqrt(self.lam)
+
+    def dual_value(self, u):
+        """``g(u)`` for ``lam > 0`` (``u`` clipped to its box)."""
+        u = self.clip(u)
+        _, sq, _ = self.primal_of(self.Y_of(u))
+        return float(self.b @ u) - sq / (2.0 * self.lam)
+
+    def dual_bound(self, u):
+        """A valid lower bound on the optimal value from multipliers ``u``.
+
+        ``lam > 0``: ``g(clip(u))``.  ``lam = 0``: ``g`` is finite only when
+        ``Y(u) <= 0``, i.e. ``T <= B`` for ``T = sum_D theta_p C_p`` and
+        ``B = sum_S beta_p C_p``.  The repair: cannot-links not in the range
+        of ``B`` get ``theta_p = 0`` (their optimal multiplier is 0), and the
+        rest is scaled, ``theta / t`` with ``t >= 1`` the smallest scale
+        making ``T / t <= B``, tested up to round-off; the bound is then
+        ``sum theta / t - sum beta`` (``- 0`` in Eq. 1).
+        """
+        u = self.clip(u)
+        if self.lam > 0:
+            return self.dual_value(u)
+        theta = np.where(self.sign > 0, u, 0.0)
+        beta = np.where(self.sign < 0, u, 0.0)
+        lin_beta = float(self.b[self.must] @ u[self.must])  # -sum beta (0 in Eq. 1)
+        if not np.any(theta):
+            return lin_beta
+        if self.diagonal:
+            B = self.Psi.T @ beta
+            scale = max(float(B.max()), 1e-300)
+            null = B <= 1e-12 * scale
+            # cannot-links touching an unpenalised coordinate get theta = 0
+            touch = (self.Psi[:, null] > 0).any(axis=1) if np.any(null) else \
+                np.zeros(self.n_pairs, bool)
+            theta = np.where(touch, 0.0, theta)
+            T = self.Psi.T @ theta
+            ratio = np.where(null, 0.0, T / np.where(null, 1.0, B))
+            t = max(1.0, float(ratio.max()))
+            return float(theta.sum()) / t + lin_beta
+        B = self.op.gram(beta)
+        B = 0.5 * (B + B.T)
+        w, U = np.linalg.eigh(B)
+        scale = max(float(w[-1]), 1e-300)
+        rng = w > 1e-10 * scale
+        Ur, Un = U[:, rng], U[:, ~rng]
+        if Un.shape[1]:
+            Phi = self.X[self.pairs[:, 0]] - self.X[self.pairs[:, 1]]  # (P, d)
+            out = np.einsum("pk,pk->p", Phi @ Un, Phi @ Un)
+            norm2 = np.einsum("pd,pd->p", Phi, Phi)
+            theta = np.where(out > 1e-10 * norm2, 0.0, theta)
+        if not np.any(theta) or not np.any(rng):
+            return lin_beta
+        T = self.op.gram(theta)
+        T = 0.5 * (T + T.T)
+        # generalised eigenvalue on range(B): largest of B_r^{-1/2} T_r B_r^{-1/2}
+        Wr = Ur / np.sqrt(w[rng])
+        t = max(1.0, float(np.linalg.eigvalsh(Wr.T @ T @ Wr)[-1]))
+        # the repaired point must satisfy T / t <= B up to round-off
+        tol = 1e-12 * max(scale, float(np.abs(T).max()))
+        if np.linalg.eigvalsh(B - T / t)[0] < -tol * max(1.0, t):
+            return -np.inf
+        return float(theta.sum()) / t + lin_beta
+
+    def consistent_multipliers(self, u, A, dist=None):
+        """``u`` made consistent with ``A``: ``theta = 0`` on inactive
+        cannot-links, ``beta = 1`` (0) where the hinge is active (inactive),
+        ``u`` kept on the margins.  A dual point like any other."""
+        if dist is None:
+            dist = self.distances(A)
+        u = self.clip(u).copy()
+        c, m = self.cannot, self.must
+        u[c] = np.where(dist[c] > 1 + _MARGIN_TOL, 0.0, u[c])
+        if not self.hard:
+            dm = dist[m]
+            u[m] = np.where(dm > 1 + _MARGIN_TOL, 1.0,
+                            np.where(dm < 1 - _MARGIN_TOL, 0.0, u[m]))
+        return u
+
+    def best_dual_bound(self, u, A):
+        """The better of the bounds from ``u`` and from ``u`` made consistent
+        with ``A``; both are valid."""
+        u = self.clip(u)
+        bound = self.dual_bound(u)
+        u2 = self.consistent_multipliers(u, A)
+        if not np.array_equal(u2, u):
+            bound = max(bound, self.dual_bound(u2))
+        return bound
+
+    def multipliers(self, theta, beta=None):
+        """Assemble ``u`` (P,) from cannot-link ``theta`` and must-link ``beta``
+        (``None``: 1, as in Eq. 1)."""
+        u = np.ones(self.n_pairs)
+        u[self.cannot] = np.ravel(theta)
+        if beta is not None:
+            u[self.must] = np.ravel(beta)
+        return u
+
+    def certificate(self, A, u, *, solver, solver_version="", tolerances=None,
+                    times=None, tol_gap=1e-6, tol_feas=1e-7):
+        """Certificate of ``A`` with the dual bound from multipliers ``u``."""
+        a = self.as_variable(A)
+        dist = self.distances(a)
+        obj = self.objective(a, dist=dist)
+        viol, min_eig = self.violation(A, dist=dist)
+        bound = self.best_dual_bound(u, a) if u is not None else -np.inf
+        gap = obj - bound
+        return Certificate(
+            objective=obj,
+            dual_bound=float(bound),
+            gap=float(gap),
+            rel_gap=float(abs(gap) / max(1.0, abs(obj))) if np.isfinite(gap) else np.inf,
+            max_violation=viol,
+            min_eig=min_eig,
+            solver=solver,
+            solver_version=solver_version,
+            tolerances=dict(tolerances or {}),
+            times=dict(times or {}),
+            tol_gap=tol_gap,
+            tol_feas=tol_feas,
+        )
+
+
+# ---------------------------------------------------------------------------
+# Exact: the CVXPY problems
+# ---------------------------------------------------------------------------
+
+
+def _sqdist_expr(A, Phi):
+    """Vectorised ``phi_p^T A phi_p`` for the rows of ``Phi`` (n_pairs, d)."""
+    return cp.sum(cp.multiply(Phi @ A, Phi), axis=1)
+
+
+class ConstraintDMLModel:
+    """Eq. 1 / 4 / 6 / 10 declared as a CVXPY problem.
+
+    The model, with ``Phi_S``, ``Phi_D`` the difference vectors of the
+    must- and cannot-links, ``d_A = rowsum((Phi A) * Phi)`` (full) or
+    ``Psi a`` (diagonal, ``Psi = Phi * Phi``)::
+
+        Eq. 1 / 10:  min  <Sigma_S, A> + (lam/2) ||A||_F^2
+                     s.t. d_A(D) >= 1,  A >> 0   (a >= 0)
+        Eq. 4:       min  1^T eps + (lam/2) ||A||_F^2
+                     s.t. d_A(S) <= 1 + eps,  eps >= 0,  d_A(D) >= 1,  A >> 0
+        Eq. 6:       min  1^T pos(e) + (lam/2) ||A||_F^2
+                     s.t. e == d_A(S) - 1,  d_A(D) >= 1,  A >> 0
+
+    with ``Sigma_S = sum_S C_p = X^T L_S X`` (one (d, d) constant for the
+    whole must-link term of Eq. 1; ``sum_S psi_p`` in the diagonal case).
+    Changes from the paper, all without effect on the optimum: Eq. 4's
+    strict ``d < 1 + eps`` is written ``<=`` (the closure; the infimum is
+    the same and is then attained); ``A`` is a symmetric variable with an
+    explicit ``A >> 0`` so that the cone has a dual; Eq. 6's hinge is
+    applied to an auxiliary ``e`` tied to the distances by an equality,
+    whose multiplier is the hinge's subgradient ``beta in [0, 1]`` (the
+    objective is still the hinge itself); ``lam`` is a ``cp.Parameter``
+    (the problem is DPP) so that :meth:`set_lam` re-solves without
+    recompiling.  For Eq. 1 (``data.hard``) the two forms are the same
+    model.
+
+    Parameters
+    ----------
+    data : ConstraintData
+    form : {"slack", "hinge"}
+        Eq. 4 or Eq. 6 for ``hard=False``.
+
+    Attributes
+    ----------
+    problem : cvxpy.Problem
+    A : cvxpy.Variable
+        (d, d) symmetric, or (d,) for diagonal problems.
+    lam : cvxpy.Parameter
+    constraints : dict of cvxpy.Constraint
+        ``cannot``, ``must`` (Eq. 4 / 6 only), ``cone``.
+    """
+
+    def __init__(self, data, form="slack"):
+        check_option(form, "form", FORMS)
+        self.data = data
+        self.form = form
+        d = data.n_features
+        X, pairs = data.X, data.pairs
+        diff = X[pairs[:, 0]] - X[pairs[:, 1]]  # (P, d)
+        self.lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
+        cons = {}
+        if data.diagonal:
+            A = cp.Variable(d, name="a")
+            Psi = data.Psi
+
+            def dist(rows):
+                return Psi[rows] @ A
+
+            cons["cone"] = A >= 0
+        else:
+            A = cp.Variable((d, d), symmetric=True, name="A")
+
+            def dist(rows):
+                return _sqdist_expr(A, diff[rows])
+
+            cons["cone"] = A >> 0
+        self.A = A
+        cons["cannot"] = dist(data.cannot) >= 1
+        self.eps = None
+        loss = 0
+        m = data.must
+        if data.hard:
+            if len(m):
+                if data.diagonal:
+                    loss = data.Psi[m].sum(axis=0) @ A
+                else:
+                    w = np.zeros(data.n_pairs)
+                    w[m] = 1.0
+                    Sigma = data.op.gram(w)
+                    loss = cp.sum(cp.multiply(0.5 * (Sigma + Sigma.T), A))
+        elif len(m):
+            if form == "slack":
+                self.eps = cp.Variable(len(m), nonneg=True, name="eps")
+                cons["must"] = dist(m) <= 1 + self.eps
+                loss = cp.sum(self.eps)
+            else:
+                self.eps = cp.Variable(len(m), name="e")
+                cons["must"] = dist(m) - 1 == self.eps
+                loss = cp.sum(cp.pos(self.eps))
+        self.constraints = cons
+        self.problem = cp.Problem(
+            cp.Minimize(loss + 0.5 * self.lam * cp.sum_squares(A)), list(cons.values())
+        )
+        assert self.problem.is_dpp(), "the constraint-based model must be DPP"
+
+    def set_lam(self, lam):
+        """Change ``lam`` in place (validated; the canonical data follows)."""
+        self.data = self.data.with_lam(lam)
+        self.lam.value = self.data.lam
+
+    def multipliers(self):
+        """Multipliers ``u`` (P,) from the constraints' dual values."""
+        beta = None
+        if "must" in self.constraints:
+            beta = self.constraints["must"].dual_value
+        return self.data.multipliers(self.constraints["cannot"].dual_value, beta)
+
+    def _ray_rows(self):
+        """Cannot-links carrying a Farkas ray after an infeasible solve."""
+        ray = self.constraints["cannot"].dual_value
+        if ray is None:
+            return None
+        ray = np.abs(np.ravel(ray))
+        if not np.any(ray > 0):
+            return None
+        return self.data.cannot[ray >= 1e-3 * ray.max()]
+
+    def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
+        """Solve as declared; return a certified :class:`SolverResult`.
+
+        Raises
+        ------
+        InfeasibleError
+            When a conic solver certifies infeasibility and a cannot-link
+            joins identical points; the message names the cannot-links on
+            which its Farkas ray is supported.  A claim of infeasibility on
+            a provably feasible problem (no such cannot-link) is numerical:
+            the next solver is tried, and ``SolverError`` is raised when
+            every solver makes it.
+        CertificateError, SolverError
+            As :func:`~cvxmetric._exact.solve_certified`.
+        """
+        data = self.data
+        t0 = time.perf_counter()
+
+        def certify(name, version, opts, times):
+            return data.certificate(
+                self.A.value, self.multipliers(), solver=name, solver_version=version,
+                tolerances=opts, times=times,
+            )
+
+        cert = info = None
+        claims = []
+        solvers = tuple(solvers)
+        start = 0
+        while start < len(solvers):
+            try:
+                cert, info = solve_certified(
+                    self.problem, certify, solvers=solvers[start:], tol=tol,
+                    verbose=verbose)
+                break
+            except InfeasibleError as exc:
+                if len(data.infeasible_pairs()):
+                    raise InfeasibleError(
+                        data._certified_message(str(exc), self._ray_rows())) from exc
+                # A = t I is feasible (no cannot-link joins identical points):
+                # the claim is numerical, so the next solver gets its turn
+                claims.append(str(exc))
+                claimed = [k for k, name in enumerate(solvers[start:], start)
+                           if str(exc).startswith(name)]
+                start = (claimed[0] if claimed else start) + 1
+        if cert is None:
+            raise SolverError(
+                f"Eq. {data.equation}: {' '.join(claims)} The problem is feasible "
+                f"(no cannot-link joins identical points, so A = t I is feasible "
+                f"for t = 1 / min ||phi||^2): the certificate is numerical, "
+                f"typically from badly scaled data (rescale X or lam)."
+            )
+        if claims:
+            info["attempts"] = [{"claim": c} for c in claims] + info["attempts"]
+        a = np.asarray(self.A.value, dtype=float)
+        M = np.diag(a) if data.diagonal else 0.5 * (a + a.T)
+        u = self.multipliers()
+        out = {"u": u, "theta": u[data.cannot].copy(), "form": self.form,
+               "attempts": info["attempts"], "equation": data.equation}
+        if not data.hard:
+            out["beta"] = u[data.must].copy()
+        if data.diagonal:
+            out["a"] = a.copy()
+        return SolverResult(
+            M=M, status=info["status"], objective=cert.objective, n_iter=info["n_iter"],
+            certificate=cert, method="exact", info=out, time=time.perf_counter() - t0,
+        )
+
+
+def solve_constraint_exact(data, *, form="slack", precheck=True, solvers=SOLVERS,
+                           tol=1e-9, verbose=False):
+    """Certified exact solution of Eq. 1 / 4 / 6 / 10.
+
+    Parameters
+    ----------
+    data : ConstraintData
+    form : {"slack", "hinge"}
+        Eq. 4 (slacks) or Eq. 6 (hinge) for ``hard=False``; the same
+        optimum (Theorem 1).
+    precheck : bool
+        Run :meth:`ConstraintData.check_feasible` first (exact and cheap).
+        ``False`` leaves infeasibility to the conic solver, which certifies
+        it too (tested).
+    solvers : sequence of str
+        Clarabel first, SCS as fallback.
+    tol : float
+        Solver tolerance.
+
+    Returns
+    -------
+    SolverResult
+        ``method="exact"``; ``info`` holds the multipliers ``u`` (all
+        pairs), ``theta`` (cannot-links), ``beta`` (must-links, Eq. 4 / 6)
+        and ``a`` (diagonal problems).  ``M`` is ``diag(a)`` for diagonal
+        problems.
+
+    Raises
+    ------
+    InfeasibleError
+        A cannot-link joins identical points (pre-check, or certified by
+        the conic solver).
+    """
+    if precheck:
+        data.check_feasible()
+    return ConstraintDMLModel(data, form).solve(solvers=solvers, tol=tol,
+                                                verbose=verbose)

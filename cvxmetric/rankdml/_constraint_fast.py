@@ -1,0 +1,829 @@
+"""Constraint-based DML, fast: a working-set Newton method on the smooth dual.
+
+Solves the problems of :mod:`._constraint` (Eq. 1, 4 = 6, 10 of Lee, Jin,
+Jain 2008) for ``lam > 0``.  The regulariser ``(lam/2) ||A||_F^2`` is
+strongly convex, so the Lagrangian dual (see :mod:`._constraint`)
+
+    minimise_{u in box}  h(u) = ||Pi_+(Y(u))||_F^2 / (2 lam) - b^T u,
+    box: theta_p >= 0 on cannot-links, beta_p in [0, 1] on must-links
+         (beta_p = 1 fixed in Eq. 1),
+
+is smooth: ``grad h(u) = s * d_{A(u)} - b`` with the primal map
+``A(u) = Pi_+(Y(u)) / lam`` (a PSD projection; a clip ``max(., 0)`` in the
+diagonal case), Lipschitz with constant ``||K||^2 / lam`` for
+``K: u -> Y(u) = sum_p s_p u_p C_p``.  An evaluation is one weighted Gram
+product (``Phi^T diag(s u) Phi`` or ``X^T L X``; never a matrix per pair),
+one (d, d) eigendecomposition (a clip for diagonal problems) and one pass
+of pair distances from the rank-r factor of ``A``.
+
+A plain accelerated gradient method on this dual is slow: its Lipschitz
+constant grows with the number of pairs while only a few dozen multipliers
+are non-zero at the optimum (measured: 20,000 restarted FISTA steps left a
+65% gap on 10,000 pairs in 12 dims).  The solver therefore works on a
+*working set* ``W`` of pairs:
+
+* outside ``W`` the multipliers are fixed at bound values: ``theta_p = 0``
+  (a cannot-link assumed inactive), ``beta_p in {0, 1}`` (a must-link hinge
+  assumed inactive / active), ``beta_p = 1`` in Eq. 1; their contribution
+  is one constant matrix ``Y_0``.  The restricted dual is the dual of a
+  relaxation (dropped constraints, hinges replaced by a lower linear
+  piece), so every multiplier vector still gives a valid bound on the full
+  problem;
+* inside ``W`` the dual is minimised by a projected semismooth Newton-CG
+  method (Bertsekas' projected Newton for box constraints; the generalised
+  Hessian ``H = K^T DPi_+(Y) K / lam`` is applied matrix-free,
+  ``DPi_+(Y)[T] = U (Omega o U^T T U) U^T`` with ``Omega`` the divided
+  differences of ``max(., 0)`` at the eigenvalues of ``Y``; a
+  Levenberg-Marquardt damping handles the degenerate directions; the step
+  length minimises the dual along the projected arc), with blocks of FISTA
+  (adaptive restarts, Jacobi-scaled steps ``D_p / L``, ``L`` a rigorous
+  Collatz-Wielandt bound) as the fallback when a Newton step fails;
+* after each inner solve one pass over *all* pairs certifies the point and
+  updates ``W``: violated cannot-links and must-links whose fixed ``beta``
+  contradicts the distances join it (the most violated first, at most
+  ``dim + 10`` per round, ``dim = d(d+1)/2`` or ``d``); ``W`` never
+  shrinks, so the method is a finite cutting-plane scheme.  Problems with
+  at most ``full_below`` pairs use ``W`` = all pairs from the start.
+
+**Primal recovery and certificate.**  ``A(u)`` is PSD but may violate a
+cannot-link slightly; the constraints are homogeneous, so
+``A' = A(u) / min(1, min_D d_{A(u)})`` is feasible, and ``f(A') - g(u)`` is a
+certified duality gap.  At a degenerate optimum the dual *value* converges
+much faster than the primal map (``||A(u) - A*||^2 <= 2 (h(u) - h*) / lam``
+loses a square root), so every ``_CHECK_EVERY`` Newton steps and after each
+round :func:`_polish` also solves the equality-constrained quadratic
+program on the face and active set read off ``A(u)``: with the right
+ones its solution is ``A*`` to round-off, and its multipliers (found by
+bounded least squares, signs enforced) are usually an optimal dual point.  The solver stops when the
+best primal and dual values so far are within ``tol`` (relative), the
+certificate the exact path uses; "converged" means "certified to ``tol``".
+The polish and the inner solves are heuristics for speed only: nothing is
+accepted without that certificate.
+
+Hardened on a randomised sweep of 400 tiny, degenerate, badly scaled
+instances (rounded data of scale 0.1 to 10, duplicate pairs, ``lam`` from
+1e-3 to 50): every one within 1e-7 of the exact optimum; the slowest ones
+have ``lam`` near 0, where the dual is almost a linear program (thousands
+of Newton steps on 32 pairs).
+"""
+
+import time
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from .._linalg import eigh_psd
+from .._solver import IterativeSolver
+
+# Levenberg-Marquardt damping of the Newton system, relative to its diagonal
+_MU = 1e-2
+# an inner solve stops at this fraction of the last certified gap
+_INNER_RTOL = 1e-2
+# iterations (inner) or rounds (outer) without progress before giving up
+_STALL = 5
+# Newton steps between global certificates (with a polish) inside a round
+_CHECK_EVERY = 10
+
+__all__ = [
+    "ConstraintDualSolver",
+    "DualView",
+    "DualPoint",
+    "lipschitz_bound",
+    "dual_objective",
+]
+
+
+class DualPoint(NamedTuple):
+    """Everything known at one multiplier vector (restricted to a view)."""
+
+    u: np.ndarray  # (|W|,) multipliers of the view
+    h: float  # h = -g: the (negated) dual value of the full problem
+    grad: np.ndarray  # (|W|,)
+    A: np.ndarray  # (d, d) or (d,): the primal map A(u)
+    G: np.ndarray  # (d, r) factor with A = G G^T (full problems) or None
+    dist: np.ndarray  # (|W|,) distances d_{A(u)} of the view's pairs
+    w: np.ndarray  # eigenvalues of Y(u) (full), or Y(u) itself (diagonal)
+    V: np.ndarray  # eigenvectors of Y(u) (full) or None
+
+
+class DualView:
+    """The dual restricted to the pairs ``W``, the other multipliers fixed.
+
+    Parameters
+    ----------
+    data : ConstraintData
+    W : ndarray of int
+        Rows of ``data.pairs`` whose multipliers are free.
+    u : ndarray of shape (P,)
+        Full multiplier vector; its entries outside ``W`` are the fixed
+        values.
+
+    Attributes
+    ----------
+    Y0 : ndarray
+        ``sum_{p not in W} s_p u_p C_p`` ((d, d), or (d,) for diagonal
+        problems).
+    c0 : float
+        ``sum_{p not in W} b_p u_p``.
+    rows : ndarray of shape (|W|, d)
+        Difference vectors ``phi_p`` (full) or ``psi_p`` (diagonal).
+    """
+
+    def __init__(self, data, W, u):
+        self.data = data
+        self.W = W
+        self.lam = data.lam
+        self.diagonal = data.diagonal
+        self.sign = data.sign[W]
+        self.b = data.b[W]
+        self.lower = data.lower[W]
+        self.upper = data.upper[W]
+        fixed = u.copy()
+        fixed[W] = 0.0
+        self.c0 = float(data.b @ fixed)
+        d = data.n_features
+        if np.any(fixed):
+            self.Y0 = data.Y_of(fixed)
+        else:
+            self.Y0 = np.zeros(d) if data.diagonal else np.zeros((d, d))
+        if data.diagonal:
+            self.rows = data.Psi[W]
+            self.bdiag = np.einsum("pd,pd->p", self.rows, self.rows)
+        else:
+            p = data.pairs[W]
+            self.rows = data.X[p[:, 0]] - data.X[p[:, 1]]  # (|W|, d)
+            self.bdiag = np.einsum("pd,pd->p", self.rows, self.rows) ** 2
+        self.must = np.flatnonzero(data.labels[W] == 1)
+        self.cannot = np.flatnonzero(data.labels[W] == -1)
+        self.free = self.upper > self.lower
+
+    def __len__(self):
+        return len(self.W)
+
+    def gram(self, x):
+        """``sum_{p in W} x_p C_p`` ((d, d)) or ``rows^T x`` (diagonal)."""
+        if self.diagonal:
+            return self.rows.T @ x
+        T = self.rows.T @ (x[:, None] * self.rows)
+        return 0.5 * (T + T.T)
+
+    def quadform(self, T):
+        """``<C_p, T>`` for the pairs of the view."""
+        if self.diagonal:
+            return self.rows @ T
+        return np.einsum("pd,pd->p", self.rows @ T, self.rows)
+
+    def evaluate(self, u):
+        """:class:`DualPoint` at the view's multipliers ``u``."""
+        Y = self.Y0 + self.gram(self.sign * u)
+        lam = self.lam
+        if self.diagonal:
+            pos = np.maximum(Y, 0.0)
+            A = pos / lam
+            dist = self.rows @ A
+            sq = float(pos @ pos)
+            G, w, V = None, Y, None
+        else:
+            w, V = eigh_psd(Y)
+            keep = w > 0
+            G = V[:, keep] * np.sqrt(w[keep] / lam)  # A = G G^T
+            A = G @ G.T
+            Z = self.rows @ G
+            dist = np.einsum("pr,pr->p", Z, Z)
+            sq = float(np.sum(w[keep] ** 2))
+        h = sq / (2.0 * lam) - float(self.b @ u) - self.c0
+        grad = self.sign * dist - self.b
+        return DualPoint(u, h, grad, A, G, dist, w, V)
+
+    def hess_operator(self, point):
+        """``v -> H v``, the generalised Hessian of ``h`` at ``point``.
+
+        ``H = K^T DPi_+(Y) K / lam`` with ``DPi_+(Y)[T] = U (Omega o U^T T
+        U) U^T``: ``Omega_ij = 1`` when both eigenvalues are positive, ``0``
+        when neither is, ``w_i^+ / (w_i - w_j)`` otherwise (an element of
+        Clarke's generalised Jacobian of the PSD projection); for diagonal
+        problems ``DPi_+ = diag(Y > 0)``.  In the eigenbasis, with
+        ``z_p = U^T phi_p``, ``(H v)_p = s_p z_p^T (Omega o Z^T diag(s v) Z)
+        z_p / lam``: two (|W|, d) x (d, d) products per application.
+        """
+        sign, lam = self.sign, self.lam
+        if self.diagonal:
+            R = self.rows[:, point.w > 0]  # (|W|, d_+)
+
+            def apply(v):
+                return sign * (R @ (R.T @ (sign * v))) / lam
+
+            return apply
+        Z = self.rows @ point.V  # (|W|, d): pairs in the eigenbasis of Y
+        om = _omega(point.w)
+
+        def apply(v):
+            T = Z.T @ ((sign * v)[:, None] * Z)
+            return sign * np.einsum("pd,pd->p", Z @ (om * T), Z) / lam
+
+        return apply
+
+    def hess_vec(self, point, v):
+        """``H v`` at ``point`` (see :meth:`hess_operator`)."""
+        return self.hess_operator(point)(v)
+
+    def restricted_gap(self, point):
+        """``(f_W(A'), g)``: the restricted primal objective at the repaired
+        ``A' = A(u) / min(1, min_{W cap D} d)`` and the dual value.
+
+        ``f_W(A) = (lam/2)||A||^2 - <Y_0, A> + c_0 + sum_{W cap S} hinge``
+        subject to the cannot-links of ``W``: the problem whose dual the
+        view minimises.
+        """
+        s = 1.0
+        if len(self.cannot):
+            dmin = float(np.min(point.dist[self.cannot]))
+            if dmin <= 0:
+                return np.inf, -point.h
+            s = max(1.0, 1.0 / dmin)
+        A = point.A * s
+        f = 0.5 * self.lam * float(np.sum(A * A)) - float(np.sum(self.Y0 * A)) + self.c0
+        if len(self.must):
+            dm = point.dist[self.must] * s
+            f += float(np.sum(np.maximum(dm - 1.0, 0.0)))
+        return f, -point.h
+
+
+def _omega(w):
+    """Divided differences of ``max(., 0)`` at the eigenvalues ``w``."""
+    pos = np.maximum(w, 0.0)
+    num = pos[:, None] - pos[None, :]
+    den = w[:, None] - w[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        om = np.where(den != 0, num / np.where(den != 0, den, 1.0), 0.0)
+    both = (w[:, None] > 0) & (w[None, :] > 0)
+    return np.where(both, 1.0, om)
+
+
+def lipschitz_bound(view, scale=None, n_iter=60, rtol=1e-3):
+    """Rigorous upper bound on ``||K D^{1/2}||^2`` over a view's free pairs.
+
+    Power iteration on ``B = D^{1/2} [<C_p, C_q>] D^{1/2}`` (non-negative,
+    positive diagonal) from ``v = 1``; every iterate ``v > 0`` gives the
+    Collatz-Wielandt bound ``lambda_max(B) <= max_p (B v)_p / v_p`` and the
+    Rayleigh quotient a lower bound; iteration stops when they agree to
+    ``rtol``.
+
+    Parameters
+    ----------
+    view : DualView
+    scale : ndarray of shape (|W|,), optional
+        The diagonal ``D`` (default: ones).
+
+    Returns
+    -------
+    upper : float
+        The smallest Collatz-Wielandt bound seen.
+    lower : float
+        The largest Rayleigh quotient seen.
+    """
+    free = view.free
+    if not np.any(free):
+        return 0.0, 0.0
+    r = np.ones(len(view)) if scale is None else np.sqrt(scale)
+    v = free.astype(float)
+    upper, lower = np.inf, 0.0
+    for _ in range(n_iter):
+        Bv = np.where(free, r * view.quadform(view.gram(v * r)), 0.0)
+        upper = min(upper, float(np.max(Bv[free] / v[free])))
+        lower = max(lower, float(v @ Bv) / float(v @ v))
+        if upper - lower <= rtol * upper:
+            break
+        v = Bv / np.max(Bv)
+        # keep v strictly positive on the free set (round-off)
+        v = np.where(free, np.maximum(v, 1e-300), 0.0)
+    return upper, lower
+
+
+def dual_objective(data, u):
+    """``(h(u), grad h(u), A(u))`` of the full dual, ``h = -g``.
+
+    ``A(u)`` is a (d, d) matrix, or the vector ``a`` for diagonal problems.
+    """
+    Y = data.Y_of(u)
+    A, sq, G = data.primal_of(Y)
+    dist = data.Psi @ A if data.diagonal else data.op.sqdist(G=G)
+    h = sq / (2.0 * data.lam) - float(data.b @ u)
+    return h, data.sign * dist - data.b, A
+
+
+def _repaired(data, A, dist):
+    """``(f(A'), A')`` for the feasible ``A' = A / min(1, min_D d_A)``, or
+    ``(inf, None)`` when a cannot-link has ``d_A <= 0``."""
+    dmin = float(np.min(dist[data.cannot]))
+    if not dmin > 0:
+        return np.inf, None
+    s = max(1.0, 1.0 / dmin)
+    return data.objective(A * s, dist=dist * s), A * s
+
+
+def _bounded_lstsq(G, rhs, sign):
+    """``nu`` minimising ``||G nu - rhs||`` with the multipliers' signs:
+    ``nu_e >= 0`` for cannot-links (``sign = +1``), ``nu_e in [-1, 0]`` for
+    must-links on their margin (``nu_e = -beta_e``).  Bounded-variable least
+    squares (SciPy's BVLS): among the many solutions of a degenerate system
+    it returns one that is a dual point."""
+    lb = np.where(sign > 0, 0.0, -1.0)
+    ub = np.where(sign > 0, np.inf, 0.0)
+    scale = max(float(np.abs(G).max()), 1e-300)
+    try:
+        return lsq_linear(G / scale, rhs / scale, bounds=(lb, ub), method="bvls",
+                          tol=1e-14).x
+    except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - degenerate
+        return np.clip(np.linalg.lstsq(G, rhs, rcond=None)[0], lb, ub)
+
+
+def _polish(data, u, point, dist):
+    """Primal and dual candidates from the face and active set of ``A(u)``.
+
+    At the optimum ``A*`` let ``E`` be the constraints holding with equality
+    (cannot-links with ``d = 1`` and, for the hinge, must-links on their
+    margin ``d = 1``), ``Lin`` the must-links whose hinge is active
+    (``d > 1``; all must-links in Eq. 1) and ``U`` a basis of the range of
+    ``A*`` (its support for diagonal problems).  ``A*`` then solves the
+    equality-constrained quadratic program on that face,
+
+        min (lam/2) ||B||^2 + <U^T C_Lin U, B>   s.t.  <U^T C_e U, B> = 1 (e in E),
+
+    (its KKT conditions are those of the full problem restricted to the
+    face), whose solution is ``B = (sum_e nu_e z_e z_e^T - U^T C_Lin U) /
+    lam``, ``z_e = U^T phi_e``, with ``G nu = lam 1 + c``,
+    ``G_ef = (z_e . z_f)^2``, ``c_e = z_e^T U^T C_Lin U z_e`` (a small
+    linear system; no matrix per pair).  ``E``, ``Lin`` and ``U`` are read
+    off ``A(u)`` with a few thresholds; with the right ones ``B`` is ``A*``
+    to round-off however degenerate the optimum -- whereas ``A(u)`` only
+    converges like the square root of the dual gap there.  Every candidate
+    is checked like any other point: ``B`` is projected on the PSD cone and
+    repaired into feasibility, and ``nu`` (signs restored) replaces the
+    multipliers of ``E`` in a dual candidate.
+
+    Returns
+    -------
+    f, A, g, u2
+        Best feasible objective and point (``inf, None`` if none), best
+        dual value and its multipliers (``-inf, None`` if none).
+    """
+    lam = data.lam
+    c, m = data.cannot, data.must
+    best = (np.inf, None, -np.inf, None)
+    if data.diagonal:
+        a = point.A
+        scale = max(float(a.max()), 1e-300)
+    else:
+        wa, Va = np.linalg.eigh(0.5 * (point.A + point.A.T))
+        scale = max(float(wa[-1]), 1e-300)
+        X = data.X
+    for tau in (1e-3, 1e-5, 1e-7):
+        lin = np.zeros(data.n_pairs)
+        E = c[dist[c] <= 1.0 + tau]
+        if data.hard:
+            lin[m] = 1.0
+            sign_E = np.ones(len(E))
+        else:
+            dm = dist[m]
+            lin[m] = (dm > 1.0 + tau).astype(float)
+            margin = m[np.abs(dm - 1.0) <= tau]
+            sign_E = np.concatenate([np.ones(len(E)), -np.ones(len(margin))])
+            E = np.concatenate([E, margin])
+        if not len(E):
+            continue
+        if data.diagonal:
+            face = np.flatnonzero(a > tau * scale)
+            if not len(face):
+                continue
+            Z = data.Psi[np.ix_(E, face)]  # (|E|, r)
+            cl = data.Psi[:, face].T @ lin  # (r,)
+            G = Z @ Z.T
+            nu = _bounded_lstsq(G, lam + Z @ cl, sign_E)
+            af = (Z.T @ nu - cl) / lam  # (r,)
+            for _ in range(3):
+                # iterative refinement of the point itself: forming it from
+                # nu cancels (Z^T nu ~ cl when lam is small), so corrections
+                # in span{z_e} are added to it directly
+                res = 1.0 - Z @ af
+                if np.max(np.abs(res)) <= 1e-15:
+                    break
+                delta = np.linalg.lstsq(G, res, rcond=None)[0]
+                af = af + Z.T @ delta
+                nu = nu + lam * delta
+            A = np.zeros(data.n_features)
+            A[face] = np.maximum(af, 0.0)
+            dist_A = data.Psi @ A
+        else:
+            U = Va[:, wa > tau * scale]  # (d, r)
+            if not U.shape[1]:
+                continue
+            Z = (X[data.pairs[E, 0]] - X[data.pairs[E, 1]]) @ U  # (|E|, r)
+            Cl = data.op.gram(lin)
+            Clr = U.T @ (0.5 * (Cl + Cl.T)) @ U  # (r, r)
+            ZZ = Z @ Z.T
+            rhs = lam + np.einsum("er,rs,es->e", Z, Clr, Z)
+            G = ZZ * ZZ
+            nu = _bounded_lstsq(G, rhs, sign_E)
+            B = (Z.T @ (nu[:, None] * Z) - Clr) / lam
+            for _ in range(3):
+                # iterative refinement of B itself (see the diagonal case)
+                res = 1.0 - np.einsum("er,rs,es->e", Z, B, Z)
+                if np.max(np.abs(res)) <= 1e-15:
+                    break
+                delta = np.linalg.lstsq(G, res, rcond=None)[0]
+                B = B + Z.T @ (delta[:, None] * Z)
+                nu = nu + lam * delta
+            wb, Vb = np.linalg.eigh(0.5 * (B + B.T))
+            Gf = U @ (Vb * np.sqrt(np.maximum(wb, 0.0)))  # A = Gf Gf^T
+            A = Gf @ Gf.T
+            dist_A = data.op.sqdist(G=Gf)
+        f, As = _repaired(data, A, dist_A)
+        # multipliers consistent with the face: E from nu (nu_e = s_e u_e),
+        # active hinges 1, every other pair 0
+        u2 = data.clip(lin.copy())
+        u2[E] = sign_E * nu
+        u2 = data.clip(u2)
+        g = data.dual_value(u2)
+        if f < best[0]:
+            best = (f, As) + best[2:]
+        if g > best[2]:
+            best = best[:2] + (g, u2)
+    return best
+
+
+class _Best:
+    """Best feasible primal point and best dual bound seen in a run."""
+
+    def __init__(self, f, A, g, u):
+        self.f, self.A, self.g, self.u = f, A, g, u
+
+    def primal(self, f, A):
+        if f < self.f:
+            self.f, self.A = f, A
+
+    def dual(self, g, u):
+        if g > self.g:
+            self.g, self.u = g, u
+
+    def error(self):
+        """Certified relative gap ``(f - g) / max(1, |f|)``."""
+        if not np.isfinite(self.f):
+            return np.inf
+        return max(0.0, (self.f - self.g) / max(1.0, abs(self.f)))
+
+
+class _State(NamedTuple):
+    iter_num: int  # working-set rounds (the IterativeSolver count)
+    error: float  # certified relative duality gap of the best primal / dual pair
+    u: np.ndarray  # (P,) current multipliers (in the box)
+    W: np.ndarray  # working set (rows of data.pairs)
+    best_f: float  # best feasible primal objective so far
+    best_g: float  # best dual value so far
+    best_u: np.ndarray
+    n_rounds: int  # working-set rounds
+    n_newton: int
+    n_fista: int
+    n_hessvec: int
+    n_stall: int  # consecutive rounds without progress
+
+
+@dataclass
+class ConstraintDualSolver(IterativeSolver):
+    """Working-set projected Newton-CG on the dual (the estimators' ``"fast"``).
+
+    One ``update`` is one working-set round: an inner solve on ``W`` and a
+    certified pass over all pairs (see the module docstring).
+
+    Attributes
+    ----------
+    maxiter : int
+        Maximum number of working-set rounds.  A run whose certified gap
+        has not improved by 1% for five rounds (with an unchanged working
+        set) has reached the round-off floor of its data and stops early,
+        reported like a run that reached ``maxiter`` (status
+        ``max_iter_reached``, a ``ConvergenceWarning`` quoting the gap;
+        ``info["n_rounds"]`` has the rounds actually run).
+    tol : float
+        Target certified relative duality gap (default ``1e-7``, ten times
+        below the ``1e-6`` the collection requires).
+    max_inner : int
+        Inner iterations (Newton steps and FISTA steps) per round.
+    full_below : int
+        Problems with at most this many pairs are solved without screening.
+    cg_maxiter : int
+        Conjugate-gradient iterations per Newton step.
+    fista_block : int
+        FISTA steps taken when a Newton step fails.
+    max_time : float, optional
+        Wall-clock budget in seconds.
+    """
+
+    maxiter: int = 200
+    tol: float = 1e-7
+    max_inner: int = 5000
+    full_below: int = 2000
+    cg_maxiter: int = 200
+    fista_block: int = 20
+
+    name = "fast"
+
+    # -- setup -----------------------------------------------------------------
+
+    def init_state(self, data, init=None):
+        if not data.lam > 0:
+            raise ValueError(
+                f"lam: the fast solver needs lam > 0 (its dual is smooth with "
+                f"Lipschitz constant ||K||^2 / lam), got lam={data.lam}; use the "
+                f"exact solver for lam = 0."
+            )
+        data.check_feasible()
+        # the base class checks max_time between rounds; inner solves check too
+        self._deadline = (time.perf_counter() + self.max_time
+                          if self.max_time is not None else np.inf)
+        free = data.upper > data.lower
+        if init is not None and init.info.get("u") is not None:
+            u = data.clip(np.asarray(init.info["u"], dtype=float))
+        else:
+            u = data.clip(np.zeros(data.n_pairs))
+        if data.n_pairs <= self.full_below:
+            W = np.flatnonzero(free)
+        elif init is not None and init.info.get("u") is not None:
+            W = np.flatnonzero(free & (u > 0) & (u < data.upper))
+        else:
+            W = self._initial_set(data, free)
+        state = _State(0, np.inf, u, W, np.inf, -np.inf, u, 0, 0, 0, 0, 0)
+        return None, state
+
+    def _initial_set(self, data, free):
+        """The cannot-links hardest to separate under an isotropic metric.
+
+        Under ``A = t I`` the binding cannot-link is the shortest; the
+        ``n0`` shortest start the working set (must-link hinges start fixed
+        at ``beta = 0`` and join when contradicted).
+        """
+        d = data.n_features
+        dim = d if data.diagonal else d * (d + 1) // 2
+        n0 = min(len(data.cannot), 2 * dim + 10)
+        sq = data.op.sqdist(G=np.eye(d))[data.cannot]
+        return np.sort(data.cannot[np.argsort(sq, kind="stable")[:n0]])
+
+    # -- rounds ----------------------------------------------------------------
+
+    def update(self, M, state, data):
+        W = state.W
+        view = DualView(data, W, state.u)
+        best = _Best(state.best_f, M, state.best_g, state.best_u)
+
+        def certify(point):
+            """Certify ``point`` on all pairs (one O(P d^2) pass) and polish."""
+            u = state.u.copy()
+            u[W] = point.u
+            dist = data.Psi @ point.A if data.diagonal else data.op.sqdist(G=point.G)
+            best.dual(-point.h, u)
+            best.primal(*_repaired(data, point.A, dist))
+            if best.error() > self.tol:
+                # the dual value converges faster than the primal map (a
+                # degenerate optimum loses a square root): polish on the face
+                f2, A2, g2, u2 = _polish(data, u, point, dist)
+                best.primal(f2, A2)
+                best.dual(g2, u2)
+            return u, dist
+
+        # inexact inner solves while W may still be wrong: a hundredfold
+        # reduction of the last certified gap, down to tol / 10
+        inner_tol = min(_INNER_RTOL, max(0.1 * self.tol, _INNER_RTOL * state.error))
+        point, counts = self._inner(view, state.u[W], inner_tol, self.max_inner,
+                                    lambda p: certify(p) and best.error() <= self.tol)
+        u, dist = certify(point)
+        err = best.error()
+        W = self._grow(data, W, u, dist)
+        # rounds without a 1% better certificate and without a new pair
+        stall = state.n_stall + 1 if (len(W) == len(state.W)
+                                      and err > 0.99 * state.error) else 0
+        iter_num = state.iter_num + 1
+        if stall >= _STALL and err > self.tol:
+            # nothing left to gain (round-off): end the run now; it reports
+            # max_iter_reached and warns with the gap reached
+            iter_num = max(iter_num, self.maxiter)
+        state = state._replace(
+            iter_num=iter_num, error=err, u=u, W=W, best_f=best.f, n_stall=stall,
+            best_g=best.g, best_u=best.u, n_rounds=state.n_rounds + 1,
+            n_newton=state.n_newton + counts[0], n_fista=state.n_fista + counts[1],
+            n_hessvec=state.n_hessvec + counts[2])
+        return best.A, state
+
+    def _grow(self, data, W, u, dist):
+        """Add contradicted pairs to ``W`` (the most violated first).
+
+        Cannot-links violated by ``A(u)`` join, and must-links whose fixed
+        ``beta`` contradicts the hinge at ``A(u)`` *or* at its feasible
+        rescaling ``A'`` (the point that is certified: when ``A(u)`` is far
+        from feasible, ``A'`` can activate hinges ``A(u)`` leaves inactive).
+        """
+        inW = np.zeros(data.n_pairs, bool)
+        inW[W] = True
+        viol = np.zeros(data.n_pairs)
+        c, m = data.cannot, data.must
+        viol[c] = 1.0 - dist[c]  # > 0: a violated cannot-link
+        if not data.hard:
+            dmin = float(np.min(dist[c]))
+            scale = max(1.0, 1.0 / dmin) if dmin > 0 else 1.0
+            dm = dist[m] - 1.0
+            dm_s = scale * dist[m] - 1.0
+            # beta fixed at 1 while the hinge is inactive, or at 0 while active
+            viol[m] = np.where(u[m] >= 1.0, -dm, np.maximum(dm, dm_s))
+        cand = np.flatnonzero(~inW & (viol > 0) & (data.upper > data.lower))
+        if not len(cand):
+            return W
+        d = data.n_features
+        cap = (d if data.diagonal else d * (d + 1) // 2) + 10
+        # violated cannot-links first (they decide feasibility, hence the
+        # rescaling), then contradicted hinges; most violated first in each
+        order = np.lexsort((-viol[cand], data.labels[cand] == 1))
+        cand = cand[order[:cap]]
+        return np.sort(np.concatenate([W, cand]))
+
+    # -- inner solve on a view ---------------------------------------------------
+
+    def _inner(self, view, u, tol, budget, done):
+        """Minimise the view's dual; return ``(point, (newton, fista, hv))``.
+
+        ``done(point)`` is called every ``_CHECK_EVERY`` Newton steps: it
+        certifies the point on the whole problem and ends the solve when the
+        global certificate already meets ``tol``.
+        """
+        n_newton = n_fista = n_hv = 0
+        point = view.evaluate(u)
+        if not np.any(view.free):
+            return point, (0, 0, 0)
+        D = 1.0 / view.bdiag
+        L = max(lipschitz_bound(view, D)[0], 1e-300) / view.lam
+        best = point
+        stalled = 0
+        while n_newton + n_fista < budget and time.perf_counter() < self._deadline:
+            f, g = view.restricted_gap(point)
+            if np.isfinite(f) and (f - g) <= tol * max(1.0, abs(f)):
+                break
+            new, ok, hv = self._newton_step(view, point, D, L)
+            n_hv += hv
+            n_newton += 1
+            if not ok:
+                new = self._fista(view, point.u, D, L, self.fista_block)
+                n_fista += self.fista_block
+            point = new
+            # no decrease beyond round-off: the dual is solved as far as
+            # floating point allows (the outer round certifies what it got)
+            if best.h - point.h <= 1e-15 * max(1.0, abs(best.h)):
+                stalled += 1
+                if stalled >= _STALL:
+                    break
+            else:
+                stalled = 0
+            if point.h < best.h:
+                best = point
+            if n_newton % _CHECK_EVERY == 0 and done(best):
+                break
+        return best, (n_newton, n_fista, n_hv)
+
+    def _newton_step(self, view, point, D, L):
+        """One projected Newton-CG step; ``(point, accepted, n_hessvec)``."""
+        u, g = point.u, point.grad
+        free = view.free
+        lo, hi = view.lower, view.upper
+        scaled = view.lam * D  # ~ 1 / H_pp
+        r = u - np.clip(u - scaled * g, lo, hi)
+        res = float(np.max(np.abs(r[free])))
+        eps = min(1e-3 * max(1.0, float(np.max(u[free]))), res)
+        bind = free & (((u <= lo + eps) & (g > 0)) | ((u >= hi - eps) & (g < 0)))
+        F = free & ~bind
+        d = np.zeros_like(u)
+        d[bind] = -scaled[bind] * g[bind]
+        n_hv = 0
+        if np.any(F):
+            # Levenberg-Marquardt damping (relative to the diagonal scale)
+            mu = min(_MU, max(1e-10, _MU * res))
+            d[F], n_hv = self._pcg(view, point, F, -g[F], mu, D, L, res)
+        return self._arc_search(view, point, d, F, bind) + (n_hv,)
+
+    def _arc_search(self, view, point, d, F, bind):
+        """Minimise ``h`` along the projected arc ``clip(u + alpha d)``.
+
+        Take ``alpha = 1`` when ``h`` still decreases there; otherwise
+        bisect on the arc's directional derivative in ``(0, 1)`` (a Newton
+        step on a piecewise quadratic overshoots its kinks, and Armijo
+        backtracking alone would accept the overshoot), and backtrack when
+        the bisection finds no decrease (clipping can make the arc
+        non-convex).  A point is accepted only with an Armijo decrease.
+        """
+        u, g, h0 = point.u, point.grad, point.h
+        lo, hi = view.lower, view.upper
+
+        def at(alpha):
+            x = np.clip(u + alpha * d, lo, hi)
+            p = view.evaluate(x)
+            moving = x == u + alpha * d  # not clipped: the arc moves with d
+            return p, float(p.grad[moving] @ d[moving])
+
+        def decrease(p):
+            pred = float(-g[F] @ (p.u - u)[F]) + float(g[bind] @ (u - p.u)[bind])
+            return pred > 0 and h0 - p.h >= 1e-4 * pred
+
+        p1, slope1 = at(1.0)
+        ok1 = decrease(p1)
+        if slope1 <= 0 and ok1:
+            return p1, True
+        a_lo, a_hi, best = 0.0, 1.0, p1 if ok1 else None
+        for _ in range(30):
+            mid = 0.5 * (a_lo + a_hi)
+            p, slope = at(mid)
+            if decrease(p) and (best is None or p.h < best.h):
+                best = p
+            if slope > 0:
+                a_hi = mid
+            else:
+                a_lo = mid
+            if best is not None and a_hi - a_lo < 1e-3 * a_hi:
+                break
+        if best is None:
+            # the projected arc need not be convex (clipping bends it):
+            # Armijo backtracking from alpha = 1 as the fallback
+            alpha = 1.0
+            for _ in range(60):
+                alpha *= 0.5
+                p = view.evaluate(np.clip(u + alpha * d, lo, hi))
+                if decrease(p):
+                    return p, True
+            return point, False
+        return best, True
+
+    def _pcg(self, view, point, F, rhs, mu, D, L, res):
+        """Solve ``(H_FF + mu diag(B)_F / lam) x = rhs`` by preconditioned CG."""
+        diag = view.bdiag[F] / view.lam
+        prec = 1.0 / ((1.0 + mu) * diag)
+        full = np.zeros(len(view))
+        hess = view.hess_operator(point)
+
+        def apply(x):
+            full[:] = 0.0
+            full[F] = x
+            return hess(full)[F] + mu * diag * x
+
+        x = np.zeros_like(rhs)
+        r = rhs.copy()
+        z = prec * r
+        p = z.copy()
+        rz = float(r @ z)
+        nb = float(np.linalg.norm(rhs))
+        # inexact Newton: a loose solve far from the optimum, tight near it
+        eta = min(0.1, max(1e-8, res))
+        n = 0
+        for n in range(1, min(self.cg_maxiter, 2 * len(rhs) + 10) + 1):
+            Ap = apply(p)
+            pAp = float(p @ Ap)
+            if pAp <= 0:
+                break
+            a = rz / pAp
+            x += a * p
+            r -= a * Ap
+            if np.linalg.norm(r) <= eta * nb:
+                break
+            z = prec * r
+            rz_new = float(r @ z)
+            p = z + (rz_new / rz) * p
+            rz = rz_new
+        if not np.any(x):  # no curvature at all: a safe gradient step
+            x = rhs * D[F] / L
+        return x, n
+
+    def _fista(self, view, u, D, L, n_steps):
+        """``n_steps`` of FISTA with adaptive restarts from ``u``."""
+        step = D / L
+        lo, hi = view.lower, view.upper
+        y, t = u.copy(), 1.0
+        for _ in range(n_steps):
+            u_new = np.clip(y - step * view.evaluate(y).grad, lo, hi)
+            # restart when the momentum points uphill (gradient-mapping test)
+            if float((y - u_new) @ (u_new - u)) > 0:
+                t_new, y = 1.0, u_new
+            else:
+                t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+                y = u_new + ((t - 1.0) / t_new) * (u_new - u)
+            u, t = u_new, t_new
+        return view.evaluate(u)
+
+    def finalize(self, M, state, data):
+        if M is None:  # no feasible point found: the current primal map
+            M = data.primal_of(data.Y_of(state.u))[0]
+        cert = data.certificate(M, state.best_u, solver="constraintdml-fast")
+        u = state.best_u
+        info = {"u": u, "theta": u[data.cannot].copy(), "n_rounds": state.n_rounds,
+                "n_newton": state.n_newton, "n_fista": state.n_fista,
+                "n_hessvec": state.n_hessvec, "working_set": len(state.W)}
+        if not data.hard:
+            info["beta"] = u[data.must].copy()
+        if data.diagonal:
+            info["a"] = np.asarray(M, dtype=float).copy()
+        return data.to_matrix(M), cert, info

@@ -1,0 +1,703 @@
+"""The RankDML problem (Lee, Jin, Jain 2008) in canonical form.
+
+One triplet ``t = (q, r, i)`` -- a query, an item relevant to it and an item
+irrelevant to it -- asks that the irrelevant item be farther from the query
+than the relevant one by a unit margin (Eq. 7, 9 and 11 of the paper)::
+
+    d(q, i; A) - d(q, r; A) >= 1 - eps_t,   eps_t >= 0.
+
+With ``K_t = C_qi - C_qr`` (``C_ij = phi_ij phi_ij^T``) the slack is the hinge
+``eps_t = [1 - <A, K_t>]_+`` and every problem of the family is
+
+    minimise_{A in F}  f(A) = sum_t [1 - <A, K_t>]_+ + (lam / 2) Reg(A)
+
+===============  ============================================  =========================
+``regularizer``  ``Reg(A)``                                     feasible set ``F``
+===============  ============================================  =========================
+``"frobenius"``  ``||A||_F^2``  (Eq. 7)                         ``A PSD``
+``"burg"``       ``tr((A P)^2) - 2 logdet(A P) - d`` (Eq. 8-9)  ``A PSD, tr(A) = tau``
+``"logdet"``     ``tr(A P) - logdet(A P) - d``                   ``A PSD, tr(A) = tau``
+``"laplacian"``  ``sum_i (a_i - mean(a))^2`` (Eq. 11)            ``a >= 0, sum(a) = tau``
+===============  ============================================  =========================
+
+with ``P = A0hat^{-1}`` and ``A0hat = A0 tau / tr(A0)``.  ``diagonal=True``
+restricts ``A = diag(a)`` (``"frobenius"``: ``a >= 0``, Reg = ``||a||^2``;
+``"laplacian"`` is diagonal only).
+
+**The trace fix.**  The paper normalises ``A0hat = A0 tr(A) / tr(A0)``, which
+makes the regulariser scale-invariant (``Reg(cA) = Reg(A)``, see
+:func:`paper_divergence`) and the problem non-convex: scaling ``A`` up drives
+every hinge to zero at no cost, so the infimum is approached by ever larger
+``A`` and need not be attained.  The convex, well-posed reading fixes the
+scale, ``tr(A) = tau`` (default ``tau = tr(A0)``), so that ``A0hat`` is the
+constant ``A0 tau / tr(A0)`` and the paper's normalisation holds at the
+solution.  The Laplacian of Eq. 11 is scale-invariant in the same way
+(the paper derives it from Burg's divergence) and gets the same fix.
+
+**Whitening.**  With ``W = A0hat^{-1/2}`` (symmetric) and ``B = W A W``,
+``tr((A P)^2) = ||B||_F^2`` and ``logdet(A P) = logdet(B)``: the Burg and
+LogDet terms are spectral functions of the symmetric ``B``.
+
+**Dual.**  For multipliers ``alpha in [0, 1]^N`` and
+``S(alpha) = sum_t alpha_t K_t`` (a weighted graph-Laplacian product, never
+one matrix per triplet), weak duality gives, for any ``alpha`` and any
+multiplier ``nu`` of the trace constraint,
+
+    f* >= g(alpha, nu) = 1^T alpha - nu tau
+                         + min_{A in F'} (lam/2) Reg(A) - <S(alpha) - nu I, A>
+
+where ``F'`` is ``F`` without the trace constraint (``A PSD`` / ``a >= 0``).
+The inner minimum has a closed form (a spectral map, :meth:`RankData.primal_map`)
+and is evaluated exactly for the ``nu`` that makes the minimiser's trace equal
+``tau`` (a one-dimensional monotone root); at that ``nu`` the minimiser is
+also the minimiser over ``F`` and ``g(alpha) = max_nu g(alpha, nu)`` is the
+Lagrangian dual function of the hinge multipliers alone.  It is smooth
+because every ``Reg`` above is strongly convex on ``F``; its gradient is the
+vector of hinge arguments ``1 - <A*(alpha), K_t>``.  Every certificate of the
+family uses this bound.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._linalg import PairOperator, eigh_psd
+from .._validation import check_option, check_psd_matrix, check_scalar
+from ..constraints import Triplets
+from ..result import Certificate
+
+__all__ = [
+    "RankData",
+    "REGULARIZERS",
+    "TRACE_FIXED",
+    "burg_divergence",
+    "logdet_divergence",
+    "paper_divergence",
+    "project_capped_simplex",
+]
+
+REGULARIZERS = ("frobenius", "burg", "logdet", "laplacian")
+
+#: Regularisers whose scale is fixed by ``tr(A) = tau``.
+TRACE_FIXED = ("burg", "logdet", "laplacian")
+
+# rows of the diagonal problems' K built per block
+_K_BLOCK = 8192
+
+# relative accuracy of the one-dimensional roots (trace multiplier)
+_ROOT_RTOL = 1e-13
+
+
+# ---------------------------------------------------------------------------
+# Divergences as printed (used by the tests and the docs)
+# ---------------------------------------------------------------------------
+
+
+def _sym_sqrt_inv(A0):
+    w, U = np.linalg.eigh(0.5 * (A0 + A0.T))
+    return (U / np.sqrt(w)) @ U.T
+
+
+def burg_divergence(A, A0):
+    """Burg's divergence of Eq. 8, ``tr((A A0^{-1})^2) - 2 logdet(A A0^{-1}) - d``.
+
+    Evaluated through the symmetric ``B = W A W``, ``W = A0^{-1/2}``:
+    ``tr((A A0^{-1})^2) = ||B||_F^2`` and ``logdet(A A0^{-1}) = logdet(B)``
+    (never a log-determinant of the non-symmetric ``A A0^{-1}``).  The
+    paper prints the first term as ``tr(A A0^{-1} (A A0^{-1})^T)``; for
+    symmetric ``A`` and ``A0`` that commute (``A0 = I``, or both diagonal as
+    in the paper's Remark) the two forms coincide; cvxmetric uses
+    ``tr((A A0^{-1})^2)`` (docs/rankdml.md, "Decisions").  ``+inf`` when
+    ``A`` is not positive definite.
+    """
+    W = _sym_sqrt_inv(A0)
+    b = np.linalg.eigvalsh(W @ A @ W)
+    if b[0] <= 0:
+        return np.inf
+    return float(np.sum(b * b) - 2.0 * np.sum(np.log(b)) - len(b))
+
+
+def logdet_divergence(A, A0):
+    """The usual LogDet divergence ``tr(A A0^{-1}) - logdet(A A0^{-1}) - d``."""
+    W = _sym_sqrt_inv(A0)
+    b = np.linalg.eigvalsh(W @ A @ W)
+    if b[0] <= 0:
+        return np.inf
+    return float(np.sum(b) - np.sum(np.log(b)) - len(b))
+
+
+def paper_divergence(A, A0, kind="burg"):
+    """The paper's normalised regulariser ``D(A, A0hat(A))``,
+    ``A0hat(A) = A0 tr(A) / tr(A0)`` -- without the trace fix.
+
+    It is invariant to ``A -> c A`` (``c > 0``): that is why the paper's
+    Eq. 9 is not convex and why :class:`RankData` fixes ``tr(A) = tau``.
+    """
+    check_option(kind, "kind", ("burg", "logdet"))
+    A0hat = A0 * np.trace(A) / np.trace(A0)
+    return burg_divergence(A, A0hat) if kind == "burg" else logdet_divergence(A, A0hat)
+
+
+# ---------------------------------------------------------------------------
+# One-dimensional pieces of the primal maps
+# ---------------------------------------------------------------------------
+
+
+def project_capped_simplex(v, tau):
+    """Euclidean projection of ``v`` onto ``{a >= 0, sum(a) = tau}``.
+
+    Returns ``(a, theta)`` with ``a = max(v - theta, 0)``: the sort-based
+    exact algorithm (Held, Wolfe, Crowder 1974).
+    """
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - tau
+    k = np.arange(1, len(v) + 1)
+    rho = np.flatnonzero(u - css / k > 0)[-1]
+    theta = css[rho] / (rho + 1)
+    return np.maximum(v - theta, 0.0), float(theta)
+
+
+def _burg_spectral(z, lam):
+    """Minimiser ``b`` of ``(lam/2)(b^2 - 2 log b) - z b`` over ``b > 0``.
+
+    ``lam (b - 1/b) = z``, i.e. ``b = (z + sqrt(z^2 + 4 lam^2)) / (2 lam)``,
+    written without cancellation for ``z << 0``.
+    """
+    r = np.sqrt(z * z + 4.0 * lam * lam)
+    return np.where(z >= 0, (z + r) / (2.0 * lam), 2.0 * lam / (r - z))
+
+
+def _burg_spectral_deriv(z, lam):
+    """``db/dz = b / (lam (b + 1/b)) = b^2 / (lam (b^2 + 1))``."""
+    b = _burg_spectral(z, lam)
+    return b * b / (lam * (b * b + 1.0))
+
+
+def _divided_differences(z, b, lam):
+    """First divided differences of the Burg spectral map ``b = f(z)``:
+    ``(b_i - b_j) / (z_i - z_j)``, and ``f'(z_i)`` where ``z_i = z_j``."""
+    dz = z[:, None] - z[None, :]
+    db = b[:, None] - b[None, :]
+    same = np.abs(dz) <= 1e-12 * max(1.0, float(np.max(np.abs(z))))
+    fd = _burg_spectral_deriv(z, lam)
+    return np.where(same, 0.5 * (fd[:, None] + fd[None, :]),
+                    db / np.where(same, 1.0, dz))
+
+
+def _decreasing_root(phi, target, x0, step0):
+    """Solve ``phi(x) = target`` for a strictly decreasing ``phi``.
+
+    ``phi(x) -> (value, derivative, payload)``.  Safeguarded Newton: the
+    Newton step is taken when it stays inside the current bracket, bisection
+    otherwise; while no bracket is known, Newton steps (they point the right
+    way for a decreasing function) or, without a usable derivative, a
+    geometrically growing step.
+
+    Returns ``(x, payload)`` of the point with the smallest residual.
+    """
+    lo, hi = -np.inf, np.inf  # phi(lo) > target > phi(hi)
+    x = float(x0)
+    step = max(abs(float(step0)), 1e-300)
+    best = None
+    for _ in range(300):
+        val, der, payload = phi(x)
+        res = val - target
+        if best is None or abs(res) < abs(best[0]):
+            best = (res, x, payload)
+        if abs(res) <= _ROOT_RTOL * abs(target):
+            break
+        if res > 0:
+            lo = x
+        else:
+            hi = x
+        newton = x - res / der if der < 0 else np.nan
+        if np.isfinite(lo) and np.isfinite(hi):
+            if hi - lo <= 4e-16 * max(abs(lo), abs(hi), 1e-300):
+                break
+            x = newton if lo < newton < hi else 0.5 * (lo + hi)
+        elif np.isfinite(newton) and newton != x:
+            x = newton
+        else:
+            x = x + (step if res > 0 else -step)
+            step *= 2.0
+    return best[1], best[2]
+
+
+# ---------------------------------------------------------------------------
+# The data of one problem
+# ---------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class RankData:
+    """RankDML data (Eq. 7, 9 or 11) in canonical form.
+
+    Build with :meth:`from_triplets`.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d)
+    triplets : ndarray of int, shape (N, 3)
+        ``(query, relevant, irrelevant)`` rows.
+    regularizer : str
+    lam : float
+    tau : float or None
+        Fixed trace (``None`` for ``"frobenius"``).
+    A0 : ndarray of shape (d, d) or None
+        The prior metric of ``"burg"`` / ``"logdet"``.
+    diagonal : bool
+    op : PairOperator
+        Over the distinct unordered pairs of the triplets.
+    near, far : ndarray of int, shape (N,)
+        Index into ``op``'s pairs of ``(q, r)`` and ``(q, i)``.
+    K : ndarray of shape (N, d) or None
+        Diagonal problems: ``k_t = phi_qi**2 - phi_qr**2`` so that
+        ``<diag(a), K_t> = k_t . a``.
+    A0hat, W, V, P : ndarray of shape (d, d) or None
+        ``A0 tau / tr(A0)``, its inverse square root, square root and
+        inverse (``"burg"`` / ``"logdet"``).
+    logdet_A0hat : float
+    isotropic : bool
+        ``A0`` is a multiple of the identity (a cheaper primal map).
+    """
+
+    X: np.ndarray
+    triplets: np.ndarray
+    regularizer: str
+    lam: float
+    tau: float
+    A0: np.ndarray
+    diagonal: bool
+    op: PairOperator
+    near: np.ndarray
+    far: np.ndarray
+    K: np.ndarray = None
+    A0hat: np.ndarray = None
+    W: np.ndarray = None
+    V: np.ndarray = None
+    P: np.ndarray = None
+    logdet_A0hat: float = 0.0
+    isotropic: bool = True
+
+    @classmethod
+    def from_triplets(cls, triplets, *, regularizer="frobenius", lam=1.0, tau=None,
+                      A0=None, diagonal=False):
+        """Validate and canonicalise.
+
+        Parameters
+        ----------
+        triplets : Triplets
+            ``(query, relevant, irrelevant)``: ``D(q, i) >= D(q, r) + 1``.
+        regularizer : {"frobenius", "burg", "logdet", "laplacian"}
+        lam : float > 0
+            Weight of the regulariser (the paper's lambda).
+        tau : float > 0, optional
+            Fixed trace of ``A`` for ``"burg"``, ``"logdet"`` and
+            ``"laplacian"`` (default ``tr(A0)``; ``d`` for the Laplacian,
+            whose ``A0`` is the identity).  Not used by ``"frobenius"``.
+        A0 : array_like of shape (d, d), optional
+            Symmetric positive definite prior metric of ``"burg"`` and
+            ``"logdet"`` (default the identity).
+        diagonal : bool
+            Learn ``A = diag(a)``.  ``"laplacian"`` is diagonal only;
+            ``"burg"`` and ``"logdet"`` are full-matrix only.
+        """
+        if not isinstance(triplets, Triplets):
+            raise TypeError("triplets: expected a Triplets instance.")
+        check_option(regularizer, "regularizer", REGULARIZERS)
+        lam = check_scalar(lam, "lam", low=0.0, low_inclusive=False)
+        if not isinstance(diagonal, (bool, np.bool_)):
+            raise TypeError(f"diagonal: expected a bool, got {type(diagonal).__name__}.")
+        diagonal = bool(diagonal)
+        X = triplets.X
+        n, d = X.shape
+        if regularizer == "laplacian" and not diagonal:
+            raise ValueError(
+                "diagonal: the 'laplacian' regulariser (Eq. 11) is defined for a "
+                "diagonal metric only; pass diagonal=True."
+            )
+        if regularizer in ("burg", "logdet") and diagonal:
+            raise ValueError(
+                f"diagonal: the {regularizer!r} regulariser is implemented for a "
+                "full matrix only; the paper's diagonal approximation of it is "
+                "regularizer='laplacian' (Eq. 11)."
+            )
+        if A0 is not None and regularizer not in ("burg", "logdet"):
+            raise ValueError(
+                f"A0: only the 'burg' and 'logdet' regularisers use a prior metric "
+                f"(got regularizer={regularizer!r})."
+            )
+        if tau is not None and regularizer not in TRACE_FIXED:
+            raise ValueError(
+                "tau: the 'frobenius' regulariser is not scale-invariant and has "
+                "no trace constraint; tau is only used by 'burg', 'logdet' and "
+                "'laplacian'."
+            )
+        kw = {}
+        if regularizer in ("burg", "logdet"):
+            if A0 is None:
+                A0 = np.eye(d)
+            A0 = check_psd_matrix(A0, "A0", d, definite=True)
+            if tau is None:
+                tau = float(np.trace(A0))
+            tau = check_scalar(tau, "tau", low=0.0, low_inclusive=False)
+            A0hat = A0 * (tau / np.trace(A0))
+            w, U = np.linalg.eigh(A0hat)
+            kw.update(
+                A0hat=A0hat,
+                W=(U / np.sqrt(w)) @ U.T,
+                V=(U * np.sqrt(w)) @ U.T,
+                P=(U / w) @ U.T,
+                logdet_A0hat=float(np.sum(np.log(w))),
+                isotropic=bool(np.max(np.abs(A0hat - w.mean() * np.eye(d)))
+                               <= 1e-14 * w.mean()),
+            )
+        elif regularizer == "laplacian":
+            if tau is None:
+                tau = float(d)
+            tau = check_scalar(tau, "tau", low=0.0, low_inclusive=False)
+        idx = triplets.indices
+        near = np.sort(idx[:, [0, 1]], axis=1)
+        far = np.sort(idx[:, [0, 2]], axis=1)
+        uniq, inv = np.unique(np.vstack([near, far]), axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        N = len(idx)
+        op = PairOperator(X, uniq)
+        K = None
+        if diagonal:
+            Xc = op.X
+            # (N, d): squared coordinate differences, far minus near, built in
+            # blocks to bound the temporaries
+            K = np.empty((N, d))
+            for s in range(0, N, _K_BLOCK):
+                q, r, i = idx[s:s + _K_BLOCK].T
+                far_d = Xc[q] - Xc[i]
+                near_d = Xc[q] - Xc[r]
+                np.multiply(far_d, far_d, out=far_d)
+                np.multiply(near_d, near_d, out=near_d)
+                np.subtract(far_d, near_d, out=K[s:s + _K_BLOCK])
+        return cls(X=X, triplets=idx, regularizer=regularizer, lam=lam, tau=tau,
+                   A0=A0, diagonal=diagonal, op=op, near=inv[:N], far=inv[N:], K=K,
+                   **kw)
+
+    # -- sizes -----------------------------------------------------------------
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @property
+    def n_constraints(self):
+        return len(self.near)
+
+    @property
+    def trace_fixed(self):
+        return self.regularizer in TRACE_FIXED
+
+    # -- the variable ------------------------------------------------------------
+
+    def as_variable(self, A):
+        """``A`` as the solvers hold it: a symmetric matrix, or ``a`` (d,)
+        for diagonal problems (a matrix must then be diagonal)."""
+        A = np.asarray(A, dtype=float)
+        d = self.n_features
+        if self.diagonal:
+            if A.shape == (d,):
+                return A
+            if A.shape != (d, d):
+                raise ValueError(f"A: expected shape ({d},) or ({d}, {d}), got {A.shape}.")
+            return np.diag(A).copy()
+        if A.shape != (d, d):
+            raise ValueError(f"A: expected shape ({d}, {d}), got {A.shape}.")
+        return 0.5 * (A + A.T)
+
+    def to_matrix(self, a):
+        """The (d, d) matrix of a solver variable."""
+        return np.diag(a) if self.diagonal else a
+
+    def off_diagonal(self, A):
+        """Largest off-diagonal magnitude of a matrix (0 for full problems)."""
+        A = np.asarray(A, dtype=float)
+        if not self.diagonal or A.ndim == 1:
+            return 0.0
+        return float(np.max(np.abs(A - np.diag(np.diag(A)))))
+
+    # -- primal ------------------------------------------------------------------
+
+    def margins(self, A):
+        """Hinge arguments ``1 - <A, K_t> = 1 + D(q, r) - D(q, i)``, shape (N,)."""
+        a = self.as_variable(A)
+        if self.diagonal:
+            return 1.0 - self.K @ a
+        dist = self.op.quadform(a)
+        return 1.0 + dist[self.near] - dist[self.far]
+
+    def penalty(self, A):
+        """``Reg(A)`` (without ``lam / 2``); ``+inf`` where it is undefined."""
+        a = self.as_variable(A)
+        reg = self.regularizer
+        if reg == "frobenius":
+            return float(np.sum(a * a))
+        if reg == "laplacian":
+            return float(np.sum((a - a.mean()) ** 2))
+        b = np.linalg.eigvalsh(self.W @ a @ self.W)
+        if b[0] <= 0:
+            return np.inf
+        if reg == "burg":
+            return float(np.sum(b * b) - 2.0 * np.sum(np.log(b)) - len(b))
+        return float(np.sum(b) - np.sum(np.log(b)) - len(b))
+
+    def objective(self, A):
+        """The paper's objective ``sum_t eps_t + (lam/2) Reg(A)`` at ``A``."""
+        pen = self.penalty(A)
+        if not np.isfinite(pen):
+            return np.inf
+        return float(np.sum(np.maximum(self.margins(A), 0.0))) + 0.5 * self.lam * pen
+
+    def violation(self, A):
+        """``(max_violation, min_eig)``: cone and trace constraint violations."""
+        a = self.as_variable(A)
+        if self.diagonal:
+            min_eig = float(np.min(a))
+            tr = float(np.sum(a))
+        else:
+            min_eig = float(np.linalg.eigvalsh(a)[0])
+            tr = float(np.trace(a))
+        viol = max(0.0, -min_eig)
+        if self.trace_fixed:
+            viol = max(viol, abs(tr - self.tau))
+        return viol, min_eig
+
+    # -- dual --------------------------------------------------------------------
+
+    def pair_weights(self, alpha):
+        """Per-pair weights of ``S(alpha) = sum_t alpha_t (C_far - C_near)``."""
+        P = self.op.n_pairs
+        return np.bincount(self.far, alpha, P) - np.bincount(self.near, alpha, P)
+
+    def S_of(self, alpha):
+        """``S(alpha)``: (d, d) matrix, or the (d,) vector ``K^T alpha``."""
+        if self.diagonal:
+            return self.K.T @ alpha
+        S = self.op.gram(self.pair_weights(alpha))
+        return 0.5 * (S + S.T)
+
+    def primal_map(self, S, nu=None):
+        """Minimiser of ``(lam/2) Reg(A) - <S, A>`` over ``F`` and a lower bound.
+
+        Parameters
+        ----------
+        S : ndarray of shape (d, d), or (d,) for diagonal problems
+        nu : float, optional
+            Warm start of the trace multiplier.
+
+        Returns
+        -------
+        A : ndarray
+            A feasible point (in ``F`` up to round-off; the trace is rescaled
+            to ``tau`` exactly), the minimiser up to the root's accuracy.
+        lower : float
+            A rigorous lower bound on ``min_F (lam/2) Reg - <S, .>``: the
+            Lagrangian value at the multiplier ``nu`` found (exact at the root).
+        nu : float
+            The trace multiplier (0 for Frobenius).
+        """
+        return self.primal_map_cached(S, nu)[:3]
+
+    def primal_map_cached(self, S, nu=None):
+        """:meth:`primal_map` plus the spectral data :meth:`primal_jvp` needs."""
+        lam = self.lam
+        reg = self.regularizer
+        if reg == "frobenius":
+            if self.diagonal:
+                a = np.maximum(S, 0.0) / lam
+                return a, -float(np.sum(a * a)) * lam / 2.0, 0.0, (S > 0,)
+            w, U = eigh_psd(S)
+            wp = np.maximum(w, 0.0)
+            A = (U * (wp / lam)) @ U.T
+            # exact value from the eigenvalues
+            return A, -float(np.sum(wp * wp)) / (2.0 * lam), 0.0, (w, U)
+        tau = self.tau
+        d = self.n_features
+        if reg == "laplacian":
+            # on F, Reg = ||a||^2 - tau^2 / d; relax sum(a) = tau with nu
+            _, theta = project_capped_simplex(S / lam, tau)
+            nu = lam * theta
+            a = np.maximum(S - nu, 0.0) / lam
+            lower = (0.5 * lam * (float(a @ a) - tau * tau / d) - float(S @ a)
+                     + nu * (float(a.sum()) - tau))
+            return a * (tau / a.sum()), lower, nu, (a > 0,)
+        if reg == "logdet":
+            return self._logdet_map(S, nu)
+        return self._burg_map(S, nu)
+
+    def _logdet_map(self, S, nu):
+        # (lam/2)(P - A^{-1}) = S - nu I  =>  A = (E + t I)^{-1},
+        # E = P - (2/lam) S, t = 2 nu / lam > -min eig(E)
+        lam, tau, d = self.lam, self.tau, self.n_features
+        e, U = np.linalg.eigh(self.P - (2.0 / lam) * S)
+        # psi(t) = sum 1 / (e + t) is convex and decreasing: Newton from the
+        # left (psi >= tau) increases monotonically to the root
+        t = -e[0] + 1.0 / tau
+        for _ in range(200):
+            inv = 1.0 / (e + t)
+            res = float(inv.sum()) - tau
+            if res <= _ROOT_RTOL * tau:
+                break
+            t_new = t + res / float(np.sum(inv * inv))
+            if not t_new > t:
+                break
+            t = t_new
+        inv = 1.0 / (e + t)
+        nu = 0.5 * lam * t
+        A = (U * inv) @ U.T
+        # Lagrangian value at nu (exact for the unconstrained minimiser):
+        # (lam/2)(<P, A> - logdet(A P) - d) - <S - nu I, A> - nu tau
+        # logdet(A P) = logdet(A) - logdet(A0hat)
+        logdet_AP = float(np.sum(np.log(inv))) - self.logdet_A0hat
+        lower = (0.5 * lam * (float(np.sum(self.P * A)) - logdet_AP - d)
+                 - float(np.sum(S * A)) + nu * (float(inv.sum()) - tau))
+        A = A * (tau / np.trace(A))
+        return A, lower, nu, (A,)
+
+    def _burg_map(self, S, nu):
+        # B = W A W: lam (B - B^{-1}) = Z(nu) = V (S - nu I) V; spectral in Z
+        lam, tau, d = self.lam, self.tau, self.n_features
+        V = self.V
+        A0hat = self.A0hat
+        if self.isotropic:
+            c = float(A0hat[0, 0])  # A0hat = c I, V = sqrt(c) I
+            s, U = np.linalg.eigh(S)
+
+            def phi(x):
+                z = c * (s - x)
+                b = _burg_spectral(z, lam)
+                deriv = float(np.sum(_burg_spectral_deriv(z, lam)))
+                return c * b.sum(), -c * c * deriv, (z, b, U)
+
+            x0 = float(s.mean()) if nu is None else nu
+        else:
+            VSV = V @ S @ V
+
+            def phi(x):
+                z, U = np.linalg.eigh(VSV - x * A0hat)
+                b = _burg_spectral(z, lam)
+                M = U.T @ A0hat @ U
+                F1 = _divided_differences(z, b, lam)
+                return float(np.sum(np.diag(M) * b)), -float(np.sum(M * M * F1)), (z, b, U)
+
+            x0 = float(np.trace(S)) / d if nu is None else nu
+        nu, (z, b, U) = _decreasing_root(phi, tau, x0, max(abs(x0), 1.0))
+        VU = V @ U
+        A = (VU * b) @ VU.T
+        A = 0.5 * (A + A.T)
+        tr = float(np.trace(A))
+        # Lagrangian value at nu: (lam/2)(||B||^2 - 2 logdet B - d)
+        #                          - <S - nu I, A> - nu tau
+        lower = (0.5 * lam * (float(np.sum(b * b)) - 2.0 * float(np.sum(np.log(b))) - d)
+                 - float(np.sum(S * A)) + nu * (tr - tau))
+        return A * (tau / tr), lower, nu, (z, b, U)
+
+    def primal_jvp(self, cache, dS):
+        """Directional derivative ``dA = DA*(S)[dS]`` of the primal map.
+
+        An element of the generalised (Clarke) Jacobian where the map is not
+        differentiable (the PSD / nonnegativity kinks); for trace-fixed
+        problems ``tr(dA) = 0`` (the multiplier moves with ``S``).  The
+        operator is symmetric positive semidefinite: ``<dS, dA> >= 0``.
+        """
+        lam = self.lam
+        reg = self.regularizer
+        if reg == "frobenius" and self.diagonal:
+            return np.where(cache[0], dS, 0.0) / lam
+        if reg == "laplacian":
+            (supp,) = cache
+            da = np.zeros_like(dS)
+            if np.any(supp):
+                da[supp] = (dS[supp] - dS[supp].mean()) / lam
+            return da
+        if reg == "frobenius":
+            w, U = cache
+            wp = np.maximum(w, 0.0)
+            dw = w[:, None] - w[None, :]
+            same = np.abs(dw) <= 1e-14 * max(1.0, float(np.max(np.abs(w))))
+            omega = np.where(same, (w[:, None] + w[None, :] > 0).astype(float),
+                             (wp[:, None] - wp[None, :]) / np.where(same, 1.0, dw))
+            Y = U.T @ dS @ U
+            return U @ (omega * Y) @ U.T / lam
+        if reg == "logdet":
+            (A,) = cache
+            ASA = A @ dS @ A
+            A2 = A @ A
+            return (2.0 / lam) * (ASA - (np.trace(ASA) / np.trace(A2)) * A2)
+        z, b, U = cache
+        F1 = _divided_differences(z, b, lam)
+        VU = self.V @ U
+        Y = VU.T @ dS @ VU  # U^T V dS V U
+        M = U.T @ self.A0hat @ U
+        dnu = float(np.sum(M * F1 * Y)) / float(np.sum(M * F1 * M))
+        dB = F1 * (Y - dnu * M)
+        dA = VU @ dB @ VU.T
+        return 0.5 * (dA + dA.T)
+
+    def constraint_values(self, M, subset=None):
+        """``<M, K_t>`` for every triplet (or ``subset``), ``M`` symmetric."""
+        if self.diagonal:
+            K = self.K if subset is None else self.K[subset]
+            return K @ M
+        dist = self.op.quadform(M)
+        near, far = self.near, self.far
+        if subset is not None:
+            near, far = near[subset], far[subset]
+        return dist[far] - dist[near]
+
+    def dual_value(self, alpha, nu=None, *, clip=True):
+        """``(g(alpha), A*(alpha), nu)``.
+
+        ``alpha`` is clipped to ``[0, 1]`` unless ``clip=False`` (the smooth
+        extension outside the box, used by extrapolating solvers; its value
+        is then not a bound).
+        """
+        if clip:
+            alpha = np.clip(alpha, 0.0, 1.0)
+        A, lower, nu = self.primal_map(self.S_of(alpha), nu)
+        return float(np.sum(alpha)) + lower, A, nu
+
+    def dual_bound(self, alpha):
+        """A valid lower bound on the optimal value."""
+        return self.dual_value(alpha)[0]
+
+    def best_dual_bound(self, alpha, A):
+        """The better of the bounds from ``alpha`` and from ``alpha`` made
+        consistent with ``A`` (1 where the hinge is active, 0 where it is
+        inactive, ``alpha`` on the margin); both are valid."""
+        alpha = np.clip(alpha, 0.0, 1.0)
+        bound = self.dual_bound(alpha)
+        arg = self.margins(A)
+        alpha2 = np.where(arg > 1e-9, 1.0, np.where(arg < -1e-9, 0.0, alpha))
+        if not np.array_equal(alpha2, alpha):
+            bound = max(bound, self.dual_bound(alpha2))
+        return bound
+
+    def certificate(self, A, alpha, *, solver, solver_version="", tolerances=None,
+                    times=None, tol_gap=1e-6, tol_feas=1e-7):
+        """Certificate of ``A`` with the dual bound from ``alpha``."""
+        a = self.as_variable(A)
+        obj = self.objective(a)
+        viol, min_eig = self.violation(a)
+        bound = self.best_dual_bound(alpha, a) if alpha is not None else -np.inf
+        gap = obj - bound
+        return Certificate(
+            objective=obj,
+            dual_bound=float(bound),
+            gap=float(gap),
+            rel_gap=float(abs(gap) / max(1.0, abs(obj))) if np.isfinite(gap) else np.inf,
+            max_violation=viol,
+            min_eig=min_eig,
+            solver=solver,
+            solver_version=solver_version,
+            tolerances=dict(tolerances or {}),
+            times=dict(times or {}),
+            tol_gap=tol_gap,
+            tol_feas=tol_feas,
+        )

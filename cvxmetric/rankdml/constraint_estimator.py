@@ -1,0 +1,318 @@
+"""Constraint-based DML estimators: scikit-learn front ends of Eq. 1, 4 / 6, 10.
+
+:class:`ConstraintDML` is a *pair learner* (metric-learn convention):
+``fit(pairs, y)`` takes ``(query, item)`` pairs -- integer indices into
+``preprocessor=X`` or a 3-D array of points -- labelled +1 (must-link: the
+item is relevant to the query) or -1 (cannot-link).
+:class:`ConstraintDMLSupervised` takes ``fit(X, y)`` with class labels and
+samples the pairs itself.
+
+Both build :class:`~cvxmetric.rankdml.ConstraintData` and hand it to one of
+two solvers, selected by ``solver``:
+
+==========  =================================================  ===========
+``solver``  what runs                                          guarantee
+==========  =================================================  ===========
+``"exact"`` :func:`~cvxmetric.rankdml.solve_constraint_exact`  certified
+``"fast"``  :class:`~cvxmetric.rankdml.ConstraintDualSolver`   gap <= tol
+==========  =================================================  ===========
+
+``hard`` selects Eq. 1 (must-link distances summed) or Eq. 4 / 6 (must-link
+hinge ``max(0, d - 1)``); ``diagonal`` restricts ``A = diag(a)`` (Eq. 10).
+The cannot-links ``d_A >= 1`` are hard constraints in every variant: a
+cannot-link of identical points makes the problem infeasible and ``fit``
+raises :class:`~cvxmetric.result.InfeasibleError` naming it.  ``tol`` and
+``max_iter`` go to the fast solver only (``None`` keeps its defaults).
+"""
+
+import dataclasses
+import logging
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from .._base import MahalanobisMixin
+from .._validation import check_samples
+from ..constraints import pairs_from_labels, tuples_to_indices
+from ._constraint import ConstraintData, check_pair_labels, solve_constraint_exact
+from ._constraint_fast import ConstraintDualSolver
+
+__all__ = ["ConstraintDML", "ConstraintDMLSupervised", "CONSTRAINT_SOLVERS"]
+
+logger = logging.getLogger("cvxmetric")
+
+#: Values of the estimators' ``solver`` parameter.
+CONSTRAINT_SOLVERS = ("exact", "fast")
+
+_SHARED_CONSTRAINTS = {
+    "hard": ["boolean"],
+    "diagonal": ["boolean"],
+    "lam": [Interval(Real, 0, None, closed="left")],
+    "solver": [StrOptions(set(CONSTRAINT_SOLVERS))],
+    "tol": [Interval(Real, 0, None, closed="neither"), None],
+    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    "random_state": ["random_state"],
+}
+
+
+class _ConstraintBase(MahalanobisMixin, BaseEstimator):
+    """Solve and store: the part both estimators share."""
+
+    def _solve(self, X, pairs, labels):
+        """Solve Eq. 1 / 4 / 10 on validated indices and store the fit."""
+        data = ConstraintData.from_pairs(X, pairs, labels, hard=bool(self.hard),
+                                         diagonal=bool(self.diagonal), lam=self.lam)
+        if self.solver == "exact":
+            result = solve_constraint_exact(data)
+        elif self.solver == "fast":
+            options = {}
+            if self.tol is not None:
+                options["tol"] = self.tol
+            if self.max_iter is not None:
+                options["maxiter"] = self.max_iter
+            result = ConstraintDualSolver(**options).run(data)
+        else:  # only reachable when parameter validation was bypassed
+            raise ValueError(
+                f"solver: unknown option {self.solver!r}; expected one of "
+                f"{', '.join(repr(s) for s in CONSTRAINT_SOLVERS)}."
+            )
+        self.result_ = dataclasses.replace(result, info=dict(result.info))
+        self._set_metric(result.M)
+        self.objective_ = float(result.objective)
+        self.status_ = result.status
+        self.n_iter_ = int(result.n_iter)
+        self.certificate_ = result.certificate
+        self.n_features_in_ = int(data.n_features)
+        logger.debug(
+            "%s: Eq. %s solver=%s status=%s objective=%.6g rel_gap=%.3g n_iter=%d "
+            "n_pairs=%d", type(self).__name__, data.equation, self.solver,
+            self.status_, self.objective_, self.certificate_.rel_gap, self.n_iter_,
+            data.n_pairs,
+        )
+        return self
+
+
+class ConstraintDML(_ConstraintBase):
+    """Constraint-based metric learning (Lee, Jin, Jain 2008, Sec. 3.1), pair learner.
+
+    Learns a PSD matrix ``A`` (or a diagonal ``a >= 0``) from must-links
+    ``S`` and cannot-links ``D``::
+
+        hard=True  (Eq. 1):  min  sum_S d_A(q, x) + (lam/2) ||A||_F^2
+        hard=False (Eq. 4):  min  sum_S max(0, d_A(q, x) - 1) + (lam/2) ||A||_F^2
+        both:                s.t. d_A(q, x) >= 1 on D,  A PSD
+
+    with ``d_A(q, x) = (q - x)^T A (q - x)`` (Eq. 2); ``diagonal=True`` is
+    Eq. 10 (``A = diag(a)``, ``a >= 0``, ``(lam/2) ||a||^2``).
+
+    Parameters
+    ----------
+    hard : bool, default=True
+        Eq. 1 (True) or Eq. 4 / 6 (False).
+    diagonal : bool, default=False
+        Learn a diagonal metric (Eq. 10).
+    lam : float >= 0, default=1.0
+        Weight of the regulariser.  ``lam = 0`` is accepted by the exact
+        solver only (the optimum is attained but need not be unique).
+    solver : {"exact", "fast"}, default="exact"
+        Certified CVXPY solve, or the working-set dual Newton solver.
+    preprocessor : array_like of shape (n_samples, n_features), optional
+        The sample matrix ``X`` that integer pairs index into.  Callables
+        are not supported.
+    tol : float > 0, optional
+        Target certified relative duality gap of the fast solver
+        (``None``: its default, 1e-8).  Ignored by ``"exact"``.
+    max_iter : int >= 1, optional
+        Working-set rounds of the fast solver (``None``: its default).
+        Ignored by ``"exact"``.
+    random_state : int, RandomState instance or None, default=None
+        No solver of this model is randomised; kept so that
+        :class:`ConstraintDML` and :class:`ConstraintDMLSupervised` share
+        hyperparameters (metric-learn convention).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_features)
+        ``L`` with ``A = L^T L``.
+    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
+        The learned ``A`` (PSD, round-off negative eigenvalues clipped).
+    objective_ : float
+        The paper's objective at the solver's ``A``.
+    status_ : str
+        A :class:`~cvxmetric.result.Status` word.
+    n_iter_ : int
+        Interior-point iterations (``"exact"``) or working-set rounds
+        (``"fast"``).
+    certificate_ : Certificate
+        Dual bound, gap, constraint violation and smallest eigenvalue.
+    result_ : SolverResult
+        The full solver result (multipliers in ``result_.info``).
+    n_features_in_ : int
+
+    Raises
+    ------
+    InfeasibleError
+        From ``fit``, when a cannot-link joins identical points (the hard
+        constraint ``d_A >= 1`` cannot hold).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cvxmetric.rankdml.constraint_estimator import ConstraintDML
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
+    >>> pairs = [[0, 1], [0, 2], [0, 3]]
+    >>> est = ConstraintDML(preprocessor=X).fit(pairs, [1, -1, -1])
+    >>> round(float(est.pair_distance([[0, 2]])[0]) ** 2, 6)
+    1.0
+    """
+
+    _parameter_constraints = {
+        **_SHARED_CONSTRAINTS,
+        "preprocessor": ["array-like", None],
+    }
+
+    def __init__(self, hard=True, diagonal=False, lam=1.0, solver="exact",
+                 preprocessor=None, tol=None, max_iter=None, random_state=None):
+        self.hard = hard
+        self.diagonal = diagonal
+        self.lam = lam
+        self.solver = solver
+        self.preprocessor = preprocessor
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, pairs, y):
+        """Learn the metric from labelled ``(query, item)`` pairs.
+
+        Parameters
+        ----------
+        pairs : array_like
+            Integer indices (n_pairs, 2) into ``preprocessor``, or points
+            (n_pairs, 2, n_features) (identical points are merged into one
+            sample).
+        y : array_like of shape (n_pairs,)
+            +1 (must-link) or -1 (cannot-link).
+
+        Returns
+        -------
+        self : ConstraintDML
+        """
+        try:
+            points = np.ndim(pairs) == 3
+        except Exception as exc:  # ragged nested lists
+            raise ValueError(f"pairs: cannot be read as an array ({exc}).") from None
+        X = self.preprocessor
+        if not points and X is not None and not callable(X):
+            X = check_samples(X, "preprocessor")
+        X, idx = tuples_to_indices(pairs, "pairs", width=2,
+                                   preprocessor=None if points else X)
+        labels = check_pair_labels(y, idx.shape[0], name="y")
+        return self._solve(X, idx, labels)
+
+
+class ConstraintDMLSupervised(TransformerMixin, _ConstraintBase):
+    """Constraint-based metric learning from class labels: ``fit(X, y)``.
+
+    Samples ``n_constraints`` pairs with
+    :func:`~cvxmetric.pairs_from_labels` (half same-class pairs as
+    must-links, half different-class pairs as cannot-links), then solves
+    the problem of :class:`ConstraintDML`.
+
+    Parameters
+    ----------
+    n_constraints : int >= 2, optional
+        Number of pairs.  Default ``min(1000, 20 * n_samples)``.
+    hard, diagonal, lam, solver, tol, max_iter
+        As in :class:`ConstraintDML`.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the pair sampling.
+
+    Attributes
+    ----------
+    components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
+certificate_, result_, n_features_in_
+        As in :class:`ConstraintDML`.
+    feature_names_in_ : ndarray of str
+        Present when ``X`` has string column names.
+
+    Notes
+    -----
+    Sampled pairs of identical points (possible only with duplicate rows in
+    ``X``) are dropped: a must-link of identical points carries no
+    information and a cannot-link of identical points would make the
+    problem infeasible.  ``objective_`` is the objective over the kept pairs.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from cvxmetric.rankdml.constraint_estimator import ConstraintDMLSupervised
+    >>> X, y = load_iris(return_X_y=True)
+    >>> est = ConstraintDMLSupervised(n_constraints=60, random_state=0).fit(X, y)
+    >>> est.transform(X).shape
+    (150, 4)
+    """
+
+    _parameter_constraints = {
+        **_SHARED_CONSTRAINTS,
+        "n_constraints": [Interval(Integral, 2, None, closed="left"), None],
+    }
+
+    def __init__(self, n_constraints=None, hard=True, diagonal=False, lam=1.0,
+                 solver="exact", tol=None, max_iter=None, random_state=None):
+        self.n_constraints = n_constraints
+        self.hard = hard
+        self.diagonal = diagonal
+        self.lam = lam
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Sample pairs from the labels and learn the metric.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : ConstraintDMLSupervised
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:  # scikit-learn's message does not name y
+            raise ValueError(f"y: {exc}") from None
+        if np.unique(y).size < 2:
+            raise ValueError(
+                f"y: {type(self).__name__} needs at least 2 classes, got 1 class."
+            )
+        n = self.n_constraints
+        if n is None:
+            n = min(1000, 20 * X.shape[0])
+        rng = check_random_state(self.random_state)
+        pairs, labels = pairs_from_labels(y, n, random_state=rng)
+        i, j = pairs.T
+        keep = ~((i == j) | np.all(X[i] == X[j], axis=1))
+        if not np.any(keep[labels == -1]):
+            raise ValueError(
+                "X: every sampled cannot-link joins identical points; the data "
+                "cannot separate the classes."
+            )
+        return self._solve(X, pairs[keep], labels[keep])

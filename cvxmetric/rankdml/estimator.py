@@ -1,0 +1,372 @@
+"""RankDML estimators: scikit-learn / metric-learn front ends of Eq. 7, 9 and 11.
+
+:class:`RankDML` is a *tuple learner* (metric-learn convention): ``fit``
+takes triplets ``(query, relevant, irrelevant)`` -- "the irrelevant item
+should be farther from the query than the relevant one, by a unit margin" --
+as integer indices into ``preprocessor=X`` or as a 3-D array of points.
+:class:`RankDMLSupervised` takes ``fit(X, y)`` with class labels: every
+sample (or a random subset) is a query, same-class samples are its relevant
+items, and the triplets are the critical ones of Sec. 5
+(:func:`~cvxmetric.rankdml.critical_triplets`).
+
+Both build :class:`~cvxmetric.rankdml.RankData` and hand it to a solver:
+
+=============  ===========================================================  ===========
+``solver``     what runs                                                    guarantee
+=============  ===========================================================  ===========
+``"exact"``    :func:`~cvxmetric.rankdml.solve_exact` (CVXPY)               certified
+``"fast"``     :class:`~cvxmetric.rankdml.DiagonalInteriorPoint` (diagonal)  gap <= tol
+               or :class:`~cvxmetric.rankdml.RankDualSolver` (full)
+=============  ===========================================================  ===========
+
+``tol`` and ``max_iter`` go to the fast solvers only (``None`` keeps their
+defaults).  A failed solve raises the solver's
+:class:`~cvxmetric.result.SolverError`; a fast solver stopping on
+``max_iter`` emits a ``ConvergenceWarning`` and the estimator keeps its best
+point with ``status_ == "max_iter_reached"``.
+"""
+
+import dataclasses
+import logging
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from .._base import MahalanobisMixin
+from .._validation import check_samples
+from ..constraints import Triplets
+from ._pairs import critical_triplets
+from ._problem import REGULARIZERS, RankData
+from .exact import solve_exact
+from .fast import solve_fast
+
+__all__ = ["RankDML", "RankDMLSupervised", "SOLVER_NAMES"]
+
+logger = logging.getLogger("cvxmetric")
+
+#: Values of the estimators' ``solver`` parameter.
+SOLVER_NAMES = ("exact", "fast")
+
+_SHARED_CONSTRAINTS = {
+    "regularizer": [StrOptions(set(REGULARIZERS))],
+    "lam": [Interval(Real, 0, None, closed="neither")],
+    "tau": [Interval(Real, 0, None, closed="neither"), None],
+    "A0": ["array-like", None],
+    "diagonal": ["boolean"],
+    "solver": [StrOptions(set(SOLVER_NAMES))],
+    "tol": [Interval(Real, 0, None, closed="neither"), None],
+    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+
+class _RankDMLBase(MahalanobisMixin, BaseEstimator):
+    """Solve and store: the part both RankDML estimators share."""
+
+    def _solve(self, triplets):
+        """Solve on validated :class:`Triplets` and store the fitted state."""
+        # Eq. 11's Laplacian is defined for a diagonal metric only
+        diagonal = True if self.regularizer == "laplacian" else bool(self.diagonal)
+        data = RankData.from_triplets(
+            triplets, regularizer=self.regularizer, lam=self.lam, tau=self.tau,
+            A0=self.A0, diagonal=diagonal,
+        )
+        if self.solver == "exact":
+            result = solve_exact(data, verbose=bool(self.verbose))
+        elif self.solver == "fast":
+            result = solve_fast(data, tol=self.tol, maxiter=self.max_iter)
+        else:  # only reachable when parameter validation was bypassed
+            raise ValueError(
+                f"solver: unknown option {self.solver!r}; expected one of "
+                f"{', '.join(repr(s) for s in SOLVER_NAMES)}."
+            )
+        # the CVXPY model holds the whole problem: too heavy to keep
+        info = {k: v for k, v in result.info.items() if k != "model"}
+        self.result_ = dataclasses.replace(result, info=info)
+        self._set_metric(result.M)
+        self.objective_ = float(result.objective)
+        self.status_ = result.status
+        self.n_iter_ = int(result.n_iter)
+        self.certificate_ = result.certificate
+        self.n_features_in_ = int(data.n_features)
+        self.n_triplets_ = int(data.n_constraints)
+        log = logger.info if self.verbose else logger.debug
+        log("%s: regularizer=%s diagonal=%s solver=%s status=%s objective=%.6g "
+            "rel_gap=%.3g n_iter=%d n_triplets=%d", type(self).__name__,
+            self.regularizer, diagonal, self.solver, self.status_, self.objective_,
+            self.certificate_.rel_gap, self.n_iter_, data.n_constraints)
+        return self
+
+
+class RankDML(_RankDMLBase):
+    """Rank-based distance metric learning (Lee, Jin, Jain 2008), tuple learner.
+
+    Learns a PSD matrix ``A`` (or ``diag(a)``) solving::
+
+        min_A  sum_t [1 + d(q, r; A) - d(q, i; A)]_+  +  (lam / 2) Reg(A)
+
+    over triplets ``t = (q, r, i)`` (query, relevant, irrelevant), with
+    ``Reg`` the squared Frobenius norm (Eq. 7), Burg's divergence to the
+    prior ``A0`` (Eq. 9), the LogDet divergence, or the Laplacian
+    ``sum (a_i - mean(a))^2`` of a diagonal metric (Eq. 11).  The
+    scale-invariant regularisers are solved with ``tr(A) = tau`` fixed
+    (docs/rankdml.md, "Decisions").
+
+    Parameters
+    ----------
+    regularizer : {"frobenius", "burg", "logdet", "laplacian"}, default="frobenius"
+    lam : float > 0, default=1.0
+        The paper's lambda: weight of ``Reg / 2`` against the sum of slacks.
+    tau : float > 0, optional
+        Fixed trace for ``"burg"``, ``"logdet"`` (default ``tr(A0)``) and
+        ``"laplacian"`` (default ``n_features``).  Must be ``None`` for
+        ``"frobenius"``.
+    A0 : array_like of shape (n_features, n_features), optional
+        Symmetric positive definite prior of ``"burg"`` / ``"logdet"``
+        (default the identity).  Must be ``None`` for the others.
+    diagonal : bool, default=False
+        Learn a diagonal metric.  ``"laplacian"`` implies it (the value is
+        then ignored); ``"burg"`` and ``"logdet"`` are full-matrix only.
+    solver : {"exact", "fast"}, default="exact"
+        Certified CVXPY solve, or the fast solver of the problem's kind.
+    preprocessor : array_like of shape (n_samples, n_features), optional
+        The sample matrix ``X`` that integer triplets index into.
+    tol : float > 0, optional
+        Target certified relative duality gap of the fast solvers (``None``:
+        their default).  Ignored by ``"exact"``.
+    max_iter : int >= 1, optional
+        Iteration cap of the fast solvers.  Ignored by ``"exact"``.
+    random_state : int, RandomState instance or None, default=None
+        No RankDML solver is randomised; kept so that :class:`RankDML` and
+        :class:`RankDMLSupervised` share hyperparameters.
+    verbose : bool or int, default=False
+        Show the conic solver's output (``"exact"``) and log a summary.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_features)
+        ``L`` with ``A = L^T L``.
+    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
+    objective_ : float
+        The objective at the solver's ``A`` in the paper's units.
+    status_ : str
+    n_iter_ : int
+    certificate_ : Certificate
+    result_ : SolverResult
+        Without the CVXPY model object.
+    n_features_in_ : int
+    n_triplets_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cvxmetric.rankdml import RankDML
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> est = RankDML(preprocessor=X).fit([[0, 1, 2]])
+    >>> est.components_.shape
+    (2, 2)
+    """
+
+    _parameter_constraints = {
+        **_SHARED_CONSTRAINTS,
+        "preprocessor": ["array-like", None],
+    }
+
+    def __init__(self, regularizer="frobenius", lam=1.0, tau=None, A0=None,
+                 diagonal=False, solver="exact", preprocessor=None, tol=None,
+                 max_iter=None, random_state=None, verbose=False):
+        self.regularizer = regularizer
+        self.lam = lam
+        self.tau = tau
+        self.A0 = A0
+        self.diagonal = diagonal
+        self.solver = solver
+        self.preprocessor = preprocessor
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, triplets):
+        """Learn ``A`` from triplets.
+
+        Parameters
+        ----------
+        triplets : array_like
+            Integer indices (n_triplets, 3) into ``preprocessor``, or points
+            (n_triplets, 3, n_features); rows ``(query, relevant,
+            irrelevant)`` ask for ``d(q, i) >= d(q, r) + 1``.
+
+        Returns
+        -------
+        self : RankDML
+        """
+        try:
+            points = np.ndim(triplets) == 3
+        except Exception as exc:  # ragged nested lists
+            raise ValueError(f"triplets: cannot be read as an array ({exc}).") from None
+        # points carry their own samples; indices need the preprocessor
+        X = None if points or self.preprocessor is None else check_samples(
+            self.preprocessor, "preprocessor")
+        return self._solve(Triplets.from_tuples(triplets, preprocessor=X))
+
+
+class RankDMLSupervised(TransformerMixin, _RankDMLBase):
+    """RankDML learned from class labels: ``fit(X, y)``.
+
+    Queries are ``n_queries`` random samples (all by default); each gets
+    ``n_relevant`` random same-class samples as relevant items, the gallery
+    is the whole of ``X``, and the triplets are the critical ones of Sec. 5:
+    the ``n_top`` irrelevant (other-class) samples closest to the query
+    under the baseline ``A0`` (Euclidean when ``A0`` is not given) and
+    ``n_random`` random others.  Then Eq. 7 / 9 / 11 is solved as in
+    :class:`RankDML`.
+
+    Parameters
+    ----------
+    n_top : int >= 0, default=5
+    n_random : int >= 0, default=5
+    n_relevant : int >= 1, default=1
+    n_queries : int >= 1, optional
+        Default: every sample.
+    regularizer, lam, tau, A0, diagonal, solver, tol, max_iter, verbose
+        As in :class:`RankDML`.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the choice of queries, relevant and random irrelevant items.
+
+    Attributes
+    ----------
+    components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
+certificate_, result_, n_features_in_, n_triplets_
+        As in :class:`RankDML`.
+
+    Notes
+    -----
+    Queries whose class has no other sample get no triplet; triplets whose
+    two difference vectors both vanish (duplicate rows) do not depend on the
+    metric and are dropped.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from cvxmetric.rankdml import RankDMLSupervised
+    >>> X, y = load_iris(return_X_y=True)
+    >>> est = RankDMLSupervised(n_queries=20, random_state=0).fit(X, y)
+    >>> est.transform(X).shape
+    (150, 4)
+    """
+
+    _parameter_constraints = {
+        **_SHARED_CONSTRAINTS,
+        "n_top": [Interval(Integral, 0, None, closed="left")],
+        "n_random": [Interval(Integral, 0, None, closed="left")],
+        "n_relevant": [Interval(Integral, 1, None, closed="left")],
+        "n_queries": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(self, n_top=5, n_random=5, n_relevant=1, n_queries=None,
+                 regularizer="frobenius", lam=1.0, tau=None, A0=None, diagonal=False,
+                 solver="exact", tol=None, max_iter=None, random_state=None,
+                 verbose=False):
+        self.n_top = n_top
+        self.n_random = n_random
+        self.n_relevant = n_relevant
+        self.n_queries = n_queries
+        self.regularizer = regularizer
+        self.lam = lam
+        self.tau = tau
+        self.A0 = A0
+        self.diagonal = diagonal
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Select critical triplets from the labels and learn ``A``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : RankDMLSupervised
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:  # scikit-learn's message does not name y
+            raise ValueError(f"y: {exc}") from None
+        if self.n_top + self.n_random == 0:
+            raise ValueError("n_top, n_random: at least one irrelevant item per "
+                             "query is needed (both are 0).")
+        classes, codes = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                f"y: {type(self).__name__} needs at least 2 classes, got 1 class."
+            )
+        rng = check_random_state(self.random_state)
+        n = X.shape[0]
+        n_q = n if self.n_queries is None else min(int(self.n_queries), n)
+        queries = np.sort(rng.choice(n, n_q, replace=False))
+        queries, relevant = _relevant_items(codes, queries, self.n_relevant, rng)
+        if len(queries) == 0:
+            raise ValueError("y: no query has another sample of its class; "
+                             "relevant items are impossible.")
+        baseline = self.A0 if self.regularizer in ("burg", "logdet") else None
+        t = critical_triplets(queries, relevant, np.arange(n), X, n_top=self.n_top,
+                              n_random=self.n_random, A0=baseline, random_state=rng)
+        q, r, i = t.T
+        useful = ~(_same_point(X, q, r) & _same_point(X, q, i))
+        if not np.any(useful):
+            raise ValueError("X: every selected triplet compares identical points; "
+                             "the data has no information on the metric.")
+        return self._solve(Triplets.create(X, t[useful]))
+
+
+def _relevant_items(codes, queries, n_relevant, rng):
+    """Per query, up to ``n_relevant`` random other samples of its class.
+
+    Returns the queries that have at least one, and their relevant items
+    (a list of index arrays, one per kept query).
+    """
+    kept, rel = [], []
+    for c in np.unique(codes[queries]):  # one pass per class, not per query
+        members = np.flatnonzero(codes == c)
+        qs = queries[codes[queries] == c]
+        k = min(n_relevant, len(members) - 1)
+        if k <= 0:
+            continue
+        keys = rng.random_sample((len(qs), len(members)))
+        keys[qs[:, None] == members[None, :]] = np.inf  # not the query itself
+        pick = members[np.argsort(keys, axis=1)[:, :k]]  # (n_qs, k)
+        kept.append(qs)
+        rel.append(pick)
+    if not kept:
+        return np.zeros(0, dtype=np.intp), []
+    qs = np.concatenate(kept)
+    order = np.argsort(qs, kind="stable")
+    rel_rows = [row for block in rel for row in block]
+    return qs[order], [rel_rows[o] for o in order]
+
+
+def _same_point(X, i, j):
+    """Boolean mask: rows ``i`` and ``j`` of ``X`` are identical points."""
+    return (i == j) | np.all(X[i] == X[j], axis=1)

@@ -1,0 +1,321 @@
+"""SLR estimator: a bilinear similarity learned from class labels.
+
+:class:`SLR` learns a general matrix ``M`` (d, d) -- neither symmetric nor
+PSD -- so that the similarity ``x_a^T M x_b`` is at least ``delta1`` for
+same-class pairs and at most ``delta2`` for different-class pairs, in the
+squared-hinge sense of Eq. 4 of Qian et al. (2015).  It is *not* a
+Mahalanobis learner: there is no distance, no ``transform`` and no
+``get_mahalanobis_matrix``; use :meth:`SLR.pair_score`,
+:meth:`SLR.pairwise_similarity` or :meth:`SLR.get_bilinear_matrix`.
+
+==================  ===================================================  =================
+``solver``          what runs                                            guarantee
+==================  ===================================================  =================
+``"newton"``        :class:`~cvxmetric.slr.SemismoothNewton` (default)    certified, ``tol``
+``"exact"``         :func:`~cvxmetric.slr.solve_exact` (CVXPY)           certified
+``"adaptive"``      :class:`~cvxmetric.slr.AdaptiveRegression`,           Algorithm 1,
+                    ``n_iter`` iterations (the paper's ``T``)             gap reported
+``"randomized"``    :func:`~cvxmetric.slr.randomized_slr` (Algorithm 2)   approximate
+``"lowrank"``       :func:`~cvxmetric.slr.lowrank_slr` (Algorithm 3)      approximate
+==================  ===================================================  =================
+
+A failed exact solve raises the solver's
+:class:`~cvxmetric.result.SolverError`; an iterative solver that stops
+before its tolerance emits a ``ConvergenceWarning`` and the estimator keeps
+its last iterate with ``status_ == "max_iter_reached"``.
+"""
+
+import dataclasses
+import logging
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_finite
+from ._problem import SLRData, check_thresholds
+from .exact import solve_exact
+from .fast import AdaptiveRegression, SemismoothNewton
+
+__all__ = ["SLR", "SOLVER_NAMES", "SKETCH_NAMES"]
+
+logger = logging.getLogger("cvxmetric")
+
+#: Values of the ``solver`` parameter.
+SOLVER_NAMES = ("newton", "exact", "adaptive", "randomized", "lowrank")
+
+#: Values of the ``sketch`` parameter (Algorithm 2 / 3 compression).
+SKETCH_NAMES = ("gaussian", "columns")
+
+
+class SLR(BaseEstimator):
+    """Similarity learning via adaptive regression (Qian et al. 2015).
+
+    Learns ``M`` minimising Eq. 4 over all ordered pairs of training samples
+    (same-class pairs include ``i = j``)::
+
+        sum_{y_i = y_j} [delta1 - x_i^T M x_j]_+^2 + sum_{y_i != y_j} [x_i^T M x_j - delta2]_+^2
+
+    Parameters
+    ----------
+    delta1, delta2 : float, default=1.0, 0.0
+        Thresholds for same-class and different-class similarities,
+        ``delta1 > delta2``.
+    solver : {"newton", "exact", "adaptive", "randomized", "lowrank"}, \
+default="newton"
+        See the table in the module docstring.  ``"newton"`` is certified to
+        the same accuracy as ``"exact"`` and scales to thousands of samples.
+    n_iter : int >= 1, default=10
+        Iterations ``T`` of Algorithms 1, 2 and 3 (the paper uses 10).
+        Ignored by ``"newton"`` and ``"exact"``.
+    n_sketch : int >= 1, optional
+        Sketch size ``m <= n_samples`` of Algorithm 2 (required for
+        ``"randomized"``) and of Algorithm 3 (optional; ``None``: no
+        compression).
+    rank : int >= 1, optional
+        Rank ``r <= n_features`` of ``M = L R^T`` (required for
+        ``"lowrank"``).
+    sketch : {"gaussian", "columns"}, default="gaussian"
+        Gaussian random projection or column sampling (Remark 3).
+    tol : float > 0, optional
+        Certified relative gap at which ``"newton"`` (default ``1e-10``) and
+        ``"adaptive"`` (default ``1e-8``: stop before ``n_iter``) stop.
+    max_iter : int >= 1, optional
+        Iteration cap of ``"newton"`` (default 100).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the sketches of ``"randomized"`` and ``"lowrank"``.
+    verbose : bool or int, default=False
+        Show the conic solver's output (``"exact"``) and log a summary of
+        the fit at INFO level on the ``cvxmetric`` logger.
+
+    Attributes
+    ----------
+    bilinear_matrix_ : ndarray of shape (n_features, n_features)
+        The learned ``M`` (general: not symmetric, not PSD in general).
+    objective_ : float
+        Eq. 4 at ``M`` (for ``"randomized"`` / ``"lowrank"``: as their
+        solver reports it).
+    status_ : str
+        A :class:`~cvxmetric.result.Status` word.
+    n_iter_ : int
+    certificate_ : Certificate
+        Lower bound on the optimum of Eq. 4 and the relative gap.
+    result_ : SolverResult
+        The full solver result.
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Present when ``X`` has string column names.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from cvxmetric.slr import SLR
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> est = SLR().fit(X, y)
+    >>> est.pair_score([[X[0], X[1]], [X[0], X[100]]]).round(2)
+    array([ 1.48, -1.57])
+    """
+
+    _parameter_constraints = {
+        "delta1": [Interval(Real, None, None, closed="neither")],
+        "delta2": [Interval(Real, None, None, closed="neither")],
+        "solver": [StrOptions(set(SOLVER_NAMES))],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_sketch": [Interval(Integral, 1, None, closed="left"), None],
+        "rank": [Interval(Integral, 1, None, closed="left"), None],
+        "sketch": [StrOptions(set(SKETCH_NAMES))],
+        "tol": [Interval(Real, 0, None, closed="neither"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        delta1=1.0,
+        delta2=0.0,
+        solver="newton",
+        n_iter=10,
+        n_sketch=None,
+        rank=None,
+        sketch="gaussian",
+        tol=None,
+        max_iter=None,
+        random_state=None,
+        verbose=False,
+    ):
+        self.delta1 = delta1
+        self.delta2 = delta2
+        self.solver = solver
+        self.n_iter = n_iter
+        self.n_sketch = n_sketch
+        self.rank = rank
+        self.sketch = sketch
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn ``M`` from samples and class labels.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+            Class labels; at least two classes.
+
+        Returns
+        -------
+        self : SLR
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:  # scikit-learn's message does not name y
+            raise ValueError(f"y: {exc}") from None
+        classes, codes = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                f"y: SLR needs at least 2 classes, got {classes.size} class."
+            )
+        delta1, delta2 = check_thresholds(self.delta1, self.delta2)
+        n, d = X.shape
+        if self.n_sketch is not None and self.n_sketch > n:
+            raise ValueError(
+                f"n_sketch: must be <= n_samples = {n}, got {self.n_sketch}."
+            )
+        if self.solver == "randomized" and self.n_sketch is None:
+            raise ValueError("n_sketch: required when solver='randomized'.")
+        if self.solver == "lowrank":
+            if self.rank is None:
+                raise ValueError("rank: required when solver='lowrank'.")
+            if self.rank > d:
+                raise ValueError(
+                    f"rank: must be <= n_features = {d}, got {self.rank}."
+                )
+        codes = codes.reshape(-1)
+        result = self._solve(X, codes, delta1, delta2)
+        info = {k: v for k, v in result.info.items() if k != "model"}
+        self.result_ = dataclasses.replace(result, info=info)
+        self.bilinear_matrix_ = np.asarray(result.M, dtype=float)
+        self.objective_ = float(result.objective)
+        self.status_ = result.status
+        self.n_iter_ = int(result.n_iter)
+        self.certificate_ = result.certificate
+        self.classes_ = classes
+        log = logger.info if self.verbose else logger.debug
+        log("SLR: solver=%s status=%s objective=%.6g n_iter=%d", self.solver,
+            self.status_, self.objective_, self.n_iter_)
+        return self
+
+    def _solve(self, X, codes, delta1, delta2):
+        """Dispatch to the solver; returns its SolverResult."""
+        if self.solver in ("randomized", "lowrank"):
+            rng = check_random_state(self.random_state)
+            if self.solver == "randomized":
+                from .randomized import randomized_slr
+
+                return randomized_slr(
+                    X, codes, self.n_sketch, sketch=self.sketch, n_iter=self.n_iter,
+                    delta1=delta1, delta2=delta2, random_state=rng)
+            from .lowrank import lowrank_slr
+
+            extra = {}
+            if self.n_sketch is not None:
+                extra = {"n_sketch": self.n_sketch, "sketch": self.sketch}
+            return lowrank_slr(X, codes, self.rank, n_iter=self.n_iter,
+                               delta1=delta1, delta2=delta2, random_state=rng,
+                               **extra)
+        data = SLRData.from_labels(X, codes, delta1=delta1, delta2=delta2)
+        if self.solver == "exact":
+            return solve_exact(data, verbose=bool(self.verbose))
+        if self.solver == "adaptive":
+            options = {"maxiter": self.n_iter}
+            if self.tol is not None:
+                options["tol"] = self.tol
+            return AdaptiveRegression(**options).run(data)
+        if self.solver == "newton":
+            options = {}
+            if self.tol is not None:
+                options["tol"] = self.tol
+            if self.max_iter is not None:
+                options["maxiter"] = self.max_iter
+            return SemismoothNewton(**options).run(data)
+        # only reachable when parameter validation was bypassed
+        raise ValueError(
+            f"solver: unknown option {self.solver!r}; expected one of "
+            f"{', '.join(repr(s) for s in SOLVER_NAMES)}."
+        )
+
+    # -- the learned similarity ------------------------------------------------
+
+    def get_bilinear_matrix(self):
+        """The learned ``M`` (a copy): ``similarity(a, b) = a^T M b``.
+
+        Returns
+        -------
+        M : ndarray of shape (n_features, n_features)
+        """
+        check_is_fitted(self, "bilinear_matrix_")
+        return self.bilinear_matrix_.copy()
+
+    def pair_score(self, pairs):
+        """Bilinear similarity ``a^T M b`` of each pair ``(a, b)``.
+
+        Higher means more similar.  Not symmetric in general:
+        ``score(a, b) != score(b, a)`` unless ``M`` is symmetric.
+
+        Parameters
+        ----------
+        pairs : array_like of shape (n_pairs, 2, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_pairs,)
+        """
+        check_is_fitted(self, "bilinear_matrix_")
+        points = check_finite(pairs, "pairs", ndim=3)
+        d = self.n_features_in_
+        if points.shape[1] != 2 or points.shape[2] != d:
+            raise ValueError(
+                f"pairs: expected shape (n_pairs, 2, {d}), got {points.shape}."
+            )
+        if points.shape[0] == 0:
+            raise ValueError("pairs: no pairs given.")
+        return np.einsum("pi,pi->p", points[:, 0] @ self.bilinear_matrix_,
+                         points[:, 1])
+
+    def pairwise_similarity(self, X, Y=None):
+        """Similarities ``X M Y^T`` of every row of ``X`` with every row of ``Y``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_a, n_features)
+            Queries (left argument).
+        Y : array_like of shape (n_b, n_features), optional
+            Items (right argument); default ``X``.
+
+        Returns
+        -------
+        S : ndarray of shape (n_a, n_b)
+            ``S[a, b] = X[a]^T M Y[b]``: rank items for query ``a`` by
+            ``S[a]`` in decreasing order.
+        """
+        check_is_fitted(self, "bilinear_matrix_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        Y = X if Y is None else validate_data(self, Y, reset=False, dtype=np.float64)
+        return (X @ self.bilinear_matrix_) @ Y.T

@@ -1,0 +1,321 @@
+"""SLR, Algorithm 3: low-rank alternating regression ``M = L R^T``.
+
+Qian, Baytas, Jin, Jain, Zhu (2015), Eq. 7 and Algorithm 3.  With ``X``
+(n, d) (rows are samples; the paper's ``X^T``) and ``L, R`` (d, r)::
+
+    min_{L, R, Y in B}  J(L, R, Y) = ||X L R^T X^T - Y||_F^2            (Eq. 7)
+
+where ``B`` is the box of adaptive targets (``Y_ij >= delta1`` on
+same-class pairs, ``<= delta2`` elsewhere; ``target="adaptive"``) or the
+single Eq. 2 target (``target="fixed"``: ``Y_ij = delta1`` / ``delta2``,
+SLR-Fixed).  ``min_Y J = f(L R^T)``, the Eq. 4 objective, because the best
+``Y`` is the clip of ``K = X L R^T X^T`` entry by entry.
+
+Algorithm 3 alternates three exact minimisations of ``J``:
+
+* target (steps 5, 8): ``Y = clip(K)`` (adaptive) -- entry by entry;
+* ``L`` (step 6): ``min_L ||A L Q^T - T||_F^2`` with ``A = S^T X`` (m, d),
+  ``Q = X R`` (n, r) and ``T = S^T Y`` (m, n); the minimum-norm solution is
+  ``L = A^+ T Q^{+T}``;
+* ``R`` (step 9): the same problem transposed (``K^T = X R L^T X^T`` and
+  ``clip(K)^T = clip(K^T)``: the class relation is symmetric), so the
+  ``R``-step is the ``L``-step with the roles of ``L`` and ``R`` swapped.
+
+Without compression (``n_sketch=None``, ``S = I``, ``A = X`` and ``X^+``
+computed once by a thin SVD) each step minimises ``J`` exactly, so ``J`` --
+and hence Eq. 4 at ``L_k R_k^T`` after each target step -- never increases:
+``info["objective_history"]`` records it before every half step.  With a
+sketch (``n_sketch=m``, a new random ``S`` per half step as in steps 4 and 7)
+each half step solves a sampled problem and the decrease holds only on
+average.
+
+Cost, and nothing ``n x n``
+---------------------------
+``T Q^{+T} = S^T (Y W)`` with ``W = Q^{+T} = Q (Q^T Q)^+`` (n, r), and
+``Y W = K W + Res W`` where ``K W = P (Q^T W)`` (``P = X L``) and
+``Res = clip(K) - K`` is formed block by block over rows (as in
+:mod:`.randomized`).  One half step costs ``O(n_rows n r)`` time (``n_rows
+= n`` without sketch or with a Gaussian one, ``m`` with column sampling)
+plus the pseudo-inverse of ``A``, and ``O((n + d) r + block)`` memory beyond
+``X`` and its SVD.  With the fixed target, ``Y = delta2 1 1^T +
+(delta1 - delta2) E E^T`` (``E`` the class indicator) and ``Y W`` is
+``O(n r)`` from class sums: no pass over pairs at all.
+
+Initialisation (step 2, "using a randomly sampled subset"): ``L_0 = R_0 =
+V_r``, the top-``r`` right singular vectors of ``init_size`` random samples
+(the Euclidean similarity restricted to their principal subspace, the
+low-rank analogue of Algorithm 1's ``M_0 = I``); padded with random
+orthonormal directions when the subset has rank below ``r``.
+"""
+
+import time
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from .._validation import check_option
+from ..result import SolverResult, Status
+from .randomized import (
+    DEFAULT_BLOCK,
+    OBJECTIVE_MAX_N,
+    SKETCHES,
+    _check_dtype,
+    _check_int,
+    _check_problem,
+    _heuristic_certificate,
+    _objective_report,
+    _pair_residual,
+    _thin_svd,
+)
+
+__all__ = ["TARGETS", "lowrank_slr"]
+
+#: Target kinds: Eq. 4's adaptive box, or the fixed Eq. 2 target (SLR-Fixed).
+TARGETS = ("adaptive", "fixed")
+
+
+class _Problem:
+    """Sorted data and the pieces shared by the half steps."""
+
+    def __init__(self, X, codes, delta1, delta2, target, dtype, block):
+        order = np.argsort(codes, kind="stable")
+        self.X = X[order]  # sorted by class: same-class pairs are rectangles
+        self.y = codes[order]
+        self.order = order
+        self.n, self.d = X.shape
+        self.n_classes = int(codes.max()) + 1
+        self.counts = np.bincount(self.y, minlength=self.n_classes)
+        self.delta1, self.delta2 = delta1, delta2
+        self.target = target
+        self.dtype = dtype
+        self.block = block
+        self._svd = None
+
+    def full_svd(self):
+        """``(None, s, Vt)`` of ``X``, computed once (``X^+ = V s^{-1} U^T``
+        is applied as ``V s^{-2} V^T X^T``: no (n, r) ``U`` is stored)."""
+        if self._svd is None:
+            self._svd = _thin_svd(self.X, need_u=False)
+        return self._svd
+
+    def class_sums(self, Z):
+        """``E^T Z`` (n_classes, k) for ``Z`` (n, k) in sorted order."""
+        out = np.zeros((self.n_classes, Z.shape[1]))
+        present = self.counts > 0
+        starts = np.concatenate(([0], np.cumsum(self.counts)[:-1]))[present]
+        out[present] = np.add.reduceat(Z, starts, axis=0)
+        return out
+
+    def eq1_objective(self, P, Q):
+        """``||P Q^T - D||_F^2`` with the fixed target ``D``, in ``O(n k^2)``."""
+        d1, d2 = self.delta1, self.delta2
+        kk = float(np.sum((P.T @ P) * (Q.T @ Q)))  # ||P Q^T||_F^2
+        EP, EQ = self.class_sums(P), self.class_sums(Q)
+        # <P Q^T, D> = d2 (1^T P)(Q^T 1) + (d1 - d2) sum_c (E^T P)_c . (E^T Q)_c
+        kd = (d2 * float(P.sum(axis=0) @ Q.sum(axis=0))
+              + (d1 - d2) * float(np.sum(EP * EQ)))
+        dd = d2 ** 2 * self.n ** 2 + (d1 ** 2 - d2 ** 2) * float(np.sum(self.counts ** 2.0))
+        return max(0.0, kk - 2.0 * kd + dd)
+
+
+def _half_step(prob, XL_old, XR, *, sketch=None, m=None, rng=None):
+    """One exact (or sketched) minimisation over ``L`` with ``R`` fixed.
+
+    The target is built from the current ``M = L_old R^T``.
+
+    Parameters
+    ----------
+    prob : _Problem
+    XL_old : ndarray of shape (n, r)
+        ``X L_old`` (sorted samples).
+    XR : ndarray of shape (n, r)
+        ``X R``.  The products are passed in because each one serves two
+        consecutive half steps (``X L_new`` is the next step's ``X R``).
+
+    Returns
+    -------
+    L : ndarray of shape (d, r)
+    f : float
+        The objective before the step: Eq. 4 at ``L_old R_fix^T`` over the
+        rows the step sees (all rows without sketch: exact), or Eq. 1 for
+        the fixed target.
+    """
+    X, n = prob.X, prob.n
+    Q = XR  # (n, r)
+    # W = Q^{+T} (n, r): min-norm solution of the right factor
+    _, sq, Vqt = _thin_svd(Q, need_u=False)
+    W = Q @ (Vqt.T / sq ** 2) @ Vqt  # (n, r) = Q (Q^T Q)^+
+    if sketch is None or sketch == "gaussian":
+        Xr, yr, P = X, prob.y, XL_old
+    else:  # columns: sampled rows, sorted (X is sorted by class)
+        rows = np.sort(rng.randint(0, n, size=m))
+        Xr, yr, P = X[rows], prob.y[rows], XL_old[rows]
+    # P (n_rows, r): K[rows] = P Q^T
+    if prob.target == "fixed":
+        d1, d2 = prob.delta1, prob.delta2
+        EW = prob.class_sums(W)  # (c, r)
+        YW = d2 * W.sum(axis=0)[None, :] + (d1 - d2) * EW[yr]
+        f = prob.eq1_objective(XL_old, Q) if sketch is None else np.nan
+    else:
+        f, _, RW = _pair_residual(P, Q, yr, prob.y, prob.delta1,
+                                  prob.delta2, right=W, block=prob.block,
+                                  dtype=prob.dtype, count=False)
+        YW = P @ (Q.T @ W) + RW  # (n_rows, r) = clip(K)[rows] W
+        if sketch is not None and sketch == "columns":
+            f *= n / m  # unbiased estimate of the full sum
+    if sketch is None:
+        A, T = X, YW
+    elif sketch == "columns":
+        # A = sqrt(n/m) X[I], T = sqrt(n/m) Y[I] W: the scale cancels
+        A, T = Xr, YW
+    else:
+        S = rng.standard_normal((n, m)) / np.sqrt(m)  # (n, m), E[S S^T] = I
+        A, T = S.T @ X, S.T @ YW
+    # L = A^+ T = V s^{-2} V^T (A^T T)
+    _, s, Vt = prob.full_svd() if sketch is None else _thin_svd(A, need_u=False)
+    L = Vt.T @ ((Vt @ (A.T @ T)) / s[:, None] ** 2)
+    return L, float(f)
+
+
+def _initial_factors(X, rank, init_size, rng):
+    """``V_r`` (d, r): principal directions of a random subset, padded."""
+    n, d = X.shape
+    idx = rng.choice(n, size=min(n, init_size), replace=False)
+    _, s, Vt = _thin_svd(X[idx], need_u=False)
+    V = Vt[:min(s.size, rank)].T
+    if V.shape[1] < rank:
+        # complete with random directions orthogonal to V
+        Z = rng.standard_normal((d, rank - V.shape[1]))
+        Z -= V @ (V.T @ Z)
+        Qz, _ = np.linalg.qr(Z)
+        V = np.hstack([V, Qz])
+    return np.ascontiguousarray(V)
+
+
+def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None,
+                *, target="adaptive", n_sketch=None, sketch="columns",
+                init_size=1000, objective_max_n=OBJECTIVE_MAX_N, evaluate=True,
+                dtype=np.float64, block=DEFAULT_BLOCK):
+    """Algorithm 3: alternating closed-form regression for ``M = L R^T``.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+    y : array_like of int, shape (n,)
+        Class labels (at least two classes).
+    rank : int
+        ``r``, ``1 <= r <= d``.
+    n_iter : int
+        ``T``: each iteration updates ``L`` then ``R``.
+    delta1, delta2 : float
+        Thresholds, ``delta1 > delta2``.
+    random_state : int, RandomState or None
+        The initial subset and the sketches.
+    target : {"adaptive", "fixed"}
+        Eq. 4's adaptive targets (SLR) or the fixed Eq. 2 target
+        (SLR-Fixed, Eq. 1 with ``M = L R^T``).
+    n_sketch : int, optional
+        ``m``: compress each half step with a new random ``S`` (n, m)
+        (Algorithm 3 as printed).  Default: no compression (exact steps,
+        monotone objective).
+    sketch : {"columns", "gaussian"}
+        Kind of ``S`` when ``n_sketch`` is given.
+    init_size : int
+        Samples in the initial subset.
+    objective_max_n : int or None
+        Above this ``n`` the certificate's Eq. 4 objective is NaN and a
+        row-sampled estimate is in ``info`` (see
+        :func:`~cvxmetric.slr.randomized.randomized_slr`).
+    evaluate : bool
+        Compute Eq. 4 at the result at all (False: NaN, no pass).
+    dtype : float32 or float64
+        Precision of the pair-block products.
+    block : int
+        Entries of one row block.
+
+    Returns
+    -------
+    SolverResult
+        ``M = L R^T`` (d, d); ``objective`` is the minimised problem's
+        objective at ``M``: Eq. 4 over all pairs for the adaptive target
+        (NaN above ``objective_max_n``), Eq. 1 for the fixed target;
+        status ``max_iter_reached`` (a fixed number of iterations; no lower
+        bound is claimed).  ``info``: ``L``, ``R``, ``eq4_objective``
+        (Eq. 4 at ``M`` either way, or NaN plus an estimate),
+        ``objective_history`` (the minimised objective before each half
+        step and at the end; estimates with column sampling), ``problem``.
+
+    Raises
+    ------
+    ValueError
+        Bad ``X``, ``y``, ``rank`` outside ``[1, d]``, ``n_sketch`` outside
+        ``[1, n]``, unknown ``target`` or ``sketch``, ``n_iter < 1``,
+        ``delta1 <= delta2``.
+    """
+    t_start = time.perf_counter()
+    X, codes, delta1, delta2 = _check_problem(X, y, delta1, delta2)
+    n, d = X.shape
+    rank = _check_int(rank, "rank", 1, d)
+    n_iter = _check_int(n_iter, "n_iter", 1)
+    check_option(target, "target", TARGETS)
+    if n_sketch is not None:
+        n_sketch = _check_int(n_sketch, "n_sketch", 1, n)
+        check_option(sketch, "sketch", SKETCHES)
+    init_size = _check_int(init_size, "init_size", 1)
+    dtype = _check_dtype(dtype)
+    block = _check_int(block, "block", 1)
+    if objective_max_n is not None:
+        objective_max_n = _check_int(objective_max_n, "objective_max_n", 0)
+    rng = check_random_state(random_state)
+
+    prob = _Problem(X, codes, delta1, delta2, target, dtype, block)
+    kind = None if n_sketch is None else sketch
+    L = R = _initial_factors(prob.X, rank, init_size, rng)
+    history = []
+    t0 = time.perf_counter()
+    XL = XR = prob.X @ L  # (n, r)
+    for _ in range(n_iter):
+        L, f = _half_step(prob, XL, XR, sketch=kind, m=n_sketch, rng=rng)
+        XL = prob.X @ L
+        history.append(f)
+        # the R step is the L step of the transposed problem
+        R, f = _half_step(prob, XR, XL, sketch=kind, m=n_sketch, rng=rng)
+        XR = prob.X @ R
+        history.append(f)
+    t_iter = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    eq4, oinfo = _objective_report(X, codes, L, R, delta1, delta2,
+                                   objective_max_n=objective_max_n, rng=rng,
+                                   block=block, evaluate=evaluate)
+    t_obj = time.perf_counter() - t0
+    info = {"algorithm": "Algorithm 3 (low-rank alternating regression)",
+            "target": target, "rank": rank, "n_sketch": n_sketch,
+            "sketch": kind, "dtype": dtype.name, "L": L, "R": R,
+            "eq4_objective": eq4,
+            "stopping": "fixed number of iterations (the paper's T)"}
+    if target == "fixed":
+        # SLR-Fixed minimises Eq. 1: that is its objective (O(n r^2), exact)
+        objective = prob.eq1_objective(XL, XR)
+        problem = "Eq. 1 (fixed Eq. 2 target)"
+        history = [h for h in history if np.isfinite(h)] + [objective]
+    else:
+        objective = eq4
+        problem = "Eq. 4"
+        history.append(eq4)
+    info["problem"] = problem
+    info["objective_history"] = history
+    info["objective_history_kind"] = (
+        "exact, before each half step and at the end" if kind is None
+        else "on the sampled rows, rescaled (estimates)" if kind == "columns"
+        else "exact Eq. 4 before each half step (the sketch compresses only "
+             "the regression)" if target == "adaptive"
+        else "final value only")
+    info.update(oinfo)
+    total = time.perf_counter() - t_start
+    times = {"iterations": t_iter, "objective": t_obj, "total": total}
+    name = "slr-lowrank" if target == "adaptive" else "slr-fixed"
+    cert = _heuristic_certificate(objective, name, times)
+    return SolverResult(M=L @ R.T, status=Status.MAX_ITER,
+                        objective=float(objective), n_iter=n_iter,
+                        certificate=cert, method=name, info=info, time=total)
