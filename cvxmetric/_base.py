@@ -21,12 +21,40 @@ integer indices (n_pairs, 2) into it.
 """
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_finite, check_samples
 from .constraints import tuples_to_indices
 
-__all__ = ["MahalanobisMixin", "components_from_metric"]
+__all__ = ["MahalanobisMixin", "components_from_metric", "validate_labelled"]
+
+
+def validate_labelled(estimator, X, y, **kwargs):
+    """Validate the ``(X, y)`` of a ``fit(X, y)`` learner on class labels.
+
+    :func:`~sklearn.utils.validation.validate_data` (float64, keyword
+    arguments passed on), classification targets and at least two classes,
+    each error naming its argument.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    classes : ndarray of shape (n_classes,)
+    codes : ndarray of shape (n_samples,)
+        ``classes[codes] == y``.
+    """
+    X, y = validate_data(estimator, X, y, dtype=np.float64, **kwargs)
+    try:
+        check_classification_targets(y)
+    except ValueError as exc:  # scikit-learn's message does not name y
+        raise ValueError(f"y: {exc}") from None
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(
+            f"y: {type(estimator).__name__} needs at least 2 classes, got 1 class.")
+    return X, y, classes, codes
 
 
 def components_from_metric(M):

@@ -47,10 +47,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
-from .._base import MahalanobisMixin
+from .._base import MahalanobisMixin, validate_labelled
 from .._validation import check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
 from ._problem import MMCData
@@ -295,15 +293,8 @@ status_, n_iter_, certificate_, result_, n_features_in_
         -------
         self : MMCSupervised
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        try:
-            check_classification_targets(y)
-        except ValueError as exc:  # scikit-learn's message does not name y
-            raise ValueError(f"y: {exc}") from None
-        n_classes = np.unique(y).size
-        if n_classes < 2:
-            raise ValueError(
-                f"y: {type(self).__name__} needs at least 2 classes, got 1 class.")
+        X, y, classes, _ = validate_labelled(self, X, y, ensure_min_samples=2)
+        n_classes = classes.size
         n = self.num_constraints
         if n is None:
             n = 20 * n_classes ** 2

@@ -33,10 +33,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
-from .._base import MahalanobisMixin
+from .._base import MahalanobisMixin, validate_labelled
 from .._validation import check_samples
 from ..constraints import (
     LabeledPairs,
@@ -451,20 +449,11 @@ certificate_, result_, n_features_in_
         -------
         self : QwiseSupervised
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        try:
-            check_classification_targets(y)
-        except ValueError as exc:  # scikit-learn's message does not name y
-            raise ValueError(f"y: {exc}") from None
+        X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
         if (self.u is None) != (self.l is None):
             raise ValueError(
                 f"u, l: set both (Eq. 11 with pairs) or neither (Eq. 8), got "
                 f"u={self.u!r}, l={self.l!r}."
-            )
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                f"y: {type(self).__name__} needs at least 2 classes, got 1 class."
             )
         n = self.n_constraints
         if n is None:

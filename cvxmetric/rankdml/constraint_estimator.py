@@ -33,10 +33,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
-from .._base import MahalanobisMixin
+from .._base import MahalanobisMixin, validate_labelled
 from .._validation import check_samples
 from ..constraints import pairs_from_labels, tuples_to_indices
 from ._constraint import ConstraintData, check_pair_labels, solve_constraint_exact
@@ -294,15 +292,7 @@ certificate_, result_, n_features_in_
         -------
         self : ConstraintDMLSupervised
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        try:
-            check_classification_targets(y)
-        except ValueError as exc:  # scikit-learn's message does not name y
-            raise ValueError(f"y: {exc}") from None
-        if np.unique(y).size < 2:
-            raise ValueError(
-                f"y: {type(self).__name__} needs at least 2 classes, got 1 class."
-            )
+        X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
         n = self.n_constraints
         if n is None:
             n = min(1000, 20 * X.shape[0])

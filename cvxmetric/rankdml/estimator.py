@@ -34,10 +34,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
-from .._base import MahalanobisMixin
+from .._base import MahalanobisMixin, validate_labelled
 from .._validation import check_samples
 from ..constraints import Triplets
 from ._pairs import critical_triplets
@@ -309,19 +307,10 @@ certificate_, result_, n_features_in_, n_triplets_
         -------
         self : RankDMLSupervised
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        try:
-            check_classification_targets(y)
-        except ValueError as exc:  # scikit-learn's message does not name y
-            raise ValueError(f"y: {exc}") from None
+        X, y, _, codes = validate_labelled(self, X, y, ensure_min_samples=2)
         if self.n_top + self.n_random == 0:
             raise ValueError("n_top, n_random: at least one irrelevant item per "
                              "query is needed (both are 0).")
-        classes, codes = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(
-                f"y: {type(self).__name__} needs at least 2 classes, got 1 class."
-            )
         rng = check_random_state(self.random_state)
         n = X.shape[0]
         n_q = n if self.n_queries is None else min(int(self.n_queries), n)

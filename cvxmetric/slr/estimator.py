@@ -33,9 +33,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._base import validate_labelled
 from .._validation import check_finite
 from ._problem import SLRData, check_thresholds
 from .exact import solve_exact
@@ -182,16 +182,7 @@ default="newton"
         -------
         self : SLR
         """
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        try:
-            check_classification_targets(y)
-        except ValueError as exc:  # scikit-learn's message does not name y
-            raise ValueError(f"y: {exc}") from None
-        classes, codes = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(
-                f"y: SLR needs at least 2 classes, got {classes.size} class."
-            )
+        X, y, classes, codes = validate_labelled(self, X, y)
         delta1, delta2 = check_thresholds(self.delta1, self.delta2)
         n, d = X.shape
         if self.n_sketch is not None and self.n_sketch > n:
