@@ -29,12 +29,13 @@ libraries (about 150-250 MB); ``base MB`` is the peak before the solve
 started (after building the data), so ``peak - base`` bounds the solve's
 own extra memory from below.
 
-Measured on a 2-core machine (solvers as of the first collection commit):
-``exact`` 1 s / 4 s / 15 s and ``straightforward`` 3 s / 64 s / 406 s
-(peak 0.2 / 0.5 / 1.1 GB) at (20, 1000) / (40, 2000) / (60, 2000); ``fast``
-2-5 s there, but more than 15 minutes at (100, 1e5).  Use ``max_seconds``
-(e.g. 900) for the two large sizes and ``--skip-straightforward`` to save
-the seven minutes of the declared model at (60, 2000).
+Measured on the 2-core machine (2026-11-23): ``exact`` 0.12 s / 0.92 s /
+3.9 s and ``straightforward`` 1.6 s / 18 s / 180 s (peak 0.2 / 0.5 / 1.1 GB)
+at (20, 1000) / (40, 2000) / (60, 2000); ``fast`` 0.09 / 0.26 / 0.37 s
+there (gap <= 5e-10), 11.5 s at (100, 1e5) (certified 6.5e-10), and at
+(100, 1e6) it stops at the :data:`LARGE_SOLVER_SECONDS` budget with a
+certified gap of 6e-3 (peak 1.9 GB).  Use ``--skip-straightforward`` to
+save the three minutes of the declared model at (60, 2000).
 """
 
 import json
