@@ -74,6 +74,7 @@ from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, eigh_psd
 from .._validation import check_indices, check_option, check_samples, check_scalar
 from ..result import Certificate, InfeasibleError, SolverError, SolverResult
+from ._variable import FullOrDiagonal
 
 __all__ = [
     "ConstraintData",
@@ -128,7 +129,7 @@ def check_pair_labels(labels, n_pairs, name="y"):
 
 
 @dataclass(eq=False)
-class ConstraintData:
+class ConstraintData(FullOrDiagonal):
     """Eq. 1 / 4 / 6 / 10 data in canonical form.
 
     Build with :meth:`from_pairs`.
@@ -324,33 +325,7 @@ class ConstraintData:
                     f"{_show_rows(ray_rows, self.pairs)}.")
         return msg + f" The exact test agrees: {self._identical(self.infeasible_pairs())}"
 
-    # -- the variable ----------------------------------------------------------------
-
-    def as_variable(self, A):
-        """``A`` as the solvers hold it: a symmetric (d, d) matrix, or ``a``
-        (d,) for diagonal problems (from a vector or a matrix's diagonal)."""
-        A = np.asarray(A, dtype=float)
-        d = self.n_features
-        if self.diagonal:
-            if A.shape == (d,):
-                return A
-            if A.shape != (d, d):
-                raise ValueError(f"A: expected shape ({d},) or ({d}, {d}), got {A.shape}.")
-            return np.diag(A).copy()
-        if A.shape != (d, d):
-            raise ValueError(f"A: expected shape ({d}, {d}), got {A.shape}.")
-        return 0.5 * (A + A.T)
-
-    def to_matrix(self, a):
-        """The (d, d) matrix of a solver variable."""
-        return np.diag(a) if self.diagonal else a
-
-    def off_diagonal(self, A):
-        """Largest off-diagonal magnitude of a matrix (0 for full problems)."""
-        A = np.asarray(A, dtype=float)
-        if not self.diagonal or A.ndim == 1:
-            return 0.0
-        return float(np.max(np.abs(A - np.diag(np.diag(A)))))
+    # (the variable: as_variable, to_matrix, off_diagonal from FullOrDiagonal)
 
     # -- primal ----------------------------------------------------------------------
 

@@ -65,6 +65,7 @@ from .._linalg import PairOperator, eigh_psd
 from .._validation import check_option, check_psd_matrix, check_scalar
 from ..constraints import Triplets
 from ..result import Certificate
+from ._variable import FullOrDiagonal
 
 __all__ = [
     "RankData",
@@ -229,7 +230,7 @@ def _decreasing_root(phi, target, x0, step0):
 
 
 @dataclass(eq=False)
-class RankData:
+class RankData(FullOrDiagonal):
     """RankDML data (Eq. 7, 9 or 11) in canonical form.
 
     Build with :meth:`from_triplets`.
@@ -394,33 +395,7 @@ class RankData:
     def trace_fixed(self):
         return self.regularizer in TRACE_FIXED
 
-    # -- the variable ------------------------------------------------------------
-
-    def as_variable(self, A):
-        """``A`` as the solvers hold it: a symmetric matrix, or ``a`` (d,)
-        for diagonal problems (a matrix must then be diagonal)."""
-        A = np.asarray(A, dtype=float)
-        d = self.n_features
-        if self.diagonal:
-            if A.shape == (d,):
-                return A
-            if A.shape != (d, d):
-                raise ValueError(f"A: expected shape ({d},) or ({d}, {d}), got {A.shape}.")
-            return np.diag(A).copy()
-        if A.shape != (d, d):
-            raise ValueError(f"A: expected shape ({d}, {d}), got {A.shape}.")
-        return 0.5 * (A + A.T)
-
-    def to_matrix(self, a):
-        """The (d, d) matrix of a solver variable."""
-        return np.diag(a) if self.diagonal else a
-
-    def off_diagonal(self, A):
-        """Largest off-diagonal magnitude of a matrix (0 for full problems)."""
-        A = np.asarray(A, dtype=float)
-        if not self.diagonal or A.ndim == 1:
-            return 0.0
-        return float(np.max(np.abs(A - np.diag(np.diag(A)))))
+    # (the variable: as_variable, to_matrix, off_diagonal from FullOrDiagonal)
 
     # -- primal ------------------------------------------------------------------
 
