@@ -12,7 +12,6 @@ from .mmc.estimator import MMC, MMCSupervised
 from .qwise.estimator import Qwise, QwiseSupervised
 from .rankdml.constraint_estimator import ConstraintDML, ConstraintDMLSupervised
 from .rankdml.estimator import RankDML, RankDMLSupervised
-from .slr.estimator import SLR
 from .result import (
     Certificate,
     CertificateError,
@@ -23,6 +22,7 @@ from .result import (
     Status,
     UnboundedError,
 )
+from .slr.estimator import SLR
 
 __version__ = "0.1.0"
 

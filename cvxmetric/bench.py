@@ -179,16 +179,20 @@ def run_case(case):
     return out
 
 
-def _run_isolated(case, max_seconds):
-    """``run_case`` in a fresh interpreter; JSON in, JSON out (no pickling)."""
+def run_isolated(case, max_seconds, module="cvxmetric.bench", preexec_fn=None):
+    """``module``'s ``run_case`` in a fresh interpreter; JSON in, JSON out
+    (no pickling).  ``module`` is run as ``python -m module --case JSON``
+    (see :func:`case_main`); ``preexec_fn`` runs in the child before it
+    starts (e.g. a memory limit).  A run killed after ``max_seconds`` or
+    failing is reported as a dict with ``error``, never raised."""
     pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "cvxmetric.bench", "--case", json.dumps(case)]
+    cmd = [sys.executable, "-m", module, "--case", json.dumps(case)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                              timeout=max_seconds)
+                              timeout=max_seconds, preexec_fn=preexec_fn)
     except subprocess.TimeoutExpired:
         # subprocess.run has killed the child (and only it)
         return {"error": f"killed after {max_seconds:g} s", "timeout": True,
@@ -198,6 +202,10 @@ def _run_isolated(case, max_seconds):
         tail = proc.stderr.strip().splitlines()[-3:]
         return {"error": f"exit code {proc.returncode}: {' | '.join(tail)}"}
     return json.loads(lines[-1])
+
+
+def _run_isolated(case, max_seconds):
+    return run_isolated(case, max_seconds)
 
 
 def _method_label(method, N, subgradient_maxiter):
@@ -334,17 +342,21 @@ def format_table(rows):
     return "\n".join(lines)
 
 
-def _case_main(argv=None):
-    """Entry point of an isolated run: ``python -m cvxmetric.bench --case JSON``."""
+def case_main(module, run_case, argv=None):
+    """Entry point of an isolated run, ``python -m module --case JSON``:
+    ``run_case(case)`` as one JSON line on stdout (the parent reads the
+    last line)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m cvxmetric.bench")
+    parser = argparse.ArgumentParser(prog=f"python -m {module}")
     parser.add_argument("--case", required=True, help="JSON case description")
     args = parser.parse_args(argv)
-    out = run_case(json.loads(args.case))
-    # the parent reads the last stdout line; this is the process's output
-    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.write(json.dumps(run_case(json.loads(args.case))) + "\n")
     return 0
+
+
+def _case_main(argv=None):
+    return case_main("cvxmetric.bench", run_case, argv)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ the largest constraint violation and the smallest eigenvalue.
 
 import dataclasses
 from dataclasses import dataclass, field
+
 import numpy as np
 
 __all__ = [

@@ -24,16 +24,13 @@ reaches the exact optimum to better than 1e-9 relative; full ``M``: exact
 0.04-0.07 s (the machine is shared: times vary by about 30 %).
 """
 
-import json
-import os
-import subprocess
 import sys
 import time
 import warnings
 
 import numpy as np
 
-from ..bench import _max_rss_mb
+from ..bench import _max_rss_mb, case_main, run_isolated
 
 __all__ = ["BENCH_CASES", "bench_data", "run_case", "run_bench"]
 
@@ -103,24 +100,7 @@ def run_case(case):
 
 
 def _run_isolated(case, max_seconds):
-    pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "cvxmetric.mmc._bench", "--case",
-           json.dumps(case)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                              timeout=max_seconds)
-    except subprocess.TimeoutExpired:
-        return {"error": f"killed after {max_seconds:g} s", "timeout": True,
-                "seconds": float(max_seconds)}
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = proc.stderr.strip().splitlines()[-3:]
-        return {"error": f"exit code {proc.returncode}: {' | '.join(tail)}"}
-    return json.loads(lines[-1])
+    return run_isolated(case, max_seconds, "cvxmetric.mmc._bench")
 
 
 def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True):
@@ -185,13 +165,7 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True):
 
 def _case_main(argv=None):
     """``python -m cvxmetric.mmc._bench --case JSON`` (one isolated run)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m cvxmetric.mmc._bench")
-    parser.add_argument("--case", required=True, help="JSON case description")
-    args = parser.parse_args(argv)
-    sys.stdout.write(json.dumps(run_case(json.loads(args.case))) + "\n")
-    return 0
+    return case_main("cvxmetric.mmc._bench", run_case, argv)
 
 
 if __name__ == "__main__":

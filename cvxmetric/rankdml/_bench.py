@@ -28,13 +28,12 @@ peak memory (``ru_maxrss``) is its own and it can be stopped.  Rows have the
 shape of :func:`cvxmetric.bench.run_bench`'s.
 """
 
-import json
-import os
 import resource
-import subprocess
 import sys
 import time
 import warnings
+
+from ..bench import _max_rss_mb, case_main, run_isolated
 
 __all__ = ["BENCH_CASES", "LARGE_EXACT_SECONDS", "bench_data", "run_case",
            "run_bench"]
@@ -76,11 +75,6 @@ def bench_data(regularizer, diagonal, d, n_queries, *, random_state=0):
                                   lam=1.0, diagonal=diagonal)
 
 
-def _max_rss_mb():
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / (1024.0 ** 2) if sys.platform == "darwin" else rss / 1024.0
-
-
 def run_case(case):
     """Run one case in this process: ``regularizer``, ``diagonal``, ``d``,
     ``n_queries``, ``method``, ``seed``.  Returns a dict of measurements
@@ -119,25 +113,7 @@ def _limit_memory():  # pragma: no cover - runs in the child
 
 
 def _run_isolated(case, max_seconds):
-    pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "cvxmetric.rankdml._bench", "--case",
-           json.dumps(case)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                              timeout=max_seconds, preexec_fn=_limit_memory)
-    except subprocess.TimeoutExpired:
-        # subprocess.run has killed the child (and only it)
-        return {"error": f"killed after {max_seconds:g} s", "timeout": True,
-                "seconds": float(max_seconds)}
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = proc.stderr.strip().splitlines()[-3:]
-        return {"error": f"exit code {proc.returncode}: {' | '.join(tail)}"}
-    return json.loads(lines[-1])
+    return run_isolated(case, max_seconds, "cvxmetric.rankdml._bench", preexec_fn=_limit_memory)
 
 
 def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
@@ -220,14 +196,8 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
 
 
 def _case_main(argv=None):
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m cvxmetric.rankdml._bench")
-    parser.add_argument("--case", required=True, help="JSON case description")
-    args = parser.parse_args(argv)
-    out = run_case(json.loads(args.case))
-    sys.stdout.write(json.dumps(out) + "\n")
-    return 0
+    """``python -m cvxmetric.rankdml._bench --case JSON`` (one isolated run)."""
+    return case_main("cvxmetric.rankdml._bench", run_case, argv)
 
 
 if __name__ == "__main__":

@@ -46,10 +46,7 @@ run's process ``ru_maxrss`` at the end / after building the data (each
 case runs in its own interpreter, as in :mod:`cvxmetric.bench`).
 """
 
-import json
 import logging
-import os
-import subprocess
 import sys
 import time
 import warnings
@@ -57,7 +54,7 @@ import warnings
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..bench import _fmt, _max_rss_mb
+from ..bench import _fmt, _max_rss_mb, case_main, run_isolated
 from ..metrics import average_precision
 from .randomized import _check_int
 
@@ -379,26 +376,7 @@ def run_case(case):
 
 
 def _run_isolated(case, max_seconds):
-    """``run_case`` in a fresh interpreter (as :mod:`cvxmetric.bench`)."""
-    pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "cvxmetric.slr._bench", "--case",
-           json.dumps(case)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                              timeout=max_seconds)
-    except subprocess.TimeoutExpired:
-        # subprocess.run has killed the child (and only it)
-        return {"error": f"killed after {max_seconds:g} s", "timeout": True,
-                "seconds": float(max_seconds)}
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = proc.stderr.strip().splitlines()[-3:]
-        return {"error": f"exit code {proc.returncode}: {' | '.join(tail)}"}
-    return json.loads(lines[-1])
+    return run_isolated(case, max_seconds, "cvxmetric.slr._bench")
 
 
 def run_bench(max_seconds=None, seed=0, callback=None, *,
@@ -506,15 +484,8 @@ def format_table(rows):
 
 
 def _case_main(argv=None):
-    """Entry point of an isolated run: ``python -m cvxmetric.slr._bench --case JSON``."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m cvxmetric.slr._bench")
-    parser.add_argument("--case", required=True, help="JSON case description")
-    args = parser.parse_args(argv)
-    out = run_case(json.loads(args.case))
-    sys.stdout.write(json.dumps(out) + "\n")
-    return 0
+    """``python -m cvxmetric.slr._bench --case JSON`` (one isolated run)."""
+    return case_main("cvxmetric.slr._bench", run_case, argv)
 
 
 if __name__ == "__main__":
