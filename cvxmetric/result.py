@@ -120,6 +120,21 @@ class Certificate:
     tol_gap: float = 1e-6
     tol_feas: float = 1e-7
 
+    @classmethod
+    def from_bound(cls, objective, dual_bound, *, max_violation, min_eig, solver,
+                   solver_version="", tolerances=None, times=None, tol_gap=1e-6,
+                   tol_feas=1e-7):
+        """The certificate of a point with objective ``objective`` and a lower
+        bound ``dual_bound`` on the optimum: ``gap`` and ``rel_gap`` follow
+        (``inf`` when no finite bound is known)."""
+        gap = float(objective - dual_bound)
+        rel_gap = abs(gap) / max(1.0, abs(objective)) if np.isfinite(gap) else np.inf
+        return cls(objective=float(objective), dual_bound=float(dual_bound),
+                   gap=gap, rel_gap=float(rel_gap), max_violation=float(max_violation),
+                   min_eig=float(min_eig), solver=solver,
+                   solver_version=solver_version, tolerances=dict(tolerances or {}),
+                   times=dict(times or {}), tol_gap=tol_gap, tol_feas=tol_feas)
+
     @property
     def passed(self):
         """True when the relative gap and the violation are within tolerance."""

@@ -562,27 +562,17 @@ class MMCData:
         lb = 0.0 if self.degenerate else self.bound_at(x, dist)
         if bound is not None and np.isfinite(bound):
             lb = max(lb, float(bound))
-        gap = obj - lb
+        obj - lb
         scale = max(1.0, abs(obj))
         if self.degenerate:
             allowed = DEGENERATE_RTOL * self.euclidean_value()
         else:
             allowed = tol_gap * abs(obj)
         violation = max(0.0, 1.0 - self.g(dist=dist), -min_eig)
-        return Certificate(
-            objective=obj,
-            dual_bound=float(lb),
-            gap=float(gap),
-            rel_gap=float(abs(gap) / scale),
-            max_violation=violation,
-            min_eig=min_eig,
-            solver=solver,
-            solver_version=solver_version,
-            tolerances=dict(tolerances or {}),
-            times=dict(times or {}),
-            tol_gap=allowed / scale,
-            tol_feas=tol_feas,
-        )
+        return Certificate.from_bound(
+            obj, lb, max_violation=violation, min_eig=min_eig,
+            solver=solver, solver_version=solver_version, tolerances=tolerances,
+            times=times, tol_gap=allowed / scale, tol_feas=tol_feas)
 
     def relative_gap(self, cert):
         """``(f - LB) / f``, the gap relative to the objective itself."""

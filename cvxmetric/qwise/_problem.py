@@ -375,18 +375,8 @@ class QwiseData:
         upper = obj if min_eig >= 0 else self.objective(project_psd(M))
         bound = (self.best_dual_bound(alpha, M, upper) if alpha is not None
                  else -np.inf)
-        gap = obj - bound
-        return Certificate(
-            objective=obj,
-            dual_bound=float(bound),
-            gap=float(gap),
-            rel_gap=float(abs(gap) / max(1.0, abs(obj))),
-            max_violation=max(0.0, -min_eig),
-            min_eig=min_eig,
-            solver=solver,
-            solver_version=solver_version,
-            tolerances=dict(tolerances or {}),
-            times=dict(times or {}),
-            tol_gap=tol_gap,
-            tol_feas=tol_feas,
-        )
+        obj - bound
+        return Certificate.from_bound(
+            obj, bound, max_violation=max(0.0, -min_eig), min_eig=min_eig,
+            solver=solver, solver_version=solver_version, tolerances=tolerances,
+            times=times, tol_gap=tol_gap, tol_feas=tol_feas)

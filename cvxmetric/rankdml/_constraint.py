@@ -514,21 +514,11 @@ class ConstraintData(FullOrDiagonal):
         obj = self.objective(a, dist=dist)
         viol, min_eig = self.violation(A, dist=dist)
         bound = self.best_dual_bound(u, a) if u is not None else -np.inf
-        gap = obj - bound
-        return Certificate(
-            objective=obj,
-            dual_bound=float(bound),
-            gap=float(gap),
-            rel_gap=float(abs(gap) / max(1.0, abs(obj))) if np.isfinite(gap) else np.inf,
-            max_violation=viol,
-            min_eig=min_eig,
-            solver=solver,
-            solver_version=solver_version,
-            tolerances=dict(tolerances or {}),
-            times=dict(times or {}),
-            tol_gap=tol_gap,
-            tol_feas=tol_feas,
-        )
+        obj - bound
+        return Certificate.from_bound(
+            obj, bound, max_violation=viol, min_eig=min_eig,
+            solver=solver, solver_version=solver_version, tolerances=tolerances,
+            times=times, tol_gap=tol_gap, tol_feas=tol_feas)
 
 
 # ---------------------------------------------------------------------------

@@ -659,19 +659,9 @@ class SLRData:
                 Z = self.Z_of_M(M)
             lower = self.lower_bound(Z)
         bound, parts = lower
-        gap = obj - bound
-        cert = Certificate(
-            objective=obj,
-            dual_bound=float(bound),
-            gap=float(gap),
-            rel_gap=float(abs(gap) / max(1.0, abs(obj))),
-            max_violation=0.0,
-            min_eig=float("nan"),
-            solver=solver,
-            solver_version=solver_version,
-            tolerances=dict(tolerances or {}),
-            times=dict(times or {}),
-            tol_gap=tol_gap,
-            tol_feas=tol_feas,
-        )
+        obj - bound
+        cert = Certificate.from_bound(
+            obj, bound, max_violation=0.0, min_eig=float("nan"),
+            solver=solver, solver_version=solver_version, tolerances=tolerances,
+            times=times, tol_gap=tol_gap, tol_feas=tol_feas)
         return (cert, parts) if return_parts else cert

@@ -138,13 +138,9 @@ def slr_whole(X, y, delta1=1.0, delta2=0.0, *, objective_max_n=OBJECTIVE_MAX_N,
     from .. import __version__
 
     total = time.perf_counter() - t_start
-    gap = eq1 - opt
-    cert = Certificate(
-        objective=eq1, dual_bound=opt, gap=gap,
-        rel_gap=abs(gap) / max(1.0, abs(eq1)), max_violation=0.0,
-        min_eig=float("nan"), solver="slr-whole", solver_version=__version__,
-        tolerances={}, times={"total": total},
-    )
+    cert = Certificate.from_bound(
+        eq1, opt, max_violation=0.0, min_eig=float("nan"), solver="slr-whole",
+        solver_version=__version__, times={"total": total})
     status = Status.OPTIMAL if cert.passed else Status.OPTIMAL_INACCURATE
     info = {"algorithm": "Eq. 3 (closed form on the Eq. 2 target)",
             "problem": "Eq. 1 (fixed Eq. 2 target)", "eq4_objective": eq4,
