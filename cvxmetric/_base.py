@@ -27,7 +27,18 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._validation import check_finite, check_samples
 from .constraints import tuples_to_indices
 
-__all__ = ["MahalanobisMixin", "components_from_metric", "validate_labelled"]
+__all__ = ["MahalanobisMixin", "LabelledMixin", "components_from_metric",
+           "validate_labelled"]
+
+
+class LabelledMixin:
+    """Mixin of the ``fit(X, y)`` learners on class labels: ``y`` is required
+    (scikit-learn tags); :func:`validate_labelled` checks it."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
 
 
 def validate_labelled(estimator, X, y, **kwargs):

@@ -48,7 +48,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import MahalanobisMixin, validate_labelled
+from .._base import LabelledMixin, MahalanobisMixin, validate_labelled
 from .._validation import check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
 from ._problem import MMCData
@@ -228,7 +228,7 @@ class MMC(_MMCBase):
         return self._solve(LabeledPairs.create(X, idx, y))
 
 
-class MMCSupervised(TransformerMixin, _MMCBase):
+class MMCSupervised(LabelledMixin, TransformerMixin, _MMCBase):
     """MMC learned from class labels: ``fit(X, y)``.
 
     Samples ``num_constraints`` pairs with
@@ -273,11 +273,6 @@ status_, n_iter_, certificate_, result_, n_features_in_
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

@@ -34,7 +34,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import MahalanobisMixin, validate_labelled
+from .._base import LabelledMixin, MahalanobisMixin, validate_labelled
 from .._validation import check_samples
 from ..constraints import (
     LabeledPairs,
@@ -349,7 +349,7 @@ class Qwise(_QwiseBase):
         return quads, labelled
 
 
-class QwiseSupervised(TransformerMixin, _QwiseBase):
+class QwiseSupervised(LabelledMixin, TransformerMixin, _QwiseBase):
     """Qwise learned from class labels: ``fit(X, y)``.
 
     Samples ``n_constraints`` quadruplets ``(i, j, k, l)`` with
@@ -429,11 +429,6 @@ certificate_, result_, n_features_in_
         self.max_iter = max_iter
         self.random_state = random_state
         self.verbose = verbose
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

@@ -34,7 +34,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import MahalanobisMixin, validate_labelled
+from .._base import LabelledMixin, MahalanobisMixin, validate_labelled
 from .._validation import check_samples
 from ..constraints import pairs_from_labels, tuples_to_indices
 from ._constraint import ConstraintData, check_pair_labels, solve_constraint_exact
@@ -215,7 +215,7 @@ class ConstraintDML(_ConstraintBase):
         return self._solve(X, idx, labels)
 
 
-class ConstraintDMLSupervised(TransformerMixin, _ConstraintBase):
+class ConstraintDMLSupervised(LabelledMixin, TransformerMixin, _ConstraintBase):
     """Constraint-based metric learning from class labels: ``fit(X, y)``.
 
     Samples ``n_constraints`` pairs with
@@ -272,11 +272,6 @@ certificate_, result_, n_features_in_
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

@@ -35,7 +35,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import MahalanobisMixin, validate_labelled
+from .._base import LabelledMixin, MahalanobisMixin, validate_labelled
 from .._validation import check_samples
 from ..constraints import Triplets
 from ._pairs import critical_triplets
@@ -216,7 +216,7 @@ class RankDML(_RankDMLBase):
         return self._solve(Triplets.from_tuples(triplets, preprocessor=X))
 
 
-class RankDMLSupervised(TransformerMixin, _RankDMLBase):
+class RankDMLSupervised(LabelledMixin, TransformerMixin, _RankDMLBase):
     """RankDML learned from class labels: ``fit(X, y)``.
 
     Queries are ``n_queries`` random samples (all by default); each gets
@@ -287,11 +287,6 @@ certificate_, result_, n_features_in_, n_triplets_
         self.max_iter = max_iter
         self.random_state = random_state
         self.verbose = verbose
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

@@ -35,7 +35,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import validate_labelled
+from .._base import LabelledMixin, validate_labelled
 from .._validation import check_finite
 from ._problem import SLRData, check_thresholds
 from .exact import solve_exact
@@ -52,7 +52,7 @@ SOLVER_NAMES = ("newton", "exact", "adaptive", "randomized", "lowrank")
 SKETCH_NAMES = ("gaussian", "columns")
 
 
-class SLR(BaseEstimator):
+class SLR(LabelledMixin, BaseEstimator):
     """Similarity learning via adaptive regression (Qian et al. 2015).
 
     Learns ``M`` minimising Eq. 4 over all ordered pairs of training samples
@@ -162,11 +162,6 @@ default="newton"
         self.max_iter = max_iter
         self.random_state = random_state
         self.verbose = verbose
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
