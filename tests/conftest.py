@@ -19,6 +19,9 @@ Instances are tiny (n <= 24, d <= 4, a few dozen constraints) so that the
 whole suite stays well under a few minutes on two cores.
 """
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -168,3 +171,15 @@ def exact_eq8(eq8_data):
 def exact_eq11(eq11_data):
     """Certified exact solution of ``eq11_data`` (declared model, Clarabel)."""
     return solve_exact(eq11_data, reduce=False)
+
+
+@pytest.fixture(scope="session")
+def docs_helpers():
+    """tests/test_docs.py as a module (tests are not a package): the
+    docs-example runner (``run_example``) and line checks (``_check_lines``,
+    ``_same_line``) shared by every page's docs test."""
+    path = Path(__file__).resolve().parent / "test_docs.py"
+    spec = importlib.util.spec_from_file_location("_cvxmetric_docs_helpers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

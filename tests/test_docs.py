@@ -68,15 +68,21 @@ def readme_test_command():
 # ---------------------------------------------------------------------------
 
 
+def run_example(text, path):
+    """Run the first ```python block of ``text`` (from the file ``path``) in a
+    fresh namespace: ``(printed lines, lines of the ```text block after it)``.
+    The per-page docs tests use it through the ``docs_helpers`` fixture."""
+    code, expected = example_and_expected(text)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(path), "exec"), {"__name__": "__docs_example__"})
+    return out.getvalue().splitlines(), expected.splitlines()
+
+
 @pytest.fixture(scope="module")
 def qwise_example():
     """Run the example once: ``(printed lines, expected lines)``."""
-    code, expected = example_and_expected(QWISE_DOC.read_text())
-    namespace = {"__name__": "__docs_example__"}
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, str(QWISE_DOC), "exec"), namespace)
-    return out.getvalue().splitlines(), expected.splitlines()
+    return run_example(QWISE_DOC.read_text(), QWISE_DOC)
 
 
 def _same_line(got, want):

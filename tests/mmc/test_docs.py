@@ -1,9 +1,6 @@
 """docs/mmc.md is executable: its first ```python block runs and prints the
 ```text block after it (helpers reused from tests/test_docs.py)."""
 
-import contextlib
-import importlib.util
-import io
 from pathlib import Path
 
 import pytest
@@ -12,33 +9,16 @@ ROOT = Path(__file__).resolve().parents[2]
 MMC_DOC = ROOT / "docs" / "mmc.md"
 
 
-def _docs_helpers():
-    """tests/test_docs.py as a module (tests are not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        "_cvxmetric_test_docs", ROOT / "tests" / "test_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-helpers = _docs_helpers()
-
-
 @pytest.fixture(scope="module")
-def mmc_example():
-    code, expected = helpers.example_and_expected(MMC_DOC.read_text())
-    namespace = {"__name__": "__docs_example__"}
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, str(MMC_DOC), "exec"), namespace)
-    return out.getvalue().splitlines(), expected.splitlines()
+def mmc_example(docs_helpers):
+    return docs_helpers.run_example(MMC_DOC.read_text(), MMC_DOC)
 
 
-def test_mmc_example_output(mmc_example):
+def test_mmc_example_output(mmc_example, docs_helpers):
     got, want = mmc_example
     assert any(w.startswith("exact objective:") for w in want)
     # "exact objective:" is compared numerically (NUMERIC_PREFIXES)
-    helpers._check_lines(got, want, lambda w: True)
+    docs_helpers._check_lines(got, want, lambda w: True)
 
 
 def test_mmc_page_names_existing_code():

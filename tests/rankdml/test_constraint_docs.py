@@ -2,9 +2,6 @@
 "## Constraint-based baseline") is executable: its first ```python block
 runs and prints the ```text block after it (helpers from tests/test_docs.py)."""
 
-import contextlib
-import importlib.util
-import io
 import re
 from pathlib import Path
 
@@ -13,18 +10,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "rankdml.md"
 HEADING = "## Constraint-based baseline"
-
-
-def _docs_helpers():
-    """tests/test_docs.py as a module (tests are not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        "_cvxmetric_test_docs_cdml", ROOT / "tests" / "test_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-helpers = _docs_helpers()
 
 
 def section_text():
@@ -39,19 +24,15 @@ def section_text():
 
 
 @pytest.fixture(scope="module")
-def example():
+def example(docs_helpers):
     path, text = section_text()
-    code, expected = helpers.example_and_expected(text)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, str(path), "exec"), {"__name__": "__docs_example__"})
-    return out.getvalue().splitlines(), expected.splitlines()
+    return docs_helpers.run_example(text, path)
 
 
-def test_example_output(example):
+def test_example_output(example, docs_helpers):
     got, want = example
     assert any(w.startswith("exact objective:") for w in want)
-    helpers._check_lines(got, want, lambda w: True)
+    docs_helpers._check_lines(got, want, lambda w: True)
 
 
 def test_section_names_existing_code():

@@ -1,7 +1,5 @@
 """docs/slr.md is executable: its example prints what the page shows."""
 
-import contextlib
-import io
 import math
 import re
 from pathlib import Path
@@ -10,22 +8,12 @@ import pytest
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "slr.md"
 
-_FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 #: Relative tolerance of the numbers on a line, by its prefix (default 1e-2:
 #: iteration counts and gaps of a linearly converging method are printed to
 #: three digits).
 RTOL = {"exact objective:": 1e-6}
-
-
-def _example(text):
-    blocks = [(m.group(1), m.group(2)) for m in _FENCE.finditer(text)]
-    for n, (lang, body) in enumerate(blocks):
-        if lang == "python":
-            assert blocks[n + 1][0] == "text", "python block without its output"
-            return body, blocks[n + 1][1]
-    raise AssertionError("no ```python block in docs/slr.md")
 
 
 def _same_line(got, want):
@@ -37,12 +25,10 @@ def _same_line(got, want):
 
 
 @pytest.fixture(scope="module")
-def printed():
-    code, expected = _example(DOC.read_text())
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, str(DOC), "exec"), {"__name__": "__docs_example__"})
-    return out.getvalue().splitlines(), expected.splitlines()
+def printed(docs_helpers):
+    # this page compares every number on a line (see RTOL), not only the
+    # exact objective: the shared runner, its own line check
+    return docs_helpers.run_example(DOC.read_text(), DOC)
 
 
 def test_example_prints_the_expected_output(printed):
