@@ -56,6 +56,7 @@ __all__ = [
     "LARGE_SUBGRADIENT_MAXITER",
     "LARGE_SOLVER_SECONDS",
     "bench_data",
+    "bench_row",
     "run_case",
     "run_bench",
     "format_table",
@@ -216,6 +217,36 @@ def _method_label(method, N, subgradient_maxiter):
     return method
 
 
+def bench_row(res, f_exact, *, problem, method, d, N, n, relative_to_optimum=False):
+    """One benchmark table row from a run's result dict ``res``.
+
+    ``gap`` is ``(f - f_exact) / max(1, |f_exact|)`` (with
+    ``relative_to_optimum``: ``/ |f_exact|``, for optima far below 1) when an
+    exact objective is known, else the run's own certified relative gap
+    (``cert_rel_gap``); ``gap_kind`` says which.  A failed or killed run
+    gets status ``error`` / ``timeout``.
+    """
+    row = {
+        "problem": problem, "method": method, "d": d, "N": N, "n": n,
+        "objective": res.get("objective"), "gap": None, "gap_kind": "",
+        "seconds": res.get("seconds"), "peak_mb": res.get("peak_mb"),
+        "base_mb": res.get("base_mb"), "status": res.get("status", ""),
+        "n_iter": res.get("n_iter"), "error": res.get("error"),
+    }
+    if row["error"] is not None:
+        row["status"] = "timeout" if res.get("timeout") else "error"
+        return row
+    if f_exact is not None and not (relative_to_optimum and f_exact == 0):
+        scale = abs(f_exact) if relative_to_optimum else max(1.0, abs(f_exact))
+        row["gap"] = (row["objective"] - f_exact) / scale
+        row["gap_kind"] = "vs exact"
+    else:
+        row["gap"] = res.get("cert_rel_gap")
+        row["gap_kind"] = "certified"
+    row["status"] = row["status"] or "ok"
+    return row
+
+
 def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
               skip_straightforward=False, max_seconds=None, isolate=True,
               subgradient_maxiter=None, callback=None):
@@ -271,27 +302,14 @@ def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
                     "max_time": LARGE_SOLVER_SECONDS if N > EXACT_MAX_N else None}
             logger.info("bench: d=%d N=%d %s", d, N, method)
             res = _run_isolated(case, max_seconds) if isolate else run_case(case)
-            row = {
-                "problem": "qwise-synthetic", "method":
-                _method_label(method, N, sub_iter if method == "subgradient" else None),
-                "d": d, "N": N, "n": res.get("n", max(200, N // 10)),
-                "objective": res.get("objective"), "gap": None, "gap_kind": "",
-                "seconds": res.get("seconds"), "peak_mb": res.get("peak_mb"),
-                "base_mb": res.get("base_mb"), "status": res.get("status", ""),
-                "n_iter": res.get("n_iter"), "error": res.get("error"),
-            }
-            if row["error"] is None:
-                if method in ("exact", "straightforward") and f_exact is None:
-                    f_exact = row["objective"]
-                if f_exact is not None:
-                    row["gap"] = (row["objective"] - f_exact) / max(1.0, abs(f_exact))
-                    row["gap_kind"] = "vs exact"
-                else:
-                    row["gap"] = res.get("cert_rel_gap")
-                    row["gap_kind"] = "certified"
-                row["status"] = row["status"] or "ok"
-            else:
-                row["status"] = "timeout" if res.get("timeout") else "error"
+            if (method in ("exact", "straightforward") and f_exact is None
+                    and res.get("error") is None):
+                f_exact = res.get("objective")
+            row = bench_row(
+                res, f_exact, problem="qwise-synthetic",
+                method=_method_label(method, N,
+                                     sub_iter if method == "subgradient" else None),
+                d=d, N=N, n=res.get("n", max(200, N // 10)))
             rows.append(row)
             if callback is not None:
                 callback(row)

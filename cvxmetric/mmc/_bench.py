@@ -30,7 +30,7 @@ import warnings
 
 import numpy as np
 
-from ..bench import _max_rss_mb, case_main, run_isolated
+from ..bench import _max_rss_mb, bench_row, case_main, run_isolated
 
 __all__ = ["BENCH_CASES", "bench_data", "run_case", "run_bench"]
 
@@ -136,27 +136,11 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True):
                 "max_time": max_seconds}
         res = _run_isolated(case, max_seconds) if isolate else run_case(case)
         kind = "diagonal" if diagonal else "full"
-        row = {
-            "problem": f"mmc-synthetic-{kind}", "method": method,
-            "d": D_FEATURES, "N": N_PAIRS, "n": res.get("n"),
-            "objective": res.get("objective"), "gap": None, "gap_kind": "",
-            "seconds": res.get("seconds"), "peak_mb": res.get("peak_mb"),
-            "base_mb": res.get("base_mb"), "status": res.get("status", ""),
-            "n_iter": res.get("n_iter"), "error": res.get("error"),
-        }
-        if row["error"] is None:
-            if method == "exact":
-                exact[diagonal] = row["objective"]
-            ref = exact.get(diagonal)
-            if ref:
-                row["gap"] = (row["objective"] - ref) / abs(ref)
-                row["gap_kind"] = "vs exact"
-            else:
-                row["gap"] = res.get("cert_rel_gap")
-                row["gap_kind"] = "certified"
-            row["status"] = row["status"] or "ok"
-        else:
-            row["status"] = "timeout" if res.get("timeout") else "error"
+        if method == "exact" and res.get("error") is None:
+            exact[diagonal] = res.get("objective")
+        row = bench_row(res, exact.get(diagonal), problem=f"mmc-synthetic-{kind}",
+                        method=method, d=D_FEATURES, N=N_PAIRS, n=res.get("n"),
+                        relative_to_optimum=True)
         rows.append(row)
         if callback is not None:
             callback(row)

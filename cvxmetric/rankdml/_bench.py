@@ -33,7 +33,7 @@ import sys
 import time
 import warnings
 
-from ..bench import _max_rss_mb, case_main, run_isolated
+from ..bench import _max_rss_mb, bench_row, case_main, run_isolated
 
 __all__ = ["BENCH_CASES", "LARGE_EXACT_SECONDS", "bench_data", "run_case",
            "run_bench"]
@@ -171,24 +171,8 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
         for method in methods:
             res = runs[method]
             label = method if method == "exact" else res.get("solver", method)
-            row = {
-                "problem": problem, "method": label, "d": d, "N": res.get("N", N),
-                "n": res.get("n", _N_GALLERY + n_queries),
-                "objective": res.get("objective"), "gap": None, "gap_kind": "",
-                "seconds": res.get("seconds"), "peak_mb": res.get("peak_mb"),
-                "base_mb": res.get("base_mb"), "status": res.get("status", ""),
-                "n_iter": res.get("n_iter"), "error": res.get("error"),
-            }
-            if row["error"] is None:
-                if f_exact is not None:
-                    row["gap"] = (row["objective"] - f_exact) / max(1.0, abs(f_exact))
-                    row["gap_kind"] = "vs exact"
-                else:
-                    row["gap"] = res.get("cert_rel_gap")
-                    row["gap_kind"] = "certified"
-                row["status"] = row["status"] or "ok"
-            else:
-                row["status"] = "timeout" if res.get("timeout") else "error"
+            row = bench_row(res, f_exact, problem=problem, method=label, d=d,
+                            N=res.get("N", N), n=res.get("n", _N_GALLERY + n_queries))
             rows.append(row)
             if callback is not None:
                 callback(row)
