@@ -92,9 +92,24 @@ def tuples_to_indices(tuples, name="tuples", *, width=None, preprocessor=None):
     return X, inverse.reshape(arr.shape[:2]).astype(np.intp)
 
 
-def _zero_length(X, i, j):
-    """Boolean mask of pairs whose difference vector is exactly zero."""
-    return (i == j) | np.all(X[i] == X[j], axis=1)
+def _row_ids(X):
+    """One integer per row of ``X``, equal exactly when the rows are equal.
+
+    Rows are keyed by their bytes after ``+ 0.0`` (which maps ``-0.0`` to
+    ``0.0``, so the keys agree with ``==``; ``X`` is finite).  O(n d), and
+    it never gathers one row per pair: comparing ``X[i] == X[j]`` for 10^6
+    pairs of 100 features took 2.8 s and 1.6 GB.
+    """
+    rows = np.ascontiguousarray(X + 0.0)
+    seen = {}
+    return np.fromiter((seen.setdefault(r.tobytes(), len(seen)) for r in rows),
+                       dtype=np.intp, count=rows.shape[0])
+
+
+def _zero_length(ids, i, j):
+    """Boolean mask of pairs whose difference vector is exactly zero, from
+    the row ids of :func:`_row_ids`."""
+    return ids[i] == ids[j]
 
 
 def _check_margin(delta, n, name="delta"):
@@ -143,7 +158,7 @@ class LabeledPairs:
                 f"{name} labels: must be +1 (similar) or -1 (dissimilar), got "
                 f"values {shown}."
             )
-        zero = _zero_length(X, idx[:, 0], idx[:, 1])
+        zero = _zero_length(_row_ids(X), idx[:, 0], idx[:, 1])
         if np.any(zero):
             raise ValueError(
                 f"{name}: {int(zero.sum())} pair(s) have a zero-length difference "
@@ -203,7 +218,8 @@ class Triplets:
         X = check_samples(X)
         idx = check_indices(indices, name, X.shape[0], width=3)
         i, j, k = idx.T
-        both = _zero_length(X, i, j) & _zero_length(X, i, k)
+        ids = _row_ids(X)
+        both = _zero_length(ids, i, j) & _zero_length(ids, i, k)
         if np.any(both):
             raise ValueError(
                 f"{name}: {int(both.sum())} triplet(s) have both difference "
@@ -249,7 +265,8 @@ class Quadruplets:
         X = check_samples(X)
         idx = check_indices(indices, name, X.shape[0], width=4)
         i, j, k, l = idx.T
-        both = _zero_length(X, i, j) & _zero_length(X, k, l)
+        ids = _row_ids(X)
+        both = _zero_length(ids, i, j) & _zero_length(ids, k, l)
         if np.any(both):
             raise ValueError(
                 f"{name}: {int(both.sum())} quadruplet(s) have both difference "

@@ -6,7 +6,8 @@ where ``gram`` is ``X^T L X`` for the weighted graph Laplacian ``L`` and
 squared distances are ``q_i + q_j - 2 x_i^T V x_j``.  The sample-space mode
 has a dense-kernel branch (``n <= _KERNEL_MAX``) and a sparse / chunked
 branch (forced here by setting ``_KERNEL_MAX = 0``), and ``gram`` gathers
-the pairs directly when very few carry weight.  Every branch is compared with
+the weighted pairs directly when a cost model says that is cheaper (forced
+off here by a huge ``_GATHER_COST``).  Every branch is compared with
 the naive sum of outer products.  (These are exact-arithmetic identities
 checked to round-off, not objective comparisons.)
 """
@@ -48,13 +49,18 @@ def instance():
     return X, pairs
 
 
-@pytest.fixture(params=["Phi", "kernel", "sparse"])
+@pytest.fixture(params=["Phi", "gather", "kernel", "sparse"])
 def op(request, instance, monkeypatch):
-    """One operator per code path; "sparse" disables the dense n x n kernel
-    and uses a tiny chunk so that the chunked loops run several times."""
+    """One operator per code path.  "gather" keeps no difference vectors and
+    forms Gram matrices from gathered rows; "kernel" and "sparse" make
+    gathering look expensive so that ``gram`` takes the dense n x n
+    Laplacian or the sparse one; "sparse" also disables the dense kernel and
+    uses a tiny chunk so that the chunked loops run several times."""
     import cvxmetric._linalg as linalg
 
     X, pairs = instance
+    if request.param in ("kernel", "sparse"):
+        monkeypatch.setattr(linalg, "_GATHER_COST", 1e9)
     if request.param == "sparse":
         monkeypatch.setattr(linalg, "_KERNEL_MAX", 0)
         monkeypatch.setattr(linalg, "_CHUNK", 7)
@@ -100,9 +106,14 @@ def test_laplacian(instance):
     close(L2, L)
 
 
-def test_default_storage(instance):
-    """Difference vectors are stored when pairs do not outnumber samples."""
+def test_default_storage(instance, monkeypatch):
+    """Difference vectors are stored when pairs do not outnumber samples, or
+    when they take at most ``_SMALL_PHI`` floats."""
+    import cvxmetric._linalg as linalg
+
     X, pairs = instance
+    assert PairOperator(X, pairs).Phi is not None  # 40 x 4 floats: tiny
+    monkeypatch.setattr(linalg, "_SMALL_PHI", len(pairs) * X.shape[1] - 1)
     assert PairOperator(X, pairs[:len(X)]).Phi is not None
     assert PairOperator(X, pairs).Phi is None
     # distances do not depend on a translation of the samples

@@ -58,17 +58,15 @@ class PDState(NamedTuple):
     iter_num: int
     error: float  # relative duality gap of the original problem
     alpha: np.ndarray  # (n_constraints,) hinge multipliers in [0, c]
-    M_sum: np.ndarray  # running sums since the last restart (averaging)
-    alpha_sum: np.ndarray
-    n_sum: int
+    aM: np.ndarray  # (n_constraints,) a(M) at the current iterate
+    S: np.ndarray  # (d, d) S(alpha), updated with the changed multipliers
+    sums: tuple  # running sums (M, alpha, a(M), S, count) since the restart
     omega: float  # primal weight: tau = eta / omega, sigma = eta * omega
+    eta: float  # current step (adaptive)
     restart_error: float
     n_restart_iter: int
-    M_restart: np.ndarray
-    alpha_restart: np.ndarray
-    best_M: np.ndarray
-    best_alpha: np.ndarray
-    eta: float  # current step (adaptive): tau = eta / omega, sigma = eta omega
+    restart: tuple  # (M, alpha) at the last restart
+    best: tuple  # (M, alpha) with the smallest gap so far
 
 
 def _ray_start(data):
@@ -80,12 +78,10 @@ def _ray_start(data):
     """
     d = data.n_features
     alpha0 = np.where(data.delta_q > 0, data.c_q, 0.0)
-    S = data.op.gram(data.dual_pair_weights(alpha0))
-    G = project_psd(0.5 * (S + S.T) - data.R)
+    G = project_psd(data.S_of(alpha0) - data.R)
     if not np.any(G):
         return np.zeros((d, d)), np.zeros(data.n_constraints)
-    a = data.op.quadform(G)
-    a = a[data.far_q] - a[data.near_q]  # (n_constraints,) a_q(G)
+    a = data.a_of(data.op.quadform(G))  # (n_constraints,) a_q(G)
     lin = float(np.sum(data.R * G))
     quad = 0.5 * data.mu * float(np.sum(G * G))
 
@@ -135,12 +131,18 @@ def _op_norm(data, weights, n_iter=10, seed=0):
         if size == 0:  # A vanishes on this direction (e.g. A = 0)
             return 0.0
         V /= size
-        dist = data.op.quadform(V)
-        a = weights * (dist[data.far_q] - dist[data.near_q])
-        V = data.op.gram(data.dual_pair_weights(a))
-        V = 0.5 * (V + V.T)
+        V = data.S_of(weights * data.a_of(data.op.quadform(V)))
         nrm = np.sqrt(np.linalg.norm(V))
     return float(nrm)
+
+
+def _gap(data, M, alpha, aM, S):
+    """Certified relative gap at a PSD ``M`` with ``a(M) = aM`` and
+    ``S(alpha) = S`` known: no pass over the pairs."""
+    arg = data.delta_q - aM
+    obj = data.objective(M, arg=arg)
+    bound = data.best_dual_bound(alpha, M, obj, arg=arg, S=S)
+    return abs(obj - bound) / max(1.0, abs(obj))
 
 
 @dataclass
@@ -158,14 +160,18 @@ class QwiseDualSolver(IterativeSolver):
         M+     = Pi_PSD((M + tau (S(alpha) - R)) / (1 + tau mu))
         alpha+ = clip(alpha + sigma (delta - a(2 M+ - M)), 0, c)
 
-    with ``a_q(M) = <A_q, M>``: one Gram product ``S(alpha)`` (never a
-    per-constraint matrix), one pass of pair distances and one (d, d)
-    eigendecomposition.  Steps satisfy ``tau sigma ||A||^2 < 1``.  As in PDLP
-    the iterates are averaged and the method restarts from the better of the
-    current and averaged point when the relative duality gap has halved,
-    re-balancing the primal weight; restarts give the fast (linear in
-    practice) convergence on these sharp, piecewise-linear problems.  It stops
-    on the certified relative duality gap of the original problem.
+    with ``a_q(M) = <A_q, M>``: one eigendecomposition of a (d, d) matrix,
+    one pass of pair distances from the rank-r factor of ``M+``, and an
+    update of ``S`` with the multipliers that moved (never a per-constraint
+    matrix; most multipliers sit at 0 or ``c`` and do not move).  Steps
+    satisfy ``tau sigma ||A||^2 < 1``.  As in PDLP the iterates are averaged
+    and the method restarts from the better of the current and averaged
+    point when the relative duality gap has halved, re-balancing the primal
+    weight; restarts give the fast (linear in practice) convergence on these
+    sharp, piecewise-linear problems.  ``a`` and ``S`` are linear, so the
+    averages of ``a(M)`` and ``S(alpha)`` are running sums too and the gap
+    checks make no extra pass.  It stops on the certified relative duality
+    gap of the original problem.
 
     Attributes
     ----------
@@ -203,20 +209,24 @@ class QwiseDualSolver(IterativeSolver):
         N = data.n_constraints
         small = data.n_features <= self.small_features
         scale = max(1.0, float(np.max(np.abs(data.delta_q))))
-        band = 0.1 * scale  # "near the margin": added with the violated ones
+        band = 0.1 * scale  # "near the margin": kept with the violated ones
         with threadpool_limits(limits=1 if small else None, user_api="blas"):
             if init is None:
                 M, _ = _ray_start(data)
+                alpha_full = np.zeros(N)
             else:
                 M = project_psd(init.M)
+                alpha_full = np.zeros(N)
+                if init.info.get("alpha") is not None:
+                    alpha_full = np.clip(init.info["alpha"], 0.0, data.c_q)
             arg = data.margins(M)  # (N,)
-            # start from the most violated constraints at the initial point
+            # start from the constraints that carry a multiplier or are
+            # violated or nearly so, topped up with the most violated ones
+            inW = (alpha_full > 0) | (arg > -band)
             k0 = min(N, self.working_set)
-            inW = np.zeros(N, dtype=bool)
-            inW[np.argpartition(-arg, k0 - 1)[:k0]] = True
-            alpha_full = np.zeros(N)
-            if init is not None and init.info.get("alpha") is not None:
-                alpha_full = np.clip(init.info["alpha"], 0.0, data.c_q)
+            if inW.sum() < k0:
+                inW[np.argpartition(-arg, k0 - 1)[:k0]] = True
+            warm = {}  # primal weight, step and row-norm scale across rounds
             inner_tol = max(self.tol, 1e-2)  # round 1 only locates the set
             n_iter, rounds, cert = 0, [], None
             status = Status.MAX_ITER
@@ -234,18 +244,20 @@ class QwiseDualSolver(IterativeSolver):
                 inner = dataclasses.replace(
                     self, tol=inner_tol, working_set=None, max_time=left,
                     maxiter=self.maxiter - n_iter)
-                warm = SolverResult(M=M, status="", objective=np.nan, n_iter=0,
-                                    certificate=None, method="",
-                                    info={"alpha": alpha_full[idx]})
-                res = inner.run(sub, warm, warn=False)
+                start = SolverResult(M=M, status="", objective=np.nan, n_iter=0,
+                                     certificate=None, method="",
+                                     info=dict(warm, alpha=alpha_full[idx]))
+                res = inner.run(sub, start, warn=False)
                 n_iter += res.n_iter
                 M = res.M
+                warm = {k: res.info[k] for k in ("omega", "eta", "row_scale")}
                 alpha_full = np.zeros(N)
                 alpha_full[idx] = res.info["alpha"]
                 arg = data.margins(M)
                 tiny = 1e-12 * scale
                 outside_ok = not np.any(~inW & (arg > tiny))
-                new = ~inW & (arg > -band)
+                near = (alpha_full > 0) | (arg > -band)
+                new = near & ~inW
                 rounds.append({"size": int(idx.size), "iterations": int(res.n_iter),
                                "rel_gap": float(res.certificate.rel_gap),
                                "added": int(new.sum())})
@@ -263,13 +275,22 @@ class QwiseDualSolver(IterativeSolver):
                 if res.status == Status.TIME_LIMIT:
                     status = Status.TIME_LIMIT
                     break
-                inW |= new
                 if res.status == Status.OPTIMAL:
                     if inner_tol <= self.tol and not np.any(new):
                         break  # nothing left to add or to tighten: round-off
                     inner_tol = max(self.tol, inner_tol * 1e-2)
                 elif not np.any(new):
                     break  # the inner solve ran out of iterations
+                if inner_tol > self.tol:
+                    # while the set is still being located, it follows the
+                    # current point: constraints far inside their margin
+                    # (three bands: a hysteresis, so that a constraint near
+                    # the edge does not leave and return) with a zero
+                    # multiplier leave it.  At the last tolerance it only
+                    # grows, so the rounds end.
+                    inW = near | (inW & (arg > -3 * band))
+                else:
+                    inW |= new
             if cert is None or status != Status.OPTIMAL:
                 cert = data.certificate(M, alpha_full, solver=self.name,
                                         tol_gap=max(self.tol, 1e-6))
@@ -292,63 +313,63 @@ class QwiseDualSolver(IterativeSolver):
             time=total)
 
     def init_state(self, data, init=None):
+        info = {} if init is None else init.info
         if init is None:
             M, alpha = _ray_start(data)
         else:
             M = project_psd(init.M)
-            alpha = init.info.get("alpha")
+            alpha = info.get("alpha")
             if alpha is None:
                 alpha = np.where(data.margins(M) > 0, data.c_q, 0.0)
             alpha = np.clip(alpha, 0.0, data.c_q)
         # diagonal dual preconditioning (Pock & Chambolle 2011): per-row
         # steps proportional to 1 / ||A_q||_F; the primal step stays scalar
-        # so that its prox remains the Euclidean PSD projection
+        # so that its prox remains the Euclidean PSD projection.  A warm
+        # start keeps the scale, the step and the primal weight of the run
+        # it continues (a working-set round), so they mean the same there.
         rn = _row_norms(data)
         rn = np.where(rn > 0, rn, max(float(rn.max()), 1.0))
-        self._dscale = float(np.mean(rn)) / rn  # (n_constraints,)
-        norm = _op_norm(data, self._dscale) * 1.01
-        # A = 0 (no constraint depends on M): any step is stable
-        self._norm = norm if norm > 1e-12 * max(1.0, float(rn.max())) else 1.0
-        if self.omega0 is not None:
-            omega = float(self.omega0)
-        else:
+        row_scale = info.get("row_scale") or float(np.mean(rn))
+        self._dscale = row_scale / rn  # (n_constraints,)
+        self._row_scale = row_scale
+        eta = info.get("eta")
+        if eta is None:
+            norm = _op_norm(data, self._dscale) * 1.01
+            # A = 0 (no constraint depends on M): any step is stable
+            norm = norm if norm > 1e-12 * max(1.0, float(rn.max())) else 1.0
+            eta = 0.99 / norm
+        omega = info.get("omega") or self.omega0
+        if omega is None:
             # the primal weight balances the scales of the two blocks
             nM, na = np.linalg.norm(M), np.linalg.norm(alpha)
             omega = na / nM if nM > 0 and na > 0 else 1.0
-        gap = self._gap(data, M, alpha)
-        return M, PDState(0, gap, alpha, np.zeros_like(M), np.zeros_like(alpha),
-                          0, omega, gap, 0, M, alpha, M, alpha, 0.99 / self._norm)
+        aM = data.a_of(data.op.sqdist(M))
+        S = data.S_of(alpha)
+        gap = _gap(data, M, alpha, aM, S)
+        return M, PDState(0, gap, alpha, aM, S, self._zero_sums(M, alpha), float(omega),
+                          float(eta), gap, 0, (M, alpha), (M, alpha))
 
     @staticmethod
-    def _gap(data, M, alpha):
-        # M is PSD here (a projection or an average of projections)
-        obj = data.objective(M)
-        return abs(obj - data.best_dual_bound(alpha, M, obj)) / max(1.0, abs(obj))
-
-    def _a(self, data, V):
-        dist = data.op.quadform(V)
-        return dist[data.far_q] - dist[data.near_q]
+    def _zero_sums(M, alpha):
+        return (np.zeros_like(M), np.zeros_like(alpha), np.zeros_like(alpha),
+                np.zeros_like(M), 0)
 
     def update(self, M, state, data):
-        eta = state.eta
-        omega = state.omega
+        eta, omega = state.eta, state.omega
         R, mu, c, delta = data.R, data.mu, data.c_q, data.delta_q
         dscale = self._dscale
-        alpha = state.alpha
-        M_sum, alpha_sum, n_sum = state.M_sum, state.alpha_sum, state.n_sum
-        aM = self._a(data, M)  # a(M) is reused: a(2 M+ - M) = 2 a(M+) - a(M)
+        alpha, aM, S = state.alpha, state.aM, state.S
+        M_sum, alpha_sum, aM_sum, S_sum, n_sum = state.sums
         k = 0
         for k in range(1, self.check_every + 1):
-            S = data.op.gram(data.dual_pair_weights(alpha))
-            S = 0.5 * (S + S.T)
             t = state.iter_num + k
             while True:
                 tau, sigma = eta / omega, eta * omega
                 M_new, G = project_psd((M + tau * (S - R)) / (1 + tau * mu),
                                        return_factor=True)
-                # distances from the rank-r factor of the PSD iterate
-                dist = data.op.sqdist(G=G)
-                aM_new = dist[data.far_q] - dist[data.near_q]
+                # distances from the rank-r factor of the PSD iterate;
+                # a(2 M+ - M) = 2 a(M+) - a(M)
+                aM_new = data.a_of(data.op.sqdist(G=G))
                 alpha_new = np.clip(alpha + (sigma * dscale)
                                     * (delta - 2 * aM_new + aM), 0.0, c)
                 # PDLP's adaptive step: the largest step the pair of moves
@@ -364,54 +385,60 @@ class QwiseDualSolver(IterativeSolver):
                     eta = eta_next
                     break
                 eta = eta_next
+            moved = np.flatnonzero(dA)
+            if moved.size:
+                S = S + data.S_of(dA[moved], moved)
             M, aM, alpha = M_new, aM_new, alpha_new
             M_sum = M_sum + M
             alpha_sum = alpha_sum + alpha
+            aM_sum = aM_sum + aM
+            S_sum = S_sum + S
             n_sum += 1
         it = state.iter_num + k
-        gap_cur = self._gap(data, M, alpha)
-        M_avg, alpha_avg = M_sum / n_sum, alpha_sum / n_sum
-        gap_avg = self._gap(data, M_avg, alpha_avg)
+        gap_cur = _gap(data, M, alpha, aM, S)
+        avg = (M_sum / n_sum, alpha_sum / n_sum, aM_sum / n_sum, S_sum / n_sum)
+        gap_avg = _gap(data, *avg)
         if gap_avg < gap_cur:
-            cand_M, cand_alpha, cand_gap = M_avg, alpha_avg, gap_avg
+            cand, cand_gap = avg, gap_avg
         else:
-            cand_M, cand_alpha, cand_gap = M, alpha, gap_cur
-        best_M, best_alpha = state.best_M, state.best_alpha
+            cand, cand_gap = (M, alpha, aM, S), gap_cur
+        best = state.best
         error = min(state.error, cand_gap)
         if cand_gap <= state.error:
-            best_M, best_alpha = cand_M, cand_alpha
-        restart_error = state.restart_error
-        n_restart_iter = state.n_restart_iter
-        M_restart, alpha_restart = state.M_restart, state.alpha_restart
+            best = cand[:2]
+        restart_error, n_restart_iter = state.restart_error, state.n_restart_iter
+        restart = state.restart
+        sums = (M_sum, alpha_sum, aM_sum, S_sum, n_sum)
         # restart when the gap has halved, or (artificial restart, as in
         # PDLP) when the current epoch is long relative to the whole run
         since = it - state.n_restart_iter
         if cand_gap <= 0.5 * state.restart_error or since >= 0.36 * it:
             # primal weight re-balancing (PDLP): geometric mean of the old
             # weight and the ratio of dual to primal movement
-            dM = np.linalg.norm(cand_M - M_restart)
-            da = np.linalg.norm(cand_alpha - alpha_restart)
+            dM = np.linalg.norm(cand[0] - restart[0])
+            da = np.linalg.norm(cand[1] - restart[1])
             if dM > 1e-300 and da > 1e-300:
                 omega = np.exp(0.5 * np.log(da / dM) + 0.5 * np.log(omega))
-            M, alpha = cand_M, cand_alpha
-            M_restart, alpha_restart = cand_M, cand_alpha
+            M, alpha, aM, S = cand
+            # S was accumulated move by move: recompute it exactly here
+            S = data.S_of(alpha)
+            restart = (M, alpha)
             restart_error = cand_gap
             n_restart_iter = it
-            M_sum, alpha_sum, n_sum = np.zeros_like(M), np.zeros_like(alpha), 0
-        return M, PDState(it, error, alpha, M_sum, alpha_sum, n_sum, omega,
-                          restart_error, n_restart_iter, M_restart,
-                          alpha_restart, best_M, best_alpha, eta)
+            sums = self._zero_sums(M, alpha)
+        return M, PDState(it, error, alpha, aM, S, sums, omega, eta, restart_error,
+                          n_restart_iter, restart, best)
 
     def finalize(self, M, state, data):
-        M = state.best_M
+        M, alpha = state.best
         cert = data.certificate(
-            M, state.best_alpha, solver=self.name,
+            M, alpha, solver=self.name,
             tolerances={"tol": self.tol, "check_every": self.check_every},
             tol_gap=max(self.tol, 1e-6),
         )
-        info = {"alpha": state.best_alpha, "omega": state.omega}
+        info = {"alpha": alpha, "omega": state.omega, "eta": state.eta,
+                "row_scale": self._row_scale}
         return M, cert, info
-
 
 # ---------------------------------------------------------------------------
 # Algorithm 1: projected subgradient with active sets
