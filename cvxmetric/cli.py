@@ -257,10 +257,11 @@ def _cmd_bench(args):
         print(json.dumps(col.jsonable(rows), indent=2))
     else:
         print(bench.format_table(rows))
-        print("\ngap: (f - f_exact) / max(1, |f_exact|) when kind is 'vs exact'; "
-              "the solver's certified relative duality gap when 'certified'. "
-              "peak/base MB: ru_maxrss of the run's process (base: before the "
-              "solve).")
+        print("\ngap: (f - f_ref) / max(1, |f_ref|) when kind is 'vs exact' or "
+              "'vs fast' (f_ref: the exact optimum, or above 1e4 constraints "
+              "the fast solver's optimum certified to 1e-6); the solver's "
+              "certified relative duality gap when 'certified'. peak/base MB: "
+              "ru_maxrss of the run's process (base: before the solve).")
     return 0
 
 
@@ -363,7 +364,8 @@ def build_parser():
     p.add_argument("--max-seconds", type=float, default=None,
                    help="kill a run after this many seconds (reported as timeout)")
     p.add_argument("--subgradient-maxiter", type=int, default=None,
-                   help="default: the solver's below 1e4 constraints, 200 above")
+                   help="default: the solver's (above 1e4 constraints the "
+                        "time budget usually ends the run first)")
     p.add_argument("--seed", type=int, default=0, help="random_state of the data")
     p.add_argument("--no-isolate", action="store_true",
                    help="run in this process (peak memory is then process-wide)")
