@@ -260,7 +260,10 @@ def _cmd_bench(args):
         print("\ngap: (f - f_ref) / max(1, |f_ref|) when kind is 'vs exact' or "
               "'vs fast' (f_ref: the exact optimum, or above 1e4 constraints "
               "the fast solver's optimum certified to 1e-6); the solver's "
-              "certified relative duality gap when 'certified'. peak/base MB: "
+              "certified relative duality gap when 'certified'. x exact / x "
+              "declared: seconds of the default exact path (margin-set "
+              "reduction, its guess from a fast solve) / of the declared "
+              "CVXPY model, divided by the row's. peak/base MB: "
               "ru_maxrss of the run's process (base: before the solve).")
     return 0
 

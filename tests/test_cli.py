@@ -250,8 +250,15 @@ def test_bench_tiny_in_process():
         assert r["peak_mb"] is None or r["peak_mb"] > 0
         if r["error"] is None:
             assert r["gap_kind"] == "vs exact" and r["seconds"] >= 0
+    # speedups: the exact / declared model's seconds over the row's
+    for r in rows:
+        assert r["speedup_exact"] == pytest.approx(
+            by["exact"]["seconds"] / r["seconds"])
+        assert r["speedup_declared"] == pytest.approx(
+            by["straightforward"]["seconds"] / r["seconds"])
     table = bench.format_table(rows)
     assert "peak MB" in table and "subgradient(maxiter=50)" in table
+    assert "x exact" in table and "x declared" in table
 
 
 def test_bench_isolated_and_certified_gap():
@@ -301,6 +308,9 @@ def test_bench_large_sizes_skip_exact(monkeypatch):
     # the certified fast optimum is the yardstick of the rows after it
     assert rows[0]["gap_kind"] == "certified" and rows[0]["gap"] == 1e-7
     assert all(r["gap_kind"] == "vs fast" and r["gap"] == 0.0 for r in rows[1:])
+    # no exact solve at this size: no speedup
+    assert all(r["speedup_exact"] is None and r["speedup_declared"] is None
+               for r in rows)
 
 
 def test_bench_large_sizes_without_certified_fast(monkeypatch):

@@ -189,6 +189,10 @@ class QwiseDualSolver(IterativeSolver):
         Above this many constraints, iterate on a working set (see the
         module docstring); ``None`` never does.  ``maxiter`` then counts the
         iterations of all rounds together.
+    follow_rounds : int
+        Working-set rounds at the final tolerance in which the set still
+        follows the current point (drops constraints far inside their
+        margin) before it only grows.
     """
 
     maxiter: int = 200_000
@@ -196,6 +200,7 @@ class QwiseDualSolver(IterativeSolver):
     check_every: int = 64
     omega0: float = None
     working_set: int = 50_000
+    follow_rounds: int = 3
 
     name = "fast"
 
@@ -230,6 +235,7 @@ class QwiseDualSolver(IterativeSolver):
             warm = {}  # primal weight, step and row-norm scale across rounds
             inner_tol = max(self.tol, 1e-2)  # round 1 only locates the set
             n_iter, rounds, cert = 0, [], None
+            n_follow_final = 0  # rounds at the last tolerance that moved the set
             status = Status.MAX_ITER
             while True:
                 left = None
@@ -282,13 +288,15 @@ class QwiseDualSolver(IterativeSolver):
                     inner_tol = max(self.tol, inner_tol * 1e-2)
                 elif not np.any(new):
                     break  # the inner solve ran out of iterations
-                if inner_tol > self.tol:
+                if inner_tol > self.tol or n_follow_final < self.follow_rounds:
                     # while the set is still being located, it follows the
                     # current point: constraints far inside their margin
                     # (three bands: a hysteresis, so that a constraint near
                     # the edge does not leave and return) with a zero
-                    # multiplier leave it.  At the last tolerance it only
-                    # grows, so the rounds end.
+                    # multiplier leave it.  At the last tolerance it does so
+                    # ``follow_rounds`` more times and then only grows, so
+                    # the rounds end.
+                    n_follow_final += inner_tol <= self.tol
                     inW = near | (inW & (arg > -3 * band))
                 else:
                     inW |= new

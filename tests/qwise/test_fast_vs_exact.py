@@ -96,6 +96,25 @@ def test_working_set_vs_exact(which, eq8_data, eq11_data, exact_eq8, exact_eq11)
     assert sub.objective(fast.M) == pytest.approx(data.objective(fast.M), rel=1e-12)
 
 
+@pytest.mark.parametrize("follow_rounds", [0, 3])
+def test_working_set_loose_tol_vs_exact(follow_rounds, eq11_data, exact_eq11):
+    """At a loose ``tol`` the first round already runs at the final
+    tolerance: the set still follows the point ``follow_rounds`` times,
+    the rounds end, and the answer is within ``tol`` of the exact optimum,
+    certified on the full problem."""
+    data, exact = eq11_data, exact_eq11
+    tol = 1e-4
+    solver = QwiseDualSolver(tol=tol, working_set=max(2, data.n_constraints // 4),
+                             follow_rounds=follow_rounds)
+    fast = solver.run(data)
+    assert fast.status == "optimal"
+    assert fast.certificate.rel_gap <= tol
+    # the certificate is on the full problem: its bound is below the optimum
+    assert fast.certificate.dual_bound <= exact.objective + 1e-9 * max(1.0, abs(exact.objective))
+    rel = (fast.objective - exact.objective) / max(1.0, abs(exact.objective))
+    assert -1e-9 <= rel <= tol
+
+
 def test_fast_vs_exact_triplets(triplets, regularizer, A_S, make_data):
     data = make_data(triplets.to_quadruplets(0.5), regularizer=regularizer,
                      A_S=A_S, C_q=2.0)
