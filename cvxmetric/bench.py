@@ -36,13 +36,15 @@ libraries (about 150-250 MB); ``base MB`` is the peak before the solve
 started (after building the data), so ``peak - base`` bounds the solve's
 own extra memory from below.
 
-Measured on the 2-core machine (2026-11-23): ``exact`` 0.12 s / 0.92 s /
-3.9 s and ``straightforward`` 1.6 s / 18 s / 180 s (peak 0.2 / 0.5 / 1.1 GB)
-at (20, 1000) / (40, 2000) / (60, 2000); ``fast`` 0.09 / 0.26 / 0.37 s
-there (gap <= 5e-10), 11.5 s at (100, 1e5) (certified 6.5e-10), and at
-(100, 1e6) it stops at the :data:`LARGE_SOLVER_SECONDS` budget with a
-certified gap of 6e-3 (peak 1.9 GB).  Use ``--skip-straightforward`` to
-save the three minutes of the declared model at (60, 2000).
+Measured on the 2-core machine (2026-11-24): ``exact`` 0.12 s / 0.96 s /
+4.4 s and ``straightforward`` 2.1 s / 28 s / 178 s (peak 0.2 / 0.5 / 1.1 GB)
+at (20, 1000) / (40, 2000) / (60, 2000); ``fast`` 0.09 / 0.21 / 0.33 s
+there (gap <= 2e-10) and ``fast@1e-4`` 0.06 / 0.15 / 0.21 s; ``fast``
+10.7 s at (100, 1e5) and 70 s at (100, 1e6) (certified 1.7e-10 / 1.6e-10,
+peak 1.0 GB); Algorithm 1 stops at the :data:`LARGE_SOLVER_SECONDS` budget
+there (4.9e-3 above the fast optimum at 1e6, peak 1.6 GB).  Use
+``--skip-straightforward`` to save the three minutes of the declared model
+at (60, 2000).
 """
 
 import json

@@ -25,8 +25,9 @@ per constraint.
     inactive (measured: 1.6 % at ``N = 10^5``, 1.0 % at ``N = 10^6``), so
     the iterations run on the constraints that carry a multiplier, are
     violated or are near their margin; a full pass over all constraints
-    between rounds moves the set with the current ``M`` (and only adds to it
-    at the last tolerance), and the stop is the full problem's certified gap
+    between rounds moves the set with the current ``M`` (and, after
+    ``follow_rounds`` rounds at the last tolerance, only adds to it), and
+    the stop is the full problem's certified gap
     (constraints outside the set carry ``alpha = 0``, which is optimal for
     them exactly when they are inactive).
 """
