@@ -286,8 +286,8 @@ def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
         ``gap_kind`` ("vs exact" or "certified"), ``seconds``,
         ``speedup_exact`` and ``speedup_declared`` (the ``exact`` /
         ``straightforward`` run's seconds divided by this run's, ``None``
-        without them), ``peak_mb``, ``base_mb``, ``status``, ``error``.  The yardstick of ``gap`` is
-        described in the module docstring.
+        without them), ``peak_mb``, ``base_mb``, ``status``, ``error``.  The
+        yardstick of ``gap`` is described in the module docstring.
     """
     from ._tolerances import EXACT_GAP
 
@@ -307,7 +307,7 @@ def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
                 and not (m == "straightforward" and skip_straightforward)]
         sub_iter = subgradient_maxiter
         f_ref, reference = None, "exact"
-        t_ref = {}  # seconds of "exact" and "straightforward" at this size
+        size_rows = []
         for method in todo:
             case = {"d": d, "N": N, "method": method, "seed": seed,
                     "subgradient_maxiter": sub_iter,
@@ -328,16 +328,18 @@ def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
                     # no exact solve at this size: the certified fast
                     # optimum is the yardstick of the rows that follow
                     f_ref, reference = res.get("objective"), "fast"
-            if method in ("exact", "straightforward") and row["error"] is None:
-                t_ref[method] = row["seconds"]
-            rows.append(row)
+            size_rows.append(row)
             if callback is not None:
                 callback(row)
-        for row in rows[len(rows) - len(todo):]:  # this size's rows
+        # speedups need the exact runs' seconds, so they follow the size's runs
+        t_ref = {r["method"]: r["seconds"] for r in size_rows
+                 if r["method"] in ("exact", "straightforward") and r["error"] is None}
+        for row in size_rows:
             for key, ref in (("speedup_exact", "exact"),
                              ("speedup_declared", "straightforward")):
                 ok = ref in t_ref and row["error"] is None and row["seconds"]
                 row[key] = t_ref[ref] / row["seconds"] if ok else None
+        rows.extend(size_rows)
     return rows
 
 
