@@ -2,9 +2,13 @@
 
 :func:`solve_certified` runs the solvers in turn with explicit tight
 tolerances and accepts a point only when its *formulation-specific*
-certificate passes -- the solver's status alone is never trusted.  A solver
-that certifies infeasibility or unboundedness ends the search with the
-matching exception.
+certificate passes -- the solver's status alone is never trusted.  A claim of
+infeasibility or unboundedness is not trusted alone either: interior-point
+and splitting methods both misreport badly scaled feasible problems, so the
+claim ends the search with :class:`~cvxmetric.result.InfeasibleError` or
+:class:`~cvxmetric.result.UnboundedError` only when a second solver (or the
+caller's own check, ``confirm``) agrees; otherwise the next solver is tried
+and an unconfirmed claim ends in a plain :class:`~cvxmetric.result.SolverError`.
 """
 
 import logging
@@ -62,8 +66,14 @@ def _version(solver):
         return "unknown"
 
 
+_CLAIMS = {
+    cp.INFEASIBLE: "infeasible", cp.INFEASIBLE_INACCURATE: "infeasible",
+    cp.UNBOUNDED: "unbounded", cp.UNBOUNDED_INACCURATE: "unbounded",
+}
+
+
 def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=None,
-                    verbose=False):
+                    verbose=False, confirm=None):
     """Solve ``problem`` and return ``(certificate, info)``.
 
     Parameters
@@ -80,17 +90,24 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
         Solver tolerance (gap and feasibility).
     max_iter : int, optional
     verbose : bool
+    confirm : callable, optional
+        ``confirm(kind)`` with ``kind`` in ``{"infeasible", "unbounded"}``:
+        the caller's own check of a solver's claim on the data (e.g. a
+        Farkas certificate, or an exact feasibility test).  It returns
+        ``True`` (the claim is proven), ``False`` (it is refuted: the next
+        solver is tried and no agreement of solvers can make it true) or
+        ``None`` (cannot tell: a second solver must make the same claim).
 
     Returns
     -------
     certificate : Certificate
     info : dict
-        ``status`` (the solver's), ``n_iter``, ``attempts``.
+        ``status`` (the solver's raw status), ``n_iter``, ``attempts``.
 
     Raises
     ------
     InfeasibleError, UnboundedError
-        When a solver certifies it.
+        When a solver's claim is confirmed (by another solver or ``confirm``).
     CertificateError
         When every solver returned a point whose certificate fails.
     SolverError
@@ -98,6 +115,7 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
     """
     attempts = []
     best = None
+    claims = {}  # kind -> solvers that claimed it
     for name in solvers:
         opts = solver_options(name, tol, max_iter)
         t0 = time.perf_counter()
@@ -107,8 +125,11 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
                 # value, judged by the certificate below (and logged)
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
                 problem.solve(solver=name, verbose=verbose, **opts)
-        except cp.error.SolverError as exc:
-            attempts.append({"solver": name, "error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - any solver failure: try the next
+            # CVXPY raises SolverError, but a solver's own failure (SCS's
+            # allocation error, a Clarabel panic) can surface as another
+            # exception type; neither ends the search
+            attempts.append({"solver": name, "error": f"{type(exc).__name__}: {exc}"})
             logger.info("%s failed: %s", name, exc)
             continue
         total = time.perf_counter() - t0
@@ -122,10 +143,15 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
         status = problem.status
         attempts.append({"solver": name, "status": status, "time": total})
         logger.info("%s: status %s in %.3g s", name, status, total)
-        if status == cp.INFEASIBLE:
-            raise InfeasibleError(f"{name} certified the problem infeasible.")
-        if status == cp.UNBOUNDED:
-            raise UnboundedError(f"{name} certified the problem unbounded.")
+        if status in _CLAIMS:
+            kind = _CLAIMS[status]
+            claims.setdefault(kind, []).append(name)
+            verdict = None if confirm is None else confirm(kind)
+            if verdict:
+                _raise_claim(kind, claims[kind], "confirmed by a check on the data")
+            if verdict is None and len(claims[kind]) >= 2:
+                _raise_claim(kind, claims[kind], "agreed")
+            continue
         if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
             logger.info("%s returned status %s", name, status)
             continue
@@ -146,10 +172,28 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
             best = (cert, info)
     if best is not None:
         cert, info = best
+        if claims:
+            logger.info("unconfirmed claims: %s", claims)
         raise CertificateError(
             f"no solver produced a certified solution: best relative gap "
             f"{cert.rel_gap:.3g} (tolerance {cert.tol_gap:.1g}), violation "
             f"{cert.max_violation:.3g}; attempts: {attempts}",
             result=best,
         )
+    if claims:
+        raise SolverError(
+            f"no certified solution: {_claim_text(claims)}, not confirmed by "
+            f"another solver or by a check on the data (a numerical claim on a "
+            f"badly scaled problem is common: rescale the data); attempts: "
+            f"{attempts}")
     raise SolverError(f"every solver failed: {attempts}")
+
+
+def _claim_text(claims):
+    return "; ".join(f"{' and '.join(names)} claimed the problem {kind}"
+                     for kind, names in claims.items())
+
+
+def _raise_claim(kind, names, how):
+    error = InfeasibleError if kind == "infeasible" else UnboundedError
+    raise error(f"{' and '.join(names)} certified the problem {kind} ({how}).")

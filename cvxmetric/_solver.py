@@ -3,25 +3,65 @@
 Modelled on jaxopt's iterative solvers: hyperparameters are dataclass fields,
 ``init_state`` builds the starting point and a small state (a named tuple with
 at least ``iter_num`` and ``error``), ``update`` performs one iteration, and
-``run`` loops until ``error <= tol`` or ``maxiter`` and returns the same
-:class:`~cvxmetric.result.SolverResult` as the exact path.  A run that stops
-on ``maxiter`` gets status ``max_iter_reached`` and a ``ConvergenceWarning``
-quoting the final error; progress goes to the ``cvxmetric`` logger.
+``run`` loops until ``error <= tol``, ``maxiter`` or ``max_time`` and returns
+the same :class:`~cvxmetric.result.SolverResult` as the exact path.
+
+Status has one meaning (see :class:`~cvxmetric.result.Status`): ``optimal``
+exactly when the certificate of the final iterate passes at the package's
+tolerance.  A run whose certificate does not pass gets ``max_iter_reached``,
+``time_limit_reached`` or, when its own stopping rule was met at a loosened
+``tol``, ``optimal_inaccurate``, and a ``ConvergenceWarning`` quoting the
+certified gap; why the loop stopped is kept in ``raw_status``.  Progress goes
+to the ``cvxmetric`` logger.
+
+Hyperparameters are checked on construction against the class's
+``_parameter_constraints`` table (scikit-learn's format): a bad value raises
+a ``ValueError`` naming the field.
 """
 
 import logging
+import math
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from numbers import Integral, Real
 
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 from threadpoolctl import threadpool_limits
 
 from .result import SolverResult, Status
 
-__all__ = ["IterativeSolver"]
+__all__ = ["IterativeSolver", "Deadline", "stop_message"]
 
 logger = logging.getLogger("cvxmetric")
+
+
+class Deadline:
+    """A wall-clock budget that long inner loops check (``expired()``).
+
+    ``Deadline(None)`` never expires.  Solvers whose one iteration can be
+    long (an inner CG, a line search, a working-set round) call
+    :meth:`expired` inside it, so that ``max_time`` is honoured within one
+    inner step's cost.
+    """
+
+    def __init__(self, max_time, start=None):
+        self.start = time.perf_counter() if start is None else start
+        self.max_time = max_time
+        self.hit = False
+
+    def expired(self):
+        """Whether the budget is spent (remembered in :attr:`hit`)."""
+        if self.max_time is not None and time.perf_counter() - self.start > self.max_time:
+            self.hit = True
+        return self.hit
+
+    def remaining(self):
+        """Seconds left (``inf`` without a budget)."""
+        if self.max_time is None:
+            return math.inf
+        return self.max_time - (time.perf_counter() - self.start)
 
 
 @dataclass
@@ -36,8 +76,9 @@ class IterativeSolver:
         Stop when ``state.error <= tol``; the meaning of ``error`` is the
         subclass's (documented there).
     max_time : float, optional
-        Wall-clock budget in seconds, checked between iterations; a run that
-        exhausts it ends with status ``time_limit_reached``.
+        Wall-clock budget in seconds, checked between iterations and, through
+        :attr:`deadline`, inside long inner loops; a run that exhausts it
+        ends with status ``time_limit_reached``.
     """
 
     maxiter: int = 1000
@@ -45,6 +86,43 @@ class IterativeSolver:
     max_time: float = None
 
     name = "iterative"
+
+    #: Allowed values of each field (scikit-learn's ``_parameter_constraints``
+    #: format); subclasses extend it with their own fields.
+    _parameter_constraints = {
+        "maxiter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_time": [Interval(Real, 0, None, closed="left"), None],
+    }
+
+    def __post_init__(self):
+        self.validate_params()
+        self.deadline = Deadline(None)
+
+    def validate_params(self):
+        """Check every field against :attr:`_parameter_constraints`.
+
+        Raises
+        ------
+        ValueError
+            Naming the field, for a value of the wrong type or out of range
+            (NaN and infinite values included where the range is open).
+        """
+        names = [f.name for f in fields(self)]
+        missing = sorted(set(names) - set(self._parameter_constraints))
+        if missing:  # pragma: no cover - a developer error
+            raise TypeError(f"{type(self).__name__}: fields without constraints: "
+                            f"{missing}")
+        params = {name: getattr(self, name) for name in names}
+        for name, value in params.items():
+            # Interval(Real, 0, None) admits inf and rejects nan only for
+            # closed bounds: refuse both explicitly
+            if isinstance(value, Real) and not isinstance(value, bool) \
+                    and not math.isfinite(value):
+                raise ValueError(f"{type(self).__name__}: {name} must be finite, "
+                                 f"got {value!r}.")
+        validate_parameter_constraints(self._parameter_constraints, params,
+                                       caller_name=type(self).__name__)
 
     #: Below this many features, BLAS runs single-threaded: the iterations
     #: are many small products whose threading overhead (measured: 16x on a
@@ -83,37 +161,43 @@ class IterativeSolver:
         SolverResult
         """
         t0 = time.perf_counter()
+        self.deadline = deadline = Deadline(self.max_time, t0)
         small = data.n_features <= self.small_features
         with threadpool_limits(limits=1 if small else None, user_api="blas"):
             M, state = self.init_state(data, init)
-            out_of_time = False
             while not self.converged(state) and state.iter_num < self.maxiter:
-                if self.max_time is not None and time.perf_counter() - t0 > self.max_time:
-                    out_of_time = True
+                if deadline.expired():
                     break
                 M, state = self.update(M, state, data)
                 logger.debug("%s iter %d error %.3e", self.name, state.iter_num,
                              state.error)
             M, cert, info = self.finalize(M, state, data)
-        converged = self.converged(state)
-        if converged:
-            status = Status.OPTIMAL
+        if self.converged(state):
+            raw = Status.OPTIMAL
         else:
-            status = Status.TIME_LIMIT if out_of_time else Status.MAX_ITER
+            raw = Status.TIME_LIMIT if deadline.hit else Status.MAX_ITER
         info.setdefault("final_error", float(state.error))
-        if not converged and warn:
-            why = (f"within {self.max_time:g} s" if out_of_time
-                   else f"in {state.iter_num} iterations")
-            warnings.warn(
-                f"{self.name} did not converge {why}: final error "
-                f"{state.error:.3g} > tol {self.tol:.3g} (relative duality gap "
-                f"{cert.rel_gap:.3g}).",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
         cert.times["total"] = time.perf_counter() - t0
-        return SolverResult(
-            M=M, status=status, objective=cert.objective, n_iter=state.iter_num,
+        result = SolverResult(
+            M=M, status=raw, objective=cert.objective, n_iter=state.iter_num,
             certificate=cert, method=self.name, info=info,
-            time=cert.times["total"],
+            time=cert.times["total"], raw_status=raw,
         )
+        if result.status != Status.OPTIMAL and warn:
+            warnings.warn(stop_message(self.name, result, self.max_time),
+                          ConvergenceWarning, stacklevel=2)
+        return result
+
+
+def stop_message(name, result, max_time=None):
+    """Why ``result`` is not certified optimal, in one sentence."""
+    cert = result.certificate
+    if result.raw_status == Status.TIME_LIMIT:
+        why = f"stopped at its time limit (within {max_time:g} s)"
+    elif result.raw_status == Status.MAX_ITER:
+        why = f"stopped in {result.n_iter} iterations (maxiter)"
+    else:
+        why = f"met its stopping rule after {result.n_iter} iterations"
+    return (f"{name} did not converge: {why} without a certified optimum: relative duality gap "
+            f"{cert.rel_gap:.3g} (the package certifies at {cert.tol_gap:.3g}), "
+            f"violation {cert.max_violation:.3g}; status {result.status!r}.")

@@ -4,8 +4,9 @@ Tests, ``cvxmetric verify`` and ``cvxmetric reference`` import from here; a
 tolerance is stated once.
 """
 
-__all__ = ["TOLERANCES", "REFERENCE_AGREEMENT", "EXACT_GAP", "MATRIX_RTOL",
-           "tolerance"]
+__all__ = ["TOLERANCES", "REFERENCE_AGREEMENT", "EXACT_GAP", "FEASIBILITY",
+           "CERTIFICATE_TOLERANCES", "MATRIX_RTOL", "tolerance",
+           "certificate_tolerance"]
 
 #: Relative objective gap ``(f_method - f_exact) / max(1, |f_exact|)`` a
 #: method must reach on every collection instance and in the tests.  A key
@@ -42,8 +43,26 @@ TOLERANCES = {
 #: before a reference solution is written.
 REFERENCE_AGREEMENT = 1e-6
 
-#: Relative duality gap an exact certificate must show.
+#: Relative duality gap a certificate must show to pass (``status ==
+#: "optimal"``), whatever solver produced the point and whatever ``tol`` the
+#: user gave it: a loosened ``tol`` may stop a solver early, never loosen
+#: what the package vouches for.
 EXACT_GAP = 1e-6
+
+#: Largest constraint violation a passing certificate may show, relative to
+#: ``max(1, |objective|)``.
+FEASIBILITY = 1e-7
+
+#: The package's own certificate tolerance of each family: ``(gap,
+#: feasibility)``, each on the scale of the quantity that family certifies
+#: (see the family's ``certificate`` docstring for what the gap is relative
+#: to).  Families not listed use ``(EXACT_GAP, FEASIBILITY)``.
+CERTIFICATE_TOLERANCES = {
+    # MMC certifies its scale-free value r(M), whose optimum scales like
+    # |S| / |D|^2 and is often far below 1: the gap is judged relative to
+    # r itself, not to max(1, |r|)
+    "mmc": (EXACT_GAP, FEASIBILITY),
+}
 
 #: Matrices are compared loosely (optima are often low-rank and not unique).
 MATRIX_RTOL = 1e-3
@@ -63,3 +82,8 @@ def tolerance(family, method):
     if key in TOLERANCES:
         return TOLERANCES[key]
     return TOLERANCES[method]
+
+
+def certificate_tolerance(family):
+    """``(gap, feasibility)`` a certificate of ``family`` must meet to pass."""
+    return CERTIFICATE_TOLERANCES.get(family, (EXACT_GAP, FEASIBILITY))

@@ -112,6 +112,23 @@ def _zero_length(ids, i, j):
     return ids[i] == ids[j]
 
 
+def _same_pair(ids, a, b, c, e):
+    """Mask of tuples whose two pairs ``(a, b)`` and ``(c, e)`` join the same
+    two points (in either order): both sides of their constraint are one
+    distance, so the constraint does not depend on the metric."""
+    lo1, hi1 = np.minimum(ids[a], ids[b]), np.maximum(ids[a], ids[b])
+    lo2, hi2 = np.minimum(ids[c], ids[e]), np.maximum(ids[c], ids[e])
+    return (lo1 == lo2) & (hi1 == hi2)
+
+
+def _refuse(mask, name, kind, why):
+    if np.any(mask):
+        raise ValueError(
+            f"{name}: {int(mask.sum())} {kind}(s) {why} (first at row "
+            f"{int(np.flatnonzero(mask)[0])}); they do not constrain the metric."
+        )
+
+
 def _check_margin(delta, n, name="delta"):
     if np.ndim(delta) == 0:
         delta = check_scalar(delta, name)
@@ -220,13 +237,9 @@ class Triplets:
         i, j, k = idx.T
         ids = _row_ids(X)
         both = _zero_length(ids, i, j) & _zero_length(ids, i, k)
-        if np.any(both):
-            raise ValueError(
-                f"{name}: {int(both.sum())} triplet(s) have both difference "
-                f"vectors of zero length (first at row "
-                f"{int(np.flatnonzero(both)[0])}); they do not constrain the "
-                f"metric."
-            )
+        _refuse(both, name, "triplet", "have both difference vectors of zero length")
+        _refuse(_same_pair(ids, i, j, i, k), name, "triplet",
+                "compare a distance with itself (x_j and x_k are the same point)")
         return cls(X, idx)
 
     def to_quadruplets(self, delta=1.0):
@@ -267,13 +280,10 @@ class Quadruplets:
         i, j, k, l = idx.T
         ids = _row_ids(X)
         both = _zero_length(ids, i, j) & _zero_length(ids, k, l)
-        if np.any(both):
-            raise ValueError(
-                f"{name}: {int(both.sum())} quadruplet(s) have both difference "
-                f"vectors of zero length (first at row "
-                f"{int(np.flatnonzero(both)[0])}); they do not constrain the "
-                f"metric."
-            )
+        _refuse(both, name, "quadruplet", "have both difference vectors of zero length")
+        _refuse(_same_pair(ids, i, j, k, l), name, "quadruplet",
+                "compare a distance with itself (the pairs (i, j) and (k, l) "
+                "join the same two points)")
         return cls(X, idx, _check_margin(delta, len(idx)))
 
     def __len__(self):

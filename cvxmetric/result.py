@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._tolerances import EXACT_GAP, FEASIBILITY
+
 __all__ = [
     "Status",
     "Certificate",
@@ -25,7 +27,16 @@ __all__ = [
 
 
 class Status:
-    """Status words, shared with CVXPY where the meaning is the same."""
+    """Status words, shared with CVXPY where the meaning is the same.
+
+    A :class:`SolverResult`'s ``status`` says what the package vouches for:
+    ``OPTIMAL`` exactly when its certificate passes at the package's own
+    tolerance (:func:`~cvxmetric._tolerances.certificate_tolerance`).
+    Otherwise it says why the run ended without that: ``MAX_ITER``,
+    ``TIME_LIMIT``, or ``OPTIMAL_INACCURATE`` (the solver's own stopping
+    rule was met, e.g. at a loosened ``tol``, but the certificate does not
+    pass).  What the solver itself reported is kept in ``raw_status``.
+    """
 
     OPTIMAL = "optimal"
     OPTIMAL_INACCURATE = "optimal_inaccurate"
@@ -117,18 +128,21 @@ class Certificate:
     solver_version: str = ""
     tolerances: dict = field(default_factory=dict)
     times: dict = field(default_factory=dict)
-    tol_gap: float = 1e-6
-    tol_feas: float = 1e-7
+    tol_gap: float = EXACT_GAP
+    tol_feas: float = FEASIBILITY
 
     @classmethod
     def from_bound(cls, objective, dual_bound, *, max_violation, min_eig, solver,
-                   solver_version="", tolerances=None, times=None, tol_gap=1e-6,
-                   tol_feas=1e-7):
+                   solver_version="", tolerances=None, times=None, tol_gap=EXACT_GAP,
+                   tol_feas=FEASIBILITY):
         """The certificate of a point with objective ``objective`` and a lower
         bound ``dual_bound`` on the optimum: ``gap`` and ``rel_gap`` follow
         (``inf`` when no finite bound is known)."""
         gap = float(objective - dual_bound)
         rel_gap = abs(gap) / max(1.0, abs(objective)) if np.isfinite(gap) else np.inf
+        if not np.isfinite(dual_bound):
+            # no valid bound: nothing is certified
+            gap, rel_gap = np.inf, np.inf
         return cls(objective=float(objective), dual_bound=float(dual_bound),
                    gap=gap, rel_gap=float(rel_gap), max_violation=float(max_violation),
                    min_eig=float(min_eig), solver=solver,
@@ -137,9 +151,13 @@ class Certificate:
 
     @property
     def passed(self):
-        """True when the relative gap and the violation are within tolerance."""
+        """True when the relative gap and the violation are within tolerance.
+
+        A certificate without a finite, valid dual bound never passes.
+        """
         return bool(
             np.isfinite(self.objective)
+            and np.isfinite(self.dual_bound)
             and self.rel_gap <= self.tol_gap
             and self.max_violation <= self.tol_feas * max(1.0, abs(self.objective))
         )
@@ -160,7 +178,8 @@ class SolverResult:
     M : ndarray of shape (d, d)
         The learned matrix (symmetric, PSD up to ``certificate.min_eig``).
     status : str
-        A :class:`Status` word.
+        A :class:`Status` word: ``"optimal"`` exactly when
+        ``certificate.passed`` (enforced on construction).
     objective : float
         Objective at ``M`` in the paper's units.
     n_iter : int
@@ -170,6 +189,12 @@ class SolverResult:
         ``"exact"`` or the fast method's name.
     info : dict
         Solver-specific extras (duals, history, the CVXPY problem, ...).
+    time : float
+        Wall-clock seconds.
+    raw_status : str
+        What the solver itself reported (CVXPY's status for the exact path,
+        the reason an iterative solver stopped); defaults to the ``status``
+        given on construction.
     """
 
     M: np.ndarray
@@ -180,6 +205,19 @@ class SolverResult:
     method: str
     info: dict = field(default_factory=dict)
     time: float = 0.0
+    raw_status: str = ""
+
+    def __post_init__(self):
+        # one meaning of status: "optimal" iff the certificate passes at the
+        # package's tolerance, however the solver stopped
+        if not self.raw_status:
+            self.raw_status = self.status
+        if self.certificate is None:
+            return
+        if self.certificate.passed:
+            self.status = Status.OPTIMAL
+        elif self.status in Status.SOLVED:
+            self.status = Status.OPTIMAL_INACCURATE
 
     @property
     def gap(self):

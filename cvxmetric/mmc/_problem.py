@@ -80,8 +80,11 @@ import numpy as np
 import scipy.optimize
 
 from .._linalg import PairOperator, eigh_psd, project_psd
+from .._tolerances import certificate_tolerance
 from ..constraints import LabeledPairs
 from ..result import Certificate
+
+_GAP, _FEAS = certificate_tolerance("mmc")
 
 __all__ = [
     "MMCData",
@@ -528,7 +531,7 @@ class MMCData:
     # -- certificate ---------------------------------------------------------
 
     def certificate(self, x, *, bound=None, solver, solver_version="",
-                    tolerances=None, times=None, tol_gap=1e-6, tol_feas=1e-7):
+                    tolerances=None, times=None, tol_gap=_GAP, tol_feas=_FEAS):
         """Certificate of ``x`` (``M`` or ``w``) in the paper's units.
 
         ``x`` is first scaled to ``g(x) = 1`` (a feasible point of (P) with

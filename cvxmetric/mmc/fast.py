@@ -55,9 +55,11 @@ paper's units, and ``info["scale_free"] = r(M)``.
 """
 
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from .._solver import IterativeSolver
 from ..result import SolverResult
@@ -109,6 +111,13 @@ class MMCProjectedGradient(IterativeSolver):
     max_time : float, optional
     """
 
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "memory": [Interval(Integral, 1, None, closed="left")],
+        "sigma": [Interval(Real, 0, 1, closed="neither")],
+        "precondition": ["boolean"],
+    }
+
     maxiter: int = 20_000
     tol: float = 1e-8
     memory: int = 10
@@ -150,8 +159,7 @@ class MMCProjectedGradient(IterativeSolver):
                                 solver=self.name,
                                 tolerances=dict(res.certificate.tolerances,
                                                 precondition=True),
-                                times=res.certificate.times,
-                                tol_gap=max(self.tol, 1e-6))
+                                times=res.certificate.times)
         info = {k: v for k, v in res.info.items() if k not in ("w",)}
         out = _result(data, x, cert, res.status, res.n_iter, self.name, info,
                       res.time)
@@ -239,8 +247,7 @@ class MMCProjectedGradient(IterativeSolver):
         cert = data.certificate(
             x, bound=state.best_lb, solver=self.name,
             tolerances={"tol": self.tol, "memory": self.memory,
-                        "sigma": self.sigma},
-            tol_gap=max(self.tol, 1e-6))
+                        "sigma": self.sigma})
         res = _result(data, x, cert, "", state.iter_num, self.name,
                       {"n_backtracks": state.n_backtracks}, 0.0)
         return res.M, cert, res.info
@@ -273,6 +280,12 @@ class MMCNewton(IterativeSolver):
         Bertsekas' ``epsilon`` of the active set, relative to ``max(w)``.
     max_time : float, optional
     """
+
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "sigma": [Interval(Real, 0, 1, closed="neither")],
+        "eps": [Interval(Real, 0, None, closed="neither")],
+    }
 
     maxiter: int = 200
     tol: float = 1e-10
@@ -405,8 +418,7 @@ class MMCNewton(IterativeSolver):
         w = np.asarray(x, dtype=float)
         cert = data.certificate(
             w, bound=state.best_lb, solver=self.name,
-            tolerances={"tol": self.tol, "sigma": self.sigma, "eps": self.eps},
-            tol_gap=max(self.tol, 1e-6))
+            tolerances={"tol": self.tol, "sigma": self.sigma, "eps": self.eps})
         h = self._h(w[self._K])[0]
         res = _result(data, data.normalize(w), cert, "", state.iter_num,
                       self.name, {"h": h, "w_newton": w}, 0.0)

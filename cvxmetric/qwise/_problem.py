@@ -38,9 +38,12 @@ import numpy as np
 import scipy.linalg
 
 from .._linalg import PairOperator, eigh_psd, project_psd
+from .._tolerances import certificate_tolerance
 from .._validation import check_option, check_psd_matrix, check_scalar
 from ..constraints import LabeledPairs, Quadruplets
 from ..result import Certificate
+
+_GAP, _FEAS = certificate_tolerance("qwise")
 
 __all__ = ["QwiseData", "REGULARIZERS"]
 
@@ -407,7 +410,7 @@ class QwiseData:
 
     def certificate(
         self, M, alpha, *, solver, solver_version="", tolerances=None, times=None,
-        tol_gap=1e-6, tol_feas=1e-7,
+        tol_gap=_GAP, tol_feas=_FEAS,
     ):
         """Certificate of ``M`` with the dual bound from ``alpha``."""
         M = 0.5 * (M + M.T)

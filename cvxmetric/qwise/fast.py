@@ -37,14 +37,16 @@ import logging
 import time
 import warnings
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
 from .._linalg import project_psd
-from .._solver import IterativeSolver
+from .._solver import IterativeSolver, stop_message
 from ..result import SolverResult, Status
 
 logger = logging.getLogger("cvxmetric")
@@ -196,6 +198,14 @@ class QwiseDualSolver(IterativeSolver):
         margin) before it only grows.
     """
 
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "check_every": [Interval(Integral, 1, None, closed="left")],
+        "omega0": [Interval(Real, 0, None, closed="neither"), None],
+        "working_set": [Interval(Integral, 1, None, closed="left"), None],
+        "follow_rounds": [Interval(Integral, 0, None, closed="left")],
+    }
+
     maxiter: int = 200_000
     tol: float = 1e-9
     check_every: int = 64
@@ -275,15 +285,15 @@ class QwiseDualSolver(IterativeSolver):
                 # 0 are optimal for them and the full gap is the restricted
                 # one; it is certified on the full problem before stopping
                 if outside_ok and res.certificate.rel_gap <= self.tol:
-                    cert = data.certificate(M, alpha_full, solver=self.name,
-                                            tol_gap=max(self.tol, 1e-6))
+                    cert = data.certificate(M, alpha_full, solver=self.name)
                     if cert.rel_gap <= self.tol:
                         status = Status.OPTIMAL
                         break
-                if res.status == Status.TIME_LIMIT:
+                # the inner run's own stopping rule, at the round's tolerance
+                if res.raw_status == Status.TIME_LIMIT:
                     status = Status.TIME_LIMIT
                     break
-                if res.status == Status.OPTIMAL:
+                if res.raw_status == Status.OPTIMAL:
                     if inner_tol <= self.tol and not np.any(new):
                         break  # nothing left to add or to tighten: round-off
                     inner_tol = max(self.tol, inner_tol * 1e-2)
@@ -302,25 +312,21 @@ class QwiseDualSolver(IterativeSolver):
                 else:
                     inW |= new
             if cert is None or status != Status.OPTIMAL:
-                cert = data.certificate(M, alpha_full, solver=self.name,
-                                        tol_gap=max(self.tol, 1e-6))
-        if status != Status.OPTIMAL and warn:
-            why = (f"within {self.max_time:g} s" if status == Status.TIME_LIMIT
-                   else f"in {n_iter} iterations")
-            warnings.warn(
-                f"{self.name} did not converge {why}: relative duality gap "
-                f"{cert.rel_gap if cert else np.inf:.3g} > tol {self.tol:.3g}.",
-                ConvergenceWarning, stacklevel=2)
+                cert = data.certificate(M, alpha_full, solver=self.name)
         total = time.perf_counter() - t0
         cert.tolerances = {"tol": self.tol, "check_every": self.check_every,
                            "working_set": self.working_set}
         cert.times = {"total": total}
-        return SolverResult(
+        result = SolverResult(
             M=M, status=status, objective=cert.objective, n_iter=n_iter,
             certificate=cert, method=self.name,
             info={"alpha": alpha_full, "working_set_rounds": rounds,
                   "final_error": float(cert.rel_gap)},
             time=total)
+        if result.status != Status.OPTIMAL and warn:
+            warnings.warn(stop_message(self.name, result, self.max_time),
+                          ConvergenceWarning, stacklevel=2)
+        return result
 
     def init_state(self, data, init=None):
         info = {} if init is None else init.info
@@ -444,7 +450,6 @@ class QwiseDualSolver(IterativeSolver):
         cert = data.certificate(
             M, alpha, solver=self.name,
             tolerances={"tol": self.tol, "check_every": self.check_every},
-            tol_gap=max(self.tol, 1e-6),
         )
         info = {"alpha": alpha, "omega": state.omega, "eta": state.eta,
                 "row_scale": self._row_scale}
@@ -494,6 +499,14 @@ class ProjectedSubgradient(IterativeSolver):
     active_set : bool
         Use the active-set strategy; otherwise every iteration checks all.
     """
+
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "eta0": [Interval(Real, 0, None, closed="neither"), None],
+        "step": [StrOptions({"length", "sqrt", "constant"})],
+        "recheck_every": [Interval(Integral, 1, None, closed="left")],
+        "active_set": ["boolean"],
+    }
 
     maxiter: int = 20000
     tol: float = 1e-12
@@ -606,7 +619,6 @@ class ProjectedSubgradient(IterativeSolver):
         cert = data.certificate(
             M, alpha, solver=self.name,
             tolerances={"eps": self.tol, "eta0": state.eta0, "step": self.step},
-            tol_gap=1.0,
         )
         info = {"alpha": alpha, "eta0": state.eta0,
                 "n_active": int(state.active.sum())}

@@ -72,8 +72,17 @@ import numpy as np
 
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, eigh_psd
+from .._tolerances import certificate_tolerance
 from .._validation import check_indices, check_option, check_samples, check_scalar
-from ..result import Certificate, InfeasibleError, SolverError, SolverResult
+from ..result import (
+    Certificate,
+    CertificateError,
+    InfeasibleError,
+    SolverError,
+    SolverResult,
+)
+
+_GAP, _FEAS = certificate_tolerance("constraintdml")
 from ._variable import FullOrDiagonal
 
 __all__ = [
@@ -507,7 +516,7 @@ class ConstraintData(FullOrDiagonal):
         return u
 
     def certificate(self, A, u, *, solver, solver_version="", tolerances=None,
-                    times=None, tol_gap=1e-6, tol_feas=1e-7):
+                    times=None, tol_gap=_GAP, tol_feas=_FEAS):
         """Certificate of ``A`` with the dual bound from multipliers ``u``."""
         a = self.as_variable(A)
         dist = self.distances(a)
@@ -673,35 +682,30 @@ class ConstraintDMLModel:
                 tolerances=opts, times=times,
             )
 
-        cert = info = None
-        claims = []
-        solvers = tuple(solvers)
-        start = 0
-        while start < len(solvers):
-            try:
-                cert, info = solve_certified(
-                    self.problem, certify, solvers=solvers[start:], tol=tol,
-                    verbose=verbose)
-                break
-            except InfeasibleError as exc:
-                if len(data.infeasible_pairs()):
-                    raise InfeasibleError(
-                        data._certified_message(str(exc), self._ray_rows())) from exc
-                # A = t I is feasible (no cannot-link joins identical points):
-                # the claim is numerical, so the next solver gets its turn
-                claims.append(str(exc))
-                claimed = [k for k, name in enumerate(solvers[start:], start)
-                           if str(exc).startswith(name)]
-                start = (claimed[0] if claimed else start) + 1
-        if cert is None:
+        def confirm(kind):
+            # the exact test: A = t I is feasible unless a cannot-link joins
+            # identical points, so a claim is proven or refuted on the data
+            if kind == "infeasible":
+                return bool(len(data.infeasible_pairs()))
+            return None
+
+        try:
+            cert, info = solve_certified(self.problem, certify, solvers=solvers,
+                                         tol=tol, verbose=verbose, confirm=confirm)
+        except InfeasibleError as exc:
+            raise InfeasibleError(
+                data._certified_message(str(exc), self._ray_rows())) from exc
+        except CertificateError:
+            raise
+        except SolverError as exc:
+            if "claimed the problem infeasible" not in str(exc):
+                raise
             raise SolverError(
-                f"Eq. {data.equation}: {' '.join(claims)} The problem is feasible "
+                f"Eq. {data.equation}: {exc} The problem is feasible "
                 f"(no cannot-link joins identical points, so A = t I is feasible "
                 f"for t = 1 / min ||phi||^2): the certificate is numerical, "
                 f"typically from badly scaled data (rescale X or lam)."
-            )
-        if claims:
-            info["attempts"] = [{"claim": c} for c in claims] + info["attempts"]
+            ) from exc
         a = np.asarray(self.A.value, dtype=float)
         M = np.diag(a) if data.diagonal else 0.5 * (a + a.T)
         u = self.multipliers()

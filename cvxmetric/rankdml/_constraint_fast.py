@@ -69,10 +69,12 @@ of Newton steps on 32 pairs).
 
 import time
 from dataclasses import dataclass
+from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import lsq_linear
+from sklearn.utils._param_validation import Interval
 
 from .._linalg import eigh_psd
 from .._solver import IterativeSolver
@@ -520,6 +522,14 @@ class ConstraintDualSolver(IterativeSolver):
     max_time : float, optional
         Wall-clock budget in seconds.
     """
+
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "max_inner": [Interval(Integral, 1, None, closed="left")],
+        "full_below": [Interval(Integral, 0, None, closed="left")],
+        "cg_maxiter": [Interval(Integral, 1, None, closed="left")],
+        "fista_block": [Interval(Integral, 1, None, closed="left")],
+    }
 
     maxiter: int = 200
     tol: float = 1e-7

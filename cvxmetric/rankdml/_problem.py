@@ -62,9 +62,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._linalg import PairOperator, eigh_psd
+from .._tolerances import certificate_tolerance
 from .._validation import check_option, check_psd_matrix, check_scalar
 from ..constraints import Triplets
 from ..result import Certificate
+
+_GAP, _FEAS = certificate_tolerance("rankdml")
 from ._variable import FullOrDiagonal
 
 __all__ = [
@@ -655,7 +658,7 @@ class RankData(FullOrDiagonal):
         return bound
 
     def certificate(self, A, alpha, *, solver, solver_version="", tolerances=None,
-                    times=None, tol_gap=1e-6, tol_feas=1e-7):
+                    times=None, tol_gap=_GAP, tol_feas=_FEAS):
         """Certificate of ``A`` with the dual bound from ``alpha``."""
         a = self.as_variable(A)
         obj = self.objective(a)

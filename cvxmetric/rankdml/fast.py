@@ -49,10 +49,12 @@ for a full matrix)
 """
 
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
+from sklearn.utils._param_validation import Interval
 
 from .._solver import IterativeSolver
 from ._problem import project_capped_simplex
@@ -128,6 +130,11 @@ class RankDualSolver(IterativeSolver):
     cg_maxiter : int
         Conjugate-gradient iterations per Newton step.
     """
+
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "cg_maxiter": [Interval(Integral, 1, None, closed="left")],
+    }
 
     maxiter: int = 500
     tol: float = 1e-9
@@ -281,8 +288,7 @@ class RankDualSolver(IterativeSolver):
         best = state.best_A
         cert = data.certificate(best, state.best_alpha, solver=self.name,
                                 tolerances={"tol": self.tol,
-                                            "cg_maxiter": self.cg_maxiter},
-                                tol_gap=max(self.tol, 1e-6))
+                                            "cg_maxiter": self.cg_maxiter})
         info = {"alpha": state.best_alpha, "n_cg": state.n_cg,
                 "n_fallback": state.n_fallback}
         return data.to_matrix(best), cert, info
@@ -333,6 +339,11 @@ class DiagonalInteriorPoint(IterativeSolver):
     step_fraction : float
         Fraction of the step to the boundary taken.
     """
+
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "step_fraction": [Interval(Real, 0, 1, closed="neither")],
+    }
 
     maxiter: int = 200
     tol: float = 1e-9
@@ -492,8 +503,7 @@ class DiagonalInteriorPoint(IterativeSolver):
 
     def finalize(self, a, state, data):
         cert = data.certificate(state.best_a, state.best_alpha, solver=self.name,
-                                tolerances={"tol": self.tol},
-                                tol_gap=max(self.tol, 1e-6))
+                                tolerances={"tol": self.tol})
         info = {"alpha": np.clip(state.best_alpha, 0.0, 1.0),
                 "complementarity": state.complementarity}
         return data.to_matrix(state.best_a), cert, info

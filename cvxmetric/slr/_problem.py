@@ -101,8 +101,11 @@ import numpy as np
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
+from .._tolerances import certificate_tolerance
 from .._validation import check_samples, check_scalar
 from ..result import Certificate
+
+_GAP, _FEAS = certificate_tolerance("slr")
 
 __all__ = ["SLRData", "eq3_closed_form", "check_thresholds", "svec", "smat",
            "newton_decrement", "DEFAULT_BLOCK", "SMALL_SAMPLES"]
@@ -631,7 +634,7 @@ class SLRData:
                        "grad_norm": float(np.linalg.norm(g))}
 
     def certificate(self, M, *, solver, solver_version="", tolerances=None,
-                    times=None, tol_gap=1e-6, tol_feas=1e-7, Z=None,
+                    times=None, tol_gap=_GAP, tol_feas=_FEAS, Z=None,
                     lower=None, return_parts=False):
         """Certificate of ``M`` for Eq. 4 (no constraints: violation 0).
 

@@ -36,10 +36,12 @@ pairs runs over row blocks (see :mod:`._problem`).
 import logging
 import warnings
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
+from sklearn.utils._param_validation import Interval
 
 from .._solver import IterativeSolver
 from ._problem import SLRData, blas_threads, newton_decrement, smat, svec
@@ -109,8 +111,7 @@ class _SLRSolver(IterativeSolver):
     def _certificate(self, data, Z, lower=None):
         M = data.M_of_Z(Z)
         cert, parts = data.certificate(
-            M, Z=Z, solver=self.name, tolerances={"tol": self.tol},
-            tol_gap=max(self.tol, 1e-6), lower=lower, return_parts=True)
+            M, Z=Z, solver=self.name, tolerances={"tol": self.tol}, lower=lower, return_parts=True)
         return M, cert, parts
 
 
@@ -145,6 +146,11 @@ class AdaptiveRegression(_SLRSolver):
         certified, by :meth:`finalize`.
     max_time : float, optional
     """
+
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "check_every": [Interval(Integral, 1, None, closed="left")],
+    }
 
     maxiter: int = 10
     tol: float = 1e-8
@@ -227,6 +233,13 @@ class SemismoothNewton(_SLRSolver):
         (a gradient step ``1 / L``, which never increases ``f``).
     max_time : float, optional
     """
+
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "reg": [Interval(Real, 0, None, closed="left")],
+        "armijo": [Interval(Real, 0, 1, closed="neither")],
+        "max_backtrack": [Interval(Integral, 1, None, closed="left")],
+    }
 
     maxiter: int = 100
     tol: float = 1e-10

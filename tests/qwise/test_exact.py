@@ -393,22 +393,58 @@ def test_solve_certified_ok():
     assert abs(x.value - 1.0) < 1e-7
 
 
-@pytest.mark.parametrize("solvers", [("CLARABEL", "SCS"), ("SCS",)])
-def test_solve_certified_infeasible(solvers):
+@pytest.mark.parametrize("kind", ["infeasible", "unbounded"])
+def test_solve_certified_claims_need_confirmation(kind):
+    """Both solvers agreeing, or the caller's own check, confirm a claim; one
+    solver alone does not (a plain SolverError, never InfeasibleError)."""
     x = cp.Variable()
-    prob = cp.Problem(cp.Minimize(x), [x >= 1.0, x <= 0.0])
-    with pytest.raises(InfeasibleError) as info:
-        solve_certified(prob, _never_called, solvers=solvers)
-    assert info.value.status == Status.INFEASIBLE
+    if kind == "infeasible":
+        prob, error = cp.Problem(cp.Minimize(x), [x >= 1.0, x <= 0.0]), InfeasibleError
+    else:
+        prob, error = cp.Problem(cp.Minimize(x), [x <= 1.0]), UnboundedError
+    with pytest.raises(error) as info:
+        solve_certified(prob, _never_called, solvers=("CLARABEL", "SCS"))
+    assert info.value.status == kind
+    assert "CLARABEL and SCS" in str(info.value)
+    with pytest.raises(SolverError) as info:
+        solve_certified(prob, _never_called, solvers=("SCS",))
+    assert not isinstance(info.value, (InfeasibleError, UnboundedError))
+    assert f"SCS claimed the problem {kind}" in str(info.value)
+    with pytest.raises(error):
+        solve_certified(prob, _never_called, solvers=("SCS",),
+                        confirm=lambda k: k == kind)
 
 
-@pytest.mark.parametrize("solvers", [("CLARABEL", "SCS"), ("SCS",)])
-def test_solve_certified_unbounded(solvers):
+@pytest.mark.parametrize("failure", ["claim", "raise"])
+def test_solve_certified_false_claim_is_overruled(monkeypatch, failure):
+    """A solver that misreports infeasibility (as Clarabel does on badly
+    scaled feasible problems) is overruled by the next solver's certified
+    point; a solver that raises is skipped the same way."""
     x = cp.Variable()
-    prob = cp.Problem(cp.Minimize(x), [x <= 1.0])
-    with pytest.raises(UnboundedError) as info:
-        solve_certified(prob, _never_called, solvers=solvers)
-    assert info.value.status == Status.UNBOUNDED
+    prob = cp.Problem(cp.Minimize(x), [x >= 1.0])
+    real_solve = cp.Problem.solve
+
+    def fake_solve(self, *args, solver=None, **kwargs):
+        if solver == "CLARABEL":
+            if failure == "raise":
+                raise ValueError("allocation error!")
+            self._status = cp.INFEASIBLE
+            return np.inf
+        return real_solve(self, *args, solver=solver, **kwargs)
+
+    monkeypatch.setattr(cp.Problem, "solve", fake_solve)
+
+    def certify(name, version, opts, times):
+        return Certificate.from_bound(float(x.value), 1.0, max_violation=0.0,
+                                      min_eig=0.0, solver=name)
+
+    cert, info = solve_certified(prob, certify, solvers=("CLARABEL", "SCS"))
+    assert cert.solver == "SCS" and cert.passed
+    first = info["attempts"][0]
+    if failure == "claim":
+        assert first["status"] == cp.INFEASIBLE
+    else:
+        assert "ValueError: allocation error!" in first["error"]
 
 
 def test_solve_certified_certificate_fails():
@@ -469,7 +505,8 @@ def test_solve_certified_fallback_on_raise(monkeypatch):
     monkeypatch.setattr(prob, "solve", solve)
     cert, info = solve_certified(prob, lambda n, v, o, t: _cert(float(x.value), 0.0, n))
     assert cert.solver == "SCS"
-    assert info["attempts"][0] == {"solver": "CLARABEL", "error": "CLARABEL exploded"}
+    assert info["attempts"][0] == {"solver": "CLARABEL",
+                                   "error": "SolverError: CLARABEL exploded"}
 
 
 def test_solve_certified_no_solution_status(monkeypatch):

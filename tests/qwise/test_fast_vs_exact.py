@@ -106,8 +106,12 @@ def test_working_set_loose_tol_vs_exact(follow_rounds, eq11_data, exact_eq11):
     tol = 1e-4
     solver = QwiseDualSolver(tol=tol, working_set=max(2, data.n_constraints // 4),
                              follow_rounds=follow_rounds)
-    fast = solver.run(data)
-    assert fast.status == "optimal"
+    fast = solver.run(data, warn=False)
+    # its own stopping rule was met at the loose tol; the package vouches
+    # for "optimal" only when the certificate passes at its own tolerance
+    assert fast.raw_status == "optimal"
+    assert fast.status == ("optimal" if fast.certificate.passed
+                           else "optimal_inaccurate")
     assert fast.certificate.rel_gap <= tol
     # the certificate is on the full problem: its bound is below the optimum
     assert fast.certificate.dual_bound <= exact.objective + 1e-9 * max(1.0, abs(exact.objective))

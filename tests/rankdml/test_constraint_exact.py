@@ -309,7 +309,7 @@ def test_numerical_infeasibility_claim_on_a_feasible_problem():
         assert "The problem is feasible" in str(exc)
         res = solve_constraint_exact(data)
         assert res.certificate.solver == "SCS"
-        assert "claim" in res.info["attempts"][0]
+        assert res.info["attempts"][0]["status"] == "infeasible"
     else:  # a Clarabel version that solves it is fine too
         res = only_clarabel
     assert res.certificate.passed
