@@ -1,0 +1,204 @@
+"""The shared solver contract: one meaning of status, checked settings, and
+time budgets that hold, for every hand-written solver of every family."""
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, fields
+from numbers import Integral, Real
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+
+import cvxmetric.mmc.fast  # noqa: F401 - registers the subclasses
+import cvxmetric.qwise.fast  # noqa: F401
+import cvxmetric.rankdml._constraint_fast  # noqa: F401
+import cvxmetric.rankdml.fast  # noqa: F401
+import cvxmetric.slr.fast  # noqa: F401
+from cvxmetric._solver import Deadline, IterativeSolver
+from cvxmetric._tolerances import EXACT_GAP, certificate_tolerance
+from cvxmetric.result import Certificate, SolverResult, Status
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+#: every public hand-written solver of every family
+SOLVERS = sorted({c for c in _subclasses(IterativeSolver) if not c.__name__.startswith("_")},
+                 key=lambda c: c.__qualname__)
+
+
+def _cert(rel_gap, *, bound=True, violation=0.0):
+    objective = 1.0
+    return Certificate.from_bound(
+        objective, objective - rel_gap if bound else -np.inf,
+        max_violation=violation, min_eig=0.0, solver="test")
+
+
+def _result(status, cert):
+    return SolverResult(M=np.eye(2), status=status, objective=cert.objective,
+                        n_iter=3, certificate=cert, method="test")
+
+
+# -- one meaning of status ------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw", [Status.OPTIMAL, Status.OPTIMAL_INACCURATE,
+                                 Status.MAX_ITER, Status.TIME_LIMIT])
+def test_status_is_optimal_exactly_when_the_certificate_passes(raw):
+    passing, failing = _cert(0.1 * EXACT_GAP), _cert(0.4)
+    assert passing.passed and not failing.passed
+    good = _result(raw, passing)
+    assert good.status == Status.OPTIMAL and good.raw_status == raw
+    bad = _result(raw, failing)
+    assert bad.status != Status.OPTIMAL and bad.raw_status == raw
+    # a solver that claims a solution it cannot certify is "inaccurate";
+    # an early stop keeps saying why it stopped
+    want = Status.OPTIMAL_INACCURATE if raw in Status.SOLVED else raw
+    assert bad.status == want
+
+
+def test_a_certificate_without_a_valid_bound_never_passes():
+    cert = _cert(0.0, bound=False)
+    assert not cert.passed and cert.rel_gap == math.inf
+    cert = Certificate.from_bound(1.0, np.nan, max_violation=0.0, min_eig=0.0,
+                                  solver="test")
+    assert not cert.passed
+    assert not _cert(0.0, violation=1.0).passed
+
+
+def test_certificate_tolerances_come_from_the_table():
+    for family in ("qwise", "mmc", "rankdml", "constraintdml", "slr"):
+        gap, feas = certificate_tolerance(family)
+        assert 0 < gap <= EXACT_GAP and 0 < feas < 1
+
+
+# -- a toy solver that exercises run() -----------------------------------------
+
+
+class _State(NamedTuple):
+    iter_num: int
+    error: float
+
+
+@dataclass
+class _Toy(IterativeSolver):
+    """Error halves each iteration; the certified gap is ``gap_scale * error``
+    (so a loose ``tol`` stops it before the package's certificate passes);
+    each iteration sleeps ``sleep`` seconds in ``steps`` inner steps that
+    check the deadline."""
+
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "gap_scale": [Interval(Real, 0, None, closed="left")],
+        "sleep": [Interval(Real, 0, None, closed="left")],
+        "steps": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    gap_scale: float = 1.0
+    sleep: float = 0.0
+    steps: int = 1
+    name = "toy"
+
+    def init_state(self, data, init=None):
+        return np.eye(2), _State(0, 1.0)
+
+    def update(self, M, state, data):
+        for _ in range(self.steps):
+            if self.deadline.expired():
+                break
+            time.sleep(self.sleep / self.steps)
+        return M, _State(state.iter_num + 1, state.error / 2)
+
+    def finalize(self, M, state, data):
+        return M, _cert(self.gap_scale * state.error), {}
+
+
+class _Data:
+    n_features = 2
+
+
+def test_run_at_a_loose_tol_does_not_claim_to_pass():
+    with pytest.warns(ConvergenceWarning) as caught:
+        res = _Toy(tol=0.3).run(_Data())
+    assert res.raw_status == Status.OPTIMAL  # its own rule was met
+    assert res.status == Status.OPTIMAL_INACCURATE
+    assert not res.certificate.passed
+    text = str(caught[0].message)
+    assert "without a certified optimum" in text and "> tol" not in text
+
+
+def test_run_stopped_by_maxiter_but_certified_is_optimal():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a certified answer warns nothing
+        res = _Toy(tol=1e-30, maxiter=40).run(_Data())
+    assert res.raw_status == Status.MAX_ITER
+    assert res.status == Status.OPTIMAL and res.certificate.passed
+
+
+def test_run_stopped_early_never_passes_whatever_the_tol():
+    with pytest.warns(ConvergenceWarning, match="stopped in 1 iterations"):
+        res = _Toy(tol=1e-30, maxiter=1).run(_Data())
+    assert res.status == Status.MAX_ITER and not res.certificate.passed
+
+
+def test_max_time_is_honoured_inside_a_long_iteration():
+    """One iteration would take 5 s; the deadline is checked in its inner
+    steps, so a 0.2-s budget ends the run within one inner step."""
+    solver = _Toy(tol=1e-30, maxiter=10, sleep=5.0, steps=100, max_time=0.2)
+    t0 = time.perf_counter()
+    with pytest.warns(ConvergenceWarning, match="time limit"):
+        res = solver.run(_Data())
+    assert time.perf_counter() - t0 < 1.0
+    assert res.raw_status == Status.TIME_LIMIT and res.status == Status.TIME_LIMIT
+
+
+def test_deadline():
+    assert not Deadline(None).expired() and Deadline(None).remaining() == math.inf
+    d = Deadline(0.0, start=time.perf_counter() - 1.0)
+    assert d.expired() and d.hit and d.remaining() < 0
+
+
+# -- settings checked on construction -----------------------------------------
+
+
+def _bad_values(constraints):
+    """Values outside every allowed option of one field."""
+    allows_none = None in constraints
+    out = [] if allows_none else [None]
+    for c in constraints:
+        if isinstance(c, Interval):
+            if c.left is not None:
+                out.append(c.left - 1)
+            if c.type is Integral:
+                out.append(1.5)  # not an integer
+            else:
+                out += [math.nan, -math.inf]
+        elif isinstance(c, StrOptions):
+            out.append("no-such-option")
+        elif c == "boolean":
+            out.append("yes")
+    return out
+
+
+@pytest.mark.parametrize("cls", SOLVERS, ids=lambda c: c.__qualname__)
+def test_every_field_has_a_constraint_and_defaults_pass(cls):
+    names = {f.name for f in fields(cls)}
+    assert names <= set(cls._parameter_constraints), cls
+    cls()  # the defaults are valid
+
+
+@pytest.mark.parametrize("cls", SOLVERS, ids=lambda c: c.__qualname__)
+def test_every_bad_setting_is_refused_naming_the_field(cls):
+    for f in fields(cls):
+        for bad in _bad_values(cls._parameter_constraints[f.name]):
+            if bad is not None and isinstance(f.default, bool) and bad in (0, 1):
+                continue
+            with pytest.raises(ValueError, match=f.name):
+                cls(**{f.name: bad})
