@@ -227,6 +227,10 @@ def _cmd_bench(args):
 
     from . import bench
 
+    if args.suite == "real":
+        from . import conformance
+
+        return conformance.run_cli(args, json_stdout=args.json)
     if args.family != "qwise":
         # each family's benchmark lives beside its solvers: <family>/_bench.py,
         # ``run_bench(max_seconds=, seed=, callback=) -> rows`` (bench's shape)
@@ -373,6 +377,16 @@ def build_parser():
     p.add_argument("--no-isolate", action="store_true",
                    help="run in this process (peak memory is then process-wide)")
     p.add_argument("--json", action="store_true", help="rows as JSON")
+    p.add_argument("--suite", choices=("synthetic", "real"), default="synthetic",
+                   help="real: the conformance suite on scikit-learn's datasets "
+                        "(every estimator and solver; docs/conformance.md)")
+    p.add_argument("--datasets", help="--suite real: comma-separated subset of "
+                                      "iris,wine,breast_cancer,digits,digits-pca30")
+    p.add_argument("--seeds", help="--suite real: comma-separated seeds "
+                                   "(default 0,1,2,3,4)")
+    p.add_argument("--families", help="--suite real: comma-separated subset of "
+                                      "qwise,mmc,constraintdml,rankdml,slr")
+    p.add_argument("--estimators", help="--suite real: comma-separated names")
     p.set_defaults(func=_cmd_bench)
     return parser
 
