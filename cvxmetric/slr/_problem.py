@@ -108,7 +108,72 @@ from ..result import Certificate
 _GAP, _FEAS = certificate_tolerance("slr")
 
 __all__ = ["SLRData", "eq3_closed_form", "check_thresholds", "svec", "smat",
-           "newton_decrement", "DEFAULT_BLOCK", "SMALL_SAMPLES"]
+           "newton_decrement", "DEFAULT_BLOCK", "SMALL_SAMPLES", "DENSE_MAX_SYM",
+           "Expired", "cg"]
+
+#: Largest number of symmetric coordinates ``p = r (r + 1) / 2`` for which
+#: the generalised Hessian is formed densely (a (p, p) matrix and an
+#: (n, p) feature matrix); above it every Hessian is applied matrix-free,
+#: ``H[D] = 2 U^T (m o (U D U^T)) U`` over row blocks (``O(n^2 r)`` per
+#: product, no array larger than ``n r`` besides one row block).
+DENSE_MAX_SYM = 2080  # r <= 64
+
+#: Entries ``n p`` of the dense feature matrix ``Q`` allowed (256 MB).
+DENSE_MAX_FEATURES = 1 << 25
+
+#: The dual bound assumes a minimiser within ``DUAL_RADIUS * max(1, ||Z||)``
+#: of the point it is computed at (see :meth:`SLRData.dual_bound_cg`).
+DUAL_RADIUS = 10.0
+
+
+class Expired(Exception):
+    """Raised inside a pass when the solver's deadline has passed."""
+
+
+def _tick(deadline):
+    if deadline is not None and deadline.expired():
+        raise Expired
+
+
+def cg(apply, b, *, tol, maxiter, deadline=None):
+    """Conjugate gradients on symmetric matrices: ``apply(X) = b``.
+
+    ``apply`` is positive definite on symmetric (r, r) matrices; the inner
+    product is the trace inner product.  Stops when ``||b - apply(X)||_F <=
+    tol`` or after ``maxiter`` products.
+
+    Returns
+    -------
+    X : ndarray
+    res : float
+        ``||b - apply(X)||_F`` of the recurrence.
+    n_products : int
+
+    Raises
+    ------
+    Expired
+        When ``deadline`` expires (checked before every product).
+    """
+    X = np.zeros_like(b)
+    R = b.copy()
+    P = R.copy()
+    rr = float(np.sum(R * R))
+    k = 0
+    while np.sqrt(rr) > tol and k < maxiter:
+        _tick(deadline)
+        AP = apply(P)
+        k += 1
+        pap = float(np.sum(P * AP))
+        if not pap > 0.0:  # round-off: the operator is PSD in exact arithmetic
+            break
+        alpha = rr / pap
+        X += alpha * P
+        R -= alpha * AP
+        rr_new = float(np.sum(R * R))
+        P *= rr_new / rr
+        P += R
+        rr = rr_new
+    return X, float(np.sqrt(rr)), k
 
 #: Entries of one row block (b x n) in a pass over the pairs.
 DEFAULT_BLOCK = 1 << 20
@@ -169,6 +234,12 @@ def newton_decrement(f, g, H):
         return np.inf
     val = 0.5 * float(g @ scipy.linalg.cho_solve(c, g, check_finite=False))
     return max(0.0, val) / max(1.0, f)
+
+
+def cert_residual(f, Z, rel=1e-10):
+    """Newton-system residual making the dual bound's residual term
+    ``DUAL_RADIUS max(1, ||Z||) ||E||`` at most ``rel max(1, f)``."""
+    return rel * max(1.0, f) / (DUAL_RADIUS * max(1.0, float(np.linalg.norm(Z))))
 
 
 def eq3_closed_form(X, Y):
@@ -245,10 +316,17 @@ class SLRData:
         Thresholds, ``delta1 > delta2``.
     U : ndarray of shape (n, r)
     s : ndarray of shape (r,)
-        Singular values above the rank tolerance, decreasing.
+        Singular values of ``X / scale`` above the rank tolerance,
+        decreasing.
     V : ndarray of shape (d, r)
     block_rows : int
         Rows per block in a pass over the pairs.
+    scale : float
+        A power of two near ``max |X_ij|``.  Every computation runs on
+        ``X / scale`` (exact: a power of two only shifts exponents), so
+        that data at any representable scale neither overflow nor
+        underflow; matrices are returned in the units of ``X``
+        (``M = M_internal / scale^2``, see :meth:`M_of_Z`).
     """
 
     X: np.ndarray
@@ -260,6 +338,7 @@ class SLRData:
     s: np.ndarray
     V: np.ndarray
     block_rows: int
+    scale: float = 1.0
     _cache: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -285,9 +364,17 @@ class SLRData:
         n, d = X.shape
         codes, classes = _encode_labels(y, n)
         delta1, delta2 = check_thresholds(delta1, delta2)
-        U, s, Vt = np.linalg.svd(X, full_matrices=False)
-        if s[0] == 0:
+        top = float(np.max(np.abs(X)))
+        if top == 0.0:
             raise ValueError("X: all samples are zero; x_i^T M x_j is 0 for every M.")
+        # Eq. 4 at sX equals Eq. 4 at X with M -> s^2 M: the problem is solved
+        # on X / scale (a power of two: exact) and M returned in X's units
+        scale = float(2.0 ** np.floor(np.log2(top)))
+        Xs = X / scale
+        try:
+            U, s, Vt = np.linalg.svd(Xs, full_matrices=False)
+        except np.linalg.LinAlgError as exc:  # pragma: no cover - LAPACK failure
+            raise ValueError(f"X: its singular value decomposition failed ({exc}).") from None
         tol = rank_tol if rank_tol is not None else max(n, d) * np.finfo(float).eps
         r = int(np.sum(s > tol * s[0]))
         block = int(block)
@@ -297,6 +384,7 @@ class SLRData:
             X=X, y=codes, classes=classes, delta1=delta1, delta2=delta2,
             U=np.ascontiguousarray(U[:, :r]), s=s[:r].copy(),
             V=np.ascontiguousarray(Vt[:r].T), block_rows=max(1, block // n),
+            scale=scale, _cache={"Xs": Xs},
         )
 
     # -- sizes -----------------------------------------------------------------
@@ -318,6 +406,14 @@ class SLRData:
         return self.classes.shape[0]
 
     @property
+    def Xs(self):
+        """``X / scale`` (n, d), the data every computation runs on."""
+        Xs = self._cache.get("Xs")
+        if Xs is None:
+            Xs = self._cache["Xs"] = self.X / self.scale
+        return Xs
+
+    @property
     def n_sym(self):
         """``p = r (r + 1) / 2``, the number of symmetric coordinates."""
         r = self.rank
@@ -325,19 +421,60 @@ class SLRData:
 
     # -- coordinates -----------------------------------------------------------
 
-    def Z_of_M(self, M):
-        """``Z = S V^T M V S`` (r, r): ``X M X^T = U Z U^T``."""
+    def _internal_M(self, M):
+        """``scale^2 M``: ``M`` in the units of ``X / scale`` (exact scaling)."""
         M = np.asarray(M, dtype=float)
         d = self.n_features
         if M.shape != (d, d):
             raise ValueError(f"M: expected shape ({d}, {d}), got {M.shape}.")
-        W = self.V * self.s  # (d, r) = V S
-        return W.T @ M @ W
+        Ms = (M * self.scale) * self.scale
+        if not np.all(np.isfinite(Ms)):
+            raise ValueError("M: contains NaN or infinite values (in the units of "
+                             "X / scale).")
+        return Ms
+
+    def Z_of_M(self, M):
+        """``Z = S V^T M V S`` (r, r): ``X M X^T = U Z U^T``."""
+        W = self.V * self.s  # (d, r) = V S (of X / scale)
+        return W.T @ self._internal_M(M) @ W
 
     def M_of_Z(self, Z):
-        """The minimum-norm ``M = V S^{-1} Z S^{-1} V^T`` with ``Z_of_M(M) = Z``."""
+        """The minimum-norm ``M = V S^{-1} Z S^{-1} V^T`` with ``Z_of_M(M) = Z``.
+
+        Computed on ``X / scale`` and returned in ``X``'s units
+        (``M_internal / scale^2``).
+
+        Raises
+        ------
+        ValueError
+            When that ``M`` is not representable in float64: its entries
+            overflow, or underflow so far that it no longer gives the same
+            similarities (data scaled far from 1, e.g. by ``1e+-200``: the
+            minimiser of Eq. 4 at ``sX`` is the one at ``X`` divided by
+            ``s^2``).
+        """
         W = self.V / self.s  # (d, r) = V S^{-1}
-        return W @ Z @ W.T
+        Mi = W @ Z @ W.T
+        if not np.all(np.isfinite(Mi)):
+            raise ValueError("X: the similarity matrix M of this problem is not finite "
+                             "(X is numerically rank deficient beyond float64).")
+        M = (Mi / self.scale) / self.scale
+        big = float(np.max(np.abs(Mi))) if Mi.size else 0.0
+        if not np.all(np.isfinite(M)):
+            raise ValueError(
+                f"X: the minimiser M has entries of order {big:.3g} / {self.scale:.3g}^2, "
+                f"beyond float64's range (Eq. 4 at s X is minimised by M / s^2, so data "
+                f"of scale {self.scale:.3g} need an M that overflows); rescale X, e.g. "
+                f"divide it by {self.scale:.3g}.")
+        back = (M * self.scale) * self.scale
+        err = float(np.linalg.norm(back - Mi))
+        if err > 1e-12 * float(np.linalg.norm(Mi)):
+            raise ValueError(
+                f"X: the minimiser M has entries of order {big:.3g} / {self.scale:.3g}^2, "
+                f"below float64's range (Eq. 4 at s X is minimised by M / s^2, so data "
+                f"of scale {self.scale:.3g} need an M that underflows); rescale X, e.g. "
+                f"divide it by {self.scale:.3g}.")
+        return M
 
     def target(self):
         """``D`` (n, n): ``delta1`` on same-class pairs, ``delta2`` elsewhere.
@@ -348,7 +485,7 @@ class SLRData:
         same = self.y[:, None] == self.y[None, :]
         return np.where(same, self.delta1, self.delta2)
 
-    def least_squares_Z(self, Y=None):
+    def least_squares_Z(self, Y=None, *, deadline=None):
         """Eq. 3 in coordinates: ``Z = U^T Y U`` (``Y`` default :meth:`target`).
 
         Without ``Y`` the product is taken block by block (no n x n array).
@@ -359,6 +496,7 @@ class SLRData:
         r = self.rank
         Z = np.zeros((r, r))
         for rows, same in self._blocks():
+            _tick(deadline)
             D = np.where(same, self.delta1, self.delta2)
             Z += self.U[rows].T @ (D @ self.U)
         return Z
@@ -378,14 +516,11 @@ class SLRData:
 
     def objective(self, M):
         """Eq. 4 at ``M`` (d, d), recomputed from ``X M X^T``."""
-        M = np.asarray(M, dtype=float)
-        d = self.n_features
-        if M.shape != (d, d):
-            raise ValueError(f"M: expected shape ({d}, {d}), got {M.shape}.")
-        XM = self.X @ M  # (n, d)
+        Xs = self.Xs
+        XM = Xs @ self._internal_M(M)  # (n, d); X M X^T = Xs (scale^2 M) Xs^T
         f = 0.0
         for rows, same in self._blocks():
-            K = XM[rows] @ self.X.T
+            K = XM[rows] @ Xs.T
             a = np.maximum(self._args(K, same), 0.0)
             f += float(np.sum(a * a))
         return f
@@ -397,10 +532,10 @@ class SLRData:
     def eq1_objective(self, M, Y=None):
         """Eq. 1, ``||X M X^T - Y||_F^2`` (``Y`` default :meth:`target`)."""
         Y = self.target() if Y is None else np.asarray(Y, dtype=float)
-        R = self.X @ M @ self.X.T - Y
+        R = self.Xs @ self._internal_M(M) @ self.Xs.T - Y
         return float(np.sum(R * R))
 
-    def evaluate(self, Z, *, grad=False, hessian=False):
+    def evaluate(self, Z, *, grad=False, hessian=False, deadline=None):
         """One pass: ``f(Z)``, and optionally the gradient and the Hessian.
 
         Parameters
@@ -413,6 +548,8 @@ class SLRData:
         hessian : bool
             Return the generalised Hessian in symmetric coordinates (p, p),
             from the terms with ``a_ij > 0``.
+        deadline : Deadline, optional
+            Checked before every row block (raises :class:`Expired`).
 
         Returns
         -------
@@ -431,6 +568,7 @@ class SLRData:
             Q = self._sym_features()
             Gq = np.zeros((Q.shape[1], Q.shape[1]))
         for rows, same in self._blocks():
+            _tick(deadline)
             a = self._args(U[rows] @ W, same)
             act = a > 0
             rho = np.where(act, a, 0.0)
@@ -489,9 +627,149 @@ class SLRData:
         w = np.where(a == b, 0.5, 1.0 / _SQRT2)
         return w * (Ui[:, a] * Uj[:, b] + Ui[:, b] * Uj[:, a])
 
+    # -- matrix-free passes ------------------------------------------------------
+
+    @property
+    def dense_hessian(self):
+        """Whether the (p, p) Hessian is small enough to form (see
+        :data:`DENSE_MAX_SYM`, :data:`DENSE_MAX_FEATURES`)."""
+        p = self.n_sym
+        return p <= DENSE_MAX_SYM and self.n_samples * p <= DENSE_MAX_FEATURES
+
+    def pass_masks(self, Z, *, dual_mask=None, deadline=None):
+        """One pass at a symmetric ``Z``: value, gradient, active masks.
+
+        Parameters
+        ----------
+        Z : ndarray of shape (r, r)
+        dual_mask : list of ndarray of bool, optional
+            Active masks (per row block) of an earlier point ``Z_0``: also
+            return the dual quantities of ``Lambda_1 = -2 s [a(Z)]_+``
+            restricted to them (see :meth:`dual_bound_from`).
+        deadline : Deadline, optional
+
+        Returns
+        -------
+        f : float
+        G : ndarray of shape (r, r)
+        n_active : int
+        masks : list of ndarray of bool
+            ``a_ij > 0`` per row block (``n^2`` bytes in all).
+        dual : dict or None
+            ``sq = ||Lambda_1||^2``, ``lin = <Lambda_1, D>``, ``E = U^T
+            Lambda_1 U``.
+        """
+        U = self.U
+        W = Z @ U.T
+        r = self.rank
+        f, n_active = 0.0, 0
+        G = np.zeros_like(Z)
+        masks = []
+        sq = lin = 0.0
+        corr = np.zeros_like(Z) if dual_mask is not None else None
+        for k, (rows, same) in enumerate(self._blocks()):
+            _tick(deadline)
+            Ub = U[rows]
+            a = self._args(Ub @ W, same)
+            act = a > 0
+            rho = np.where(act, a, 0.0)
+            f += float(np.sum(rho * rho))
+            n_active += int(np.count_nonzero(act))
+            Lam = np.where(same, -2.0 * rho, 2.0 * rho)
+            G += Ub.T @ (Lam @ U)
+            masks.append(act)
+            if dual_mask is not None:
+                keep = dual_mask[k]
+                Lam1 = np.where(keep, Lam, 0.0)
+                D = np.where(same, self.delta1, self.delta2)
+                sq += float(np.sum(Lam1 * Lam1))
+                lin += float(np.sum(Lam1 * D))
+                # U^T Lambda_1 U = G - U^T (Lambda on new activations) U: few
+                # entries once the active set settles, summed sparsely then
+                bi, bj = np.nonzero(act & ~keep)
+                if bi.size:
+                    vals = Lam[bi, bj]
+                    if bi.size * r <= Ub.shape[0] * U.shape[0]:
+                        corr += (Ub[bi] * vals[:, None]).T @ U[bj]
+                    else:
+                        corr += Ub.T @ (np.where(keep, 0.0, Lam) @ U)
+        G = 0.5 * (G + G.T)
+        dual = None
+        if dual_mask is not None:
+            E = G - 0.5 * (corr + corr.T)
+            dual = {"sq": sq, "lin": lin, "E": E}
+        return f, G, n_active, masks, dual
+
+    def hess_vec(self, D, masks, *, deadline=None):
+        """Generalised Hessian times a symmetric ``D``: ``2 U^T (m o (U D U^T)) U``.
+
+        ``m`` is the active mask from :meth:`pass_masks`; ``O(n^2 r)`` time,
+        one row block of memory.
+        """
+        U = self.U
+        W = D @ U.T
+        out = np.zeros_like(D)
+        for k, (rows, _) in enumerate(self._blocks()):
+            _tick(deadline)
+            dK = U[rows] @ W
+            dK *= masks[k]
+            out += U[rows].T @ (dK @ U)
+        return out + out.T
+
+    @staticmethod
+    def dual_bound_from(dual, Z):
+        """Lower bound on ``min f`` from the dual quantities of a pass at ``Z``.
+
+        ``Lambda_1`` is sign feasible by construction, and for every ``Z'``
+        (Fenchel-Young, term by term)
+        ``f(Z') >= -||Lambda_1||^2 / 4 - <Lambda_1, D> + <E, Z'>`` with
+        ``E = U^T Lambda_1 U``.  ``E`` is not exactly zero (an inexact Newton
+        step, round-off), so at a minimiser ``Z*``::
+
+            f* >= g(Lambda_1) + <E, Z> - ||E|| ||Z* - Z||,
+
+        and ``||Z* - Z|| <= DUAL_RADIUS * max(1, ||Z||)`` is assumed (a
+        minimiser within ten times the point's norm of a near-optimal
+        point).  The solvers make ``||E||`` small enough that this term is
+        ``<= 1e-10 max(1, f)``: the assumption would have to fail by a factor
+        ``10^4`` to change whether a certificate passes.
+        """
+        E = dual["E"]
+        en = float(np.linalg.norm(E))
+        radius = DUAL_RADIUS * max(1.0, float(np.linalg.norm(Z)))
+        return -dual["sq"] / 4.0 - dual["lin"] + float(np.sum(E * Z)) - en * radius
+
+    def dual_bound_cg(self, Z, *, tol=None, maxiter=500, deadline=None,
+                      evaluated=None):
+        """Matrix-free dual bound at a symmetric ``Z``: ``(bound, f, n_cg)``.
+
+        A Newton step on the active set of ``Z`` by conjugate gradients,
+        then :meth:`dual_bound_from` at ``Z + dZ`` (bound 2 of the module
+        docstring, with the residual accounted for).
+
+        Parameters
+        ----------
+        tol : float, optional
+            Residual of the Newton system (default: small enough for the
+            residual term to be ``1e-10 max(1, f)``).
+        evaluated : tuple, optional
+            ``pass_masks(Z)`` when the caller has it.
+        """
+        if evaluated is None:
+            evaluated = self.pass_masks(Z, deadline=deadline)
+        f, G, _, masks, _ = evaluated
+        if tol is None:
+            tol = cert_residual(f, Z)
+        dZ, _, n_cg = cg(lambda D: self.hess_vec(D, masks, deadline=deadline)
+                         + 1e-14 * D, -G, tol=tol, maxiter=maxiter,
+                         deadline=deadline)
+        Z1 = Z + dZ
+        out = self.pass_masks(Z1, dual_mask=masks, deadline=deadline)
+        return self.dual_bound_from(out[4], Z1), f, n_cg, Z1, out
+
     # -- Algorithm 1 step ------------------------------------------------------
 
-    def projection_step(self, Z):
+    def projection_step(self, Z, *, deadline=None):
         """``(f(Z), Z+)``: ``Z+ = U^T Pi_B(U Z U^T) U``, one step of Algorithm 1.
 
         ``Pi_B(K) = K + s [a]_+`` (clip to the box of targets), and in
@@ -502,6 +780,7 @@ class SLRData:
         f = 0.0
         step = np.zeros_like(Z)
         for rows, same in self._blocks():
+            _tick(deadline)
             a = self._args(U[rows] @ W, same)
             rho = np.maximum(a, 0.0)
             f += float(np.sum(rho * rho))
@@ -511,7 +790,12 @@ class SLRData:
     # -- certificate -------------------------------------------------------------
 
     def _dual_bound(self, Z, H, g):
-        """Bound 2 of the module docstring, or ``-inf`` when not available."""
+        """Bound 2 of the module docstring, or ``-inf`` when not available.
+
+        ``Lambda_1`` (clipped to its sign) is always dual feasible up to the
+        residual ``E = U^T Lambda_1 U``, accounted for as in
+        :meth:`dual_bound_from`.
+        """
         p = g.shape[0]
         try:
             c, low = scipy.linalg.cho_factor(H, check_finite=False)
@@ -523,29 +807,18 @@ class SLRData:
         Z1 = Z + smat(dz, self.rank)
         U = self.U
         W0, W1 = Z @ U.T, Z1 @ U.T
-        sq, lin, worst, scale = 0.0, 0.0, 0.0, 0.0
+        sq, lin = 0.0, 0.0
         E = np.zeros_like(Z)
         for rows, same in self._blocks():
             a0 = self._args(U[rows] @ W0, same)
             a1 = self._args(U[rows] @ W1, same)
-            act = a0 > 0
-            if np.any(act):
-                worst = min(worst, float(np.min(a1[act])))
-                scale = max(scale, float(np.max(np.abs(a1[act]))))
-            rho1 = np.where(act, np.maximum(a1, 0.0), 0.0)
+            rho1 = np.where(a0 > 0, np.maximum(a1, 0.0), 0.0)
             Lam = np.where(same, -2.0 * rho1, 2.0 * rho1)
             D = np.where(same, self.delta1, self.delta2)
             sq += float(np.sum(Lam * Lam))
             lin += float(np.sum(Lam * D))
             E += U[rows].T @ (Lam @ U)
-        # a term that left its active side makes Lambda_1 infeasible (beyond
-        # round-off, which is clipped above)
-        tiny = 1e-12 * max(1.0, scale, abs(self.delta1), abs(self.delta2))
-        if worst < -tiny:
-            return -np.inf
-        if np.linalg.norm(E) > 1e-9 * max(1.0, np.sqrt(sq)):
-            return -np.inf
-        return -sq / 4.0 - lin
+        return self.dual_bound_from({"sq": sq, "lin": lin, "E": 0.5 * (E + E.T)}, Z1)
 
     def _hessian_robust(self, Z, H, rho):
         """Hessian of the terms with ``a_ij > rho ||u_i|| ||u_j||`` at ``Z``.
@@ -622,6 +895,11 @@ class SLRData:
         """
         Zs = 0.5 * (Z + Z.T)
         with blas_threads(self.n_samples):
+            if not self.dense_hessian and evaluated is None:
+                bound, f, _, _, _ = self.dual_bound_cg(Zs)
+                return max(0.0, bound), {
+                    "zero": 0.0, "dual": float(bound), "ball": -np.inf,
+                    "objective_Z": float(f)}
             if evaluated is None:
                 evaluated = self.evaluate(Zs, grad=True, hessian=True)
             f, G, H, n_active = evaluated
@@ -631,7 +909,41 @@ class SLRData:
         bound = max(0.0, dual, ball)
         return bound, {"zero": 0.0, "dual": float(dual), "ball": float(ball),
                        "n_active": int(n_active),
-                       "grad_norm": float(np.linalg.norm(g))}
+                       "grad_norm": float(np.linalg.norm(g)),
+                       "objective_Z": float(f)}
+
+    def check_representable(self, parts):
+        """Raise when ``M`` in ``X``'s units does not carry the solution.
+
+        ``parts`` are a certificate's (see :meth:`certificate`): the
+        objective recomputed from ``X M X^T`` against the objective of the
+        same point in the coordinates of ``range(X)``.  They differ by more
+        than the package's gap tolerance when float64 cannot hold an ``M``
+        whose similarities ``x_i^T M x_j`` are those of the solution: the
+        rounding of ``M``'s entries alone moves them by about
+        ``eps |x_i| |M| |x_j|``, which a common offset far above the spread
+        of the data (``X + 1e8``) makes larger than the thresholds.
+
+        Raises
+        ------
+        ValueError
+            Naming ``X``, with the offset-to-spread ratio of its columns.
+        """
+        err = parts.get("representation_error", 0.0)
+        if not err > _GAP:
+            return
+        Xs = self.Xs
+        spread = float(np.max(np.std(Xs, axis=0)))
+        offset = float(np.max(np.abs(np.mean(Xs, axis=0))))
+        ratio = offset / spread if spread > 0 else np.inf
+        raise ValueError(
+            f"X: no matrix M in float64 represents this solution in X's units: "
+            f"the objective recomputed from X M X^T differs from the solution's "
+            f"({parts['objective_Z']:.10g}) by a relative {err:.2g}. The columns of X "
+            f"have a common offset {ratio:.3g} times their spread, and the rounding "
+            f"of M alone moves x_i^T M x_j by more than the thresholds allow. "
+            f"Subtract the offset (centre the features; this changes the bilinear "
+            f"model) or fit on features whose offset is comparable to their spread.")
 
     def certificate(self, M, *, solver, solver_version="", tolerances=None,
                     times=None, tol_gap=_GAP, tol_feas=_FEAS, Z=None,
@@ -662,7 +974,14 @@ class SLRData:
                 Z = self.Z_of_M(M)
             lower = self.lower_bound(Z)
         bound, parts = lower
-        obj - bound
+        parts = dict(parts)
+        if "objective_Z" in parts:
+            # f recomputed from M in X's units against f in the coordinates
+            # of range(X): they differ when M cannot carry the answer (a
+            # common offset far above the spread of the data)
+            fz = parts["objective_Z"]
+            parts["z_rel_gap"] = max(0.0, fz - bound) / max(1.0, abs(fz))
+            parts["representation_error"] = abs(obj - fz) / max(1.0, abs(fz))
         cert = Certificate.from_bound(
             obj, bound, max_violation=0.0, min_eig=float("nan"),
             solver=solver, solver_version=solver_version, tolerances=tolerances,

@@ -122,7 +122,7 @@ class SLRModel:
         same = data.y[i] == data.y[j]
         if form == "declared":
             var = cp.Variable((data.n_features, data.n_features), name="M")
-            B = data.X  # K = X M X^T
+            B = data.Xs  # K = X M X^T = Xs (scale^2 M) Xs^T: M in Xs's units
         else:
             var = cp.Variable((data.rank, data.rank), name="Z",
                               symmetric=form == "symmetric")
@@ -153,7 +153,13 @@ class SLRModel:
             return None, None
         val = np.asarray(val, dtype=float)
         if self.form == "declared":
-            return val, data.Z_of_M(val)
+            # the variable is scale^2 M (the model is built on X / scale)
+            W = data.V * data.s
+            Z = W.T @ val @ W
+            M = (val / data.scale) / data.scale
+            if not np.all(np.isfinite(M)) or np.any((M == 0) & (val != 0)):
+                return data.M_of_Z(Z), Z  # raises the representability error
+            return M, Z
         return data.M_of_Z(val), val
 
     def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
@@ -162,9 +168,13 @@ class SLRModel:
 
         def certify(name, version, opts, times):
             M, Z = self.matrices()
-            return self.data.certificate(
+            cert, parts = self.data.certificate(
                 M, Z=Z, solver=name, solver_version=version, tolerances=opts,
-                times=times)
+                times=times, return_parts=True)
+            if parts.get("z_rel_gap", np.inf) <= cert.tol_gap:
+                # the solver's point is optimal: M must carry it
+                self.data.check_representable(parts)
+            return cert
 
         cert, info = solve_certified(self.problem, certify, solvers=solvers, tol=tol,
                                      verbose=verbose)

@@ -41,14 +41,29 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._solver import IterativeSolver
-from ._problem import SLRData, blas_threads, newton_decrement, smat, svec
+from .._tolerances import certificate_tolerance
+from ._problem import (
+    Expired,
+    SLRData,
+    blas_threads,
+    cert_residual,
+    cg,
+    newton_decrement,
+    smat,
+    svec,
+)
 
 logger = logging.getLogger("cvxmetric")
 
-__all__ = ["AdaptiveRegression", "SemismoothNewton"]
+__all__ = ["AdaptiveRegression", "SemismoothNewton", "HESSIAN_MODES"]
+
+#: Values of :attr:`SemismoothNewton.hessian`.
+HESSIAN_MODES = ("auto", "dense", "cg")
+
+_GAP, _ = certificate_tolerance("slr")
 
 
 class _SLRSolver(IterativeSolver):
@@ -91,14 +106,28 @@ class _SLRSolver(IterativeSolver):
         Z = data.Z_of_M(np.asarray(init.M, dtype=float))
         return 0.5 * (Z + Z.T)
 
+    def _lower(self, data, Z):
+        """``data.lower_bound(Z)`` with the deadline checked inside."""
+        if data.dense_hessian:
+            evaluated = data.evaluate(Z, grad=True, hessian=True, deadline=self.deadline)
+            return data.lower_bound(Z, evaluated=evaluated)
+        bound, f, _, _, _ = data.dual_bound_cg(Z, deadline=self.deadline)
+        return max(0.0, bound), {"zero": 0.0, "dual": float(bound), "ball": -np.inf,
+                                 "objective_Z": float(f)}
+
     def _check(self, data, Z, evaluated=None):
         """``(error, certified, lower)`` at a symmetric ``Z``.
 
         The Newton decrement first (cheap); the certificate's lower bound
-        only when the decrement is below ``tol``.
+        only when the decrement is below ``tol``.  Without a dense Hessian
+        the matrix-free lower bound directly.
         """
+        if evaluated is None and not data.dense_hessian:
+            lower = self._lower(data, Z)
+            f = lower[1]["objective_Z"]
+            return max(0.0, f - lower[0]) / max(1.0, f), True, lower
         if evaluated is None:
-            evaluated = data.evaluate(Z, grad=True, hessian=True)
+            evaluated = data.evaluate(Z, grad=True, hessian=True, deadline=self.deadline)
         f, G, H, _ = evaluated
         # the zero lower bound gives the gap f: it certifies a (nearly)
         # separable instance, where H is singular and the decrement infinite
@@ -109,9 +138,15 @@ class _SLRSolver(IterativeSolver):
         return max(0.0, f - bound) / max(1.0, f), True, (bound, parts)
 
     def _certificate(self, data, Z, lower=None):
+        if lower is None and self.deadline.hit:
+            # out of time: only the zero bound (valid, costs nothing); the
+            # objective is still recomputed from M
+            lower = (0.0, {"zero": 0.0, "dual": -np.inf, "ball": -np.inf,
+                           "objective_Z": data.objective_Z(Z)})
         M = data.M_of_Z(Z)
         cert, parts = data.certificate(
             M, Z=Z, solver=self.name, tolerances={"tol": self.tol}, lower=lower, return_parts=True)
+        data.check_representable(parts)
         return M, cert, parts
 
 
@@ -160,25 +195,46 @@ class AdaptiveRegression(_SLRSolver):
     name = "adaptive"
 
     def init_state(self, data, init=None):
-        # M_0 = I: Z_0 = S V^T V S = S^2
-        Z = self._start(data, init, np.diag(data.s ** 2))
+        # M_0 = I in X's units: Z_0 = S V^T V S = S^2 with S the singular
+        # values of X = scale * (X / scale)
+        Z = self._start(data, init, None)
+        if Z is None:
+            with np.errstate(over="ignore"):
+                Z = np.diag((data.s * data.scale) ** 2)
+                f0 = data.objective_Z(Z) if np.all(np.isfinite(Z)) else np.inf
+            if not np.isfinite(f0):
+                top = 2.0 * np.log10(data.s[0]) + 2.0 * np.log10(data.scale)
+                raise ValueError(
+                    f"X: Algorithm 1 starts from M_0 = I, whose similarities "
+                    f"x_i^T x_j (up to about 1e{top:.0f}) make the "
+                    f"Eq. 4 objective overflow float64; scale X so that x_i^T x_j is "
+                    f"on the scale of the thresholds (e.g. rows of unit norm).")
         return Z, AdaptiveState(0, np.inf, False, None, -1, [])
 
     def update(self, Z, state, data):
-        f, Z = data.projection_step(Z)  # f = f(Z_{k-1})
+        try:
+            f, Z_new = data.projection_step(Z, deadline=self.deadline)  # f = f(Z_{k-1})
+        except Expired:
+            return Z, state
+        Z = Z_new
         k = state.iter_num + 1
         state = state._replace(iter_num=k, history=state.history + [f])
         if k % self.check_every == 0 and k < self.maxiter:
-            error, certified, lower = self._check(data, Z)
+            try:
+                error, certified, lower = self._check(data, Z)
+            except Expired:
+                return Z, state
             state = state._replace(error=error, certified=certified, lower=lower,
                                    checked_at=k)
             logger.debug("%s iter %d: relative gap %.3e (%s)", self.name, k,
                          error, "certified" if certified else "estimate")
         elif k >= self.maxiter:
             # the last iterate is certified here, so that the status says it
-            evaluated = data.evaluate(Z, grad=True, hessian=True)
-            lower = data.lower_bound(Z, evaluated=evaluated)
-            f_k = evaluated[0]
+            try:
+                lower = self._lower(data, Z)
+            except Expired:
+                return Z, state
+            f_k = lower[1]["objective_Z"]
             state = state._replace(
                 error=max(0.0, f_k - lower[0]) / max(1.0, f_k), certified=True,
                 lower=lower, checked_at=k)
@@ -202,26 +258,52 @@ class NewtonState(NamedTuple):
     error: float  # certified relative gap, or the Newton-decrement estimate
     certified: bool  # whether ``error`` is the certificate's gap
     f: float
-    g: np.ndarray  # (p,) gradient in svec coordinates
-    direction: np.ndarray  # (p,) the next Newton direction
+    g: np.ndarray  # (p,) gradient in svec coordinates (dense); (r, r) G (cg)
+    direction: np.ndarray  # (p,) the next Newton direction (dense only)
     n_active: int
     step: float  # the last accepted step length (0: a gradient step)
     lower: tuple  # (bound, parts) at the current point, once certified
     history: list
+    masks: list = None  # active masks per row block (cg)
+    n_cg: int = 0  # Hessian products so far (cg)
+    stalled: bool = False  # the last step did not decrease f (cg)
 
 
 @dataclass
 class SemismoothNewton(_SLRSolver):
     """Regularised semismooth Newton method with line search on Eq. 4.
 
+    Two ways of solving the Newton system (``hessian``):
+
+    ``"dense"``
+        The generalised Hessian in the ``p = r (r + 1) / 2`` symmetric
+        coordinates, formed by one ``O(n^2 p)`` pass and factored
+        (Cholesky): ``O(n p + p^2)`` memory.  The certificate also has the
+        (rigorous) local strong-convexity bound.
+    ``"cg"``
+        Matrix-free: conjugate gradients on symmetric ``r x r`` matrices
+        with ``H[D] = 2 U^T (m o (U D U^T)) U`` (``m`` the active mask, kept
+        as ``n^2`` booleans), each product one ``O(n^2 r)`` pass over row
+        blocks; an inexact Newton method (forcing term
+        ``min(0.1, sqrt(||G|| / max(1, sqrt f)))``).  Memory ``O(n r + r^2)``
+        plus the mask and one row block.  Every full step also yields the
+        dual bound of :meth:`SLRData.dual_bound_from` (the best one so far
+        is kept: each is a valid bound on the optimum).
+    ``"auto"`` (default)
+        ``"dense"`` while ``p <= DENSE_MAX_SYM`` (``r <= 64``) and the
+        ``(n, p)`` feature matrix fits in 256 MB, else ``"cg"``.
+
     Attributes
     ----------
     maxiter : int
     tol : float
-        Target certified relative gap ``(f - bound) / max(1, f)``.  The
-        certificate is evaluated once the Newton decrement
-        ``g^T H^{-1} g / 2``, relative to ``max(1, f)``, is below ``tol``;
-        the run stops when the certificate confirms it.
+        Target certified relative gap ``(f - bound) / max(1, f)``.  Dense:
+        the certificate is evaluated once the Newton decrement
+        ``g^T H^{-1} g / 2`` (relative to ``max(1, f)``) is below ``tol``,
+        and the run stops when it confirms it.  CG: the run stops when the
+        best dual bound so far confirms it, or when a full Newton step no
+        longer decreases ``f`` and the certificate passes at the package's
+        tolerance (what float64 allows at that size).
     reg : float
         ``lambda = reg * min(1, ||g|| / max(1, sqrt(f))) + 1e-12``: keeps
         ``H + lambda I`` definite when few terms are active, and vanishes at
@@ -232,6 +314,12 @@ class SemismoothNewton(_SLRSolver):
         Halvings before the iteration falls back to one Algorithm 1 step
         (a gradient step ``1 / L``, which never increases ``f``).
     max_time : float, optional
+        Checked before every row block of every pass, so a run ends within
+        one block's work of the budget (then only the zero lower bound is
+        used: status ``time_limit_reached``).
+    hessian : {"auto", "dense", "cg"}
+    cg_maxiter : int
+        Hessian products per Newton system (``"cg"``).
     """
 
     _parameter_constraints = {
@@ -239,6 +327,8 @@ class SemismoothNewton(_SLRSolver):
         "reg": [Interval(Real, 0, None, closed="left")],
         "armijo": [Interval(Real, 0, 1, closed="neither")],
         "max_backtrack": [Interval(Integral, 1, None, closed="left")],
+        "hessian": [StrOptions(set(HESSIAN_MODES))],
+        "cg_maxiter": [Interval(Integral, 1, None, closed="left")],
     }
 
     maxiter: int = 100
@@ -247,8 +337,24 @@ class SemismoothNewton(_SLRSolver):
     armijo: float = 1e-4
     max_backtrack: int = 30
     max_time: float = None
+    hessian: str = "auto"
+    cg_maxiter: int = 500
 
     name = "newton"
+
+    def _use_cg(self, data):
+        if self.hessian == "auto":
+            return not data.dense_hessian
+        return self.hessian == "cg"
+
+    def converged(self, state):
+        if not state.certified:
+            return False
+        if state.error <= self.tol:
+            return True
+        return state.stalled and state.error <= _GAP
+
+    # -- dense -----------------------------------------------------------------
 
     def _direction(self, f, g, H):
         gn = float(np.linalg.norm(g))
@@ -272,41 +378,119 @@ class SemismoothNewton(_SLRSolver):
 
     def init_state(self, data, init=None):
         # Eq. 3 with the target D (delta1 / delta2): the least-squares fit
+        self._cg = self._use_cg(data)
         Z = self._start(data, init, None)
-        if Z is None:
-            Z = data.least_squares_Z()
-        evaluated = data.evaluate(Z, grad=True, hessian=True)
-        return Z, self._state(data, 0, Z, evaluated, 0.0, [])
+        try:
+            if Z is None:
+                Z = data.least_squares_Z(deadline=self.deadline)
+            if self._cg:
+                return Z, self._cg_state(data, 0, Z, data.pass_masks(
+                    Z, deadline=self.deadline), 0.0, [], 0, 0.0, None)
+            evaluated = data.evaluate(Z, grad=True, hessian=True, deadline=self.deadline)
+            return Z, self._state(data, 0, Z, evaluated, 0.0, [])
+        except Expired:
+            if Z is None:
+                Z = np.zeros((data.rank, data.rank))
+            return Z, NewtonState(0, np.inf, False, np.nan, None, None, 0, 0.0,
+                                  None, [])
 
     def update(self, Z, state, data):
+        try:
+            if self._cg:
+                return self._update_cg(Z, state, data)
+            return self._update_dense(Z, state, data)
+        except Expired:
+            return Z, state
+
+    def _update_dense(self, Z, state, data):
+        dl = self.deadline
         dZ = smat(state.direction, data.rank)
         slope = float(state.g @ state.direction)  # < 0
         t = 1.0
-        evaluated = data.evaluate(Z + dZ, grad=True, hessian=True)
+        evaluated = data.evaluate(Z + dZ, grad=True, hessian=True, deadline=dl)
         accepted = evaluated[0] <= state.f + self.armijo * slope
         for _ in range(self.max_backtrack):
             if accepted:
                 break
             t *= 0.5
-            f = data.evaluate(Z + t * dZ)[0]
+            f = data.evaluate(Z + t * dZ, deadline=dl)[0]
             accepted = f <= state.f + self.armijo * t * slope
         if accepted:
             Z = Z + t * dZ
             if t < 1.0:
-                evaluated = data.evaluate(Z, grad=True, hessian=True)
+                evaluated = data.evaluate(Z, grad=True, hessian=True, deadline=dl)
         else:
             # round-off or a poor direction: one Algorithm 1 step
             logger.debug("%s: line search failed, gradient step", self.name)
-            _, Z = data.projection_step(Z)
+            _, Z = data.projection_step(Z, deadline=dl)
             t = 0.0
-            evaluated = data.evaluate(Z, grad=True, hessian=True)
+            evaluated = data.evaluate(Z, grad=True, hessian=True, deadline=dl)
         logger.debug("%s iter %d: f %.12g, step %.3g, %d active", self.name,
                      state.iter_num + 1, evaluated[0], t, evaluated[3])
         return Z, self._state(data, state.iter_num + 1, Z, evaluated, t,
                               state.history)
 
+    # -- matrix-free (cg) --------------------------------------------------------
+
+    def _cg_state(self, data, k, Z, out, step, history, n_cg, bound, prev):
+        f, G, n_active, masks, _ = out
+        best = 0.0 if prev is None or prev.lower is None else prev.lower[0]
+        best = max(best, bound)
+        parts = {"zero": 0.0, "dual": float(bound), "ball": -np.inf,
+                 "objective_Z": float(f), "n_active": int(n_active),
+                 "grad_norm": float(np.linalg.norm(G)), "hessian_products": n_cg}
+        error = max(0.0, f - best) / max(1.0, f)
+        stalled = prev is not None and not (f < prev.f - 1e-14 * max(1.0, prev.f))
+        return NewtonState(k, error, True, f, G, None, n_active, step,
+                           (best, parts), history + [f], masks, n_cg, stalled)
+
+    def _update_cg(self, Z, state, data):
+        dl = self.deadline
+        f, G, masks = state.f, state.g, state.masks
+        gn = float(np.linalg.norm(G))
+        lam = self.reg * min(1.0, gn / max(1.0, np.sqrt(f))) + 1e-12
+        eta = min(0.1, np.sqrt(gn / max(1.0, np.sqrt(f))))
+        tol = max(eta * gn, cert_residual(f, Z, 0.1 * self.tol))
+        dZ, res, k = cg(lambda D: data.hess_vec(D, masks, deadline=dl) + lam * D,
+                        -G, tol=tol, maxiter=self.cg_maxiter, deadline=dl)
+        n_cg = state.n_cg + k
+        slope = float(np.sum(G * dZ))
+        if not slope < 0.0:  # CG broke down at once: steepest descent
+            dZ, slope = -G, -gn * gn
+        # the full step; near the optimum its dual quantities give the bound
+        near = -slope / 2.0 <= 1e-3 * max(1.0, f)
+        out = data.pass_masks(Z + dZ, dual_mask=masks if near else None, deadline=dl)
+        bound = data.dual_bound_from(out[4], Z + dZ) if near else 0.0
+        t = 1.0
+        accepted = out[0] <= f + self.armijo * slope
+        for _ in range(self.max_backtrack):
+            if accepted:
+                break
+            t *= 0.5
+            f_t = data.evaluate(Z + t * dZ, deadline=dl)[0]
+            accepted = f_t <= f + self.armijo * t * slope
+        if accepted:
+            Z = Z + t * dZ
+            if t < 1.0:
+                out = data.pass_masks(Z, deadline=dl)
+        else:
+            logger.debug("%s: line search failed, gradient step", self.name)
+            _, Z = data.projection_step(Z, deadline=dl)
+            t = 0.0
+            out = data.pass_masks(Z, deadline=dl)
+        logger.debug("%s iter %d: f %.12g, step %.3g, %d CG products, bound %.12g",
+                     self.name, state.iter_num + 1, out[0], t, k, bound)
+        return Z, self._cg_state(data, state.iter_num + 1, Z, out, t,
+                                 state.history, n_cg, bound, state)
+
     def finalize(self, Z, state, data):
-        M, cert, parts = self._certificate(data, Z, lower=state.lower)
+        lower = state.lower
+        if lower is not None and "objective_Z" not in lower[1]:
+            lower = (lower[0], {**lower[1], "objective_Z": float(state.f)})
+        M, cert, parts = self._certificate(data, Z, lower=lower)
         info = {"history": state.history, "bounds": parts, "Z": Z,
-                "n_active": state.n_active, "last_step": state.step}
+                "n_active": state.n_active, "last_step": state.step,
+                "hessian": "cg" if self._cg else "dense"}
+        if self._cg:
+            info["hessian_products"] = state.n_cg
         return M, cert, info
