@@ -99,6 +99,9 @@ FORMS = ("slack", "hinge")
 # relative tolerance deciding "on the margin" when making multipliers
 # consistent with a primal point
 _MARGIN_TOL = 1e-9
+# largest lam of the normalised problem (see ConstraintData.normalized): the
+# fast dual squares its multipliers, which grow like lam
+_LAM_MAX = 1e100
 # pairs shown in an error message
 _SHOW = 10
 # store the difference vectors (P, d) up to this many floats (16 MB)
@@ -111,6 +114,17 @@ def _show_rows(rows, pairs):
                       for r in rows[:_SHOW])
     more = f" and {len(rows) - _SHOW} more" if len(rows) > _SHOW else ""
     return shown + more
+
+
+def _pow2_scaled(X):
+    """``(X 2^-k, k)`` with ``max |X 2^-k|`` in ``[0.5, 1)`` (``k = 0`` for
+    ``X = 0``): a scaling by a power of two, exact barring underflow."""
+    m = float(np.max(np.abs(X))) if X.size else 0.0
+    if not m > 0:
+        return X, 0
+    k = int(np.frexp(m)[1])
+    with np.errstate(under="ignore"):
+        return np.ldexp(X, -k), k
 
 
 def check_pair_labels(labels, n_pairs, name="y"):
@@ -240,7 +254,10 @@ class ConstraintData(FullOrDiagonal):
                 "labels: no cannot-link (-1) pair; without one the optimum of "
                 "Eq. 1 / 4 / 10 is the zero matrix, which is no metric."
             )
-        diff = X[idx[:, 0]] - X[idx[:, 1]]  # (P, d)
+        # differences of X scaled by a power of two (exact): no overflow when
+        # forming them, and their squared lengths in X's units follow exactly
+        Xs, k = _pow2_scaled(X)
+        diff = Xs[idx[:, 0]] - Xs[idx[:, 1]]  # (P, d), in units of 2^k
         zero = ~np.any(diff != 0, axis=1)
         bad = must[zero[must]]
         if len(bad):
@@ -249,14 +266,25 @@ class ConstraintData(FullOrDiagonal):
                 f"{_show_rows(bad, idx)}; their distance is 0 for every metric, "
                 f"so they carry no information. Drop them."
             )
-        sq = np.einsum("pd,pd->p", diff, diff)
-        tiny = np.flatnonzero((sq == 0) & ~zero)
+        with np.errstate(over="ignore", under="ignore"):
+            sq = np.ldexp(np.einsum("pd,pd->p", diff, diff), 2 * k)
+        huge = np.flatnonzero(~np.isfinite(sq))
+        if len(huge):
+            raise ValueError(
+                f"X: the squared difference of {len(huge)} pair(s) overflows "
+                f"({_show_rows(huge, idx)}); their distances, and the metric "
+                f"needed to bound them, are beyond the floating-point range. "
+                f"Rescale X."
+            )
+        # a cannot-link needs d_A >= 1, i.e. entries of A of at least
+        # 1 / ||phi||^2: beyond the range when ||phi||^2 is not a normal float
+        tiny = cannot[(sq[cannot] < np.finfo(float).tiny) & ~zero[cannot]]
         if len(tiny):
             raise ValueError(
-                f"X: the squared difference of {len(tiny)} pair(s) underflows to "
-                f"0 although the points differ ({_show_rows(tiny, idx)}); a "
-                f"cannot-link among them would need a metric beyond the "
-                f"floating-point range. Rescale X."
+                f"X: the squared difference of {len(tiny)} cannot-link(s) "
+                f"underflows although the points differ ({_show_rows(tiny, idx)}); "
+                f"d_A >= 1 would need a metric beyond the floating-point range. "
+                f"Rescale X."
             )
         # the solvers' hot loops are Gram products and pair distances; with
         # the difference vectors stored they are two small BLAS calls, much
@@ -265,7 +293,8 @@ class ConstraintData(FullOrDiagonal):
                           else None)
         Psi = None
         if diagonal:
-            Psi = diff * diff  # (P, d)
+            with np.errstate(under="ignore"):
+                Psi = np.ldexp(diff * diff, 2 * k)  # (P, d), in X's units
         P = len(idx)
         sign = np.where(y == -1, 1.0, -1.0)
         b = np.ones(P)
@@ -279,6 +308,91 @@ class ConstraintData(FullOrDiagonal):
         return cls(X=X, pairs=idx, labels=y, hard=bool(hard), diagonal=bool(diagonal),
                    lam=lam, op=op, must=must, cannot=cannot, Psi=Psi, sign=sign, b=b,
                    lower=lower, upper=upper)
+
+    def normalized(self):
+        """The same problem in units where the pair lengths are O(1).
+
+        With ``s = 2^k`` and ``X_n = X / s``, ``A = B / s^2``
+        gives ``d_A(p; X) = d_B(p; X_n)`` and ``||A||_F^2 = ||B||_F^2 / s^4``,
+        so every objective of this module satisfies
+
+            f_lam(A; X) = f_{lam / s^4}(B; X_n):
+
+        the same value, the same constraints, the same multipliers ``u``,
+        and ``A* = B* / s^2``.  Scaling ``X`` is therefore not an invariance
+        of the problem: it is a change of ``lam`` to ``lam / s^4`` (large
+        data make the regulariser negligible, tiny data make it dominate).
+        ``k`` is chosen so that the median cannot-link length of ``X_n`` is
+        in ``[0.5, 1)``; powers of two make the change of units exact.
+
+        Returns
+        -------
+        data_n : ConstraintData
+            ``self`` when ``k = 0``.
+        k : int
+            Map a solution back with :meth:`restore_units`.
+
+        Raises
+        ------
+        ValueError
+            Naming ``X`` when ``lam / s^4`` exceeds ``1e100`` (the
+            regulariser outweighs the must-link term by more than 1e100:
+            at such scales the dual of every solver overflows).
+        """
+        # (no centring: X - c can merge points that differ; the pair
+        # operator centres its own copy for the sample-space products)
+        Xs, k1 = _pow2_scaled(self.X)
+        phi = Xs[self.pairs[self.cannot, 0]] - Xs[self.pairs[self.cannot, 1]]
+        norms = np.sqrt(np.einsum("pd,pd->p", phi, phi))
+        norms = norms[norms > 0]
+        if not len(norms):  # every cannot-link is infeasible
+            return self, 0
+        k = k1 + int(np.frexp(float(np.median(norms)))[1])
+        if k == 0:
+            return self, 0
+        with np.errstate(over="ignore", under="ignore"):
+            lam = float(np.ldexp(self.lam, -4 * k))
+        if not lam <= _LAM_MAX:
+            raise ValueError(
+                f"X: the pair lengths are about 2^{k}; at this scale the "
+                f"problem equals the one on X / 2^{k} with lam / 2^{4 * k} > "
+                f"{_LAM_MAX:g}: the regulariser outweighs the must-link term "
+                f"beyond what the solvers represent. Rescale X (or lam)."
+            )
+        with np.errstate(under="ignore"):
+            Xn = np.ldexp(self.X, -k)
+        return type(self).from_pairs(Xn, self.pairs, self.labels, hard=self.hard,
+                                     diagonal=self.diagonal, lam=lam), k
+
+    def restore_units(self, result, k):
+        """A :class:`SolverResult` of :meth:`normalized`'s problem in the
+        units of the original ``X``: ``M = B / 2^{2k}``; objective,
+        certificate and multipliers are unchanged (see :meth:`normalized`).
+
+        Raises
+        ------
+        ValueError
+            Naming ``X`` when the metric is not representable in X's units
+            (its largest entry overflows or falls below the smallest normal
+            float, where its entries would lose their relative precision).
+        """
+        if k == 0:
+            return result
+        with np.errstate(over="ignore", under="ignore"):
+            M = np.ldexp(result.M, -2 * k)
+        top = float(np.max(np.abs(M)))
+        if not (np.isfinite(top) and top >= np.finfo(float).tiny):
+            raise ValueError(
+                f"X: the pair lengths are about 2^{k}; the learned metric's "
+                f"entries (about 2^{-2 * k} in these units) are outside the "
+                f"floating-point range. Rescale X."
+            )
+        info = dict(result.info)
+        if "a" in info:
+            with np.errstate(under="ignore"):
+                info["a"] = np.ldexp(info["a"], -2 * k)
+        info["scale_exponent"] = k
+        return replace(result, M=M, info=info)
 
     def with_lam(self, lam):
         """The same data with another ``lam`` (validated)."""
@@ -429,22 +543,46 @@ class ConstraintData(FullOrDiagonal):
     def dual_bound(self, u):
         """A valid lower bound on the optimal value from multipliers ``u``.
 
-        ``lam > 0``: ``g(clip(u))``.  ``lam = 0``: ``g`` is finite only when
-        ``Y(u) <= 0``, i.e. ``T <= B`` for ``T = sum_D theta_p C_p`` and
-        ``B = sum_S beta_p C_p``.  The repair: cannot-links not in the range
-        of ``B`` get ``theta_p = 0`` (their optimal multiplier is 0), and the
-        rest is scaled, ``theta / t`` with ``t >= 1`` the smallest scale
-        making ``T / t <= B``, tested up to round-off; the bound is then
+        ``lam > 0``: the better of ``g(clip(u))`` and ``g`` at ``u`` repaired
+        as below (both are values of the dual function at points of the
+        box, hence valid bounds with no tolerance).  The repair matters when
+        ``lam`` is tiny (large data, see :meth:`normalized`): there ``g``
+        charges ``||Pi_+(Y(u))||^2 / (2 lam)`` for any positive part of
+        ``Y(u)``, and a ``u`` that is nearly optimal for a larger ``lam``
+        gives a poor bound until repaired.
+
+        ``lam = 0``: ``g`` is finite only when ``Y(u) <= 0``, i.e. ``T <= B``
+        for ``T = sum_D theta_p C_p`` and ``B = sum_S beta_p C_p``.  The
+        repair: cannot-links not in the range of ``B`` get ``theta_p = 0``
+        (their optimal multiplier is 0), and the rest is scaled,
+        ``theta / t`` with ``t >= 1`` the smallest scale making
+        ``T / t <= B``, tested up to round-off; the bound is then
         ``sum theta / t - sum beta`` (``- 0`` in Eq. 1).
         """
         u = self.clip(u)
         if self.lam > 0:
-            return self.dual_value(u)
+            bound = self.dual_value(u)
+            repaired = self._nsd_repair(u)
+            if repaired is not None:
+                bound = max(bound, self.dual_value(repaired[0]))
+            return bound
+        lin_beta = float(self.b[self.must] @ u[self.must])  # -sum beta (0 in Eq. 1)
+        repaired = self._nsd_repair(u)
+        if repaired is None:
+            return lin_beta
+        v, ok = repaired
+        if not ok:
+            return -np.inf
+        return float(np.sum(v[self.cannot])) + lin_beta
+
+    def _nsd_repair(self, u):
+        """``(v, ok)``: ``u`` with ``theta`` repaired towards ``Y(v) <= 0``
+        (see :meth:`dual_bound`), ``ok`` when ``Y(v) <= 0`` holds up to
+        round-off; ``None`` when no cannot-link multiplier survives."""
         theta = np.where(self.sign > 0, u, 0.0)
         beta = np.where(self.sign < 0, u, 0.0)
-        lin_beta = float(self.b[self.must] @ u[self.must])  # -sum beta (0 in Eq. 1)
         if not np.any(theta):
-            return lin_beta
+            return None
         if self.diagonal:
             B = self.Psi.T @ beta
             scale = max(float(B.max()), 1e-300)
@@ -453,10 +591,12 @@ class ConstraintData(FullOrDiagonal):
             touch = (self.Psi[:, null] > 0).any(axis=1) if np.any(null) else \
                 np.zeros(self.n_pairs, bool)
             theta = np.where(touch, 0.0, theta)
+            if not np.any(theta):
+                return None
             T = self.Psi.T @ theta
             ratio = np.where(null, 0.0, T / np.where(null, 1.0, B))
             t = max(1.0, float(ratio.max()))
-            return float(theta.sum()) / t + lin_beta
+            return theta / t + beta, True
         B = self.op.gram(beta)
         B = 0.5 * (B + B.T)
         w, U = np.linalg.eigh(B)
@@ -469,7 +609,7 @@ class ConstraintData(FullOrDiagonal):
             norm2 = np.einsum("pd,pd->p", Phi, Phi)
             theta = np.where(out > 1e-10 * norm2, 0.0, theta)
         if not np.any(theta) or not np.any(rng):
-            return lin_beta
+            return None
         T = self.op.gram(theta)
         T = 0.5 * (T + T.T)
         # generalised eigenvalue on range(B): largest of B_r^{-1/2} T_r B_r^{-1/2}
@@ -477,9 +617,8 @@ class ConstraintData(FullOrDiagonal):
         t = max(1.0, float(np.linalg.eigvalsh(Wr.T @ T @ Wr)[-1]))
         # the repaired point must satisfy T / t <= B up to round-off
         tol = 1e-12 * max(scale, float(np.abs(T).max()))
-        if np.linalg.eigvalsh(B - T / t)[0] < -tol * max(1.0, t):
-            return -np.inf
-        return float(theta.sum()) / t + lin_beta
+        ok = bool(np.linalg.eigvalsh(B - T / t)[0] >= -tol * max(1.0, t))
+        return theta / t + beta, ok
 
     def consistent_multipliers(self, u, A, dist=None):
         """``u`` made consistent with ``A``: ``theta = 0`` on inactive
@@ -523,7 +662,6 @@ class ConstraintData(FullOrDiagonal):
         obj = self.objective(a, dist=dist)
         viol, min_eig = self.violation(A, dist=dist)
         bound = self.best_dual_bound(u, a) if u is not None else -np.inf
-        obj - bound
         return Certificate.from_bound(
             obj, bound, max_violation=viol, min_eig=min_eig,
             solver=solver, solver_version=solver_version, tolerances=tolerances,
@@ -578,7 +716,10 @@ class ConstraintDMLModel:
     problem : cvxpy.Problem
     A : cvxpy.Variable
         (d, d) symmetric, or (d,) for diagonal problems.
-    lam : cvxpy.Parameter
+    weight, lam : cvxpy.Parameter
+        ``1 / c`` and ``lam / c`` with ``c = max(1, lam)``: the objective
+        divided by ``c`` (same minimiser; the multipliers are the constraints'
+        duals times ``c``).
     constraints : dict of cvxpy.Constraint
         ``cannot``, ``must`` (Eq. 4 / 6 only), ``cone``.
     """
@@ -590,7 +731,13 @@ class ConstraintDMLModel:
         d = data.n_features
         X, pairs = data.X, data.pairs
         diff = X[pairs[:, 0]] - X[pairs[:, 1]]  # (P, d)
-        self.lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
+        # the objective is divided by c = max(1, lam), so that neither term
+        # carries a weight above 1 (a large lam -- tiny data, see
+        # ConstraintData.normalized -- otherwise defeats the conic solvers);
+        # the multipliers are the duals times c
+        self.weight = cp.Parameter(nonneg=True, name="weight")
+        self.lam = cp.Parameter(nonneg=True, name="lam")
+        self._set_weights(data.lam)
         cons = {}
         if data.diagonal:
             A = cp.Variable(d, name="a")
@@ -631,22 +778,33 @@ class ConstraintDMLModel:
                 cons["must"] = dist(m) - 1 == self.eps
                 loss = cp.sum(cp.pos(self.eps))
         self.constraints = cons
+        reg = 0.5 * self.lam * cp.sum_squares(A)
         self.problem = cp.Problem(
-            cp.Minimize(loss + 0.5 * self.lam * cp.sum_squares(A)), list(cons.values())
-        )
+            cp.Minimize(self.weight * loss + reg if len(m) else reg),
+            list(cons.values()))
         assert self.problem.is_dpp(), "the constraint-based model must be DPP"
 
     def set_lam(self, lam):
         """Change ``lam`` in place (validated; the canonical data follows)."""
         self.data = self.data.with_lam(lam)
-        self.lam.value = self.data.lam
+        self._set_weights(self.data.lam)
+
+    def _set_weights(self, lam):
+        self._c = max(1.0, lam)
+        self.weight.value = 1.0 / self._c
+        self.lam.value = lam / self._c
 
     def multipliers(self):
         """Multipliers ``u`` (P,) from the constraints' dual values."""
-        beta = None
-        if "must" in self.constraints:
-            beta = self.constraints["must"].dual_value
-        return self.data.multipliers(self.constraints["cannot"].dual_value, beta)
+        def dual(name):
+            value = self.constraints[name].dual_value
+            return None if value is None else self._c * np.asarray(value, dtype=float)
+
+        beta = dual("must") if "must" in self.constraints else None
+        theta = dual("cannot")
+        if theta is None:
+            return None
+        return self.data.multipliers(theta, beta)
 
     def _ray_rows(self):
         """Cannot-links carrying a Farkas ray after an infeasible solve."""
@@ -756,5 +914,9 @@ def solve_constraint_exact(data, *, form="slack", precheck=True, solvers=SOLVERS
     """
     if precheck:
         data.check_feasible()
-    return ConstraintDMLModel(data, form).solve(solvers=solvers, tol=tol,
-                                                verbose=verbose)
+    # solved in units where the pair lengths are O(1) (the same problem with
+    # lam / s^4, see ConstraintData.normalized), reported in X's units
+    data_n, k = data.normalized()
+    result = ConstraintDMLModel(data_n, form).solve(solvers=solvers, tol=tol,
+                                                    verbose=verbose)
+    return data_n.restore_units(result, k)

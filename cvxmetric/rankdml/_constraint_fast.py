@@ -67,7 +67,6 @@ have ``lam`` near 0, where the dual is almost a linear program (thousands
 of Newton steps on 32 pairs).
 """
 
-import time
 from dataclasses import dataclass
 from numbers import Integral
 from typing import NamedTuple
@@ -87,6 +86,15 @@ _INNER_RTOL = 1e-2
 _STALL = 5
 # Newton steps between global certificates (with a polish) inside a round
 _CHECK_EVERY = 10
+# continuation on lam (in the normalised units of ConstraintData.normalized,
+# where the median cannot-link has length ~1): a problem whose lam is below
+# _CONT_BELOW is reached through lam = _CONT_START, _CONT_START / _CONT_FACTOR,
+# ..., each stage warm-started from the last; stages stop at _CONT_FLOOR
+# (below it A(u) = Pi_+(Y(u)) / lam loses its digits to round-off in Y)
+_CONT_BELOW = 1e-3
+_CONT_START = 1e-2
+_CONT_FACTOR = 100.0
+_CONT_FLOOR = 1e-12
 
 __all__ = [
     "ConstraintDualSolver",
@@ -264,7 +272,7 @@ def _omega(w):
     return np.where(both, 1.0, om)
 
 
-def lipschitz_bound(view, scale=None, n_iter=60, rtol=1e-3):
+def lipschitz_bound(view, scale=None, n_iter=60, rtol=1e-3, deadline=None):
     """Rigorous upper bound on ``||K D^{1/2}||^2`` over a view's free pairs.
 
     Power iteration on ``B = D^{1/2} [<C_p, C_q>] D^{1/2}`` (non-negative,
@@ -278,6 +286,8 @@ def lipschitz_bound(view, scale=None, n_iter=60, rtol=1e-3):
     view : DualView
     scale : ndarray of shape (|W|,), optional
         The diagonal ``D`` (default: ones).
+    deadline : Deadline, optional
+        Checked every iteration; the bound is valid whenever it stops.
 
     Returns
     -------
@@ -292,7 +302,9 @@ def lipschitz_bound(view, scale=None, n_iter=60, rtol=1e-3):
     r = np.ones(len(view)) if scale is None else np.sqrt(scale)
     v = free.astype(float)
     upper, lower = np.inf, 0.0
-    for _ in range(n_iter):
+    for it in range(n_iter):
+        if it and deadline is not None and deadline.expired():
+            break
         Bv = np.where(free, r * view.quadform(view.gram(v * r)), 0.0)
         upper = min(upper, float(np.max(Bv[free] / v[free])))
         lower = max(lower, float(v @ Bv) / float(v @ v))
@@ -324,6 +336,24 @@ def _repaired(data, A, dist):
         return np.inf, None
     s = max(1.0, 1.0 / dmin)
     return data.objective(A * s, dist=dist * s), A * s
+
+
+def _rel_gap(f, g):
+    """Certified relative gap ``(f - g) / max(1, |f|)`` (``inf`` without a
+    feasible point or a bound)."""
+    if not (np.isfinite(f) and np.isfinite(g)):
+        return np.inf
+    return max(0.0, (f - g) / max(1.0, abs(f)))
+
+
+def _target_pair(data, A, u):
+    """``(f, g)`` of ``data``'s problem at a feasible ``A`` (``inf`` if
+    ``None``) and multipliers ``u`` (the better of the plain and repaired
+    dual bounds, both valid)."""
+    f = np.inf if A is None else data.objective(A)
+    g = -np.inf if u is None else data.best_dual_bound(u, A) if A is not None \
+        else data.dual_bound(u)
+    return f, g
 
 
 def _bounded_lstsq(G, rhs, sign):
@@ -490,6 +520,9 @@ class _State(NamedTuple):
     n_fista: int
     n_hessvec: int
     n_stall: int  # consecutive rounds without progress
+    lam: float  # lam of the current continuation stage
+    stage_error: float  # certified gap of the current stage's problem
+    n_stages: int
 
 
 @dataclass
@@ -542,7 +575,20 @@ class ConstraintDualSolver(IterativeSolver):
 
     # -- setup -----------------------------------------------------------------
 
-    def init_state(self, data, init=None):
+    def run(self, data, init=None, *, warn=True):
+        """Solve ``data`` (see :meth:`IterativeSolver.run`).
+
+        The iterations run on :meth:`ConstraintData.normalized`'s problem
+        (pair lengths O(1), ``lam / s^4``) and the result is reported in
+        ``X``'s units (:meth:`ConstraintData.restore_units`); the
+        multipliers, the objective and the certificate are the same in both.
+
+        Raises
+        ------
+        ValueError
+            ``lam = 0`` (naming ``lam``), or data at a scale where the
+            problem or its metric is not representable (naming ``X``).
+        """
         if not data.lam > 0:
             raise ValueError(
                 f"lam: the fast solver needs lam > 0 (its dual is smooth with "
@@ -550,9 +596,15 @@ class ConstraintDualSolver(IterativeSolver):
                 f"exact solver for lam = 0."
             )
         data.check_feasible()
-        # the base class checks max_time between rounds; inner solves check too
-        self._deadline = (time.perf_counter() + self.max_time
-                          if self.max_time is not None else np.inf)
+        data_n, k = data.normalized()
+        result = super().run(data_n, init, warn=warn)
+        return data_n.restore_units(result, k)
+
+    def init_state(self, data, init=None):
+        # data.lam may have underflowed to 0 in normalised units (a lam
+        # below 2^-1074 times s^4): the stages then stop at _CONT_FLOOR and
+        # the certificate is the lam = 0 one (ConstraintData.dual_bound)
+        data.check_feasible()
         free = data.upper > data.lower
         if init is not None and init.info.get("u") is not None:
             u = data.clip(np.asarray(init.info["u"], dtype=float))
@@ -564,7 +616,11 @@ class ConstraintDualSolver(IterativeSolver):
             W = np.flatnonzero(free & (u > 0) & (u < data.upper))
         else:
             W = self._initial_set(data, free)
-        state = _State(0, np.inf, u, W, np.inf, -np.inf, u, 0, 0, 0, 0, 0)
+        lam = data.lam
+        if init is None and lam < _CONT_BELOW:
+            lam = _CONT_START
+        state = _State(0, np.inf, u, W, np.inf, -np.inf, u, 0, 0, 0, 0, 0,
+                       lam, np.inf, 1)
         return None, state
 
     def _initial_set(self, data, free):
@@ -583,46 +639,73 @@ class ConstraintDualSolver(IterativeSolver):
     # -- rounds ----------------------------------------------------------------
 
     def update(self, M, state, data):
+        # the problem of the current continuation stage (data itself at the
+        # last stage); constraints do not depend on lam, so a feasible point
+        # of one stage is feasible for every other
+        stage = data if state.lam == data.lam else data.with_lam(state.lam)
         W = state.W
-        view = DualView(data, W, state.u)
+        view = DualView(stage, W, state.u)
         best = _Best(state.best_f, M, state.best_g, state.best_u)
 
         def certify(point):
             """Certify ``point`` on all pairs (one O(P d^2) pass) and polish."""
             u = state.u.copy()
             u[W] = point.u
-            dist = data.Psi @ point.A if data.diagonal else data.op.sqdist(G=point.G)
+            dist = stage.Psi @ point.A if stage.diagonal else stage.op.sqdist(G=point.G)
             best.dual(-point.h, u)
-            best.primal(*_repaired(data, point.A, dist))
-            if best.error() > self.tol:
+            best.primal(*_repaired(stage, point.A, dist))
+            if best.error() > self.tol and not self.deadline.expired():
                 # the dual value converges faster than the primal map (a
                 # degenerate optimum loses a square root): polish on the face
-                f2, A2, g2, u2 = _polish(data, u, point, dist)
+                f2, A2, g2, u2 = _polish(stage, u, point, dist)
                 best.primal(f2, A2)
                 best.dual(g2, u2)
             return u, dist
 
         # inexact inner solves while W may still be wrong: a hundredfold
         # reduction of the last certified gap, down to tol / 10
-        inner_tol = min(_INNER_RTOL, max(0.1 * self.tol, _INNER_RTOL * state.error))
+        inner_tol = min(_INNER_RTOL, max(0.1 * self.tol, _INNER_RTOL * state.stage_error))
         point, counts = self._inner(view, state.u[W], inner_tol, self.max_inner,
                                     lambda p: certify(p) and best.error() <= self.tol)
         u, dist = certify(point)
         err = best.error()
-        W = self._grow(data, W, u, dist)
+        W = self._grow(stage, W, u, dist)
         # rounds without a 1% better certificate and without a new pair
         stall = state.n_stall + 1 if (len(W) == len(state.W)
-                                      and err > 0.99 * state.error) else 0
+                                      and err > 0.99 * state.stage_error) else 0
         iter_num = state.iter_num + 1
-        if stall >= _STALL and err > self.tol:
+        lam, n_stages = state.lam, state.n_stages
+        best_f, best_g, best_u = best.f, best.g, best.u
+        error = err
+        if stage is not data:
+            # the certificate of the declared problem from this stage's best
+            # pair (the repaired dual bound makes it tight once lam is small)
+            f_t, g_t = _target_pair(data, best.A, best.u)
+            error = _rel_gap(f_t, g_t)
+            if err <= self.tol or stall >= _STALL:
+                # next stage, warm-started; its best pair is re-evaluated
+                lam = state.lam / _CONT_FACTOR
+                if lam < 0.99 * _CONT_FLOOR:
+                    # below the floor only the declared lam itself is tried
+                    # (lam = 0 after an underflow: stay at the floor, where
+                    # the lam = 0 bound of dual_bound certifies)
+                    lam = data.lam if data.lam > 0 else state.lam
+                lam = max(lam, data.lam)
+                if lam != state.lam:
+                    nxt = data if lam == data.lam else data.with_lam(lam)
+                    best_f, best_g = _target_pair(nxt, best.A, best.u)
+                    err, stall, n_stages = _rel_gap(best_f, best_g), 0, n_stages + 1
+                    if nxt is data:
+                        error = err
+        if stall >= _STALL and error > self.tol:
             # nothing left to gain (round-off): end the run now; it reports
             # max_iter_reached and warns with the gap reached
             iter_num = max(iter_num, self.maxiter)
         state = state._replace(
-            iter_num=iter_num, error=err, u=u, W=W, best_f=best.f, n_stall=stall,
-            best_g=best.g, best_u=best.u, n_rounds=state.n_rounds + 1,
+            iter_num=iter_num, error=error, stage_error=err, u=u, W=W, best_f=best_f,
+            n_stall=stall, best_g=best_g, best_u=best_u, n_rounds=state.n_rounds + 1,
             n_newton=state.n_newton + counts[0], n_fista=state.n_fista + counts[1],
-            n_hessvec=state.n_hessvec + counts[2])
+            n_hessvec=state.n_hessvec + counts[2], lam=lam, n_stages=n_stages)
         return best.A, state
 
     def _grow(self, data, W, u, dist):
@@ -670,10 +753,12 @@ class ConstraintDualSolver(IterativeSolver):
         if not np.any(view.free):
             return point, (0, 0, 0)
         D = 1.0 / view.bdiag
-        L = max(lipschitz_bound(view, D)[0], 1e-300) / view.lam
+        L = max(lipschitz_bound(view, D, deadline=self.deadline)[0], 1e-300) / view.lam
         best = point
         stalled = 0
-        while n_newton + n_fista < budget and time.perf_counter() < self._deadline:
+        # every inner step checks the clock (the base class only checks
+        # between rounds): max_time holds within one Newton step's cost
+        while n_newton + n_fista < budget and not self.deadline.expired():
             f, g = view.restricted_gap(point)
             if np.isfinite(f) and (f - g) <= tol * max(1.0, abs(f)):
                 break
@@ -747,6 +832,8 @@ class ConstraintDualSolver(IterativeSolver):
             return p1, True
         a_lo, a_hi, best = 0.0, 1.0, p1 if ok1 else None
         for _ in range(30):
+            if self.deadline.expired():
+                break
             mid = 0.5 * (a_lo + a_hi)
             p, slope = at(mid)
             if decrease(p) and (best is None or p.h < best.h):
@@ -762,6 +849,8 @@ class ConstraintDualSolver(IterativeSolver):
             # Armijo backtracking from alpha = 1 as the fallback
             alpha = 1.0
             for _ in range(60):
+                if self.deadline.expired():
+                    break
                 alpha *= 0.5
                 p = view.evaluate(np.clip(u + alpha * d, lo, hi))
                 if decrease(p):
@@ -791,9 +880,11 @@ class ConstraintDualSolver(IterativeSolver):
         eta = min(0.1, max(1e-8, res))
         n = 0
         for n in range(1, min(self.cg_maxiter, 2 * len(rhs) + 10) + 1):
+            if self.deadline.expired():
+                break
             Ap = apply(p)
             pAp = float(p @ Ap)
-            if pAp <= 0:
+            if not pAp > 0:
                 break
             a = rz / pAp
             x += a * p
@@ -802,6 +893,8 @@ class ConstraintDualSolver(IterativeSolver):
                 break
             z = prec * r
             rz_new = float(r @ z)
+            if not rz_new > 0:  # exact solve (or round-off): nothing left
+                break
             p = z + (rz_new / rz) * p
             rz = rz_new
         if not np.any(x):  # no curvature at all: a safe gradient step
@@ -814,6 +907,8 @@ class ConstraintDualSolver(IterativeSolver):
         lo, hi = view.lower, view.upper
         y, t = u.copy(), 1.0
         for _ in range(n_steps):
+            if self.deadline.expired():
+                break
             u_new = np.clip(y - step * view.evaluate(y).grad, lo, hi)
             # restart when the momentum points uphill (gradient-mapping test)
             if float((y - u_new) @ (u_new - u)) > 0:
