@@ -1,0 +1,185 @@
+"""The real-data conformance suite: a slice of it, its verdicts and its command.
+
+The slice fits every estimator's default exact solver and its fast solver on
+standardised iris (and the pair learners MMC and ConstraintDML on wine),
+with the constraints a user would generate (500 tuples for the tuple
+learners instead of the benchmark's 2000), in this process, and asserts
+what the package promises there: the exact fit is certified, the fast fit converges
+and agrees with it within the family's tolerance.  Timing ("not slower than
+exact") is left to the benchmark command: it is too noisy on a shared
+machine for a test.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from cvxmetric import conformance
+from cvxmetric._tolerances import tolerance
+from cvxmetric.cli import main
+
+
+def _group(dataset, seed, estimator, methods):
+    """Run ``methods`` of one estimator in this process; judged rows."""
+    family = next(f for f, ests in conformance.FAMILIES.items() if estimator in ests)
+    rows = []
+    for case in conformance.cases([dataset], [seed], [family], methods=methods,
+                                  estimators=[estimator]):
+        # fewer tuples than the benchmark's, to keep the slice to seconds
+        row = dict(case, n_tuples=500)
+        row.update(conformance.run_case(row))
+        if row.get("error") is not None:
+            row["status"] = "error"
+        rows.append(row)
+    return conformance.judge(rows)
+
+
+SLICE = [
+    ("iris", "Qwise", ("exact", "fast")),
+    ("iris", "QwiseSupervised", ("exact", "fast")),
+    ("iris", "MMC", ("exact", "fast", "exact-diag", "newton")),
+    ("iris", "MMCSupervised", ("exact", "fast")),
+    ("iris", "ConstraintDML", ("exact", "fast")),
+    ("iris", "ConstraintDMLSupervised", ("exact", "fast")),
+    ("iris", "RankDML", ("exact", "fast")),
+    ("iris", "RankDMLSupervised", ("exact", "fast")),
+    ("iris", "SLR", ("exact", "newton")),
+    ("wine", "MMC", ("exact", "fast")),
+    ("wine", "ConstraintDML", ("exact", "fast")),
+]
+
+
+@pytest.mark.parametrize(("dataset", "estimator", "methods"), SLICE,
+                         ids=[f"{d}-{e}" for d, e, _ in SLICE])
+def test_slice_certified_converged_agreeing(dataset, estimator, methods):
+    rows = _group(dataset, 0, estimator, methods)
+    assert sorted(r["method"] for r in rows) == sorted(methods)
+    for r in rows:
+        what = f"{dataset}/{estimator}/{r['method']}: {r['why']}"
+        assert r.get("error") is None, what
+        if r["role"] == "exact":
+            assert r["certified"], what
+            assert r["status"] == "optimal" and r["passed"], what
+        else:
+            assert r["converged"], what
+            # the gap is the family's own definition, against the tolerance table
+            assert r["gap"] is not None, what
+            assert r["tolerance"] == tolerance(r["family"], r["method"])
+            assert r["agreeing"], what
+            assert abs(r["gap"]) <= r["tolerance"], what
+
+
+# -- verdicts on hand-made rows ------------------------------------------------
+
+
+def _row(method, family="qwise", estimator="Qwise", **kw):
+    row = {"dataset": "iris", "seed": 0, "family": family, "estimator": estimator,
+           "method": method, "status": "optimal", "passed": True, "seconds": 1.0,
+           "objective": 10.0}
+    row.update(kw)
+    return row
+
+
+def test_judge_gap_is_relative_to_max_one_and_mmc_to_the_value():
+    rows = conformance.judge([
+        _row("exact", objective=0.5), _row("fast", objective=0.5 + 2e-6),
+        _row("exact", family="mmc", estimator="MMC", objective=1e-3),
+        _row("fast", family="mmc", estimator="MMC", objective=1e-3 * (1 + 2e-6)),
+    ])
+    # Qwise: absolute below 1 -> 2e-6 > 1e-6 fails
+    assert rows[1]["gap"] == pytest.approx(2e-6)
+    assert rows[1]["agreeing"] is False and rows[1]["failed"]
+    # MMC: relative to r* = 1e-3 -> 2e-6 < 1e-5 agrees
+    assert rows[3]["gap"] == pytest.approx(2e-6)
+    assert rows[3]["agreeing"] is True and not rows[3]["failed"]
+
+
+def test_judge_verdicts():
+    rows = conformance.judge([
+        _row("exact", status="optimal_inaccurate", passed=False),
+        _row("fast", status="max_iter_reached", passed=False, objective=10.0,
+             seconds=3.0),
+        _row("subgradient", status="max_iter_reached", passed=False,
+             objective=10.2, seconds=30.0),
+    ])
+    exact, fast, sub = rows
+    assert exact["certified"] is False and "not certified" in exact["why"]
+    # no certified yardstick: the fast row's agreement is not judged
+    assert fast["gap"] is None and fast["agreeing"] is None
+    assert fast["converged"] is False and fast["slower"] is True
+    assert "slower than exact" in fast["why"]
+    # a paper's algorithm is not blamed for time or its status
+    assert sub["converged"] is None and not sub["failed"]
+    s = conformance.summarize(rows)
+    assert s["certified"] == [0, 1] and s["converged"] == [0, 1]
+    assert s["slower"] == [2, 2] and s["failing"] == 2
+
+
+def test_judge_slower_has_a_noise_margin_and_errors_fail():
+    rows = conformance.judge([
+        _row("exact", seconds=1.0),
+        _row("fast", seconds=1.0 + 0.5 * conformance.SLOWER_MARGIN),
+        _row("subgradient", error="killed after 60 s", timeout=True, status="timeout",
+             seconds=60.0),
+    ])
+    assert rows[1]["slower"] is False and not rows[1]["failed"]
+    assert rows[2]["failed"] and "killed" in rows[2]["why"]
+    assert conformance.summarize(rows)["timeouts"] == 1
+
+
+def test_judge_proven_infeasible_counts_as_certified():
+    rows = conformance.judge([
+        _row("exact", family="constraintdml", estimator="ConstraintDML",
+             error="InfeasibleError: ...", status="error", proven_infeasible=True),
+        _row("exact", family="constraintdml", estimator="ConstraintDMLSupervised",
+             error="InfeasibleError: ...", status="error", proven_infeasible=False),
+    ])
+    assert rows[0]["certified"] and not rows[0]["failed"]
+    assert not rows[1]["certified"] and rows[1]["failed"]
+
+
+def test_load_dataset_is_a_training_fold_standardised():
+    X, y = conformance.load_dataset("digits-pca30", 3)
+    assert X.shape == (1438, 30) and y.shape == (1438,)
+    X, y = conformance.load_dataset("wine", 0)
+    assert X.shape[0] == 142
+    np.testing.assert_allclose(X.mean(axis=0), 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match="dataset"):
+        conformance.load_dataset("mnist", 0)
+
+
+def test_cases_refuse_unknown_names():
+    with pytest.raises(ValueError, match="families"):
+        conformance.cases(["iris"], [0], ["lmnn"])
+    with pytest.raises(ValueError, match="methods"):
+        conformance.cases(["iris"], [0], ["mmc"], methods=["sgd"])
+    assert len(conformance.cases(["iris"], [0, 1], ["slr"])) == 10
+
+
+# -- the command -----------------------------------------------------------------
+
+
+def test_bench_suite_real_prints_table_and_summary(capsys, tmp_path):
+    code = main(["bench", "--suite", "real", "--datasets", "iris", "--seeds", "1",
+                 "--families", "mmc", "--estimators", "MMC", "--methods",
+                 "exact,fast", "--no-isolate"])
+    out, _ = capsys.readouterr()
+    assert code == 0, out
+    assert "certified 1/1, converged 1/1, agreeing 1/1" in out
+    assert out.splitlines()[0].split()[:5] == ["dataset", "seed", "family",
+                                               "estimator", "method"]
+    code = main(["bench", "--suite", "real", "--datasets", "iris", "--seeds", "1",
+                 "--families", "mmc", "--estimators", "MMC", "--methods", "exact",
+                 "--no-isolate", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["summary"]["certified"] == [1, 1]
+    assert doc["rows"][0]["n_constraints"] == 20 * 3 ** 2
+
+
+def test_isolated_case_killed_at_its_budget_is_a_row():
+    rows = conformance.run_suite(["iris"], [0], ["slr"], methods=["exact"],
+                                 max_seconds=0.05)
+    (row,) = rows
+    assert row["status"] == "timeout" and row["failed"]
+    assert not row["certified"]
