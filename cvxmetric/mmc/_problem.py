@@ -79,7 +79,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
-from .._linalg import PairOperator, eigh_psd, project_psd
+from .._linalg import project_psd
 from .._tolerances import certificate_tolerance
 from ..constraints import LabeledPairs
 from ..result import Certificate
@@ -92,17 +92,28 @@ __all__ = [
     "project_nonneg_halfspace",
 ]
 
-#: Eigenvalues of the Jacobi-scaled ``A_S`` (unit diagonal) below this
-#: fraction of the largest are its null space.
-NULL_RTOL = 1e-12
-#: A dissimilar difference "sees" the null space when this fraction of its
-#: squared length lies there (above round-off of the eigenvectors).
-SEEN_RTOL = 1e-10
+#: Singular values of the Jacobi-scaled similar differences (unit columns)
+#: at or below this fraction of the largest span their numerical null space:
+#: components that small are round-off of data whose features are exactly
+#: dependent.
+NULL_RTOL = 1e-13
+#: A dissimilar difference "sees" that null space when more than this
+#: fraction of its squared (scaled) length lies there (components above
+#: 1e-12 of its length: more than round-off).
+SEEN_RTOL = 1e-24
 #: Floor of ``u`` in the dual bound, relative to ``max(u)``.
 U_FLOOR = 1e-12
 #: The degenerate solution is accepted when its objective is below this
 #: fraction of the Euclidean metric's scale-free value ``r(I)``.
 DEGENERATE_RTOL = 1e-10
+#: A dual bound whose round-off allowance (relative) exceeds this is not
+#: trusted: ``dual_bound`` then reports none (``-inf``).
+BOUND_TRUST = 1e-3
+#: Range of the features' difference scales ``s_k = sqrt(sum_S phi_k^2)``
+#: MMC accepts: ``M`` scales like ``1 / s^2``, and its entries must stay
+#: normal floating-point numbers in the user's units.
+SCALE_RANGE = (1e-145, 1e145)
+
 
 
 # ---------------------------------------------------------------------------
@@ -209,52 +220,92 @@ def project_nonneg_halfspace(y, a, rhs=1.0, *, return_multiplier=False):
 # ---------------------------------------------------------------------------
 
 
-def _whiten(A_S, a, K, Phi_D):
-    """Whitening ``W`` of ``A_S`` on its range and the null directions D sees.
+def _column_norms(P):
+    """Euclidean norms of the columns of ``P`` without overflow or underflow."""
+    m = np.max(np.abs(P), axis=0) if P.shape[0] else np.zeros(P.shape[1])
+    safe = np.where(m > 0, m, 1.0)
+    return m * np.sqrt(np.sum((P / safe) ** 2, axis=0))
 
-    Everything is computed on the Jacobi-scaled ``At = A_S[K, K] / sqrt(a a^T)``
-    (unit diagonal), so that the rank decision does not depend on the units
-    of the features: raw features of scales 1e-2 and 1e3 give ``A_S`` a
-    condition number of 1e10 without any near-dependence.
+
+def _check_scale(norms, what):
+    """Refuse difference scales whose ``M`` is not representable (ValueError)."""
+    lo, hi = SCALE_RANGE
+    pos = norms[norms > 0]
+    if pos.size and (pos.min() < lo or pos.max() > hi):
+        bad = pos.min() if pos.min() < lo else pos.max()
+        raise ValueError(
+            f"X: the {what} differences of some feature have magnitude "
+            f"{bad:.3g}; MMC's M scales like 1 / x^2 and would not be "
+            f"representable in the user's units (supported: {lo:.0e} to "
+            f"{hi:.0e}). Rescale X (the MMC solution is invariant to scaling "
+            f"X, up to M -> M / c^2).")
+
+
+def _whiten(Z_S, Z_D, K):
+    """Whitening of ``A_S`` from the similar differences, and its null space.
+
+    ``Z_S`` (n_S, d) and ``Z_D`` (n_D, d) are the differences divided by
+    the features' scales ``s_k = sqrt(a_k)`` (Jacobi scaling: unit columns
+    on ``K``), so that the rank decision does not depend on the features'
+    units.  The SVD ``Z_S[:, K] = U diag(sv) V^T`` is computed from the
+    differences themselves, never from the Gram matrix ``A_S``: a direction
+    along which the similar differences are 1e-7 of their length has an
+    ``A_S`` eigenvalue of 1e-14, which the Gram matrix only knows to about
+    1 %, while the SVD knows its singular value to about 1e-9.
 
     Returns
     -------
-    W : ndarray of shape (d, r)
-        ``W^T A_S W = I_r``, zero rows outside ``K``.
+    Wt : ndarray of shape (d, r)
+        ``V_r diag(1 / sv_r)`` (zero rows off ``K``): ``Wt^T (Z_S^T Z_S) Wt
+        = I_r`` on the numerical range (``sv > NULL_RTOL sv_max``).
+    Rt : ndarray of shape (r, d)
+        ``diag(sv_r) V_r^T``: ``Rt Wt = I_r``.
+    sv : ndarray of shape (r,)
     null : ndarray of shape (d, k)
-        Unit-norm columns spanning the part of ``null(A_S)`` that the
-        dissimilar differences ``Phi_D`` (n_D, d) see: the features with
-        ``a_k = 0`` some dissimilar pair varies along, and the seen
-        directions of ``null(At)``.
+        Unit columns (Jacobi units) spanning the part of the numerical null
+        space the dissimilar differences see: the features with ``a_k = 0``
+        some dissimilar pair varies along, and the seen directions of
+        ``null(Z_S[:, K])``.
     """
-    d = len(a)
-    sc = np.sqrt(a[K])  # (|K|,)
-    At = A_S[np.ix_(K, K)] / np.outer(sc, sc)
-    s, V = eigh_psd(At)
-    keep = s > NULL_RTOL * max(s[-1], 1.0) if s.size else np.zeros(0, bool)
-    W = np.zeros((d, int(keep.sum())))
-    W[K] = (V[:, keep] / np.sqrt(s[keep])) / sc[:, None]
-    cols = [np.eye(d)[:, ~K & np.any(Phi_D != 0, axis=0)]]
-    N = V[:, ~keep]  # (|K|, k): null(At), orthonormal
+    d = Z_S.shape[1]
+    ZK = Z_S[:, K]
+    k = ZK.shape[1]
+    if k:
+        _, sv, Vt = np.linalg.svd(ZK, full_matrices=True)
+        sv = np.concatenate([sv, np.zeros(k - sv.size)])
+        keep = sv > NULL_RTOL * sv[0]
+    else:
+        sv, Vt, keep = np.zeros(0), np.zeros((0, 0)), np.zeros(0, bool)
+    V = Vt.T
+    Wt = np.zeros((d, int(keep.sum())))
+    Wt[K] = V[:, keep] / sv[keep]
+    Rt = np.zeros((int(keep.sum()), d))
+    Rt[:, K] = (V[:, keep] * sv[keep]).T
+    cols = [np.eye(d)[:, ~K & np.any(Z_D != 0, axis=0)]]
+    N = V[:, ~keep]  # (|K|, k0): numerical null space, orthonormal
     if N.shape[1]:
-        Pt = Phi_D[:, K] / sc  # (n_D, |K|) scaled differences
-        Z = Pt @ N
-        norms = np.sum(Pt * Pt, axis=1)
+        PD = Z_D[:, K]
+        Z = PD @ N
+        norms = np.sum(PD * PD, axis=1)
         frac = np.sum(Z * Z, axis=1) / np.where(norms > 0, norms, 1.0)
         if np.any(frac > SEEN_RTOL):
-            _, sv, Vt = np.linalg.svd(Z, full_matrices=False)
-            seen = sv > np.sqrt(SEEN_RTOL * norms.max())
+            _, s2, V2t = np.linalg.svd(Z, full_matrices=False)
+            seen = s2 > np.sqrt(SEEN_RTOL * norms.max())
             B = np.zeros((d, int(seen.sum())))
-            B[K] = (N @ Vt[seen].T) / sc[:, None]  # back to the features' units
-            cols.append(B / np.linalg.norm(B, axis=0))
-    return W, np.hstack(cols)
+            B[K] = N @ V2t[seen].T
+            cols.append(B)
+    return Wt, Rt, sv[keep], np.hstack(cols)
 
 
 @dataclass(eq=False)
 class MMCData:
     """Problem (P) of the module docstring, full or diagonal.
 
-    Build with :meth:`from_pairs` or :meth:`create`.
+    Build with :meth:`from_pairs` or :meth:`create`.  Everything numerical
+    is computed on the *Jacobi-scaled differences* ``Z = Phi / s``
+    (``s_k = sqrt(a_k)``, so the columns of ``Z_S`` have unit norm), which
+    are O(1) whatever the units of ``X``; a matrix ``M`` in the user's units
+    is ``Mj / (s s^T)`` with ``Mj`` in those units.
 
     Attributes
     ----------
@@ -264,18 +315,25 @@ class MMCData:
     diagonal : bool
         ``M = diag(w)``, ``w >= 0``.
     A_S : ndarray of shape (d, d)
-        ``sum_S C_ij``.
-    op_S, op_D : PairOperator
-        Over the similar and the dissimilar pairs.
-    Psi_D : ndarray of shape (n_D, d) or None
-        ``phi_ij * phi_ij`` of the dissimilar pairs (diagonal only).
+        ``sum_S C_ij`` (user units; informative, the solvers use ``Z_S``).
+    scale : ndarray of shape (d,)
+        ``s_k = sqrt(a_k)`` (1 where ``a_k = 0``).
+    Z_S, Z_D : ndarray, shapes (n_S, d) and (n_D, d)
+        The similar and dissimilar differences divided by ``scale``.
     a : ndarray of shape (d,)
         ``diag(A_S)``.
-    W : ndarray of shape (d, r)
-        Whitening of ``A_S`` on its range: ``W^T A_S W = I_r`` (full only).
+    Wt, Rt : ndarray, shapes (d, r) and (r, d)
+        Whitening of ``Z_S^T Z_S`` on its numerical range, in Jacobi units:
+        ``Mj = Wt Mw Wt^T`` has ``<A_S, M> = tr(Mw)``; ``Mw = Rt Mj Rt^T``.
+    sv : ndarray of shape (r,)
+        Singular values of ``Z_S`` kept by the whitening.
+    psi : ndarray of shape (n_D, r)
+        Whitened dissimilar differences ``Z_D Wt`` (full only):
+        ``D2 = psi_p^T Mw psi_p``.
     null : ndarray of shape (d, k)
-        Unit columns spanning the part of ``null(A_S)`` that the dissimilar
-        differences see (``k = 0`` unless the data are degenerate).
+        Unit columns (Jacobi units) spanning the part of the numerical null
+        space of ``A_S`` that the dissimilar differences see (``k = 0``
+        unless the data are degenerate).
     """
 
     X: np.ndarray
@@ -283,11 +341,14 @@ class MMCData:
     dissimilar: np.ndarray
     diagonal: bool
     A_S: np.ndarray
-    op_S: PairOperator
-    op_D: PairOperator
-    Psi_D: np.ndarray
+    scale: np.ndarray
+    Z_S: np.ndarray
+    Z_D: np.ndarray
     a: np.ndarray
-    W: np.ndarray
+    Wt: np.ndarray
+    Rt: np.ndarray
+    sv: np.ndarray
+    psi: np.ndarray
     null: np.ndarray
 
     @classmethod
@@ -304,7 +365,9 @@ class MMCData:
         Raises
         ------
         ValueError
-            When ``S`` or ``D`` is empty.
+            When ``S`` or ``D`` is empty, when a difference overflows, or
+            when the differences' scale puts ``M`` outside the floating-point
+            range (:data:`SCALE_RANGE`).
         """
         if not isinstance(pairs, LabeledPairs):
             raise TypeError("pairs: expected a LabeledPairs instance.")
@@ -321,48 +384,41 @@ class MMCData:
                 "pairs: no dissimilar pair (label -1); MMC's constraint "
                 "sum_D sqrt(D2) >= 1 needs at least one.")
         X = pairs.X
-        d = X.shape[1]
-        op_S = PairOperator(X, S)
-        op_D = PairOperator(X, D)
-        A_S = op_S.gram(np.ones(len(S)))
+        with np.errstate(over="ignore", invalid="ignore"):
+            Phi_S = X[S[:, 0]] - X[S[:, 1]]  # (n_S, d)
+            Phi_D = X[D[:, 0]] - X[D[:, 1]]  # (n_D, d)
+        if not (np.all(np.isfinite(Phi_S)) and np.all(np.isfinite(Phi_D))):
+            raise ValueError(
+                "X: a difference x_i - x_j overflows the floating-point range; "
+                "rescale X (the MMC solution is invariant to scaling X).")
+        s = _column_norms(Phi_S)  # sqrt(a_k), computed without overflow
+        K = s > 0
+        _check_scale(s, "similar")
+        _check_scale(_column_norms(Phi_D[:, ~K]), "dissimilar")
+        scale = np.where(K, s, 1.0)
+        Z_S = Phi_S / scale
+        Z_D = Phi_D / scale
+        a = s * s
+        A_S = (Z_S.T @ Z_S) * np.outer(scale, scale)
         A_S = 0.5 * (A_S + A_S.T)
-        # diag(A_S) from the differences themselves: a_k = 0 exactly when
-        # feature k is constant within every similar pair
-        a = np.zeros(d)
-        for start in range(0, len(S), 4096):
-            P = X[S[start:start + 4096, 0]] - X[S[start:start + 4096, 1]]
-            a += np.sum(P * P, axis=0)
-        Phi_D = X[D[:, 0]] - X[D[:, 1]]  # (n_D, d)
-        Psi_D = Phi_D * Phi_D if diagonal else None
-        K = a > 0
+        d = X.shape[1]
         if diagonal:
             # coordinates with a_k = 0 that some dissimilar pair varies along
-            null = np.eye(d)[:, ~K & (Psi_D.max(axis=0) > 0)]
-            W = np.zeros((d, 0))
+            null = np.eye(d)[:, ~K & np.any(Z_D != 0, axis=0)]
+            Wt, Rt, sv = np.zeros((d, 0)), np.zeros((0, d)), np.zeros(0)
+            psi = np.zeros((len(D), 0))
         else:
-            W, null = _whiten(A_S, a, K, Phi_D)
+            Wt, Rt, sv, null = _whiten(Z_S, Z_D, K)
+            psi = Z_D @ Wt
         return cls(X=X, similar=S, dissimilar=D, diagonal=bool(diagonal),
-                   A_S=A_S, op_S=op_S, op_D=op_D, Psi_D=Psi_D, a=a, W=W,
-                   null=null)
+                   A_S=A_S, scale=scale, Z_S=Z_S, Z_D=Z_D, a=a, Wt=Wt, Rt=Rt,
+                   sv=sv, psi=psi, null=null)
 
     @classmethod
     def create(cls, X, pairs, labels, *, diagonal=False):
         """Validate ``X``, index pairs (n, 2) and labels (+1 / -1), then build."""
         return cls.from_pairs(LabeledPairs.create(X, pairs, labels),
                               diagonal=diagonal)
-
-    def rescaled(self, scale):
-        """The same problem on the features ``X / scale`` (``scale > 0``, (d,)).
-
-        ``M`` solves ``self`` exactly when ``diag(1/scale) M diag(1/scale)``
-        solves the result: distances, hence ``r`` and the optimal value, are
-        unchanged.  Used for diagonal (Jacobi) preconditioning.
-        """
-        pairs = LabeledPairs(
-            self.X / scale, np.vstack([self.similar, self.dissimilar]),
-            np.concatenate([np.ones(self.n_similar, np.int8),
-                            -np.ones(self.n_dissimilar, np.int8)]))
-        return MMCData.from_pairs(pairs, diagonal=self.diagonal)
 
     # -- sizes ---------------------------------------------------------------
 
@@ -382,6 +438,37 @@ class MMCData:
     def degenerate(self):
         """Whether a dissimilar direction lies in ``null(A_S)`` (optimum 0)."""
         return self.null.shape[1] > 0
+
+    @property
+    def W(self):
+        """Whitening in the user's units: ``W^T A_S W = I_r`` (full only)."""
+        return self.Wt / self.scale[:, None]
+
+    # -- units ---------------------------------------------------------------
+
+    def to_jacobi(self, x):
+        """``x`` (``M`` or ``w``, user units) in Jacobi units: ``S M S``."""
+        s = self.scale
+        if x.ndim == 1:
+            return x * s * s
+        return (x * s[:, None]) * s[None, :]
+
+    def from_jacobi(self, xj):
+        """Inverse of :meth:`to_jacobi`."""
+        s = self.scale
+        if xj.ndim == 1:
+            return xj / s / s
+        return (xj / s[:, None]) / s[None, :]
+
+    def to_white(self, x):
+        """``Mw = Rt (S M S) Rt^T`` for a full ``M`` (user units)."""
+        Mw = self.Rt @ self.to_jacobi(x) @ self.Rt.T
+        return 0.5 * (Mw + Mw.T)
+
+    def from_white(self, Mw):
+        """``M = Wt Mw Wt^T / (s s^T)``: the user-units matrix of ``Mw``."""
+        Mj = self.Wt @ (0.5 * (Mw + Mw.T)) @ self.Wt.T
+        return self.from_jacobi(0.5 * (Mj + Mj.T))
 
     # -- the variable as a matrix or a vector ---------------------------------
 
@@ -417,19 +504,56 @@ class MMCData:
                 f"entries (largest {np.max(np.abs(off)):.3g}).")
         return w
 
-    # -- primal quantities (x is M (d, d) or w (d,)) ---------------------------
+    # -- primal quantities (x is M (d, d) or w (d,), user units) ----------------
 
     def sqdist_D(self, x):
         """``D2`` of every dissimilar pair, shape (n_D,); linear in ``x``."""
+        xj = self.to_jacobi(np.asarray(x, dtype=float))
         if self.diagonal:
-            return self.Psi_D @ x
-        return self.op_D.quadform(0.5 * (x + x.T))
+            return (self.Z_D * self.Z_D) @ xj
+        xj = 0.5 * (xj + xj.T)
+        return np.einsum("pd,pd->p", self.Z_D @ xj, self.Z_D)
 
     def f(self, x):
         """``f = sum_S D2 = <A_S, M>`` (the paper's objective)."""
+        xj = self.to_jacobi(np.asarray(x, dtype=float))
         if self.diagonal:
-            return float(self.a @ x)
-        return float(np.sum(self.A_S * x))
+            return float(np.sum(self.Z_S * self.Z_S, axis=0) @ xj)
+        return float(np.sum(np.einsum("pd,pd->p", self.Z_S @ xj, self.Z_S)))
+
+    def evaluate(self, x):
+        """``(f, D2, min_eig)`` at ``x`` from a factor of its PSD part.
+
+        For a full ``M`` the distances are ``||L^T z||^2`` with ``S M S =
+        L L^T`` (negative eigenvalues clipped; ``min_eig`` reports them), a
+        sum of squares: no cancellation between large entries of ``M`` along
+        nearly dependent features, where ``z^T M z`` loses digits.
+        """
+        x = np.asarray(x, dtype=float)
+        if self.diagonal:
+            xj = self.to_jacobi(x)
+            wp = np.maximum(xj, 0.0)
+            f = float(np.sum(self.Z_S * self.Z_S, axis=0) @ wp)
+            return f, (self.Z_D * self.Z_D) @ wp, float(np.min(x))
+        xj = self.to_jacobi(0.5 * (x + x.T))
+        lam, V = np.linalg.eigh(0.5 * (xj + xj.T))
+        pos = lam > 0
+        L = V[:, pos] * np.sqrt(lam[pos])
+        ZS, ZD = self.Z_S @ L, self.Z_D @ L
+        min_eig = float(np.linalg.eigvalsh(0.5 * (x + x.T))[0])
+        return (float(np.sum(ZS * ZS)), np.einsum("pr,pr->p", ZD, ZD), min_eig)
+
+    def psd_violation(self, x):
+        """Relative PSD (or sign) violation ``max(0, -lam_min) / lam_max`` of
+        ``x`` in Jacobi units: dimensionless, so that round-off of an ``M``
+        with huge entries (nearly dependent features) is not a violation."""
+        x = np.asarray(x, dtype=float)
+        xj = self.to_jacobi(x if x.ndim == 1 else 0.5 * (x + x.T))
+        lam = xj if x.ndim == 1 else np.linalg.eigvalsh(0.5 * (xj + xj.T))
+        top = float(np.max(np.abs(lam))) if lam.size else 0.0
+        if not top > 0:
+            return 0.0
+        return max(0.0, -float(np.min(lam)) / top)
 
     def g(self, x=None, *, dist=None):
         """``g = sum_D sqrt(D2)`` (negative round-off of ``D2`` clipped)."""
@@ -441,25 +565,28 @@ class MMCData:
         """``grad g = sum_D C_ij / (2 sqrt D2)`` from the distances ``D2 > 0``."""
         weights = 0.5 / np.sqrt(dist)
         if self.diagonal:
-            return self.Psi_D.T @ weights
-        G = self.op_D.gram(weights)
-        return 0.5 * (G + G.T)
+            return self.to_jacobi((self.Z_D * self.Z_D).T @ weights)
+        G = self.Z_D.T @ (weights[:, None] * self.Z_D)
+        G = 0.5 * (G + G.T)
+        return self.to_jacobi(G)
 
     def scale_free(self, M):
         """``r(M) = f(M) / g(M)^2``, invariant under ``M -> c M``.
 
         ``M`` is a (d, d) matrix (diagonal for a diagonal problem) or, for a
         diagonal problem, the vector ``w``.  ``inf`` when ``g(M) = 0``.
+        Evaluated from a factor (:meth:`evaluate`).
         """
         x = self.as_variable(M)
-        gx = self.g(x)
+        f, dist, _ = self.evaluate(x)
+        gx = self.g(dist=dist)
         if gx <= 0:
             return np.inf
-        return self.f(x) / gx ** 2
+        return f / gx ** 2
 
     def normalize(self, x):
         """``x / g(x)^2``: the same metric, scaled so that ``g = 1``."""
-        gx = self.g(x)
+        gx = self.g(dist=self.evaluate(x)[1])
         if gx <= 0:
             raise ValueError("x: every dissimilar distance is zero; it cannot "
                              "be scaled to g = 1.")
@@ -484,28 +611,73 @@ class MMCData:
         A lower bound on the optimal value of (P) for every ``u > 0``;
         entries of ``u`` below ``U_FLOOR * max(u)`` are raised to it (the
         bound stays valid).  0 for degenerate data.
+
+        ``lambda_max`` is computed in whitened coordinates from the
+        differences (``||diag(u)^(-1/2) psi||_2^2``) and then *raised* by an
+        allowance for the round-off of the differences, of their SVD and of
+        the products (first order in ``eps`` times the condition number of
+        the similar differences, :meth:`_bound_allowance`), so the bound is
+        valid for the data as given.  When that allowance exceeds
+        :data:`BOUND_TRUST` the bound is not trusted and ``-inf`` (no bound)
+        is returned.
         """
         u = np.asarray(u, dtype=float)
         top = float(np.max(u)) if u.size else 0.0
-        if self.degenerate or not top > 0 or not np.all(np.isfinite(u)):
-            return 0.0
-        u = np.maximum(u, U_FLOOR * top)
+        if not np.all(np.isfinite(u)):
+            return -np.inf
+        if self.degenerate or not top > 0:
+            return 0.0  # f >= 0: the trivial bound
+        u = np.maximum(u, U_FLOOR * top) / top
+        eps = np.finfo(float).eps
         if self.diagonal:
-            b = self.Psi_D.T @ (1.0 / u)  # diag of 2 B_u
+            Z2 = self.Z_D * self.Z_D
+            b = Z2.T @ (1.0 / u)  # diag of 2 B_u, Jacobi units
+            aj = np.sum(self.Z_S * self.Z_S, axis=0)  # 1 up to round-off
             pos = b > 0
-            lam = float(np.max(b[pos] / self.a[pos])) if np.any(pos) else 0.0
+            if not np.any(pos):
+                return -np.inf
+            lam = float(np.max(b[pos] / aj[pos]))
+            # sums of positive terms: relative error below (n + d) eps each
+            lam *= 1.0 + 4.0 * (len(u) + self.n_similar + 4) * eps
         else:
-            B = self.op_D.gram(1.0 / u)  # 2 B_u
-            C = self.W.T @ (0.5 * (B + B.T)) @ self.W  # (r, r)
-            lam = float(np.linalg.eigvalsh(0.5 * (C + C.T))[-1])
-        if not lam > 0:
-            return 0.0
+            if self.psi.shape[1] == 0:
+                return -np.inf
+            Y = self.psi / np.sqrt(u)[:, None]  # (n_D, r)
+            lam = float(np.linalg.eigvalsh(Y.T @ Y)[-1])
+            if not lam > 0:
+                return -np.inf
+            ZD = self.Z_D / np.sqrt(u)[:, None]
+            rel = self._bound_allowance(np.sqrt(np.sum(ZD * ZD)) / np.sqrt(lam))
+            if not rel <= BOUND_TRUST:
+                return -np.inf
+            lam *= (1.0 + rel) ** 2
         return 1.0 / (float(np.sum(u)) * lam)
+
+    def _bound_allowance(self, ratio_D):
+        """Relative allowance on ``sqrt(lambda_max)`` for round-off.
+
+        The computed SVD is exact for ``Z_S + E`` with ``||E|| <= c eps
+        ||Z_S||_F``; the differences carry a relative error ``eps`` each;
+        ``psi = Z_D Wt`` is a product with error ``r eps |Z_D| |Wt|``.  Each
+        moves ``sqrt(v^T B v / v^T A v)`` by at most the perturbation's norm
+        over ``sv_min`` (relative to ``sqrt(lambda)``, for the dissimilar
+        side, through ``ratio_D = ||diag(u)^(-1/2) Z_D||_F / sqrt(lambda)``).
+        The constant ``c = 8 (d + 2)`` is deliberately generous.
+        """
+        eps = np.finfo(float).eps
+        d = self.n_features
+        smin = float(self.sv[-1])
+        c = 8.0 * (d + 2) * eps
+        eps_S = c * np.sqrt(float(np.sum(self.Z_S * self.Z_S))) / smin
+        eps_D = c * ratio_D / smin
+        if eps_S >= 0.5:
+            return np.inf
+        return (1.0 + eps_D) / (1.0 - eps_S) - 1.0
 
     def bound_at(self, x, dist=None):
         """``LB(u)`` at ``u = sqrt(D2_x)``: tight at the optimum."""
         if dist is None:
-            dist = self.sqdist_D(x)
+            dist = self.evaluate(x)[1]
         return self.dual_bound(np.sqrt(np.maximum(dist, 0.0)))
 
     # -- degenerate data -----------------------------------------------------
@@ -513,12 +685,11 @@ class MMCData:
     def degenerate_solution(self):
         """The optimal point of degenerate data, or ``None``.
 
-        ``N N^T`` with ``N`` = :attr:`null` (unit columns spanning the
-        directions of ``null(A_S)`` that the dissimilar pairs see; the
-        orthogonal projector onto them when they are features or
-        orthogonal), a 0/1 vector when diagonal, scaled so that ``g = 1``.
-        Its objective is 0 up to round-off and ``f >= 0`` bounds
-        the optimum from below.
+        ``N N^T`` with ``N`` = :attr:`null` (unit columns, Jacobi units,
+        spanning the directions of ``null(A_S)`` that the dissimilar pairs
+        see), a 0/1 vector when diagonal, in the user's units and scaled so
+        that ``g = 1``.  Its objective is 0 up to round-off and ``f >= 0``
+        bounds the optimum from below.
         """
         if not self.degenerate:
             return None
@@ -526,7 +697,7 @@ class MMCData:
             x = np.any(self.null > 0, axis=1).astype(float)
         else:
             x = self.null @ self.null.T
-        return self.normalize(x)
+        return self.normalize(self.from_jacobi(x))
 
     # -- certificate ---------------------------------------------------------
 
@@ -535,47 +706,53 @@ class MMCData:
         """Certificate of ``x`` (``M`` or ``w``) in the paper's units.
 
         ``x`` is first scaled to ``g(x) = 1`` (a feasible point of (P) with
-        ``f = r(x)``).  The dual bound is ``max(bound, LB(sqrt(D2_x)))``
+        ``f = r(x)``); objective and distances come from a factor of ``x``
+        (:meth:`evaluate`).  The dual bound is ``max(bound, LB(sqrt(D2_x)))``
         (``bound``: a valid bound found earlier, e.g. by an iterative
-        solver).
+        solver); ``-inf`` when no bound can be trusted.
 
-        Because the optimum of (P) scales like ``|S| / |D|^2`` and is often
-        far below 1, ``passed`` is judged *relative to the objective*: the
-        ``tol_gap`` stored is ``tol_gap * |f| / max(1, |f|)``, so that
-        ``rel_gap <= tol_gap`` holds exactly when ``gap <= tol_gap * |f|``.
-        For degenerate data the optimum is 0; the point passes when its
-        objective is below ``DEGENERATE_RTOL * r(I)`` (the Euclidean
-        metric's value).
+        The optimum of (P) scales like ``|S| / |D|^2`` and is often far
+        below 1, so ``rel_gap`` is *relative to the objective itself*,
+        ``(f - LB) / f``, and ``passed`` means ``f - LB <= tol_gap * f``
+        with the package's MMC tolerance.  For degenerate data the optimum
+        is 0; ``rel_gap`` is then ``(f - LB) / r(I)`` (``r(I)`` the
+        Euclidean metric's value) and ``tol_gap`` is
+        :data:`DEGENERATE_RTOL`.
 
         Returns
         -------
         Certificate
-            ``max_violation`` is the larger of ``1 - g(x)`` and the PSD (or
-            nonnegativity) violation; ``min_eig`` the smallest eigenvalue
-            of ``M`` (smallest ``w_k`` when diagonal).
+            ``max_violation`` is the larger of ``1 - g(x)`` and the relative
+            PSD (or sign) violation :meth:`psd_violation` (``M``'s entries
+            scale like ``1 / x^2``: an absolute eigenvalue means nothing);
+            ``min_eig`` the smallest eigenvalue of ``M`` (smallest ``w_k``
+            when diagonal), in the user's units.
         """
-        x = self.normalize(np.asarray(x, dtype=float))
-        if self.diagonal:
-            min_eig = float(np.min(x))
-        else:
+        x = np.asarray(x, dtype=float)
+        if not self.diagonal:
             x = 0.5 * (x + x.T)
-            min_eig = float(np.linalg.eigvalsh(x)[0])
-        dist = self.sqdist_D(x)
-        obj = self.f(x)
+        x = self.normalize(x)
+        obj, dist, min_eig = self.evaluate(x)
         lb = 0.0 if self.degenerate else self.bound_at(x, dist)
         if bound is not None and np.isfinite(bound):
             lb = max(lb, float(bound))
-        obj - lb
-        scale = max(1.0, abs(obj))
         if self.degenerate:
-            allowed = DEGENERATE_RTOL * self.euclidean_value()
+            ref, tol = self.euclidean_value(), DEGENERATE_RTOL
         else:
-            allowed = tol_gap * abs(obj)
-        violation = max(0.0, 1.0 - self.g(dist=dist), -min_eig)
-        return Certificate.from_bound(
-            obj, lb, max_violation=violation, min_eig=min_eig,
-            solver=solver, solver_version=solver_version, tolerances=tolerances,
-            times=times, tol_gap=allowed / scale, tol_feas=tol_feas)
+            ref, tol = abs(obj), tol_gap
+        gap = obj - lb
+        if np.isfinite(lb) and ref > 0:
+            rel = abs(gap) / ref
+        else:
+            gap, rel = np.inf, np.inf
+        g = self.g(dist=dist)
+        violation = max(0.0, 1.0 - g, self.psd_violation(x))
+        return Certificate(
+            objective=float(obj), dual_bound=float(lb), gap=float(gap),
+            rel_gap=float(rel), max_violation=float(violation),
+            min_eig=float(min_eig), solver=solver,
+            solver_version=solver_version, tolerances=dict(tolerances or {}),
+            times=dict(times or {}), tol_gap=tol, tol_feas=tol_feas)
 
     def relative_gap(self, cert):
         """``(f - LB) / f``, the gap relative to the objective itself."""

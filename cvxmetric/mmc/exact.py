@@ -88,27 +88,30 @@ class MMCModel:
         if not isinstance(data, MMCData):
             raise TypeError("data: expected an MMCData instance.")
         self.data = data
-        X = data.X
-        S, D = data.similar, data.dissimilar
-        # features with a_k = 0 change no distance of non-degenerate data
-        keep = np.flatnonzero(data.a > 0)
-        self.keep = keep
-        self.feature_scale = np.sqrt(data.a[keep] / len(S))  # s_k, (r,)
-        P_S = (X[S[:, 0]] - X[S[:, 1]])[:, keep] / self.feature_scale  # (n_S, r)
-        P_D = (X[D[:, 0]] - X[D[:, 1]])[:, keep] / self.feature_scale  # (n_D, r)
-        r = len(keep)
+        D = data.dissimilar
         cons = {}
         if data.diagonal:
-            M = cp.Variable(r, nonneg=True, name="w")
-            a = np.sum(P_S * P_S, axis=0) / len(S)  # diag(At) = 1 up to round-off
+            # Jacobi units: a_k = 1 on the features some similar pair
+            # varies along (for non-degenerate data no dissimilar pair
+            # varies along the others)
+            keep = np.flatnonzero(data.a > 0)
+            Z2 = (data.Z_D * data.Z_D)[:, keep]  # (n_D, r)
+            a = np.sum(data.Z_S[:, keep] ** 2, axis=0)
+            rho = float(np.mean(np.sqrt(Z2.sum(axis=1))))
+            M = cp.Variable(len(keep), nonneg=True, name="w")
             objective = a @ M
-            d2 = (P_D * P_D) @ M  # (n_D,) affine in w
+            d2 = (Z2 / rho ** 2) @ M  # (n_D,) affine in w
         else:
-            M = cp.Variable((r, r), symmetric=True, name="M")
-            A = (P_S.T @ P_S) / len(S)  # At = T A_S T / |S|, a constant
-            objective = cp.sum(cp.multiply(0.5 * (A + A.T), M))
-            d2 = _sqdist_expr(M, P_D)
+            keep = np.arange(data.psi.shape[1])
+            psi = data.psi
+            rho = float(np.mean(np.linalg.norm(psi, axis=1)))
+            P = psi / rho  # whitened dissimilar differences, mean norm 1
+            M = cp.Variable((len(keep), len(keep)), symmetric=True, name="M")
+            objective = cp.trace(M)
+            d2 = _sqdist_expr(M, P)
             cons["psd"] = M >> 0
+        self.keep = keep
+        self.rho = rho
         cons["dissimilar"] = cp.sum(cp.sqrt(d2)) / len(D) >= 1
         self.M = M
         self.constraints = cons
@@ -122,18 +125,19 @@ class MMCModel:
         """
         if self.M.value is None:
             return None
-        d = self.data.n_features
-        val = np.asarray(self.M.value, dtype=float) / self.feature_scale
-        if self.data.diagonal:
-            x = np.zeros(d)
-            x[self.keep] = np.maximum(val / self.feature_scale, 0.0)
-        else:
-            x = np.zeros((d, d))
-            Mk = val / self.feature_scale[:, None]  # T Mt T, (r, r)
-            x[np.ix_(self.keep, self.keep)] = project_psd(0.5 * (Mk + Mk.T))
-        if self.data.g(x) <= 0:
+        data = self.data
+        val = np.asarray(self.M.value, dtype=float) / self.rho ** 2
+        if not np.all(np.isfinite(val)):
             return None
-        return self.data.normalize(x)
+        if data.diagonal:
+            xj = np.zeros(data.n_features)
+            xj[self.keep] = np.maximum(val, 0.0)
+            x = data.from_jacobi(xj)
+        else:
+            x = data.from_white(project_psd(0.5 * (val + val.T)))
+        if not data.g(x) > 0:
+            return None
+        return data.normalize(x)
 
     def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
         """Solve; return a certified :class:`SolverResult`.
@@ -170,7 +174,8 @@ class MMCModel:
                                    tolerances=dict(opts), times=dict(times))
             cert = data.certificate(x, solver=name, solver_version=version,
                                     tolerances=opts, times=times)
-            if not cert.passed and cert.max_violation <= cert.tol_feas:
+            if cert.rel_gap > 1e-2 * cert.tol_gap and \
+                    cert.max_violation <= cert.tol_feas:
                 # the bound at u = sqrt(D2_x) inherits the first-order error
                 # of x; any u > 0 gives a valid bound, so take a better u
                 bound = _polished_bound(data, x)

@@ -89,8 +89,8 @@ def test_exact_certificate_and_model(diagonal):
                              else (data.n_features, data.n_features))
     assert set(model.constraints) == ({"dissimilar"} if diagonal
                                       else {"dissimilar", "psd"})
-    # paper's units: the scaled model's value is |D|^2 / |S| times r*
-    scaled = model.problem.value * data.n_similar / data.n_dissimilar ** 2
+    # paper's units: the scaled model's value is (rho |D|)^2 times r*
+    scaled = model.problem.value / (model.rho * data.n_dissimilar) ** 2
     assert rel(scaled, res.objective) <= 1e-6
 
 
