@@ -32,6 +32,8 @@ into the feasible set when ``mu = 0``); the certificate of every solver uses
 this bound.
 """
 
+import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +47,7 @@ from ..result import Certificate
 
 _GAP, _FEAS = certificate_tolerance("qwise")
 
-__all__ = ["QwiseData", "REGULARIZERS"]
+__all__ = ["QwiseData", "Scaling", "REGULARIZERS", "C_RANGE"]
 
 REGULARIZERS = ("trace", "frobenius", "similar")
 
@@ -53,6 +55,194 @@ REGULARIZERS = ("trace", "frobenius", "similar")
 #: this many floats (128 MB): its pairs are few next to the samples' rows,
 #: and one stored product is cheaper than the sample-space form's gathers.
 _RESTRICTED_PHI = 1 << 24
+
+#: Range of a nonzero hinge weight in scale-free units (see :class:`Scaling`).
+#: Above it the regulariser is below the round-off of the loss (a hard-margin
+#: problem no solver here resolves); below it the weights are near the
+#: floating-point underflow.
+C_RANGE = (1e-250, 1e8)
+
+#: Data, margins and regulariser within this many powers of two of 1 are
+#: solved as given (scaling them would only change round-off).
+_MILD = {"s": 5, "t": 10, "rho": 10}
+
+#: The data scale s may lie within 2^(+-_MAX_EXP): squared distances then
+#: stay within about 1e-304 .. 1e304.
+_MAX_EXP = 505
+
+
+def _exponent(x):
+    """``k`` with ``2^k`` the power of two nearest to ``x > 0`` (0 for x = 0)."""
+    x = float(x)
+    if not x > 0 or not np.isfinite(x):
+        return 0
+    m, e = np.frexp(x)  # x = m 2^e, 0.5 <= m < 1
+    return int(e) if m >= np.sqrt(0.5) else int(e) - 1
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Powers of two relating a Qwise problem to its scale-free twin.
+
+    Eq. 8 / Eq. 11 are not invariant to the scale of ``X``: the margins fix
+    a scale.  With ``X = s X_n`` (up to a shift, which distances ignore),
+    margins ``delta, u, l = t (delta_n, u_n, l_n)`` and ``R = rho R_n``,
+    substituting ``M = (t / s^2) M_n`` gives
+
+    * ``"trace"`` / ``"similar"``: ``f(M) = (rho t / s^2) f_n(M_n)`` with
+      hinge weights ``C_n = C s^2 / rho`` (``rho = 1`` for the trace);
+    * ``"frobenius"``: ``f(M) = (t^2 / s^4) f_n(M_n)`` with
+      ``C_n = C s^4 / t``.
+
+    So the optimum transforms as ``M* = (t / s^2) M_n*`` and
+    ``f* = phi f_n*``; multipliers as ``alpha = (phi / t) alpha_n``.  In
+    particular ``X -> s X`` together with ``delta, u, l -> s^2 (delta, u,
+    l)`` and ``C -> C / s^2`` leaves ``M*`` unchanged (trace, Frobenius; the
+    ``"similar"`` regulariser with its default ``A_S`` needs ``C``
+    unchanged and scales ``f*`` by ``s^2``).  The scale-free weight
+    ``C_n`` is the one number the scalings cannot remove.
+
+    Attributes
+    ----------
+    ks, kt, kr : int
+        ``s = 2^ks``, ``t = 2^kt``, ``rho = 2^kr`` (powers of two, so that
+        scaling is exact in floating point).
+    frobenius : bool
+        Whether the regulariser is quadratic.
+    """
+
+    ks: int = 0
+    kt: int = 0
+    kr: int = 0
+    frobenius: bool = False
+
+    @property
+    def identity(self):
+        return self.ks == 0 and self.kt == 0 and self.kr == 0
+
+    @property
+    def m_exp(self):
+        """``M = 2^m_exp M_n``."""
+        return self.kt - 2 * self.ks
+
+    @property
+    def f_exp(self):
+        """``f = 2^f_exp f_n``."""
+        if self.frobenius:
+            return 2 * self.kt - 4 * self.ks
+        return self.kr + self.kt - 2 * self.ks
+
+    @property
+    def alpha_exp(self):
+        """``alpha = 2^alpha_exp alpha_n`` (and ``C = 2^alpha_exp C_n``)."""
+        return self.f_exp - self.kt
+
+    def as_dict(self):
+        return {"s": float(np.ldexp(1.0, self.ks)), "t": float(np.ldexp(1.0, self.kt)),
+                "rho": float(np.ldexp(1.0, self.kr))}
+
+    # -- user units <-> scale-free units --------------------------------------
+
+    def init_in(self, init):
+        """A warm start (``SolverResult`` in user units) in scale-free units."""
+        if init is None or self.identity:
+            return init
+        info = dict(init.info)
+        if info.get("alpha") is not None:
+            info["alpha"] = np.ldexp(np.asarray(info["alpha"], float), -self.alpha_exp)
+        return dataclasses.replace(init, M=np.ldexp(np.asarray(init.M, float), -self.m_exp),
+                                   info=info)
+
+    def result_out(self, result):
+        """A result of the scale-free problem in user units.
+
+        ``M``, the objective, the dual bound, the gap, ``min_eig`` and the
+        multipliers are mapped exactly (powers of two); ``rel_gap`` and
+        ``max_violation`` stay those of the scale-free problem, where the
+        ``max(1, |f|)`` floor of the relative gap means "the cost of a
+        unit metric on unit data with unit margins".
+
+        Raises
+        ------
+        ValueError
+            When the optimum is outside the floating-point range in user
+            units.
+        """
+        if self.identity:
+            return result
+        c = result.certificate
+        M = np.ldexp(result.M, self.m_exp)
+        f = float(np.ldexp(c.objective, self.f_exp))
+        if not (np.all(np.isfinite(M)) and np.isfinite(f)):
+            raise ValueError(
+                "X: the optimal metric or objective overflows in the units of X "
+                f"and delta (M scales by 2^{self.m_exp}, the objective by "
+                f"2^{self.f_exp}); rescale X or the margins.")
+        cert = dataclasses.replace(
+            c, objective=f, dual_bound=float(np.ldexp(c.dual_bound, self.f_exp)),
+            gap=float(np.ldexp(c.gap, self.f_exp)) if np.isfinite(c.gap) else c.gap,
+            min_eig=float(np.ldexp(c.min_eig, self.m_exp)))
+        info = dict(result.info)
+        for key in ("alpha",):
+            if info.get(key) is not None:
+                info[key] = np.ldexp(info[key], self.alpha_exp)
+        info["scaling"] = self.as_dict()
+        return dataclasses.replace(result, M=M, objective=f, certificate=cert, info=info)
+
+
+def _data_exponent(X, pairs):
+    """Exponent of the data scale ``s``: the root mean square length of the
+    difference vectors of ``pairs``, computed without overflow or underflow
+    (``X`` is first divided by a power of two of ``max |X|``).
+
+    Returns ``(ks, Xc)`` with ``Xc = (X - shift) / 2^ks`` centred."""
+    top = float(np.max(np.abs(X)))
+    ka = _exponent(top)
+    Xp = np.ldexp(X, -ka)
+    Xp = Xp - Xp.mean(axis=0)
+    used = pairs[pairs[:, 0] != pairs[:, 1]]
+    if len(used):
+        sample = used[:: max(1, len(used) // 20000)]
+        D = Xp[sample[:, 0]] - Xp[sample[:, 1]]
+        rms = float(np.sqrt(np.mean(np.einsum("pd,pd->p", D, D))))
+    else:
+        rms = 0.0
+    kd = _exponent(rms) if rms > 0 else 0
+    return ka + kd, np.ldexp(Xp, -kd)
+
+
+def _check_weights(scaling, C_q, C_p):
+    """Refuse hinge weights whose scale-free value lies outside
+    :data:`C_RANGE`, naming the argument that puts it there."""
+    lo, hi = C_RANGE
+    shift = -scaling.alpha_exp  # log2 of C_n / C
+    # what moves log2(C_n) away from 0, besides C itself
+    parts = {"X": (4 if scaling.frobenius else 2) * scaling.ks}
+    if scaling.frobenius:
+        parts["delta"] = -scaling.kt
+    else:
+        parts["A_S"] = -scaling.kr
+    for name, C in (("C_q", C_q), ("C_p", C_p)):
+        if C == 0:
+            continue
+        Cn = float(np.ldexp(C, shift))
+        if lo <= Cn <= hi:
+            continue
+        culprit = max(parts, key=lambda k: abs(parts[k]))
+        if abs(np.log2(C)) >= abs(parts[culprit]):
+            culprit = name
+        s = np.ldexp(1.0, scaling.ks)
+        t = np.ldexp(1.0, scaling.kt)
+        raise ValueError(
+            f"{culprit}: the hinge weight {name} = {C:.3g} is {Cn:.3g} in "
+            f"scale-free units (data scale {s:.3g}, margin scale {t:.3g}; "
+            f"{name} * s^2 / rho for a linear regulariser, {name} * s^4 / t "
+            f"for 'frobenius'), outside [{lo:g}, {hi:g}]: "
+            + ("the regulariser is then below the round-off of the loss "
+               "(a hard-margin problem)" if Cn > hi else
+               "every hinge then weighs less than the floating-point "
+               "resolution of the regulariser")
+            + ". Rescale X or the margins, or choose another weight.")
 
 
 @dataclass(eq=False)
@@ -100,6 +290,8 @@ class QwiseData:
     delta_q: np.ndarray
     c_q: np.ndarray
     n_quadruplets: int
+    scaling: Scaling = Scaling()
+    scale_free: bool = False
 
     @classmethod
     def from_sets(
@@ -177,29 +369,50 @@ class QwiseData:
         uniq = np.column_stack([keys // n, keys % n]).astype(np.intp)
         inv = inv.reshape(-1)
         N = len(near)
+        delta = np.concatenate(delta)
+        weight = np.concatenate(weight)
+        # the data scale s = 2^ks; Xn = (X - shift) / s, computed without
+        # overflow or underflow (see Scaling)
+        ks, Xn = _data_exponent(X, uniq)
+        if abs(ks) > _MAX_EXP:
+            raise ValueError(
+                f"X: the difference vectors have length about 2^{ks} "
+                f"(~{np.ldexp(1.0, ks):.3g}); squared distances would leave the "
+                "floating-point range. Rescale X (distances scale like X^2 and "
+                "the metric like 1 / X^2).")
+        kt = _exponent(float(np.max(np.abs(delta))) if len(delta) else 0.0)
         op = PairOperator(X, uniq)
         if regularizer == "frobenius":
             R, mu = np.zeros((d, d)), 1.0
         elif regularizer == "trace":
             R, mu = np.eye(d), 0.0
         else:
+            opn = PairOperator(Xn, uniq, centered=True)
             if A_S is None:
                 if pairs is not None and np.any(pairs.labels == 1):
                     S = pairs.similar
                 else:
                     S = np.unique(np.sort(quads[:, :2], axis=1), axis=0)
                 S = S[S[:, 0] != S[:, 1]]
-                Phi = X[S[:, 0]] - X[S[:, 1]]  # (n_similar, d)
-                A_S = Phi.T @ Phi
+                Phi = Xn[S[:, 0]] - Xn[S[:, 1]]  # (n_similar, d), scale-free
+                A_S = np.ldexp(Phi.T @ Phi, 2 * ks)
+                if not np.all(np.isfinite(A_S)):
+                    raise ValueError(
+                        "X: the default A_S (sum of the similar pairs' outer "
+                        f"products, of order 2^{2 * ks}) overflows; rescale X.")
             A_S = check_psd_matrix(A_S, "A_S", d)
             # a direction in null(A_S) costs nothing: if it also changes some
             # constraint's distances, a hinge that improves along it is
             # driven to zero by an ever larger M and the minimum need not be
             # attained. A_S must be definite on the span of the difference
             # vectors (directions orthogonal to all of them are harmless).
-            span = op.gram(np.ones(op.n_pairs))
+            # Judged in scale-free units (the test is scale invariant).
+            span = opn.gram(np.ones(opn.n_pairs))
             w_span, U_span = np.linalg.eigh(0.5 * (span + span.T))
-            U = U_span[:, w_span > 1e-10 * max(w_span[-1], 1e-300)]
+            # a direction with any weight above round-off is in the span
+            # (nearly collinear features included: the minimum is then
+            # attained only by a huge M, which no solver resolves)
+            U = U_span[:, w_span > 1e-20 * max(w_span[-1], 1e-300)]
             lam = np.linalg.eigvalsh(U.T @ A_S @ U) if U.shape[1] else np.ones(1)
             top = max(float(np.linalg.eigvalsh(A_S)[-1]), 1e-300)
             if lam[0] <= 1e-10 * top:
@@ -212,6 +425,12 @@ class QwiseData:
                     "regularizer='trace'."
                 )
             R, mu = A_S, 0.0
+        kr = _exponent(float(np.max(np.abs(R)))) if regularizer == "similar" else 0
+        scaling = Scaling(ks, kt, kr, regularizer == "frobenius")
+        _check_weights(scaling, C_q, C_p if pairs is not None else 0.0)
+        if (abs(ks) <= _MILD["s"] and abs(kt) <= _MILD["t"]
+                and abs(kr) <= _MILD["rho"]):
+            scaling = Scaling(frobenius=regularizer == "frobenius")
         return cls(
             X=X,
             quadruplets=quadruplets,
@@ -226,10 +445,44 @@ class QwiseData:
             op=op,
             near_q=inv[:N],
             far_q=inv[N:],
-            delta_q=np.concatenate(delta),
-            c_q=np.concatenate(weight),
+            delta_q=delta,
+            c_q=weight,
             n_quadruplets=len(quads),
+            scaling=scaling,
         )
+
+    def normalized(self):
+        """The scale-free twin of this problem and its :class:`Scaling`.
+
+        Data and margins of order 1 (within a few powers of two) are solved
+        as given: the twin is ``self``.  Otherwise ``X``, the margins and
+        ``A_S`` are divided by powers of two (exactly) and the weights
+        adjusted so that the optimum maps back by
+        :meth:`Scaling.result_out`.
+        """
+        sc = self.scaling
+        if self.scale_free or sc.identity:
+            return self, sc
+        _, Xn = _data_exponent(self.X, np.column_stack([self.op.i, self.op.j]))
+        q = self.quadruplets
+        quads = Quadruplets(Xn, q.indices, np.ldexp(q.delta, -sc.kt))
+        pairs = None
+        if self.pairs is not None:
+            pairs = LabeledPairs(Xn, self.pairs.indices, self.pairs.labels)
+
+        def weight(C):
+            return float(np.ldexp(C, -sc.alpha_exp))
+
+        def margin(v):
+            return None if v is None else float(np.ldexp(v, -sc.kt))
+
+        out = QwiseData.from_sets(
+            quads, pairs, regularizer=self.regularizer, C_q=weight(self.C_q),
+            C_p=weight(self.C_p), u=margin(self.u), l=margin(self.l),
+            A_S=np.ldexp(self.R, -sc.kr) if self.regularizer == "similar" else None)
+        out.scaling = Scaling(frobenius=sc.frobenius)
+        out.scale_free = True
+        return out, sc
 
     def restrict(self, index):
         """The same problem over the canonical constraints ``index`` only.
@@ -265,6 +518,7 @@ class QwiseData:
             near_q=inv[:k], far_q=inv[k:], delta_q=self.delta_q[index],
             c_q=self.c_q[index],
             n_quadruplets=int(np.sum(index < self.n_quadruplets)),
+            scaling=self.scaling, scale_free=self.scale_free,
         )
 
     # -- shape helpers -------------------------------------------------------
@@ -276,6 +530,28 @@ class QwiseData:
     @property
     def n_constraints(self):
         return len(self.delta_q)
+
+    # -- the scale of the objective -----------------------------------------
+
+    @functools.cached_property
+    def gap_floor(self):
+        """Floor of the relative duality gap: ``F = f(0) = sum_q c_q
+        [delta_q]_+`` when ``0 < F < 1``, else 1.
+
+        ``f(0)`` bounds the optimum above, so when it is below 1 an absolute
+        gap of 1e-6 (the usual ``max(1, |f|)`` floor) could exceed the
+        optimum itself; ``F = 0`` means ``M = 0`` is optimal with value 0.
+        """
+        F = float(self.c_q @ np.maximum(self.delta_q, 0.0))
+        return F if 0.0 < F < 1.0 else 1.0
+
+    def relative_gap(self, objective, bound):
+        """``|objective - bound| / max(gap_floor, |objective|)`` (``inf``
+        when the bound is not finite)."""
+        gap = objective - bound
+        if not np.isfinite(gap):
+            return np.inf
+        return abs(gap) / max(self.gap_floor, abs(objective))
 
     # -- primal --------------------------------------------------------------
 
@@ -420,7 +696,12 @@ class QwiseData:
         upper = obj if min_eig >= 0 else self.objective(project_psd(M))
         bound = (self.best_dual_bound(alpha, M, upper) if alpha is not None
                  else -np.inf)
-        return Certificate.from_bound(
+        cert = Certificate.from_bound(
             obj, bound, max_violation=max(0.0, -min_eig), min_eig=min_eig,
             solver=solver, solver_version=solver_version, tolerances=tolerances,
             times=times, tol_gap=tol_gap, tol_feas=tol_feas)
+        # the gap is judged on the scale of this problem's objective (see
+        # gap_floor), not against an absolute 1
+        if np.isfinite(cert.rel_gap):
+            cert.rel_gap = self.relative_gap(obj, bound)
+        return cert

@@ -252,9 +252,23 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
     Returns
     -------
     SolverResult
-        ``method="exact"``; ``info["model"]`` holds the declared
-        :class:`QwiseModel` when it was built.
+        ``method="exact"``, in the user's units; ``info["model"]`` holds the
+        declared :class:`QwiseModel` when it was built (over the scale-free
+        twin of ``data`` when ``data`` is far from unit scale, see
+        :class:`~cvxmetric.qwise.Scaling`; ``info["scaling"]`` is then set).
     """
+    t0 = time.perf_counter()
+    data_n, scaling = data.normalized()
+    result = _solve_scale_free(data_n, reduce=reduce, init=scaling.init_in(init),
+                               solvers=solvers, tol=tol, max_rounds=max_rounds,
+                               verbose=verbose)
+    result = scaling.result_out(result)
+    result.time = time.perf_counter() - t0
+    return result
+
+
+def _solve_scale_free(data, *, reduce, init, solvers, tol, max_rounds, verbose):
+    """:func:`solve_exact` on data already in scale-free units."""
     if not reduce:
         return QwiseModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
     t0 = time.perf_counter()

@@ -46,7 +46,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
 from .._linalg import project_psd
-from .._solver import IterativeSolver, stop_message
+from .._solver import Deadline, IterativeSolver, stop_message
 from ..result import SolverResult, Status
 
 logger = logging.getLogger("cvxmetric")
@@ -74,12 +74,14 @@ class PDState(NamedTuple):
     best: tuple  # (M, alpha) with the smallest gap so far
 
 
-def _ray_start(data):
+def _ray_start(data, deadline=None):
     """Warm start: the best point on the ray ``t G``, ``G = Pi_PSD(-grad f(0))``.
 
     ``f(t G)`` is a convex function of one variable (linear or quadratic plus
     hinges), minimised here by golden-section search on a bracket; the
-    multipliers ``c_q 1[violated]`` at that point start the dual.
+    multipliers ``c_q 1[violated]`` at that point start the dual.  Each
+    search step is a pass over the constraints: the search stops early when
+    ``deadline`` expires (the point is then a worse start, never wrong).
     """
     d = data.n_features
     alpha0 = np.where(data.delta_q > 0, data.c_q, 0.0)
@@ -101,6 +103,8 @@ def _ray_start(data):
     x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
     f1, f2 = f(x1), f(x2)
     for _ in range(80):
+        if deadline is not None and deadline.expired():
+            break
         if f1 <= f2:
             hi, x2, f2 = x2, x1, f1
             x1 = hi - g * (hi - lo)
@@ -147,7 +151,20 @@ def _gap(data, M, alpha, aM, S):
     arg = data.delta_q - aM
     obj = data.objective(M, arg=arg)
     bound = data.best_dual_bound(alpha, M, obj, arg=arg, S=S)
-    return abs(obj - bound) / max(1.0, abs(obj))
+    return data.relative_gap(obj, bound)
+
+
+def _scaled_run(solver, data, init, warn):
+    """Run ``solver._solve`` on the scale-free twin of ``data`` and return
+    the result in the user's units (see :class:`~cvxmetric.qwise.Scaling`)."""
+    t0 = time.perf_counter()
+    data_n, scaling = data.normalized()
+    result = scaling.result_out(solver._solve(data_n, scaling.init_in(init)))
+    result.time = time.perf_counter() - t0
+    if result.status != Status.OPTIMAL and warn:
+        warnings.warn(stop_message(solver.name, result, solver.max_time),
+                      ConvergenceWarning, stacklevel=3)
+    return result
 
 
 @dataclass
@@ -217,13 +234,21 @@ class QwiseDualSolver(IterativeSolver):
 
     def run(self, data, init=None, *, warn=True):
         """Solve ``data`` (see :meth:`IterativeSolver.run`); on a working set
-        when ``data`` has more than ``working_set`` constraints."""
-        if self.working_set is None or data.n_constraints <= self.working_set:
-            return super().run(data, init, warn=warn)
-        return self._run_working_set(data, init, warn)
+        when ``data`` has more than ``working_set`` constraints.
 
-    def _run_working_set(self, data, init, warn):
+        The iterations run on the scale-free twin of ``data``
+        (:meth:`QwiseData.normalized`); the result is in the user's units.
+        """
+        return _scaled_run(self, data, init, warn)
+
+    def _solve(self, data, init):
+        if self.working_set is None or data.n_constraints <= self.working_set:
+            return IterativeSolver.run(self, data, init, warn=False)
+        return self._run_working_set(data, init)
+
+    def _run_working_set(self, data, init):
         t0 = time.perf_counter()
+        self.deadline = deadline = Deadline(self.max_time, t0)
         N = data.n_constraints
         small = data.n_features <= self.small_features
         scale = max(1.0, float(np.max(np.abs(data.delta_q))))
@@ -231,7 +256,7 @@ class QwiseDualSolver(IterativeSolver):
         with threadpool_limits(limits=1 if small else None, user_api="blas"):
             alpha_full = np.zeros(N)
             if init is None:
-                M, _ = _ray_start(data)
+                M, _ = _ray_start(data, deadline)
             else:
                 M = project_psd(init.M)
                 if init.info.get("alpha") is not None:
@@ -251,8 +276,8 @@ class QwiseDualSolver(IterativeSolver):
             while True:
                 left = None
                 if self.max_time is not None:
-                    left = self.max_time - (time.perf_counter() - t0)
-                    if left <= 0:
+                    left = deadline.remaining()
+                    if deadline.expired():
                         status = Status.TIME_LIMIT
                         break
                 if n_iter >= self.maxiter:
@@ -265,7 +290,7 @@ class QwiseDualSolver(IterativeSolver):
                 start = SolverResult(M=M, status="", objective=np.nan, n_iter=0,
                                      certificate=None, method="",
                                      info=dict(warm, alpha=alpha_full[idx]))
-                res = inner.run(sub, start, warn=False)
+                res = inner._solve(sub, start)
                 n_iter += res.n_iter
                 M = res.M
                 warm = {k: res.info[k] for k in ("omega", "eta", "row_scale")}
@@ -281,6 +306,9 @@ class QwiseDualSolver(IterativeSolver):
                                "added": int(new.sum())})
                 logger.info("%s working set %d: restricted gap %.2e, %d added",
                             self.name, idx.size, res.certificate.rel_gap, new.sum())
+                if deadline.expired():
+                    status = Status.TIME_LIMIT
+                    break
                 # with every outside hinge inactive, the outside multipliers
                 # 0 are optimal for them and the full gap is the restricted
                 # one; it is certified on the full problem before stopping
@@ -317,21 +345,17 @@ class QwiseDualSolver(IterativeSolver):
         cert.tolerances = {"tol": self.tol, "check_every": self.check_every,
                            "working_set": self.working_set}
         cert.times = {"total": total}
-        result = SolverResult(
+        return SolverResult(
             M=M, status=status, objective=cert.objective, n_iter=n_iter,
             certificate=cert, method=self.name,
             info={"alpha": alpha_full, "working_set_rounds": rounds,
                   "final_error": float(cert.rel_gap)},
-            time=total)
-        if result.status != Status.OPTIMAL and warn:
-            warnings.warn(stop_message(self.name, result, self.max_time),
-                          ConvergenceWarning, stacklevel=2)
-        return result
+            time=total, raw_status=status)
 
     def init_state(self, data, init=None):
         info = {} if init is None else init.info
         if init is None:
-            M, alpha = _ray_start(data)
+            M, alpha = _ray_start(data, self.deadline)
         else:
             M = project_psd(init.M)
             alpha = info.get("alpha")
@@ -378,8 +402,11 @@ class QwiseDualSolver(IterativeSolver):
         M_sum, alpha_sum, aM_sum, S_sum, n_sum = state.sums
         k = 0
         for k in range(1, self.check_every + 1):
+            if k > 1 and self.deadline.expired():
+                k -= 1
+                break
             t = state.iter_num + k
-            while True:
+            for _ in range(64):  # eta shrinks geometrically below the limit
                 tau, sigma = eta / omega, eta * omega
                 M_new, G = project_psd((M + tau * (S - R)) / (1 + tau * mu),
                                        return_factor=True)
@@ -397,7 +424,7 @@ class QwiseDualSolver(IterativeSolver):
                 limit = move / (2 * cross) if cross > 0 else np.inf
                 eta_next = min((1 - (t + 1) ** -0.3) * limit,
                                (1 + (t + 1) ** -0.6) * eta)
-                if eta <= limit:
+                if eta <= limit or not np.isfinite(limit):
                     eta = eta_next
                     break
                 eta = eta_next
@@ -516,6 +543,14 @@ class ProjectedSubgradient(IterativeSolver):
     active_set: bool = True
 
     name = "subgradient"
+
+    def run(self, data, init=None, *, warn=True):
+        """Run Algorithm 1 (see :meth:`IterativeSolver.run`) on the
+        scale-free twin of ``data``; the result is in the user's units."""
+        return _scaled_run(self, data, init, warn)
+
+    def _solve(self, data, init):
+        return IterativeSolver.run(self, data, init, warn=False)
 
     def _check(self, data, G, candidates):
         """Violation flags of ``candidates`` (bool mask) under ``M = G G^T``."""

@@ -240,7 +240,13 @@ def test_reduce_from_any_guess(eq11_data, exact_eq11, guess, rel_gap):
 
 
 def test_reduce_when_no_constraint_depends_on_M(X, make_data, rel_gap):
-    q = Quadruplets.create(X, [[0, 1, 1, 0], [2, 3, 2, 3]], [1.0, -0.5])
+    """Quadruplets comparing a distance with itself are refused by
+    ``Quadruplets.create``; built directly (bypassing it) the solvers still
+    return the right answer, M = 0."""
+    idx = [[0, 1, 1, 0], [2, 3, 2, 3]]
+    with pytest.raises(ValueError, match="^quadruplets: 2 quadruplet"):
+        Quadruplets.create(X, idx, [1.0, -0.5])
+    q = Quadruplets(X, np.array(idx), np.array([1.0, -0.5]))
     data = make_data(q, C_q=2.0)
     assert rel_gap(solve_exact(data, reduce=False).objective, 2.0) <= EXACT
     with warnings.catch_warnings():

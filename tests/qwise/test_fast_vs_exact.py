@@ -140,7 +140,10 @@ def test_fast_when_no_constraint_depends_on_M(X, regularizer, A_S, make_data,
     c_q [delta_q]_+ and M = 0 is optimal.  (A bounded maxiter keeps a
     non-converging run short; RuntimeWarnings are errors so that a division
     by zero cannot pass unnoticed whatever LAPACK does with the NaNs.)"""
-    q = Quadruplets.create(X, [[0, 1, 1, 0], [2, 3, 2, 3]], [1.0, -0.5])
+    idx = [[0, 1, 1, 0], [2, 3, 2, 3]]
+    with pytest.raises(ValueError, match="^quadruplets: 2 quadruplet"):
+        Quadruplets.create(X, idx, [1.0, -0.5])  # refused from users
+    q = Quadruplets(X, np.array(idx), np.array([1.0, -0.5]))  # built directly
     data = make_data(q, regularizer=regularizer, A_S=A_S, C_q=2.0)
     exact = solve_exact(data, reduce=False)
     assert rel_gap(exact.objective, 2.0) <= TOLERANCES["exact"]
@@ -175,6 +178,12 @@ def qwise_instances(draw):
     # no quadruplet with both pairs of zero length (refused by create())
     both = (idx[:, 0] == idx[:, 1]) & (idx[:, 2] == idx[:, 3])
     idx[both, 1] = (idx[both, 0] + 1) % n
+    # nor one whose two pairs are the same pair, (i, j, i, j) / (i, j, j, i)
+    same = (np.minimum(idx[:, 0], idx[:, 1]) == np.minimum(idx[:, 2], idx[:, 3])) & (
+        np.maximum(idx[:, 0], idx[:, 1]) == np.maximum(idx[:, 2], idx[:, 3]))
+    idx, delta = idx[~same], delta[~same]
+    if not len(idx):
+        idx, delta = np.array([[0, 1, 0, 2]]), np.array([1.0])
     quads = Quadruplets.create(X, idx, delta)
     pairs, kw = None, {}
     if with_pairs:
