@@ -338,8 +338,9 @@ def cases(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES),
             raise ValueError(f"estimators: unknown {unknown}; expected among "
                              f"{sorted(all_est)}.")
     out = []
-    for dataset in datasets:
-        for seed in seeds:
+    # seed-major: a run cut short still covers every dataset's first seeds
+    for seed in seeds:
+        for dataset in datasets:
             for family in families:
                 for estimator in FAMILIES[family]:
                     if estimators is not None and estimator not in estimators:
@@ -367,7 +368,7 @@ def _memory_limit(mb):
 def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), *,
               methods=None, estimators=None, max_seconds=CASE_SECONDS,
               max_memory_mb=CASE_MEMORY_MB, n_tuples=N_TUPLES, isolate=True,
-              callback=None):
+              callback=None, done=()):
     """Run the suite and return its judged rows.
 
     Parameters
@@ -389,6 +390,9 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), 
         Each case in its own process (:func:`cvxmetric.bench.run_isolated`).
     callback : callable, optional
         Called with each raw row as soon as its case is done.
+    done : sequence of dict, optional
+        Raw rows of an earlier, interrupted run (``--progress`` lines):
+        their cases are not run again and the rows are judged with the rest.
 
     Returns
     -------
@@ -400,8 +404,14 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), 
     if not isolate and max_seconds is not None:
         raise ValueError("max_seconds: needs isolate=True (a run in this process "
                          "cannot be stopped safely).")
-    rows = []
+    def key(c):
+        return (c["dataset"], int(c["seed"]), c["estimator"], c["method"])
+
+    rows = list(done)
+    seen = {key(r) for r in rows}
     for case in cases(datasets, seeds, families, methods, estimators):
+        if key(case) in seen:
+            continue
         case = dict(case, n_tuples=int(n_tuples))
         if isolate:
             res = run_isolated(case, max_seconds,
@@ -598,6 +608,8 @@ def main(argv=None):
     p.add_argument("--json", metavar="PATH", help="also write the rows as JSON here")
     p.add_argument("--progress", metavar="PATH",
                    help="append each raw row as a JSON line here as it is done")
+    p.add_argument("--resume", action="store_true",
+                   help="skip the cases already in the --progress file")
     p.add_argument("--from-progress", metavar="PATH", action="append",
                    help="run nothing: judge and print the rows of these "
                         "--progress files (repeatable)")
@@ -639,6 +651,10 @@ def run_cli(args, json_stdout=False):
             with open(progress, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
 
+    done = []
+    if getattr(args, "resume", False) and progress and os.path.exists(progress):
+        with open(progress) as fh:
+            done = [json.loads(line) for line in fh if line.strip()]
     rows = run_suite(
         _parse_list(args.datasets) or DATASETS, seeds,
         _parse_list(args.families) or tuple(FAMILIES),
@@ -648,7 +664,7 @@ def run_cli(args, json_stdout=False):
             CASE_SECONDS if args.max_seconds is None else args.max_seconds),
         max_memory_mb=getattr(args, "max_memory_mb", CASE_MEMORY_MB),
         n_tuples=getattr(args, "n_tuples", N_TUPLES), isolate=isolate,
-        callback=callback)
+        callback=callback, done=done)
     path = args.json if isinstance(getattr(args, "json", None), str) else None
     _write_json(path, rows)
     if json_stdout:
