@@ -458,7 +458,8 @@ class SLRData:
         if not np.all(np.isfinite(Mi)):
             raise ValueError("X: the similarity matrix M of this problem is not finite "
                              "(X is numerically rank deficient beyond float64).")
-        M = (Mi / self.scale) / self.scale
+        with np.errstate(over="ignore", under="ignore"):
+            M = (Mi / self.scale) / self.scale
         big = float(np.max(np.abs(Mi))) if Mi.size else 0.0
         if not np.all(np.isfinite(M)):
             raise ValueError(
@@ -466,7 +467,8 @@ class SLRData:
                 f"beyond float64's range (Eq. 4 at s X is minimised by M / s^2, so data "
                 f"of scale {self.scale:.3g} need an M that overflows); rescale X, e.g. "
                 f"divide it by {self.scale:.3g}.")
-        back = (M * self.scale) * self.scale
+        with np.errstate(over="ignore"):
+            back = (M * self.scale) * self.scale
         err = float(np.linalg.norm(back - Mi))
         if err > 1e-12 * float(np.linalg.norm(Mi)):
             raise ValueError(
@@ -936,14 +938,17 @@ class SLRData:
         spread = float(np.max(np.std(Xs, axis=0)))
         offset = float(np.max(np.abs(np.mean(Xs, axis=0))))
         ratio = offset / spread if spread > 0 else np.inf
+        cond = float(self.s[0] / self.s[-1])
         raise ValueError(
             f"X: no matrix M in float64 represents this solution in X's units: "
             f"the objective recomputed from X M X^T differs from the solution's "
-            f"({parts['objective_Z']:.10g}) by a relative {err:.2g}. The columns of X "
-            f"have a common offset {ratio:.3g} times their spread, and the rounding "
-            f"of M alone moves x_i^T M x_j by more than the thresholds allow. "
-            f"Subtract the offset (centre the features; this changes the bilinear "
-            f"model) or fit on features whose offset is comparable to their spread.")
+            f"({parts['objective_Z']:.10g}) by a relative {err:.2g}. X is "
+            f"ill-conditioned (condition number {cond:.3g}; its columns have a "
+            f"common offset {ratio:.3g} times their spread), so M needs entries "
+            f"whose float64 rounding alone moves x_i^T M x_j beyond what the "
+            f"thresholds allow. Remove nearly collinear features (e.g. by PCA) or "
+            f"a common offset much larger than the spread (centring the features "
+            f"changes the bilinear model).")
 
     def certificate(self, M, *, solver, solver_version="", tolerances=None,
                     times=None, tol_gap=_GAP, tol_feas=_FEAS, Z=None,

@@ -55,12 +55,14 @@ from sklearn.utils import check_random_state
 
 from .._validation import check_option
 from ..result import SolverResult, Status
+from ._problem import Expired
 from .randomized import (
     DEFAULT_BLOCK,
     OBJECTIVE_MAX_N,
     SKETCHES,
     _check_dtype,
     _check_int,
+    _check_max_time,
     _check_problem,
     _heuristic_certificate,
     _objective_report,
@@ -118,7 +120,7 @@ class _Problem:
         return max(0.0, kk - 2.0 * kd + dd)
 
 
-def _half_step(prob, XL_old, XR, *, sketch=None, m=None, rng=None):
+def _half_step(prob, XL_old, XR, *, sketch=None, m=None, rng=None, deadline=None):
     """One exact (or sketched) minimisation over ``L`` with ``R`` fixed.
 
     The target is built from the current ``M = L_old R^T``.
@@ -159,7 +161,7 @@ def _half_step(prob, XL_old, XR, *, sketch=None, m=None, rng=None):
     else:
         f, _, RW = _pair_residual(P, Q, yr, prob.y, prob.delta1,
                                   prob.delta2, right=W, block=prob.block,
-                                  dtype=prob.dtype, count=False)
+                                  dtype=prob.dtype, count=False, deadline=deadline)
         YW = P @ (Q.T @ W) + RW  # (n_rows, r) = clip(K)[rows] W
         if sketch is not None and sketch == "columns":
             f *= n / m  # unbiased estimate of the full sum
@@ -195,7 +197,7 @@ def _initial_factors(X, rank, init_size, rng):
 def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None,
                 *, target="adaptive", n_sketch=None, sketch="columns",
                 init_size=1000, objective_max_n=OBJECTIVE_MAX_N, evaluate=True,
-                dtype=np.float64, block=DEFAULT_BLOCK):
+                dtype=np.float64, block=DEFAULT_BLOCK, max_time=None):
     """Algorithm 3: alternating closed-form regression for ``M = L R^T``.
 
     Parameters
@@ -232,6 +234,11 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
         Precision of the pair-block products.
     block : int
         Entries of one row block.
+    max_time : float, optional
+        Wall-clock budget in seconds, checked before every half step and
+        every row block of a pass: a run that exhausts it keeps the last
+        completed factors and has status ``time_limit_reached``; the final
+        Eq. 4 pass still runs.
 
     Returns
     -------
@@ -266,6 +273,8 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
     block = _check_int(block, "block", 1)
     if objective_max_n is not None:
         objective_max_n = _check_int(objective_max_n, "objective_max_n", 0)
+    deadline = _check_max_time(max_time)
+    deadline.start = t_start
     rng = check_random_state(random_state)
 
     prob = _Problem(X, codes, delta1, delta2, target, dtype, block)
@@ -274,14 +283,25 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
     history = []
     t0 = time.perf_counter()
     XL = XR = prob.X @ L  # (n, r)
-    for _ in range(n_iter):
-        L, f = _half_step(prob, XL, XR, sketch=kind, m=n_sketch, rng=rng)
-        XL = prob.X @ L
-        history.append(f)
-        # the R step is the L step of the transposed problem
-        R, f = _half_step(prob, XR, XL, sketch=kind, m=n_sketch, rng=rng)
-        XR = prob.X @ R
-        history.append(f)
+    done = 0
+    try:
+        for _ in range(n_iter):
+            if deadline.expired():
+                break
+            L_new, f = _half_step(prob, XL, XR, sketch=kind, m=n_sketch, rng=rng,
+                                  deadline=deadline)
+            L, XL = L_new, prob.X @ L_new
+            history.append(f)
+            if deadline.expired():
+                break
+            # the R step is the L step of the transposed problem
+            R_new, f = _half_step(prob, XR, XL, sketch=kind, m=n_sketch, rng=rng,
+                                  deadline=deadline)
+            R, XR = R_new, prob.X @ R_new
+            history.append(f)
+            done += 1
+    except Expired:
+        pass
     t_iter = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -316,6 +336,7 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
     times = {"iterations": t_iter, "objective": t_obj, "total": total}
     name = "slr-lowrank" if target == "adaptive" else "slr-fixed"
     cert = _heuristic_certificate(objective, name, times)
-    return SolverResult(M=L @ R.T, status=Status.MAX_ITER,
-                        objective=float(objective), n_iter=n_iter,
+    status = Status.TIME_LIMIT if deadline.hit else Status.MAX_ITER
+    return SolverResult(M=L @ R.T, status=status,
+                        objective=float(objective), n_iter=done,
                         certificate=cert, method=name, info=info, time=total)

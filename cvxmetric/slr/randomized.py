@@ -77,7 +77,8 @@ from sklearn.utils import check_random_state
 
 from .._validation import check_option, check_samples
 from ..result import Certificate, SolverResult, Status
-from ._problem import _encode_labels, check_thresholds
+from .._solver import Deadline
+from ._problem import Expired, _encode_labels, check_thresholds
 
 __all__ = [
     "SKETCHES",
@@ -123,6 +124,17 @@ def _check_problem(X, y, delta1, delta2):
     codes, _ = _encode_labels(y, X.shape[0])
     delta1, delta2 = check_thresholds(delta1, delta2)
     return X, codes, delta1, delta2
+
+
+def _check_max_time(max_time):
+    """``max_time`` (None or a finite number >= 0) as a :class:`Deadline`."""
+    if max_time is not None:
+        if isinstance(max_time, bool) or not isinstance(max_time, (int, float, np.number)) \
+                or not np.isfinite(max_time) or max_time < 0:
+            raise ValueError(f"max_time: expected None or a finite number >= 0, "
+                             f"got {max_time!r}.")
+        max_time = float(max_time)
+    return Deadline(max_time)
 
 
 def _check_dtype(dtype):
@@ -200,7 +212,7 @@ def _class_ranges(codes_sorted, n_classes):
 
 def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
                    right=None, block=DEFAULT_BLOCK, dtype=np.float64,
-                   row_sums=False, count=True):
+                   row_sums=False, count=True, deadline=None):
     """Blockwise pass over the pairs ``rows x cols`` with ``K = P Q^T``.
 
     ``Res = clip(K) - K``: ``[delta1 - K]_+`` on same-class pairs and
@@ -224,6 +236,8 @@ def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
         Also return the per-row sums of ``Res**2`` (n_rows,).
     count : bool
         Count the violated pairs (one more pass over each block).
+    deadline : Deadline, optional
+        Checked before every block (raises :class:`~._problem.Expired`).
 
     Returns
     -------
@@ -260,6 +274,8 @@ def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
     sums = np.zeros(n_rows) if row_sums else None
     gap = delta1 - delta2
     for s in range(0, n_rows, b):
+        if deadline is not None and deadline.expired():
+            raise Expired
         e = min(n_rows, s + b)
         R = Pa[s:e] @ Qa  # delta2 - K, block (b, n_cols)
         yb = y_rows[s:e]
@@ -492,7 +508,7 @@ def sketch_matrix(n, m, sketch="gaussian", random_state=None, *, replace=True):
 def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
                    delta2=0.0, random_state=None, *, resample=True, replace=True,
                    objective_max_n=OBJECTIVE_MAX_N, evaluate=True,
-                   dtype=np.float64, block=DEFAULT_BLOCK):
+                   dtype=np.float64, block=DEFAULT_BLOCK, max_time=None):
     """Algorithm 2: adaptive regression on a randomly compressed problem.
 
     Parameters
@@ -527,6 +543,11 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
         Precision of the pair-block products (float32 halves their time).
     block : int
         Entries of one row block of a pass.
+    max_time : float, optional
+        Wall-clock budget in seconds, checked before every iteration and
+        every row block of a pass: a run that exhausts it keeps the last
+        completed iterate (``M_0 = I`` if none) and has status
+        ``time_limit_reached``; the final Eq. 4 pass still runs.
 
     Returns
     -------
@@ -558,6 +579,8 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
     block = _check_int(block, "block", 1)
     if objective_max_n is not None:
         objective_max_n = _check_int(objective_max_n, "objective_max_n", 0)
+    deadline = _check_max_time(max_time)
+    deadline.start = t_start
     rng = check_random_state(random_state)
     order = np.argsort(codes, kind="stable")
 
@@ -565,7 +588,10 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
     history, ranks = [], []
     t_sketch = t_pass = 0.0
     side1 = side2 = None
+    done = 0
     for k in range(n_iter):
+        if deadline.expired():
+            break
         if side1 is None or resample:
             t0 = time.perf_counter()
             side1 = _Side(X, codes, order, m, sketch, rng, replace)
@@ -574,19 +600,26 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
         t0 = time.perf_counter()
         P = side1.project(X, L)  # (n_1, k): K = P Q^T on the sketch's pairs
         Q = side2.project(X, R)
-        f_s, _, T = _pair_residual(P, Q, side1.codes, side2.codes, delta1,
-                                   delta2, left=side1.F, right=side2.F,
-                                   block=block, dtype=dtype, count=False)
+        try:
+            f_s, _, T = _pair_residual(P, Q, side1.codes, side2.codes, delta1,
+                                       delta2, left=side1.F, right=side2.F,
+                                       block=block, dtype=dtype, count=False,
+                                       deadline=deadline)
+        except Expired:
+            break
         # U_A^T S1^T clip(K) S2 U_B = F1^T K F2 + F1^T Res F2
         T += (side1.F.T @ P) @ (side2.F.T @ Q).T
         C = T / side1.s[:, None] / side2.s[None, :]
         L = side1.Vt.T @ C  # (d, r2): M_k = V_A C V_B^T = L R^T
         R = np.ascontiguousarray(side2.Vt.T)
+        done += 1
         t_pass += time.perf_counter() - t0
         scale = (n / m) ** 2 if sketch == "columns" else 1.0
         history.append(scale * f_s)
         ranks.append((side1.s.size, side2.s.size))
 
+    if L is None:  # out of time before the first iteration: M_0 = I
+        L, R = np.eye(d), np.eye(d)
     M = L @ R.T
     t0 = time.perf_counter()
     objective, oinfo = _objective_report(X, codes, L, R, delta1, delta2,
@@ -610,8 +643,9 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
         "stopping": "fixed number of iterations (the paper's T)",
     }
     info.update(oinfo)
-    return SolverResult(M=M, status=Status.MAX_ITER, objective=float(objective),
-                        n_iter=n_iter, certificate=cert, method=name, info=info,
+    status = Status.TIME_LIMIT if deadline.hit else Status.MAX_ITER
+    return SolverResult(M=M, status=status, objective=float(objective),
+                        n_iter=done, certificate=cert, method=name, info=info,
                         time=total)
 
 
