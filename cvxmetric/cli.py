@@ -107,7 +107,40 @@ def _cmd_verify(args):
     return 1 if any(not r.passed for r in rows) else 0
 
 
+# ``solve``'s hyperparameter options: (option, argparse dest, the Qwise
+# estimators' parameter whose constraints it obeys)
+_SOLVE_OPTIONS = (("--regularizer", "regularizer", "regularizer"),
+                  ("--C-q", "C_q", "C_q"), ("--C-p", "C_p", "C_p"),
+                  ("--u", "u", "u"), ("--l", "l", "l"))
+
+
+def _check_solve_options(args):
+    """Refuse a hyperparameter option the estimators would refuse.
+
+    Numbers must be finite (:func:`~cvxmetric._validation.check_scalar`, as
+    the problem data checks them) and satisfy the estimators' declared
+    ``_parameter_constraints`` (e.g. ``u >= 0``); the message names the
+    option.
+    """
+    from ._validation import check_scalar
+    from .qwise.estimator import Qwise
+
+    for option, dest, param in _SOLVE_OPTIONS:
+        value = getattr(args, dest)
+        if value is None:
+            continue
+        if isinstance(value, float):
+            check_scalar(value, option)
+        allowed = [c for c in Qwise._parameter_constraints[param] if c is not None]
+        if not any(c.is_satisfied_by(value) for c in allowed):
+            raise ValueError(
+                f"{option}: must be " + " or ".join(str(c) for c in allowed)
+                + f", got {value!r}."
+            )
+
+
 def _cmd_solve(args):
+    _check_solve_options(args)
     hp = {"regularizer": args.regularizer, "C_q": args.C_q, "C_p": args.C_p,
           "u": args.u, "l": args.l}
     inst = col.load_instance_file(args.file, family=args.family, hyperparameters=hp)
@@ -173,6 +206,10 @@ def _cmd_solve(args):
 
 
 def _cmd_reference(args):
+    if args.scs_tol is not None:
+        from ._validation import check_scalar
+
+        check_scalar(args.scs_tol, "--scs-tol", low=0, low_inclusive=False)
     root = _root(args)
 
     def report(o):

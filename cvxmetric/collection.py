@@ -23,10 +23,20 @@ methods, ``{"qwise": {"fast": f, "subgradient": g}}`` with
 ``f(data) -> SolverResult``.
 
 Every file is written atomically (a temporary file in the same directory,
-``fsync``, ``os.replace``) and every ``.npz`` is read with
-``allow_pickle=False``.  Instance files are written byte-for-byte
-deterministically (fixed zip timestamps), so regenerating an unchanged
-instance leaves its hash, and hence its reference, valid.
+``fsync``, ``os.replace``).  The two-file records -- an instance ``.npz``
+with its manifest entry, a reference ``.npz`` with its ``.json`` -- are
+switched as a pair: the new ``.npz`` is written under a name no index refers
+to, the index (manifest or record) is pointed at it by one ``os.replace``,
+and only then is the canonical ``<name>.npz`` rewritten and the index
+pointed back, so a writer killed at any moment leaves the old pair or the
+new pair.  Writers hold an exclusive ``flock`` on the folder, readers of a
+pair a shared one, so concurrent writers never interleave and readers never
+see a half-switched pair.  Every ``.npz`` is read with
+``allow_pickle=False`` after its declared uncompressed size has been checked
+against :data:`MAX_NPZ_BYTES`; files named by an index must be regular files
+in the index's folder (no symbolic links).  Instance files are written
+byte-for-byte deterministically (fixed zip timestamps), so regenerating an
+unchanged instance leaves its hash, and hence its reference, valid.
 """
 
 import contextlib
@@ -40,6 +50,7 @@ import os
 import platform
 import re
 import tempfile
+import threading
 import time
 import warnings
 import zipfile
@@ -52,8 +63,14 @@ import numpy as np
 from ._tolerances import REFERENCE_AGREEMENT, tolerance
 from .result import SolverError
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: writes are not locked
+    fcntl = None
+
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_NPZ_BYTES",
     "PSD_TOL",
     "ArraySpec",
     "FamilySpec",
@@ -104,6 +121,12 @@ FORMAT_VERSION = 1
 #: Largest accepted ``max(0, -min_eig(M))``, relative to ``max(1, |f_ref|)``;
 #: the same threshold as :attr:`cvxmetric.result.Certificate.tol_feas`.
 PSD_TOL = 1e-7
+
+#: Largest uncompressed size, in bytes, of an ``.npz`` file that is read
+#: (the sum of its members, and each array's ``shape * itemsize``): a small
+#: compressed file can otherwise expand to exhaust memory.  The environment
+#: variable ``CVXMETRIC_MAX_NPZ_BYTES`` overrides it.
+MAX_NPZ_BYTES = 1 << 30
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -346,6 +369,138 @@ def atomic_write_bytes(path, data):
             os.close(dfd)
 
 
+# Folders this thread holds a lock on: {resolved path: exclusive?}.  A flock
+# belongs to an open file description, so a second open() of a folder the
+# thread already holds would wait for itself.
+_HELD = threading.local()
+
+
+@contextlib.contextmanager
+def _locked(folder, *, exclusive):
+    """Hold a ``flock`` on the directory ``folder`` for the ``with`` block.
+
+    Writers take it exclusive, readers of a two-file pair shared: two
+    writers never interleave and a reader never sees a half-switched pair.
+    Re-entrant within a thread.  Readers proceed unlocked when the folder
+    cannot be opened (it does not exist); on platforms without ``fcntl``
+    nothing is locked.
+    """
+    held = getattr(_HELD, "folders", None)
+    if held is None:
+        held = _HELD.folders = {}
+    key = os.path.realpath(folder)
+    if key in held:
+        if exclusive and not held[key]:
+            raise RuntimeError(f"{folder}: shared lock held; cannot write here.")
+        yield
+        return
+    fd = None
+    if fcntl is not None:
+        try:
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:
+            if exclusive:
+                raise
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        held[key] = exclusive
+        try:
+            yield
+        finally:
+            del held[key]
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the flock
+
+
+def _staged_name(target_name, sha):
+    """``<stem>.staged-<16 hex>.npz``: where a new ``.npz`` waits for the switch."""
+    return f"{target_name[:-len('.npz')]}.staged-{sha[:16]}.npz"
+
+
+def _write_pair(folder, target_name, data, sha, point_to, *, target_taken=False):
+    """Write ``data`` as ``folder/target_name`` and point its index at it.
+
+    ``point_to(file_name)`` atomically rewrites the index (a manifest or a
+    reference record) so that it names ``file_name``.  When ``target_name``
+    may still be named by the current index with other bytes, the new bytes
+    go first to a staged name, the index switches to it, the canonical file
+    is rewritten and the index switches back; each step is one
+    ``os.replace``, so a kill at any moment leaves an index naming a file
+    that holds the bytes (and hash) it records.  The caller holds the
+    folder's exclusive lock.
+
+    Parameters
+    ----------
+    target_taken : bool
+        Another index entry names ``target_name``: it is never rewritten and
+        the new bytes keep their staged name.
+
+    Returns
+    -------
+    str
+        The file name the index finally names.
+    """
+    target = folder / target_name
+    if not target_taken:
+        if not os.path.lexists(target):
+            atomic_write_bytes(target, data)
+            point_to(target_name)
+            return target_name
+        if not target.is_symlink() and target.is_file() and sha256_file(target) == sha:
+            point_to(target_name)  # the bytes are already in place
+            return target_name
+    staged = folder / _staged_name(target_name, sha)
+    if os.path.lexists(staged) and (staged.is_symlink() or not staged.is_file()
+                                    or sha256_file(staged) != sha):
+        # a staged name is content-addressed: other bytes are not ours
+        raise CollectionError(
+            f"{staged}: exists with other content; move it away and retry."
+        )
+    atomic_write_bytes(staged, data)
+    point_to(staged.name)
+    if target_taken:
+        return staged.name
+    atomic_write_bytes(target, data)
+    point_to(target_name)
+    os.unlink(staged)
+    return target_name
+
+
+# mkstemp's names in atomic_write_bytes: ".<file name>.<8 random chars>.tmp"
+_TMP_RE = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp$")
+
+
+def _sweep(folder, stem, index_name, keep):
+    """Remove what a killed writer of ``stem`` left in ``folder``.
+
+    Staged copies ``<stem>.staged-*.npz`` that no index names (``keep``)
+    and the temporary files of ``<stem>.npz``, its staged copies and the
+    index.  Called under the folder's exclusive lock, when no other writer
+    of these files can be running.
+    """
+    staged = re.compile(re.escape(stem) + r"\.staged-[0-9a-f]{16}\.npz$")
+    own = {f"{stem}.npz", index_name}
+    for path in folder.iterdir():
+        name = path.name
+        m = _TMP_RE.match(name)
+        stale = (staged.match(name) is not None and name not in keep) or (
+            m is not None and (m["name"] in own or staged.match(m["name"])))
+        if stale:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+
+def _regular_file(path, error, what):
+    """Refuse a symbolic link where a collection names a file of its own."""
+    if path.is_symlink():
+        raise error(
+            f"{path}: is a symbolic link; {what} must be a regular file in "
+            f"{path.parent} (links are not followed)."
+        )
+
+
 def _json_bytes(obj):
     return (json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n").encode()
 
@@ -397,43 +552,153 @@ def npz_bytes(arrays):
     return buf.getvalue()
 
 
-def read_npz(path, *, error=CollectionError):
-    """Read every array of an ``.npz`` file with ``allow_pickle=False``.
+def _npz_limit(max_bytes=None):
+    """The byte limit of :func:`read_npz`: ``max_bytes``, else the environment
+    variable ``CVXMETRIC_MAX_NPZ_BYTES``, else :data:`MAX_NPZ_BYTES`."""
+    if max_bytes is not None:
+        return int(max_bytes)
+    env = os.environ.get("CVXMETRIC_MAX_NPZ_BYTES")
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise CollectionError(
+                f"CVXMETRIC_MAX_NPZ_BYTES: expected a positive whole number of "
+                f"bytes, got {env!r}."
+            )
+        return value
+    return int(MAX_NPZ_BYTES)
+
+
+def _npy_header(member, version):
+    """``(shape, fortran_order, dtype)`` of a ``.npy`` stream after its magic."""
+    fmt = np.lib.format
+    if version == (1, 0):
+        return fmt.read_array_header_1_0(member)
+    if version == (2, 0):
+        return fmt.read_array_header_2_0(member)
+    # version 3.0 (utf-8 field names) has no public reader
+    return fmt._read_array_header(member, version)
+
+
+def _read_npz_stream(f, where, error, limit):
+    """Read the arrays of the ``.npz`` open as binary file ``f``.
+
+    Sizes are checked from the zip directory and each array's header before
+    anything is decompressed or allocated.
+    """
+    head = f.read(len(np.lib.format.MAGIC_PREFIX))
+    f.seek(0)
+    if head == np.lib.format.MAGIC_PREFIX:
+        raise error(
+            f"{where}: expected an .npz archive of named arrays, got a single "
+            f"array; save with numpy.savez(path, X=..., ...)."
+        )
+    try:
+        zf = zipfile.ZipFile(f)
+    except Exception as exc:  # BadZipFile, truncated file, ...
+        raise error(f"{where}: not a readable .npz file ({exc}).") from None
+    limit_hint = ("cvxmetric.collection.MAX_NPZ_BYTES, or the environment "
+                  "variable CVXMETRIC_MAX_NPZ_BYTES")
+    with zf:
+        infos = zf.infolist()
+        total = sum(info.file_size for info in infos)
+        if total > limit:
+            raise error(
+                f"{where}: the archive declares {total} bytes of uncompressed "
+                f"data, above the limit of {limit} bytes ({limit_hint}); not "
+                f"decompressed."
+            )
+        out = {}
+        for info in infos:
+            if not info.filename.endswith(".npy"):
+                raise error(f"{where}: member {info.filename!r} is not a .npy array.")
+            key = info.filename[:-len(".npy")]
+            if key in out:
+                raise error(f"{where}: array {key!r} is stored twice.")
+            try:
+                with zf.open(info) as member:
+                    shape, _, dtype = _npy_header(
+                        member, np.lib.format.read_magic(member))
+            except Exception as exc:
+                raise error(f"{where}: array {key!r} cannot be read ({exc}).") from None
+            if dtype.hasobject:
+                raise error(
+                    f"{where}: array {key!r} has dtype object (pickled Python "
+                    f"objects); cvxmetric never loads pickles. Store plain "
+                    f"numeric arrays."
+                )
+            nbytes = math.prod(shape) * dtype.itemsize
+            if nbytes > limit:
+                raise error(
+                    f"{where}: array {key!r} declares shape {shape} of {dtype} "
+                    f"({nbytes} bytes), above the limit of {limit} bytes "
+                    f"({limit_hint}); not read."
+                )
+            if nbytes > info.file_size:
+                raise error(
+                    f"{where}: array {key!r} declares shape {shape} of {dtype} "
+                    f"({nbytes} bytes) but its member holds {info.file_size} "
+                    f"bytes; the file is truncated or corrupt."
+                )
+            try:
+                with zf.open(info) as member:
+                    out[key] = np.lib.format.read_array(member, allow_pickle=False)
+            except Exception as exc:  # bad CRC, short data, ...
+                raise error(f"{where}: array {key!r} cannot be read ({exc}).") from None
+    return out
+
+
+def read_npz(path, *, error=CollectionError, max_bytes=None):
+    """Read every array of an ``.npz`` file, refusing pickles and bombs.
+
+    Nothing is decompressed before the archive's declared uncompressed size
+    (the sum of its members) and each array's ``shape * itemsize`` (from its
+    ``.npy`` header) have been checked against the limit; an array whose
+    header promises more bytes than its member holds is refused as
+    truncated.  Arrays are read with ``allow_pickle=False``.
+
+    Parameters
+    ----------
+    path : str or Path
+    error : type
+        Exception class raised (a :class:`CollectionError` subclass).
+    max_bytes : int, optional
+        Default: ``$CVXMETRIC_MAX_NPZ_BYTES``, else :data:`MAX_NPZ_BYTES`.
 
     Raises
     ------
     CollectionError (or ``error``)
         Naming the file (and the array) when the file is not a readable
-        ``.npz`` or holds an object (pickled) array.
+        ``.npz``, is too large once decompressed, is truncated, or holds an
+        object (pickled) array.
     """
     path = Path(path)
     if not path.is_file():
         raise error(f"{path}: file not found.")
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except Exception as exc:  # BadZipFile, pickled data, truncated file ...
-        raise error(f"{path}: not a readable .npz file ({exc}).") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise error(
-            f"{path}: expected an .npz archive of named arrays, got a single "
-            f"array; save with numpy.savez(path, X=..., ...)."
-        )
-    out = {}
-    with npz:
-        for key in npz.files:
-            try:
-                out[key] = npz[key]
-            except ValueError as exc:
-                if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-                    raise error(
-                        f"{path}: array {key!r} has dtype object (pickled Python "
-                        f"objects); cvxmetric never loads pickles. Store plain "
-                        f"numeric arrays."
-                    ) from None
-                raise error(f"{path}: array {key!r} cannot be read ({exc}).") from None
-            except Exception as exc:
-                raise error(f"{path}: array {key!r} cannot be read ({exc}).") from None
-    return out
+    limit = _npz_limit(max_bytes)
+    with open(path, "rb") as f:
+        return _read_npz_stream(f, path, error, limit)
+
+
+def _read_npz_hashed(path, error, check=None):
+    """``(sha256, arrays)`` of one ``.npz``, both from the same open file.
+
+    ``check(sha)``, when given, runs before the arrays are parsed (and may
+    raise, e.g. when the hash does not match a manifest).
+    """
+    limit = _npz_limit()
+    with open(path, "rb") as f:
+        h = hashlib.sha256()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+        sha = h.hexdigest()
+        if check is not None:
+            check(sha)
+        f.seek(0)
+        return sha, _read_npz_stream(f, path, error, limit)
 
 
 def _check_arrays(arrays, spec, where):
@@ -624,6 +889,7 @@ def read_manifest(root, family):
     """
     spec = _family(family)
     path = _manifest_path(root, family)
+    _regular_file(path, InstanceFormatError, "a manifest")
     man = _read_json(path, InstanceFormatError)
     if not isinstance(man, dict):
         raise InstanceFormatError(f"{path}: expected a JSON object.")
@@ -700,22 +966,28 @@ def load_instance(root, family, name, *, check_hash=True):
     -------
     Instance
     """
-    man = read_manifest(root, family)
-    entry = _entry(man, name, root, family)
-    path = problems_dir(root, family) / entry["file"]
-    sha = sha256_file(path) if path.is_file() else None
-    if sha is None:
-        raise InstanceFormatError(
-            f"{_manifest_path(root, family)}: instance {name!r}: file {path} not "
-            f"found."
-        )
-    if check_hash and sha != entry["sha256"]:
-        raise InstanceFormatError(
-            f"{path}: sha256 {sha[:12]}... does not match the manifest's "
-            f"{entry['sha256'][:12]}...; the file changed without its manifest "
-            f"(rewrite it with write_instance or `cvxmetric make-problems`)."
-        )
-    arrays = read_npz(path, error=InstanceFormatError)
+    folder = problems_dir(root, family)
+    with _locked(folder, exclusive=False):  # the manifest and its file as a pair
+        man = read_manifest(root, family)
+        entry = _entry(man, name, root, family)
+        path = folder / entry["file"]
+        _regular_file(path, InstanceFormatError, "an instance file")
+        if not path.is_file():
+            raise InstanceFormatError(
+                f"{_manifest_path(root, family)}: instance {name!r}: file {path} "
+                f"not found."
+            )
+
+        def same_hash(sha):
+            if check_hash and sha != entry["sha256"]:
+                raise InstanceFormatError(
+                    f"{path}: sha256 {sha[:12]}... does not match the manifest's "
+                    f"{entry['sha256'][:12]}...; the file changed without its "
+                    f"manifest (rewrite it with write_instance or `cvxmetric "
+                    f"make-problems`)."
+                )
+
+        sha, arrays = _read_npz_hashed(path, InstanceFormatError, same_hash)
     return _build_instance(
         family, name, path, arrays, entry["hyperparameters"],
         description=entry.get("description", ""), source=entry.get("source", ""),
@@ -743,22 +1015,25 @@ def load_instance_file(path, *, family=None, hyperparameters=None):
     Instance
     """
     path = Path(path).resolve()
-    arrays = read_npz(path, error=InstanceFormatError)
-    sha = sha256_file(path)
+    if not path.is_file():
+        raise InstanceFormatError(f"{path}: file not found.")
     man_path = path.parent / "manifest.json"
     entry = None
-    if man_path.is_file():
-        man = _read_json(man_path, InstanceFormatError)
-        fam = man.get("family") if isinstance(man, dict) else None
-        if fam in FAMILIES and family in (None, fam):
-            entries = man.get("instances")
-            if not isinstance(entries, list):
-                raise InstanceFormatError(
-                    f"{man_path}: missing list field 'instances'.")
-            for k, e in enumerate(entries):
-                _check_entry(e, k, man_path, _family(fam))
-                if e["file"] == path.name:
-                    entry, family = e, fam
+    with _locked(path.parent, exclusive=False):  # the file and its entry as a pair
+        sha, arrays = _read_npz_hashed(path, InstanceFormatError)
+        if os.path.lexists(man_path):
+            _regular_file(man_path, InstanceFormatError, "a manifest")
+            man = _read_json(man_path, InstanceFormatError)
+            fam = man.get("family") if isinstance(man, dict) else None
+            if fam in FAMILIES and family in (None, fam):
+                entries = man.get("instances")
+                if not isinstance(entries, list):
+                    raise InstanceFormatError(
+                        f"{man_path}: missing list field 'instances'.")
+                for k, e in enumerate(entries):
+                    _check_entry(e, k, man_path, _family(fam))
+                    if e["file"] == path.name:
+                        entry, family = e, fam
     if entry is not None and entry["sha256"] != sha:
         raise InstanceFormatError(
             f"{path}: sha256 {sha[:12]}... does not match {man_path}'s "
@@ -801,10 +1076,16 @@ def iter_instances(root, family=None, only=None):
 
 def write_instance(root, family, name, arrays, *, hyperparameters, description="",
                    source="", extra=None):
-    """Write (or replace) an instance and its manifest entry, atomically.
+    """Write (or replace) an instance and its manifest entry, atomically as a pair.
 
     The arrays are validated and turned into the family's problem data
     before anything is written, so an invalid instance never reaches disk.
+    The manifest is read, changed and written under the folder's exclusive
+    lock, so concurrent writers do not lose each other's entries; when
+    ``<name>.npz`` is replaced by other bytes the new file is first staged
+    and the manifest switched to it (:func:`_write_pair`), so a writer
+    killed at any moment leaves the old instance or the new one, each with
+    a file that matches its manifest hash.
 
     Parameters
     ----------
@@ -833,10 +1114,6 @@ def write_instance(root, family, name, arrays, *, hyperparameters, description="
                       if a.name in inst.arrays})
     sha = hashlib.sha256(data).hexdigest()
     man_path = folder / "manifest.json"
-    if man_path.is_file():
-        man = read_manifest(root, family)
-    else:
-        man = {"format_version": FORMAT_VERSION, "family": family, "instances": []}
     entry = {
         "name": name,
         "file": path.name,
@@ -847,15 +1124,28 @@ def write_instance(root, family, name, arrays, *, hyperparameters, description="
         "sha256": sha,
     }
     entry.update(extra or {})
-    entries = [e for e in man["instances"] if e["name"] != name]
-    old = [e["name"] for e in man["instances"]]
-    if name in old:
-        entries.insert(old.index(name), entry)
-    else:
-        entries.append(entry)
-    man["instances"] = entries
-    atomic_write_bytes(path, data)
-    atomic_write_bytes(man_path, _json_bytes(man))
+    folder.mkdir(parents=True, exist_ok=True)
+    # one writer at a time: the manifest is read, changed and written whole
+    with _locked(folder, exclusive=True):
+        if os.path.lexists(man_path):
+            man = read_manifest(root, family)
+        else:
+            man = {"format_version": FORMAT_VERSION, "family": family,
+                   "instances": []}
+        old = [e["name"] for e in man["instances"]]
+        others = [e for e in man["instances"] if e["name"] != name]
+        where = old.index(name) if name in old else len(others)
+
+        def point_to(file_name):
+            entry["file"] = file_name
+            man["instances"] = others[:where] + [entry] + others[where:]
+            atomic_write_bytes(man_path, _json_bytes(man))
+
+        taken = {e["file"] for e in others}
+        final = _write_pair(folder, path.name, data, sha, point_to,
+                            target_taken=path.name in taken)
+        _sweep(folder, name, man_path.name, keep=taken | {final})
+    inst.path = folder / final
     inst.sha256 = sha
     inst.entry = entry
     return inst
@@ -934,11 +1224,14 @@ def library_versions():
 
 
 def write_reference(root, instance, M, record):
-    """Write ``reference/<family>/<name>.{npz,json}`` atomically.
+    """Write ``reference/<family>/<name>.{npz,json}`` atomically, as a pair.
 
-    The matrix is written first and the JSON record (which holds the
-    matrix's hash) last, so a reader never pairs a new record with an old
-    matrix unnoticed.
+    The JSON record names the matrix file and holds its hash; it is the
+    switch.  A new matrix is written under a staged name first, the record
+    is pointed at it, then the canonical ``<name>.npz`` is rewritten and the
+    record pointed back (see :func:`_write_pair`), all under the folder's
+    exclusive lock: a writer killed at any moment leaves the old reference or
+    the new one, never a record with a matrix that is not its own.
 
     Parameters
     ----------
@@ -955,34 +1248,25 @@ def write_reference(root, instance, M, record):
     folder = reference_dir(root, instance.family)
     M = np.asarray(M, dtype=np.float64)
     data = npz_bytes({"M": M})
-    npz_path = folder / f"{instance.name}.npz"
+    sha = hashlib.sha256(data).hexdigest()
     record = dict(record)
-    record["matrix"] = {"file": npz_path.name, "shape": list(M.shape),
-                        "sha256": hashlib.sha256(data).hexdigest()}
     json_path = folder / f"{instance.name}.json"
-    atomic_write_bytes(npz_path, data)
-    atomic_write_bytes(json_path, _json_bytes(record))
+
+    def point_to(file_name):
+        record["matrix"] = {"file": file_name, "shape": list(M.shape), "sha256": sha}
+        atomic_write_bytes(json_path, _json_bytes(record))
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder, exclusive=True):
+        final = _write_pair(folder, f"{instance.name}.npz", data, sha, point_to)
+        _sweep(folder, instance.name, json_path.name, keep={final})
     return Reference(instance.family, instance.name, json_path,
                      json.loads(_json_bytes(record)), M)
 
 
-def read_reference(root, instance, *, check=True):
-    """Read the reference of ``instance``.
-
-    Parameters
-    ----------
-    root : str or Path
-    instance : Instance
-    check : bool
-        Raise :class:`StaleReferenceError` when the reference was computed
-        from a different instance file or different hyperparameters.
-
-    Raises
-    ------
-    MissingReferenceError, ReferenceFormatError, StaleReferenceError
-    """
-    folder = reference_dir(root, instance.family)
-    json_path = folder / f"{instance.name}.json"
+def _read_reference_files(folder, json_path, instance):
+    """The validated record and matrix of a reference (see :func:`read_reference`)."""
+    _regular_file(json_path, ReferenceFormatError, "a reference record")
     if not json_path.is_file():
         raise MissingReferenceError(
             f"{json_path}: no reference for instance {instance.name!r} (run "
@@ -1014,18 +1298,26 @@ def read_reference(root, instance, *, check=True):
             f"{json_path}: field 'instance.sha256' must be 64 lowercase hex digits."
         )
     mat = rec["matrix"]
-    npz_path = folder / str(mat.get("file", f"{instance.name}.npz"))
-    if npz_path.parent != folder:
-        raise ReferenceFormatError(f"{json_path}: field 'matrix.file' must be a "
-                                   f"plain file name.")
+    file = mat.get("file", f"{instance.name}.npz")
+    if (not isinstance(file, str) or not file.endswith(".npz")
+            or not _NAME_RE.match(file)):
+        raise ReferenceFormatError(
+            f"{json_path}: field 'matrix.file': {file!r} must be a plain file "
+            f"name ending in .npz in the record's folder."
+        )
+    npz_path = folder / file
+    _regular_file(npz_path, ReferenceFormatError, "a reference matrix")
     if not npz_path.is_file():
         raise ReferenceFormatError(f"{json_path}: matrix file {npz_path} not found.")
-    if sha256_file(npz_path) != mat.get("sha256"):
-        raise ReferenceFormatError(
-            f"{npz_path}: sha256 does not match {json_path}'s field "
-            f"'matrix.sha256'; the two files are out of step."
-        )
-    arrays = read_npz(npz_path, error=ReferenceFormatError)
+
+    def same_hash(sha):
+        if sha != mat.get("sha256"):
+            raise ReferenceFormatError(
+                f"{npz_path}: sha256 does not match {json_path}'s field "
+                f"'matrix.sha256'; the two files are out of step."
+            )
+
+    _, arrays = _read_npz_hashed(npz_path, ReferenceFormatError, same_hash)
     if set(arrays) != {"M"}:
         raise ReferenceFormatError(
             f"{npz_path}: expected exactly one array 'M', got {sorted(arrays)}."
@@ -1038,6 +1330,28 @@ def read_reference(root, instance, *, check=True):
         )
     if not np.all(np.isfinite(M)):
         raise ReferenceFormatError(f"{npz_path}: array 'M' has non-finite values.")
+    return rec, M
+
+
+def read_reference(root, instance, *, check=True):
+    """Read the reference of ``instance``.
+
+    Parameters
+    ----------
+    root : str or Path
+    instance : Instance
+    check : bool
+        Raise :class:`StaleReferenceError` when the reference was computed
+        from a different instance file or different hyperparameters.
+
+    Raises
+    ------
+    MissingReferenceError, ReferenceFormatError, StaleReferenceError
+    """
+    folder = reference_dir(root, instance.family)
+    json_path = folder / f"{instance.name}.json"
+    with _locked(folder, exclusive=False):  # the record and its matrix as a pair
+        rec, M = _read_reference_files(folder, json_path, instance)
     ref = Reference(instance.family, instance.name, json_path, rec, M)
     if check:
         _check_current(ref, instance)
@@ -1444,9 +1758,13 @@ def make_problems(root, family="qwise", *, check=False):
     out = []
     for item in spec.generate():
         name = item["name"]
-        path = problems_dir(root, family) / f"{name}.npz"
+        # the file the manifest names (a staged name when a writer was killed
+        # mid-switch), else where the instance will be written
+        path = problems_dir(root, family) / current.get(name, {}).get(
+            "file", f"{name}.npz")
         arrays = item["arrays"]
-        stored = read_npz(path) if path.is_file() else None
+        stored = (read_npz(path) if path.is_file() and not path.is_symlink()
+                  else None)
         if stored is not None and _same_arrays(stored, arrays):
             # Transcendental functions (np.exp, np.log) differ in the last
             # bit between CPUs (SIMD dispatch): keep the stored bytes when

@@ -6,6 +6,9 @@ these tests do not depend on the accuracy of the fast solvers.
 """
 
 import json
+import multiprocessing
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -111,6 +114,39 @@ def test_solve_bare_file_summary(tmp_path, capsys):
                        "--regularizer", "frobenius", "--C-q", "2")
     assert code == 0
     assert "objective" in out and "passed True" in out
+
+
+@pytest.mark.parametrize("option, value, match", [
+    ("--u", "nan", "--u: must be finite, got nan"),
+    ("--u", "inf", "--u: must be finite, got inf"),
+    ("--l", "-inf", "--l: must be finite"),
+    ("--u", "-1", r"--u: must be a float in the range \[0"),
+    ("--C-q", "-0.5", r"--C-q: must be a float in the range \[0"),
+    ("--C-q", "1e400", "--C-q: must be finite"),
+    ("--C-p", "nan", "--C-p: must be finite"),
+    ("--regularizer", "nuclear", "--regularizer: must be a str among"),
+])
+def test_solve_refuses_bad_hyperparameters(tmp_path, capsys, option, value, match):
+    path = tmp_path / "bare.npz"
+    rng = np.random.RandomState(0)
+    np.savez(path, X=rng.randn(8, 3), quadruplets=np.array([[0, 1, 2, 3]]),
+             delta=np.ones(1))
+    # "--l=-inf": argparse would read a bare "-inf" as an option
+    code, out, err = run(capsys, "solve", path, "--method", "exact",
+                         f"{option}={value}")
+    assert code == 2 and out == ""
+    assert re.search(match, err), err
+    # the collection's own instances get the same check
+    code, out, err = run(capsys, "solve", REPO / "problems" / "qwise" / f"{SMALL}.npz",
+                         f"{option}={value}")
+    assert code == 2 and re.search(match, err), err
+
+
+def test_reference_refuses_a_bad_scs_tol(tiny_root, capsys):
+    for value in ("nan", "0", "-1e-9", "inf"):
+        code, out, err = run(capsys, "reference", "--root", tiny_root,
+                             f"--scs-tol={value}")
+        assert code == 2 and "--scs-tol: must be" in err and out == ""
 
 
 def test_solve_errors_are_clean(tmp_path, capsys):
@@ -223,6 +259,50 @@ def test_reference_command_exits_nonzero_on_rejection(tiny_root, monkeypatch,
     assert code == 1
     assert "REJECTED" in out and "disagree" in err
     assert (col.reference_dir(tiny_root, "qwise") / "tiny.json").read_bytes() == before
+
+
+def _reference_killed_between_writes(root):
+    """In a forked child: ``cvxmetric reference``, ended by ``os._exit`` just
+    after its first file was moved into place."""
+    real = os.replace
+    calls = []
+
+    def replace(src, dst):
+        if calls:
+            os._exit(17)
+        calls.append(dst)
+        real(src, dst)
+
+    os.replace = replace
+    main(["reference", "--root", str(root), "--only", "tiny"])
+    os._exit(0)
+
+
+@pytest.mark.skipif(col.fcntl is None, reason="needs POSIX flock")
+def test_reference_command_killed_between_its_two_files(tiny_root, capsys):
+    """Once left a record whose matrix was not its own: ``invalid``."""
+    folder = col.reference_dir(tiny_root, "qwise")
+    # an older reference (another matrix) to be replaced
+    inst = col.load_instance(tiny_root, "qwise", "tiny")
+    ref = col.read_reference(tiny_root, inst)
+    col.write_reference(tiny_root, inst, 2 * ref.M,
+                        {k: v for k, v in ref.record.items() if k != "matrix"})
+    child = multiprocessing.get_context("fork").Process(
+        target=_reference_killed_between_writes, args=(tiny_root,))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 17
+    code, out, _ = run(capsys, "list", "--root", tiny_root)
+    line = next(ln for ln in out.splitlines() if " tiny " in ln)
+    assert code == 0 and "current" in line
+    status, now = col.reference_status(tiny_root, inst)
+    assert status == "current"
+    assert np.array_equal(now.M, 2 * ref.M)  # the old pair, whole
+    # a rerun completes and clears the staged copy
+    code, _, _ = run(capsys, "reference", "--root", tiny_root)
+    assert code == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["tiny.json", "tiny.npz"]
+    assert np.allclose(col.read_reference(tiny_root, inst).M, ref.M, atol=1e-6)
 
 
 def test_make_problems_check(tmp_path, capsys):
