@@ -561,6 +561,39 @@ def format_table(rows):
     return "\n".join(lines)
 
 
+def format_aggregate(rows):
+    """Rows grouped by dataset, estimator and method, over the seeds: the
+    seeds run, the failing ones, the statuses seen, the largest ``|gap|``
+    and the median fit seconds."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["dataset"], r["estimator"], r["method"]), []).append(r)
+    headers = ["dataset", "estimator", "method", "seeds", "failing seeds",
+               "statuses", "max abs gap", "median s"]
+    body = []
+    for (dataset, estimator, method), rs in groups.items():
+        gaps = [abs(r["gap"]) for r in rs if r.get("gap") is not None]
+        secs = [r["seconds"] for r in rs if r.get("seconds") is not None]
+        statuses = {}
+        for r in rs:
+            statuses[r.get("status") or "-"] = statuses.get(r.get("status") or "-", 0) + 1
+        body.append([
+            dataset, estimator, method, str(len(rs)),
+            ",".join(str(r["seed"]) for r in rs if r.get("failed")) or "-",
+            " ".join(f"{k} {v}" if len(statuses) > 1 else k
+                     for k, v in statuses.items()),
+            _fmt(max(gaps) if gaps else None, ".1e"),
+            _fmt(float(np.median(secs)) if secs else None, ".2f"),
+        ])
+    widths = [max(len(h), *(len(b[k]) for b in body)) if body else len(h)
+              for k, h in enumerate(headers)]
+    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
+             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(b, widths)) + " |"
+              for b in body]
+    return "\n".join(lines)
+
+
 def failures(rows):
     """``dataset/seed/estimator/method: why`` of every failing row."""
     return [f"{r['dataset']}/{r['seed']}/{r['estimator']}/{r['method']}: {r['why']}"
@@ -610,6 +643,9 @@ def main(argv=None):
                    help="append each raw row as a JSON line here as it is done")
     p.add_argument("--resume", action="store_true",
                    help="skip the cases already in the --progress file")
+    p.add_argument("--aggregate", action="store_true",
+                   help="with --from-progress: one line per dataset, estimator "
+                        "and method over the seeds (a Markdown table)")
     p.add_argument("--from-progress", metavar="PATH", action="append",
                    help="run nothing: judge and print the rows of these "
                         "--progress files (repeatable)")
@@ -621,7 +657,7 @@ def main(argv=None):
                 rows += [json.loads(line) for line in fh if line.strip()]
         rows = judge(rows)
         _write_json(args.json, rows)
-        print(report(rows))
+        print(format_aggregate(rows) if args.aggregate else report(rows))
         return 1 if any(r.get("failed") for r in rows) else 0
     return run_cli(args)
 
