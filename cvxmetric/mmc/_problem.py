@@ -543,6 +543,28 @@ class MMCData:
         min_eig = float(np.linalg.eigvalsh(0.5 * (x + x.T))[0])
         return (float(np.sum(ZS * ZS)), np.einsum("pr,pr->p", ZD, ZD), min_eig)
 
+    def representation_error(self, x, f, dist):
+        """Uncertainty of ``r(x)`` (absolute) from storing ``x`` in floating point.
+
+        An ``M`` is known to ``eps ||S M S||_2`` (its entries are rounded);
+        that moves ``f`` by up to ``eps ||Mj|| ||Z_S||_F^2`` and each ``D2``
+        by ``eps ||Mj|| ||z||^2``.  Negligible (~1e-15) unless ``M`` has huge
+        entries along nearly dependent features, where the matrix cannot
+        carry its own value to the certificate's accuracy.
+        """
+        if self.diagonal:
+            return 0.0
+        x = np.asarray(x, dtype=float)
+        xj = self.to_jacobi(0.5 * (x + x.T))
+        nrm = float(np.max(np.abs(np.linalg.eigvalsh(0.5 * (xj + xj.T)))))
+        c = 4.0 * (self.n_features + 2) * np.finfo(float).eps * nrm
+        df = c * float(np.sum(self.Z_S * self.Z_S))
+        root = np.sqrt(np.maximum(dist, 1e-300))
+        dD = c * np.sum(self.Z_D * self.Z_D, axis=1)
+        dg = float(np.sum(dD / (2.0 * root)))
+        g = float(np.sum(root))
+        return (df + 2.0 * f * dg / max(g, 1e-300)) / max(g, 1e-300) ** 2
+
     def psd_violation(self, x):
         """Relative PSD (or sign) violation ``max(0, -lam_min) / lam_max`` of
         ``x`` in Jacobi units: dimensionless, so that round-off of an ``M``
@@ -605,7 +627,7 @@ class MMCData:
 
     # -- dual bound ----------------------------------------------------------
 
-    def dual_bound(self, u):
+    def dual_bound(self, u, *, return_allowance=False):
         """``LB(u) = 1 / (||u||_1 lambda_max(2 B_u, A_S))`` (module docstring).
 
         A lower bound on the optimal value of (P) for every ``u > 0``;
@@ -621,12 +643,18 @@ class MMCData:
         :data:`BOUND_TRUST` the bound is not trusted and ``-inf`` (no bound)
         is returned.
         """
+        if return_allowance:
+            return self._dual_bound(u)
+        return self._dual_bound(u)[0]
+
+    def _dual_bound(self, u):
+        """``(LB(u), relative allowance applied)``."""
         u = np.asarray(u, dtype=float)
         top = float(np.max(u)) if u.size else 0.0
         if not np.all(np.isfinite(u)):
-            return -np.inf
+            return -np.inf, np.inf
         if self.degenerate or not top > 0:
-            return 0.0  # f >= 0: the trivial bound
+            return 0.0, 0.0  # f >= 0: the trivial bound
         u = np.maximum(u, U_FLOOR * top) / top
         eps = np.finfo(float).eps
         if self.diagonal:
@@ -635,23 +663,25 @@ class MMCData:
             aj = np.sum(self.Z_S * self.Z_S, axis=0)  # 1 up to round-off
             pos = b > 0
             if not np.any(pos):
-                return -np.inf
+                return -np.inf, np.inf
             lam = float(np.max(b[pos] / aj[pos]))
             # sums of positive terms: relative error below (n + d) eps each
-            lam *= 1.0 + 4.0 * (len(u) + self.n_similar + 4) * eps
+            rel = 4.0 * (len(u) + self.n_similar + 4) * eps
+            lam *= 1.0 + rel
         else:
             if self.psi.shape[1] == 0:
-                return -np.inf
+                return -np.inf, np.inf
             Y = self.psi / np.sqrt(u)[:, None]  # (n_D, r)
             lam = float(np.linalg.eigvalsh(Y.T @ Y)[-1])
             if not lam > 0:
-                return -np.inf
+                return -np.inf, np.inf
             ZD = self.Z_D / np.sqrt(u)[:, None]
             rel = self._bound_allowance(np.sqrt(np.sum(ZD * ZD)) / np.sqrt(lam))
             if not rel <= BOUND_TRUST:
-                return -np.inf
+                return -np.inf, np.inf
             lam *= (1.0 + rel) ** 2
-        return 1.0 / (float(np.sum(u)) * lam)
+            rel = (1.0 + rel) ** 2 - 1.0
+        return 1.0 / (float(np.sum(u)) * lam), rel
 
     def _bound_allowance(self, ratio_D):
         """Relative allowance on ``sqrt(lambda_max)`` for round-off.
@@ -713,7 +743,8 @@ class MMCData:
 
         The optimum of (P) scales like ``|S| / |D|^2`` and is often far
         below 1, so ``rel_gap`` is *relative to the objective itself*,
-        ``(f - LB) / f``, and ``passed`` means ``f - LB <= tol_gap * f``
+        ``(f - LB + dr) / f`` with ``dr`` the :meth:`representation_error`
+        (how well the float matrix ``x`` knows its own value), and ``passed`` means ``f - LB <= tol_gap * f``
         with the package's MMC tolerance.  For degenerate data the optimum
         is 0; ``rel_gap`` is then ``(f - LB) / r(I)`` (``r(I)`` the
         Euclidean metric's value) and ``tol_gap`` is
@@ -742,7 +773,9 @@ class MMCData:
             ref, tol = abs(obj), tol_gap
         gap = obj - lb
         if np.isfinite(lb) and ref > 0:
-            rel = abs(gap) / ref
+            # the objective of the returned matrix is known to within its
+            # representation error: the gap does not pass below it
+            rel = (abs(gap) + self.representation_error(x, obj, dist)) / ref
         else:
             gap, rel = np.inf, np.inf
         g = self.g(dist=dist)

@@ -227,6 +227,7 @@ class PGState(NamedTuple):
     best_r: float
     best_lb: float
     n_backtracks: int
+    floor: float  # relative round-off allowance of the bound: no gap below
 
 
 @dataclass
@@ -299,12 +300,18 @@ class MMCProjectedGradient(IterativeSolver):
             dist = sp.dist(x)
         gx = float(np.sum(np.sqrt(dist)))
         grad = sp.grad(dist)
-        lb = data.dual_bound(np.sqrt(dist))
+        lb, allow = data.dual_bound(np.sqrt(dist), return_allowance=True)
         r = sp.f(x) / gx ** 2
         # first step: a move of the size of x along the gradient
         step = np.sqrt(_inner(x, x) / max(_inner(grad, grad), 1e-300))
         err = (r - lb) / r
-        return x, PGState(0, err, gx, dist, grad, step, (gx,), x, r, lb, 0)
+        return x, PGState(0, err, gx, dist, grad, step, (gx,), x, r, lb, 0,
+                          2.0 * allow)
+
+    def converged(self, state):
+        # the certified gap cannot go below the bound's round-off allowance
+        # (nearly dependent features): stop there instead of at maxiter
+        return state.error <= max(self.tol, state.floor)
 
     def update(self, x, state, data):
         sp = self._space
@@ -347,7 +354,8 @@ class MMCProjectedGradient(IterativeSolver):
         step = min(max(step, 1e-12 * state.step), 1e12 * state.step)
         history = (state.history + (g_new,))[-self.memory:]
         r = sp.f(x_new) / g_new ** 2
-        lb = max(state.best_lb, data.dual_bound(np.sqrt(dist)))
+        lb_new, allow = data.dual_bound(np.sqrt(dist), return_allowance=True)
+        lb = max(state.best_lb, lb_new)
         best_x, best_r = state.best_x, state.best_r
         if r < best_r:
             best_x, best_r = x_new, r
@@ -356,7 +364,8 @@ class MMCProjectedGradient(IterativeSolver):
             err = min(err, state.error)
         return x_new, PGState(state.iter_num + 1, err, g_new, dist, grad_new,
                               step, history, best_x, best_r, lb,
-                              state.n_backtracks + backtracks)
+                              state.n_backtracks + backtracks,
+                              min(state.floor, 2.0 * allow))
 
     def finalize(self, x, state, data):
         x = data.normalize(self._space.to_user(state.best_x))
