@@ -1621,7 +1621,11 @@ def _verify_one(inst, ref, method):
     except KeyError:
         row.error = f"no tolerance for method {method!r} in TOLERANCES"
         return row
-    data = inst.to_data()
+    try:
+        data = inst.to_data()
+    except CollectionError as exc:  # one unreadable instance is one failed row
+        row.error = f"instance invalid: {exc}"
+        return row
     t0 = time.perf_counter()
     try:
         res = run_method(inst.family, method, data)

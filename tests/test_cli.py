@@ -223,6 +223,25 @@ def test_verify_reports_a_crashing_method(tiny_root, monkeypatch, capsys):
     assert code == 1 and "RuntimeError: boom" in out
 
 
+def test_verify_reports_an_instance_its_family_refuses(tiny_root, fake_methods,
+                                                       monkeypatch, capsys):
+    """An instance the family's checks now refuse is a failed row, not the
+    end of the run."""
+    import dataclasses
+
+    spec = col.FAMILIES["qwise"]
+
+    def refuse(arrays, hp):
+        raise ValueError("A_S: not positive definite on the span.")
+
+    monkeypatch.setitem(col.FAMILIES, "qwise", dataclasses.replace(spec, to_data=refuse))
+    code, out, _ = run(capsys, "verify", "--root", tiny_root, "--no-progress")
+    assert code == 1
+    rows = [ln for ln in out.splitlines() if ln.startswith("tiny ")]
+    assert len(rows) == 2
+    assert all("FAIL: instance invalid" in r and "tiny.npz" in r for r in rows)
+
+
 # ---------------------------------------------------------------------------
 # reference / make-problems
 # ---------------------------------------------------------------------------
