@@ -543,9 +543,10 @@ class ConstraintData(FullOrDiagonal):
     def dual_bound(self, u):
         """A valid lower bound on the optimal value from multipliers ``u``.
 
-        ``lam > 0``: the better of ``g(clip(u))`` and ``g`` at ``u`` repaired
-        as below (both are values of the dual function at points of the
-        box, hence valid bounds with no tolerance).  The repair matters when
+        ``lam > 0``: the best of ``g(clip(u))``, ``g`` at ``u`` repaired as
+        below (values of the dual function at points of the box, valid with
+        no tolerance) and, when the repaired ``v`` passes the round-off test
+        of ``Y(v) <= 0`` below, ``b^T v <= g(v)``.  The repair matters when
         ``lam`` is tiny (large data, see :meth:`normalized`): there ``g``
         charges ``||Pi_+(Y(u))||^2 / (2 lam)`` for any positive part of
         ``Y(u)``, and a ``u`` that is nearly optimal for a larger ``lam``
@@ -564,7 +565,13 @@ class ConstraintData(FullOrDiagonal):
             bound = self.dual_value(u)
             repaired = self._nsd_repair(u)
             if repaired is not None:
-                bound = max(bound, self.dual_value(repaired[0]))
+                v, ok = repaired
+                bound = max(bound, self.dual_value(v))
+                if ok:
+                    # Y(v) <= 0 up to round-off: g(v) >= b^T v (the lam = 0
+                    # rule).  Needed at tiny lam, where ||Pi_+(Y)||^2 / (2 lam)
+                    # of a round-off-sized positive part is huge
+                    bound = max(bound, float(self.b @ v))
             return bound
         lin_beta = float(self.b[self.must] @ u[self.must])  # -sum beta (0 in Eq. 1)
         repaired = self._nsd_repair(u)
@@ -578,7 +585,7 @@ class ConstraintData(FullOrDiagonal):
     def _nsd_repair(self, u):
         """``(v, ok)``: ``u`` with ``theta`` repaired towards ``Y(v) <= 0``
         (see :meth:`dual_bound`), ``ok`` when ``Y(v) <= 0`` holds up to
-        round-off; ``None`` when no cannot-link multiplier survives."""
+        round-off; ``None`` when ``u`` has no cannot-link multiplier."""
         theta = np.where(self.sign > 0, u, 0.0)
         beta = np.where(self.sign < 0, u, 0.0)
         if not np.any(theta):
@@ -592,7 +599,7 @@ class ConstraintData(FullOrDiagonal):
                 np.zeros(self.n_pairs, bool)
             theta = np.where(touch, 0.0, theta)
             if not np.any(theta):
-                return None
+                return beta, True
             T = self.Psi.T @ theta
             ratio = np.where(null, 0.0, T / np.where(null, 1.0, B))
             t = max(1.0, float(ratio.max()))
@@ -609,7 +616,7 @@ class ConstraintData(FullOrDiagonal):
             norm2 = np.einsum("pd,pd->p", Phi, Phi)
             theta = np.where(out > 1e-10 * norm2, 0.0, theta)
         if not np.any(theta) or not np.any(rng):
-            return None
+            return beta, True
         T = self.op.gram(theta)
         T = 0.5 * (T + T.T)
         # generalised eigenvalue on range(B): largest of B_r^{-1/2} T_r B_r^{-1/2}
