@@ -225,7 +225,8 @@ def _check_weights(scaling, C_q, C_p):
     for name, C in (("C_q", C_q), ("C_p", C_p)):
         if C == 0:
             continue
-        Cn = float(np.ldexp(C, shift))
+        with np.errstate(over="ignore", under="ignore"):
+            Cn = float(np.ldexp(C, shift))
         if lo <= Cn <= hi:
             continue
         culprit = max(parts, key=lambda k: abs(parts[k]))

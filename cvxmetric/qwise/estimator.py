@@ -43,6 +43,7 @@ from ..constraints import (
     quadruplets_from_labels,
     tuples_to_indices,
 )
+from ..constraints import _row_ids, _same_pair
 from ._problem import REGULARIZERS, QwiseData
 from .exact import solve_exact
 from .fast import ProjectedSubgradient, QwiseDualSolver
@@ -384,9 +385,10 @@ certificate_, result_, n_features_in_
 
     Notes
     -----
-    Sampled quadruplets whose two pairs are both identical points (possible
-    only with duplicate rows in ``X``) do not depend on ``M`` and are
-    dropped, as are sampled similar / dissimilar pairs of identical points.
+    Sampled quadruplets whose two pairs are both identical points, or whose
+    two pairs join the same two points (possible only with rows of ``X``
+    duplicated across classes), do not depend on ``M`` and are dropped, as
+    are sampled similar / dissimilar pairs of identical points.
     ``objective_`` is the objective over the kept constraints.
 
     Examples
@@ -456,11 +458,16 @@ certificate_, result_, n_features_in_
         rng = check_random_state(self.random_state)
         quads = quadruplets_from_labels(y, n, random_state=rng)
         i, j, k, l = quads.T
-        useful = ~(_same_point(X, i, j) & _same_point(X, k, l))
+        # with rows duplicated across classes the label sampler can draw
+        # quadruplets that compare nothing: both pairs of zero length, or
+        # both pairs joining the same two points
+        ids = _row_ids(X)
+        useful = ~((ids[i] == ids[j]) & (ids[k] == ids[l])) & ~_same_pair(ids, i, j, k, l)
         if not np.any(useful):
             raise ValueError(
-                "X: every sampled quadruplet compares identical points; the "
-                "data has no information on the metric."
+                "X: every sampled quadruplet compares identical points or a "
+                "distance with itself; the data has no information on the "
+                "metric."
             )
         quads = Quadruplets.create(X, quads[useful], 1.0)
         labelled = None
