@@ -115,7 +115,7 @@ def test_run_bench_rows(monkeypatch):
         {"method": "euclid"}, {"method": "slr-whole"},
         {"method": "slr", "rank": 3, "n_iter": 2, "dtype": "float32"},
         {"method": "alg2-c", "n_iter": 2, "m": 60},
-        {"method": "oasis", "n_steps": 50}]}
+        {"method": "oasis", "n_steps": 50}, {"method": "newton"}]}
     monkeypatch.setitem(_bench.BENCH_PROBLEMS, "tiny", tiny)
     rows = _bench.run_bench(problems=("tiny",), isolate=False)
     keys = {"problem", "method", "d", "N", "n", "objective", "gap", "gap_kind",
@@ -126,6 +126,9 @@ def test_run_bench_rows(monkeypatch):
         assert 0.0 < r["map"] <= 1.0
     learned = [r for r in rows if r["method"] != "euclid"]
     assert min(r["gap"] for r in learned) == 0.0
+    newton = [r for r in rows if r["method"] == "newton"][0]
+    # the certified optimum of Eq. 4 is the best row
+    assert newton["status"] == "optimal" and newton["gap"] == 0.0
     assert all(r["gap"] >= 0 and r["gap_kind"] == "vs best row" for r in learned)
     assert "mAP" in _bench.format_table(rows)
     with pytest.raises(ValueError, match="problems"):
