@@ -435,3 +435,51 @@ def test_generator_counts(kind, name, low, y):
         GENERATORS[kind](y, low, 0)
     with raises_naming(TypeError, name):
         GENERATORS[kind](y, "10", 0)
+
+
+# ---------------------------------------------------------------------------
+# tuples that compare a distance with itself
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [[0, 1, 0, 1], [0, 1, 1, 0], [1, 0, 0, 1]])
+def test_same_pair_quadruplets_refused(bad, X):
+    with pytest.raises(ValueError, match="^quadruplets: 1 quadruplet"):
+        Quadruplets.create(X, [[0, 1, 0, 2], bad])
+    with pytest.raises(ValueError, match="^quadruplets: 1 quadruplet"):
+        Quadruplets.from_tuples(X[np.array([bad])])
+
+
+def test_same_pair_triplets_refused(X):
+    with pytest.raises(ValueError, match="^triplets: 1 triplet"):
+        Triplets.create(X, [[0, 1, 2], [0, 3, 3]])
+    Xd = X.copy()
+    Xd[3] = Xd[4]  # (0, 3, 4) joins the same two points twice
+    with pytest.raises(ValueError, match="^triplets: 1 triplet"):
+        Triplets.create(Xd, [[0, 3, 4]])
+
+
+def test_generators_never_draw_same_index_pairs():
+    """By labels alone the samplers cannot draw (i, j, i, j), (i, j, j, i)
+    or (q, r, r): a same-class pair never equals a different-class pair."""
+    y = np.repeat([0, 1, 2], [2, 3, 40])
+    Q = quadruplets_from_labels(y, 5000, random_state=0)
+    same = (np.minimum(Q[:, 0], Q[:, 1]) == np.minimum(Q[:, 2], Q[:, 3])) & (
+        np.maximum(Q[:, 0], Q[:, 1]) == np.maximum(Q[:, 2], Q[:, 3]))
+    assert not np.any(same)
+    T = triplets_from_labels(y, 5000, random_state=0)
+    assert not np.any(T[:, 1] == T[:, 2])
+
+
+def test_generators_on_rows_duplicated_across_classes():
+    """With rows duplicated across classes the samplers (which see labels
+    only) can draw tuples whose two pairs join the same two points;
+    ``create`` refuses them, and the consumer must skip them."""
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    y = np.array([0, 0, 1, 1])  # rows 0 / 2 and 1 / 3 coincide
+    Q = quadruplets_from_labels(y, 200, random_state=0)
+    T = triplets_from_labels(y, 200, random_state=0)
+    with pytest.raises(ValueError, match="^quadruplets:"):
+        Quadruplets.create(X, Q)
+    with pytest.raises(ValueError, match="^triplets:"):
+        Triplets.create(X, T)
