@@ -651,15 +651,24 @@ def main(argv=None):
                         "--progress files (repeatable)")
     args = p.parse_args(argv)
     if args.from_progress:
-        rows = []
-        for path in args.from_progress:
-            with open(path) as fh:
-                rows += [json.loads(line) for line in fh if line.strip()]
-        rows = judge(rows)
+        rows = judge(load_progress(args.from_progress))
         _write_json(args.json, rows)
         print(format_aggregate(rows) if args.aggregate else report(rows))
         return 1 if any(r.get("failed") for r in rows) else 0
     return run_cli(args)
+
+
+def load_progress(paths):
+    """The raw rows of ``--progress`` files; of a case run twice, the last."""
+    rows = {}
+    for path in paths:
+        with open(path) as fh:
+            for line in fh:
+                if line.strip():
+                    r = json.loads(line)
+                    rows[(r["dataset"], int(r["seed"]), r["estimator"],
+                          r["method"])] = r
+    return list(rows.values())
 
 
 def _write_json(path, rows):
@@ -689,8 +698,7 @@ def run_cli(args, json_stdout=False):
 
     done = []
     if getattr(args, "resume", False) and progress and os.path.exists(progress):
-        with open(progress) as fh:
-            done = [json.loads(line) for line in fh if line.strip()]
+        done = load_progress([progress])
     rows = run_suite(
         _parse_list(args.datasets) or DATASETS, seeds,
         _parse_list(args.families) or tuple(FAMILIES),
