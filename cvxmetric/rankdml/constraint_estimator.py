@@ -124,7 +124,7 @@ class ConstraintDML(_ConstraintBase):
         are not supported.
     tol : float > 0, optional
         Target certified relative duality gap of the fast solver
-        (``None``: its default, 1e-8).  Ignored by ``"exact"``.
+        (``None``: its default, 1e-7).  Ignored by ``"exact"``.
     max_iter : int >= 1, optional
         Working-set rounds of the fast solver (``None``: its default).
         Ignored by ``"exact"``.
