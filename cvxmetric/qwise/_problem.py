@@ -409,11 +409,17 @@ class QwiseData:
             # vectors (directions orthogonal to all of them are harmless).
             # Judged in scale-free units (the test is scale invariant).
             span = opn.gram(np.ones(opn.n_pairs))
-            w_span, U_span = np.linalg.eigh(0.5 * (span + span.T))
+            _, U_span = np.linalg.eigh(0.5 * (span + span.T))
+            # the weight of each eigendirection, recomputed from the
+            # differences themselves: eigh of the Gram matrix resolves
+            # eigenvalues only to ~1e-16 of the largest, which cannot tell
+            # exact rank deficiency (round-off) from nearly collinear
+            # features (1e-7 noise: weight ~1e-14); ||Phi u||^2 can, to ~1e-32
+            w_span = _direction_weights(opn, U_span)
             # a direction with any weight above round-off is in the span
             # (nearly collinear features included: the minimum is then
             # attained only by a huge M, which no solver resolves)
-            U = U_span[:, w_span > 1e-20 * max(w_span[-1], 1e-300)]
+            U = U_span[:, w_span > 1e-20 * max(w_span.max(), 1e-300)]
             lam = np.linalg.eigvalsh(U.T @ A_S @ U) if U.shape[1] else np.ones(1)
             top = max(float(np.linalg.eigvalsh(A_S)[-1]), 1e-300)
             if lam[0] <= 1e-10 * top:
@@ -706,3 +712,15 @@ class QwiseData:
         if np.isfinite(cert.rel_gap):
             cert.rel_gap = self.relative_gap(obj, bound)
         return cert
+
+
+def _direction_weights(op, U, chunk=65_536):
+    """``sum_p (phi_p^T u_k)^2`` for each column ``u_k`` of ``U`` (d, r),
+    from the difference vectors themselves (never the cancelling
+    sample-space form), one block of pairs at a time."""
+    w = np.zeros(U.shape[1])
+    for s in range(0, op.n_pairs, chunk):
+        Z = op._diffs(np.arange(s, min(s + chunk, op.n_pairs))) @ U  # (block, r)
+        w += np.einsum("pr,pr->r", Z, Z)
+    return w
+
