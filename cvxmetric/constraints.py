@@ -40,6 +40,7 @@ __all__ = [
     "pairs_from_labels",
     "triplets_from_labels",
     "quadruplets_from_labels",
+    "informative",
 ]
 
 
@@ -119,6 +120,38 @@ def _same_pair(ids, a, b, c, e):
     lo1, hi1 = np.minimum(ids[a], ids[b]), np.maximum(ids[a], ids[b])
     lo2, hi2 = np.minimum(ids[c], ids[e]), np.maximum(ids[c], ids[e])
     return (lo1 == lo2) & (hi1 == hi2)
+
+
+def informative(X, indices):
+    """Mask of the triplets ``(i, j, k)`` or quadruplets ``(i, j, k, l)`` (by
+    index into ``X``) whose constraint depends on the metric.
+
+    A tuple carries no information when both of its pairs have a zero-length
+    difference, or when both pairs join the same two points (the constraint
+    compares a distance with itself).  :class:`Triplets` and
+    :class:`Quadruplets` refuse such tuples; generators that sample from
+    labels alone can draw them where rows are duplicated across classes, and
+    use this mask to drop them.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    indices : ndarray of int, shape (n_tuples, 3) or (n_tuples, 4)
+
+    Returns
+    -------
+    ndarray of bool, shape (n_tuples,)
+    """
+    idx = np.asarray(indices)
+    if idx.ndim != 2 or idx.shape[1] not in (3, 4):
+        raise ValueError(f"indices: expected shape (n, 3) or (n, 4), got {idx.shape}.")
+    if idx.shape[1] == 3:
+        i, j, k = idx.T
+        idx = np.stack([i, j, i, k], axis=1)
+    ids = _row_ids(X)
+    a, b, c, e = idx.T
+    empty = _zero_length(ids, a, b) & _zero_length(ids, c, e)
+    return ~(empty | _same_pair(ids, a, b, c, e))
 
 
 def _refuse(mask, name, kind, why):

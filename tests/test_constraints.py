@@ -483,3 +483,25 @@ def test_generators_on_rows_duplicated_across_classes():
         Quadruplets.create(X, Q)
     with pytest.raises(ValueError, match="^triplets:"):
         Triplets.create(X, T)
+
+
+def test_informative_mask_matches_what_create_refuses():
+    """``informative`` is the public form of the refusal in ``create``: a
+    generator drops exactly the tuples ``Triplets`` / ``Quadruplets`` refuse
+    (rows duplicated across classes make the label samplers draw them)."""
+    from cvxmetric.constraints import informative
+
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 2.0]])  # 1 == 2
+    quads = np.array([[0, 1, 0, 2],   # same two points: refused
+                      [1, 0, 2, 0],   # same, reversed order
+                      [1, 2, 0, 0],   # both pairs of zero length
+                      [0, 1, 0, 3]])  # informative
+    assert informative(X, quads).tolist() == [False, False, False, True]
+    for row in quads[:3]:
+        with pytest.raises(ValueError, match="do not constrain the metric"):
+            Quadruplets.create(X, row[None])
+    Quadruplets.create(X, quads[3:])
+    trips = np.array([[0, 1, 2], [0, 1, 3], [1, 2, 2]])
+    assert informative(X, trips).tolist() == [False, True, False]
+    with pytest.raises(ValueError, match="indices"):
+        informative(X, np.zeros((2, 2), dtype=int))

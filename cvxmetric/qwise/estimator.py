@@ -39,11 +39,11 @@ from .._validation import check_samples
 from ..constraints import (
     LabeledPairs,
     Quadruplets,
+    informative,
     pairs_from_labels,
     quadruplets_from_labels,
     tuples_to_indices,
 )
-from ..constraints import _row_ids, _same_pair
 from ._problem import REGULARIZERS, QwiseData
 from .exact import solve_exact
 from .fast import ProjectedSubgradient, QwiseDualSolver
@@ -457,12 +457,10 @@ certificate_, result_, n_features_in_
             n = min(1000, 20 * X.shape[0])
         rng = check_random_state(self.random_state)
         quads = quadruplets_from_labels(y, n, random_state=rng)
-        i, j, k, l = quads.T
         # with rows duplicated across classes the label sampler can draw
         # quadruplets that compare nothing: both pairs of zero length, or
         # both pairs joining the same two points
-        ids = _row_ids(X)
-        useful = ~((ids[i] == ids[j]) & (ids[k] == ids[l])) & ~_same_pair(ids, i, j, k, l)
+        useful = informative(X, quads)
         if not np.any(useful):
             raise ValueError(
                 "X: every sampled quadruplet compares identical points or a "
