@@ -156,7 +156,10 @@ def project_capped_simplex(v, tau):
     u = np.sort(v)[::-1]
     css = np.cumsum(u) - tau
     k = np.arange(1, len(v) + 1)
-    rho = np.flatnonzero(u - css / k > 0)[-1]
+    # the first entry always qualifies (u_1 - (u_1 - tau) = tau > 0); with
+    # entries far above tau round-off can hide that, so keep at least it
+    hits = np.flatnonzero(u - css / k > 0)
+    rho = int(hits[-1]) if len(hits) else 0
     theta = css[rho] / (rho + 1)
     return np.maximum(v - theta, 0.0), float(theta)
 
@@ -167,14 +170,17 @@ def _burg_spectral(z, lam):
     ``lam (b - 1/b) = z``, i.e. ``b = (z + sqrt(z^2 + 4 lam^2)) / (2 lam)``,
     written without cancellation for ``z << 0``.
     """
-    r = np.sqrt(z * z + 4.0 * lam * lam)
+    r = np.hypot(z, 2.0 * lam)  # no overflow of z * z
     return np.where(z >= 0, (z + r) / (2.0 * lam), 2.0 * lam / (r - z))
 
 
 def _burg_spectral_deriv(z, lam):
     """``db/dz = b / (lam (b + 1/b)) = b^2 / (lam (b^2 + 1))``."""
     b = _burg_spectral(z, lam)
-    return b * b / (lam * (b * b + 1.0))
+    # b^2 / (b^2 + 1) written so that neither form overflows
+    big = b > 1.0
+    inv = np.where(big, 1.0 / np.where(big, b, 1.0), 0.0)
+    return np.where(big, 1.0 / (lam * (1.0 + inv * inv)), b * b / (lam * (b * b + 1.0)))
 
 
 def _divided_differences(z, b, lam):
@@ -225,6 +231,25 @@ def _decreasing_root(phi, target, x0, step0):
             x = x + (step if res > 0 else -step)
             step *= 2.0
     return best[1], best[2]
+
+
+#: Largest difference-vector length accepted: the unit margin is compared
+#: with squared distances, and the dual maps square sums of them (Burg's
+#: ``z^2``, ``||S||^2``), so lengths beyond this would overflow.
+MAX_DIFF_LENGTH = 1e60
+
+
+def _check_scale(op):
+    """Refuse data whose squared distances the solvers cannot represent."""
+    X = op.X
+    # centred coordinates bound every difference: |x_i - x_j| <= 2 max |x|
+    big = float(np.max(np.abs(X))) if X.size else 0.0
+    if not big <= 0.5 * MAX_DIFF_LENGTH:
+        raise ValueError(
+            f"X: coordinates (after centring) reach {big:.3g}; RankDML compares "
+            f"squared distances with the unit margin of Eq. 7 / 9 / 11, and at "
+            f"this scale they leave the floating-point range. Rescale X (the "
+            f"optimum is not scale invariant: the margin fixes a scale).")
 
 
 # ---------------------------------------------------------------------------
@@ -367,6 +392,7 @@ class RankData(FullOrDiagonal):
         inv = inv.reshape(-1)
         N = len(idx)
         op = PairOperator(X, uniq)
+        _check_scale(op)
         K = None
         if diagonal:
             Xc = op.X
@@ -383,6 +409,19 @@ class RankData(FullOrDiagonal):
         return cls(X=X, triplets=idx, regularizer=regularizer, lam=lam, tau=tau,
                    A0=A0, diagonal=diagonal, op=op, near=inv[:N], far=inv[N:], K=K,
                    **kw)
+
+    def as_qwise(self):
+        """Eq. 7 (full ``"frobenius"``) as Qwise's Eq. 8: quadruplets
+        ``(q, r, q, i)``, margins 1, ``Omega = ||M||_F^2 / 2``,
+        ``C_q = 1 / lam``.  Its objective is this one divided by ``lam``; its
+        hinge multipliers are these divided by ``lam``."""
+        from ..qwise import QwiseData
+
+        if self.regularizer != "frobenius" or self.diagonal:
+            raise ValueError("regularizer: only Eq. 7 with a full matrix is a Qwise "
+                             "problem.")
+        quads = Triplets(self.X, self.triplets).to_quadruplets(1.0)
+        return QwiseData.from_sets(quads, regularizer="frobenius", C_q=1.0 / self.lam)
 
     # -- sizes -----------------------------------------------------------------
 
@@ -664,7 +703,6 @@ class RankData(FullOrDiagonal):
         obj = self.objective(a)
         viol, min_eig = self.violation(a)
         bound = self.best_dual_bound(alpha, a) if alpha is not None else -np.inf
-        obj - bound
         return Certificate.from_bound(
             obj, bound, max_violation=viol, min_eig=min_eig,
             solver=solver, solver_version=solver_version, tolerances=tolerances,

@@ -248,8 +248,9 @@ certificate_, result_, n_features_in_, n_triplets_
     Notes
     -----
     Queries whose class has no other sample get no triplet; triplets whose
-    two difference vectors both vanish (duplicate rows) do not depend on the
-    metric and are dropped.
+    relevant and irrelevant items are the same point (duplicate rows with
+    different labels) have the constant slack 1 whatever the metric and are
+    dropped.
 
     Examples
     --------
@@ -317,11 +318,15 @@ certificate_, result_, n_features_in_, n_triplets_
         baseline = self.A0 if self.regularizer in ("burg", "logdet") else None
         t = critical_triplets(queries, relevant, np.arange(n), X, n_top=self.n_top,
                               n_random=self.n_random, A0=baseline, random_state=rng)
-        q, r, i = t.T
-        useful = ~(_same_point(X, q, r) & _same_point(X, q, i))
+        # a triplet whose relevant and irrelevant items are the same point
+        # (duplicate rows in two classes) has the constant hinge 1: it does
+        # not depend on the metric, and Triplets refuses it
+        _, r, i = t.T
+        useful = ~_same_point(X, r, i)
         if not np.any(useful):
-            raise ValueError("X: every selected triplet compares identical points; "
-                             "the data has no information on the metric.")
+            raise ValueError("X: every selected triplet compares a point with an "
+                             "identical one; the data has no information on the "
+                             "metric.")
         return self._solve(Triplets.create(X, t[useful]))
 
 

@@ -41,7 +41,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._exact import SOLVERS, solve_certified
-from ..result import SolverResult
+from ..result import SolverError, SolverResult
 from ._problem import RankData
 
 __all__ = ["RankDMLModel", "solve_exact"]
@@ -67,34 +67,54 @@ class RankDMLModel:
         ``triplets``, ``psd`` (or ``nonneg``) and ``trace``.
     """
 
-    def __init__(self, data):
+    def __init__(self, data, *, margin=None, active=None):
         self.data = data
         d = data.n_features
         N = data.n_constraints
+        reduced = margin is not None or active is not None
+        idx = np.arange(N) if margin is None else np.flatnonzero(margin)
+        self.margin_index = idx
+        self.active = (np.zeros(N, dtype=bool) if active is None
+                       else np.asarray(active, dtype=bool))
         lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
         self.params = {"lam": lam}
         self._derived = {}
-        self.eps = cp.Variable(N, nonneg=True, name="eps")
+        self.eps = cp.Variable(len(idx), nonneg=True, name="eps") if len(idx) else None
         cons = {}
         if data.diagonal:
             A = cp.Variable(d, name="a")
-            # (N, d) @ (d,): k_t . a = d(q, i) - d(q, r)
-            cons["triplets"] = data.K @ A >= 1 - self.eps
             cons["nonneg"] = A >= 0
         else:
             A = cp.Variable((d, d), symmetric=True, name="A")
-            Phi = data.op.X[data.op.i] - data.op.X[data.op.j]  # (n_pairs, d)
-            dist = cp.sum(cp.multiply(Phi @ A, Phi), axis=1)
-            cons["triplets"] = dist[data.far] - dist[data.near] >= 1 - self.eps
             cons["psd"] = A >> 0
+        if len(idx):
+            if data.diagonal:
+                # (N, d) @ (d,): k_t . a = d(q, i) - d(q, r)
+                lhs = data.K[idx] @ A
+            else:
+                # one row per pair of the kept triplets (never a matrix per triplet)
+                near, far = data.near[idx], data.far[idx]
+                pairs, inv = np.unique(np.concatenate([near, far]), return_inverse=True)
+                Phi = data.op.X[data.op.i[pairs]] - data.op.X[data.op.j[pairs]]
+                dist = cp.sum(cp.multiply(Phi @ A, Phi), axis=1)
+                lhs = dist[inv[len(idx):]] - dist[inv[:len(idx)]]
+            cons["triplets"] = lhs >= 1 - self.eps
         self.A = A
         reg = self._regularizer_term(data, A, lam)
         if data.trace_fixed:
             tau = self.params["tau"]
             cons["trace"] = (cp.sum(A) if data.diagonal else cp.trace(A)) == tau
         self.constraints = cons
-        self.problem = cp.Problem(cp.Minimize(cp.sum(self.eps) + reg),
-                                  list(cons.values()))
+        objective = reg
+        if self.eps is not None:
+            objective = objective + cp.sum(self.eps)
+        if np.any(self.active):
+            # the active hinges are linear: sum_V (1 - <A, K_t>) in one term
+            S_V = data.S_of(self.active.astype(float))
+            lin = cp.sum(cp.multiply(S_V, A))
+            objective = objective + float(self.active.sum()) - lin
+        self.reduced = reduced
+        self.problem = cp.Problem(cp.Minimize(objective), list(cons.values()))
         assert self.problem.is_dpp(), "RankDML model must be DPP"
 
     def _regularizer_term(self, data, A, lam):
@@ -166,8 +186,12 @@ class RankDMLModel:
         self.data = new
 
     def alpha(self):
-        """Hinge multipliers (duals of the triplet constraints), shape (N,)."""
-        return np.ravel(self.constraints["triplets"].dual_value)
+        """Hinge multipliers, shape (N,): the duals of the triplet
+        constraints kept, 1 on the active set, 0 elsewhere."""
+        alpha = self.active.astype(float)
+        if "triplets" in self.constraints:
+            alpha[self.margin_index] = np.ravel(self.constraints["triplets"].dual_value)
+        return alpha
 
     def value(self):
         """The solver's ``A`` as a solver variable (symmetrised matrix or a)."""
@@ -175,7 +199,15 @@ class RankDMLModel:
         return val if self.data.diagonal else 0.5 * (val + val.T)
 
     def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
-        """Solve as declared; return a certified :class:`SolverResult`."""
+        """Solve; return a :class:`SolverResult` certified on the full problem.
+
+        Raises
+        ------
+        CertificateError, SolverError
+            When no solver produces a certified point.  Never
+            ``InfeasibleError`` / ``UnboundedError``: every model of this
+            class is feasible and bounded below (see :func:`_refute`).
+        """
         t0 = time.perf_counter()
 
         def certify(name, version, opts, times):
@@ -185,7 +217,7 @@ class RankDMLModel:
             )
 
         cert, info = solve_certified(self.problem, certify, solvers=solvers, tol=tol,
-                                     verbose=verbose)
+                                     verbose=verbose, confirm=_refute)
         return SolverResult(
             M=self.data.to_matrix(self.value()),
             status=info["status"],
@@ -193,34 +225,127 @@ class RankDMLModel:
             n_iter=info["n_iter"],
             certificate=cert,
             method="exact",
-            info={"model": self, "alpha": self.alpha(), "attempts": info["attempts"]},
+            info={"model": self, "alpha": self.alpha(), "attempts": info["attempts"],
+                  "reduced": self.reduced},
             time=time.perf_counter() - t0,
         )
 
 
-def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
+def _refute(kind):
+    """A conic solver's infeasibility or unboundedness claim is false here.
+
+    Feasible: every slack can be as large as needed, and ``F`` has a point
+    (``A = 0``, ``a = 0``; ``A = A0hat`` with ``tr = tau`` for Burg /
+    LogDet; ``a = tau / d`` for the Laplacian).  Bounded below: the hinges
+    and every regulariser are >= 0 on ``F``; in a reduced model the linear
+    term ``-<S_V, A>`` is dominated by the strongly convex Frobenius term,
+    and ``F`` is compact for the trace-fixed regularisers (``A PSD`` with a
+    fixed trace), on which Burg / LogDet are bounded below.  So a claim is
+    a numerical artefact: refuted, and the next solver is tried.
+    """
+    return False
+
+
+def _initial_partition(data, init):
+    """Active / margin sets guessed from a fast solution.
+
+    Active (``V``): hinge argument above a band (multiplier 1, the hinge is
+    linear there); margin (``W``): within the band or with a fractional
+    multiplier; the rest is inactive (multiplier 0, dropped).
+    """
+    A = data.as_variable(init.M)
+    arg = data.margins(A)
+    band = 1e-3
+    W = np.abs(arg) <= band
+    alpha = init.info.get("alpha")
+    if alpha is not None:
+        alpha = np.asarray(alpha, float)
+        W |= (alpha > 1e-6) & (alpha < 1 - 1e-6)
+    V = (arg > band) & ~W
+    return W, V
+
+
+def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
+                max_rounds=6, verbose=False):
     """Certified exact solution of Eq. 7 / 9 / 11.
 
     Parameters
     ----------
     data : RankData
+    reduce : bool
+        Solve the margin-set reduction instead of the declared model (see
+        below); both return the full problem's optimum, certified on the
+        full problem.
+    init : SolverResult, optional
+        A previous solution that guesses the partition (default: the fast
+        solver of ``data``).
     solvers : sequence of str
         Clarabel first, SCS as fallback.
     tol : float
         Solver tolerance.
+    max_rounds : int
+        Reduction rounds before the declared model is solved instead.
     verbose : bool
 
     Returns
     -------
     SolverResult
         ``method="exact"``; ``M`` is (d, d) (``diag(a)`` for diagonal
-        problems); ``info["model"]`` is the :class:`RankDMLModel` (its
-        ``problem`` is the ``cp.Problem``), ``info["alpha"]`` the hinge
-        multipliers.
+        problems); ``info["model"]`` is the :class:`RankDMLModel` solved
+        (``info["reduced"]`` says whether it is the reduction),
+        ``info["alpha"]`` the hinge multipliers of all triplets.
 
     Raises
     ------
     CertificateError, SolverError
         When no solver produces a certified point.
+
+    Notes
+    -----
+    **Reduction.**  At an optimum every hinge is inactive (argument < 0,
+    multiplier 0), active (> 0, multiplier 1: linear there) or on its
+    margin.  Given a guess of that partition from a fast solve, inactive
+    triplets are dropped, active ones summed into the one linear term
+    ``|V| - <S_V, A>`` and only the margin set keeps its slacks and rows.
+    The reduced optimum is the full optimum exactly when the partition is
+    consistent, which the certificate on the *full* problem checks (its
+    dual bound is evaluated at the reduced model's multipliers extended by
+    1 on ``V`` and 0 elsewhere); inconsistent triplets join the margin set
+    and the model is solved again.  A wrong guess costs time, never
+    accuracy.  On digits (PCA to 30 dimensions, 14 370 critical triplets)
+    the declared model took 443 s and 1.4 GB; the reduction keeps only the
+    margin set.
     """
-    return RankDMLModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+    if not reduce:
+        return RankDMLModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+    t0 = time.perf_counter()
+    if init is None:
+        from .fast import solve_fast
+
+        init = solve_fast(data, tol=1e-7, warn=False)
+    W, V = _initial_partition(data, init)
+    sizes = []
+    for _ in range(max_rounds):
+        sizes.append(int(W.sum()))
+        model = RankDMLModel(data, margin=W, active=V)
+        try:
+            result = model.solve(solvers=solvers, tol=tol, verbose=verbose)
+        except SolverError:
+            result = None
+        if result is not None:
+            result.info["margin_set_sizes"] = sizes
+            result.time = time.perf_counter() - t0
+            return result
+        if model.A.value is None:
+            break
+        # inconsistent hinges join the margin set
+        arg = data.margins(model.value())
+        bad = (V & (arg < -1e-9)) | (~W & ~V & (arg > 1e-9))
+        if not np.any(bad):
+            break
+        W = W | bad
+        V = V & ~bad
+    result = RankDMLModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+    result.info["margin_set_sizes"] = sizes
+    result.time = time.perf_counter() - t0
+    return result

@@ -48,18 +48,23 @@ for a full matrix)
     its (clipped) hinge multipliers.
 """
 
+import dataclasses
+import time
+import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval
 
-from .._solver import IterativeSolver
+from .._solver import IterativeSolver, stop_message
+from ..result import SolverResult, Status
 from ._problem import project_capped_simplex
 
-__all__ = ["RankDualSolver", "DiagonalInteriorPoint", "solve_fast"]
+__all__ = ["RankDualSolver", "DiagonalInteriorPoint", "FrobeniusPDHG", "solve_fast"]
 
 
 # ---------------------------------------------------------------------------
@@ -202,6 +207,8 @@ class RankDualSolver(IterativeSolver):
         stop = min(0.01, rr) * rr
         k = 0
         for k in range(1, self.cg_maxiter + 1):
+            if self.deadline.expired():  # max_time within one CG step
+                break
             Hz = self._hess_vec(data, cache, free, z) + rho * z
             zHz = float(z @ Hz)
             if zHz <= 0:  # round-off on a singular direction
@@ -245,6 +252,8 @@ class RankDualSolver(IterativeSolver):
         step = 1.0
         noise = 1e-11 * max(1.0, abs(g))
         for _ in range(40):
+            if self.deadline.expired():
+                break
             new = np.clip(alpha + step * p, 0.0, 1.0)
             move = float(m @ (new - alpha))
             if move <= 0:
@@ -269,6 +278,11 @@ class RankDualSolver(IterativeSolver):
             L = self._L or max(h, 1e-12)
             while True:
                 new = np.clip(alpha + m / L, 0.0, 1.0)
+                if self.deadline.expired():
+                    # out of time: keep the current iterate
+                    new = alpha
+                    g_new, A_new, m_new, cache_new, nu_new = g, A, m, cache, nu
+                    break
                 diff = new - alpha
                 g_new, A_new, m_new, cache_new, nu_new = self._evaluate(data, new, nu)
                 if (g_new >= g + float(m @ diff) - 0.5 * L * float(diff @ diff)
@@ -509,9 +523,101 @@ class DiagonalInteriorPoint(IterativeSolver):
         return data.to_matrix(state.best_a), cert, info
 
 
+# ---------------------------------------------------------------------------
+# Eq. 7 (full matrix): restarted PDHG on the equivalent Qwise problem
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class FrobeniusPDHG(IterativeSolver):
+    """Eq. 7 with a full matrix: restarted PDHG (default for that problem).
+
+    Eq. 7 is Qwise's Eq. 8 with the quadruplets ``(q, r, q, i)``, margins 1,
+    ``Omega = ||M||_F^2 / 2`` and ``C_q = 1 / lam``; its objective is ``lam``
+    times Qwise's and its hinge multipliers are ``lam`` times Qwise's
+    (``g(lam beta) = lam g_Qwise(beta)``).  This solver runs
+    :class:`cvxmetric.qwise.fast.QwiseDualSolver` (restarted primal-dual
+    hybrid gradient with a ray warm start, working set and exact power-of-two
+    rescaling of the data) on that problem and certifies the point on
+    :class:`RankData` itself, so its certificate is the family's.
+
+    Why not :class:`RankDualSolver` here: on real data most hinges of Eq. 7
+    stay active at the optimum (digits, 14 370 critical triplets, d = 30:
+    ~70 %), the dual has N variables but a Hessian of rank at most
+    ``d (d + 1) / 2``, and the projected Newton method on it crawls
+    (500 iterations, relative gap 1e-2 after 50-65 s); PDHG iterates on
+    ``M`` and the multipliers together and certifies the same instance
+    in about 3 s.
+
+    Attributes
+    ----------
+    maxiter : int
+        Iterations of the PDHG solver.
+    tol : float
+        Target certified relative duality gap (of Eq. 7; the Qwise run is
+        given ``tol / max(1, lam)``, which implies it).
+    """
+
+    _parameter_constraints = {**IterativeSolver._parameter_constraints}
+
+    maxiter: int = 200_000
+    tol: float = 1e-9
+
+    name = "fast-pdhg"
+
+    def run(self, data, init=None, *, warn=True):
+        """Solve Eq. 7 (``data.regularizer == "frobenius"``, full matrix)."""
+        from ..qwise.fast import QwiseDualSolver
+
+        if data.regularizer != "frobenius" or data.diagonal:
+            raise ValueError(
+                "data: FrobeniusPDHG solves Eq. 7 with a full matrix only "
+                "(regularizer='frobenius', diagonal=False)."
+            )
+        t0 = time.perf_counter()
+        lam = data.lam
+        try:
+            qdata = data.as_qwise()
+        except ValueError:
+            # Qwise refuses data whose scale-free hinge weight C_q s^4 leaves
+            # the floating-point range (the regulariser is then negligible:
+            # an almost linear problem); the dual Newton method still
+            # answers with the family's certificate
+            return RankDualSolver(maxiter=min(self.maxiter, 500), tol=self.tol,
+                                  max_time=self.max_time).run(data, init, warn=warn)
+        qinit = None
+        if init is not None:
+            info = dict(init.info)
+            if info.get("alpha") is not None:
+                info["alpha"] = np.clip(np.asarray(info["alpha"], float), 0.0, 1.0) / lam
+            qinit = dataclasses.replace(init, M=np.asarray(init.M, float), info=info)
+        # the Qwise gap is gap / max(lam, f): with lam > 1 a Qwise gap of
+        # tol / lam implies the Eq. 7 gap tol
+        solver = QwiseDualSolver(maxiter=self.maxiter, tol=self.tol / max(1.0, lam),
+                                 max_time=self.max_time)
+        res = solver.run(qdata, qinit, warn=False)
+        alpha = np.clip(lam * np.asarray(res.info["alpha"], float), 0.0, 1.0)
+        M = 0.5 * (res.M + res.M.T)
+        cert = data.certificate(M, alpha, solver=self.name,
+                                tolerances={"tol": self.tol, "maxiter": self.maxiter})
+        cert.times["total"] = time.perf_counter() - t0
+        info = {"alpha": alpha, "qwise_status": res.raw_status}
+        raw = res.raw_status
+        if raw == Status.OPTIMAL and cert.rel_gap > self.tol:
+            raw = Status.OPTIMAL_INACCURATE
+        result = SolverResult(M=M, status=raw, objective=cert.objective,
+                              n_iter=res.n_iter, certificate=cert, method=self.name,
+                              info=info, time=cert.times["total"], raw_status=raw)
+        if result.status != Status.OPTIMAL and warn:
+            warnings.warn(stop_message(self.name, result, self.max_time),
+                          ConvergenceWarning, stacklevel=2)
+        return result
+
+
 def solve_fast(data, *, tol=None, maxiter=None, max_time=None, init=None, warn=True):
     """The default fast solver of ``data``: :class:`DiagonalInteriorPoint` for
-    diagonal problems, :class:`RankDualSolver` otherwise.
+    diagonal problems, :class:`FrobeniusPDHG` for Eq. 7 with a full matrix,
+    :class:`RankDualSolver` otherwise (Burg, LogDet).
 
     ``tol`` / ``maxiter`` (``None``: the solver's default) and ``max_time``
     are passed on.
@@ -520,7 +626,12 @@ def solve_fast(data, *, tol=None, maxiter=None, max_time=None, init=None, warn=T
     -------
     SolverResult
     """
-    cls = DiagonalInteriorPoint if data.diagonal else RankDualSolver
+    if data.diagonal:
+        cls = DiagonalInteriorPoint
+    elif data.regularizer == "frobenius":
+        cls = FrobeniusPDHG
+    else:
+        cls = RankDualSolver
     kw = {"max_time": max_time}
     if tol is not None:
         kw["tol"] = tol

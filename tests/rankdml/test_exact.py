@@ -42,8 +42,16 @@ def test_model_is_dpp_and_reachable(kind_data, kind_exact):
     assert model.problem.is_dpp()
     assert isinstance(model.params["lam"], cp.Parameter)
     assert ("tau" in model.params) == kind_data.trace_fixed
-    # the hinge constraint is one vectorised constraint, not one per triplet
-    assert model.constraints["triplets"].shape == (kind_data.n_constraints,)
+    # the hinge constraint is one vectorised constraint, not one per
+    # triplet; the default solve keeps only the margin set of the reduction
+    assert model.reduced
+    assert model.constraints["triplets"].shape == (len(model.margin_index),)
+    declared = RankDMLModel(kind_data)
+    assert declared.constraints["triplets"].shape == (kind_data.n_constraints,)
+    assert declared.problem.is_dpp()
+    full = solve_exact(kind_data, reduce=False)
+    assert full.certificate.passed and not full.info["reduced"]
+    assert _rel(full.objective, kind_exact.objective) <= EXACT_GAP
 
 
 @pytest.mark.parametrize("lam", [0.3, 1.0, 4.0])
