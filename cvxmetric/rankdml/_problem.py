@@ -239,6 +239,21 @@ def _decreasing_root(phi, target, x0, step0):
 MAX_DIFF_LENGTH = 1e60
 
 
+#: Range of the fixed trace: its square enters the Laplacian's bound and
+#: ``tau`` times squared distances the hinges.
+TAU_RANGE = (1e-100, 1e100)
+
+
+def _check_tau(tau):
+    tau = check_scalar(tau, "tau", low=0.0, low_inclusive=False)
+    if not TAU_RANGE[0] <= tau <= TAU_RANGE[1]:
+        raise ValueError(
+            f"tau: {tau:.3g} is outside [{TAU_RANGE[0]:.0e}, {TAU_RANGE[1]:.0e}]; "
+            f"the trace fixes the scale of A against the unit margin -- rescale "
+            f"X instead (distances scale like X^2, so tau c is tau on X / sqrt(c)).")
+    return tau
+
+
 def _check_scale(op):
     """Refuse data whose squared distances the solvers cannot represent."""
     X = op.X
@@ -369,7 +384,7 @@ class RankData(FullOrDiagonal):
             A0 = check_psd_matrix(A0, "A0", d, definite=True)
             if tau is None:
                 tau = float(np.trace(A0))
-            tau = check_scalar(tau, "tau", low=0.0, low_inclusive=False)
+            tau = _check_tau(tau)
             A0hat = A0 * (tau / np.trace(A0))
             w, U = np.linalg.eigh(A0hat)
             kw.update(
@@ -384,7 +399,7 @@ class RankData(FullOrDiagonal):
         elif regularizer == "laplacian":
             if tau is None:
                 tau = float(d)
-            tau = check_scalar(tau, "tau", low=0.0, low_inclusive=False)
+            tau = _check_tau(tau)
         idx = triplets.indices
         near = np.sort(idx[:, [0, 1]], axis=1)
         far = np.sort(idx[:, [0, 2]], axis=1)

@@ -1,0 +1,313 @@
+"""Real data, hostile numbers, solver settings and an independent formulation.
+
+* a slice of the real-data check (standardised wine / iris, the supervised
+  learner's default critical triplets): fast converges and agrees with the
+  certified exact optimum;
+* regressions: the false infeasibility claim at scale 1e4 (Laplacian), the
+  capped-simplex ``IndexError`` at 1e8, duplicate rows with different labels;
+* hostile scales, d = 1, n = 2, collinear and duplicated features: a
+  certified answer or a ``ValueError`` naming ``X``;
+* every fast solver honours ``max_time`` and validates its fields;
+* hypothesis: fast vs exact, and exact vs a CVXPY model written here from
+  the equations of docs/rankdml.md (not the package's model).
+"""
+
+import time
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import load_iris, load_wine
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+
+from cvxmetric import triplets_from_labels
+from cvxmetric._tolerances import EXACT_GAP, tolerance
+from cvxmetric.constraints import Triplets, informative
+from cvxmetric.rankdml import (
+    DiagonalInteriorPoint,
+    RankData,
+    RankDML,
+    RankDMLSupervised,
+    RankDualSolver,
+    solve_exact,
+    solve_fast,
+)
+from cvxmetric.rankdml.fast import FrobeniusPDHG
+
+FAST = tolerance("rankdml", "fast")
+
+
+def _rel(a, b):
+    return abs(float(a) - float(b)) / max(1.0, abs(float(b)))
+
+
+def small(seed=0):
+    rng = np.random.RandomState(seed)
+    y = np.repeat([0, 1, 2], 5)
+    return 2.0 * rng.randn(3, 3)[y] + rng.randn(15, 3), y
+
+
+# -- real data ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("loader", [load_wine, load_iris], ids=["wine", "iris"])
+def test_supervised_default_on_real_data(loader):
+    X, y = loader(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[::2]  # half the data keeps it quick
+    y = y[::2]
+    fast = RankDMLSupervised(solver="fast", random_state=0).fit(X, y)
+    exact = RankDMLSupervised(solver="exact", random_state=0).fit(X, y)
+    assert fast.status_ == "optimal" and fast.certificate_.passed
+    assert exact.status_ == "optimal" and exact.certificate_.passed
+    assert exact.result_.info["reduced"]
+    assert _rel(fast.objective_, exact.objective_) <= FAST
+    # default selection: every sample a query, 1 relevant, 5 + 5 irrelevant
+    assert fast.n_triplets_ <= 10 * len(X)
+
+
+def test_iris_duplicate_rows_with_different_labels_are_dropped():
+    # iris has rows that coincide after standardisation in different classes;
+    # a triplet (q, r, i) with x_r == x_i has the constant slack 1
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    est = RankDMLSupervised(solver="fast", random_state=0, n_queries=60).fit(X, y)
+    assert est.status_ == "optimal"
+
+
+# -- regressions ----------------------------------------------------------------
+
+
+def test_no_false_infeasibility_at_scale_1e4():
+    X, y = small(0)
+    T = triplets_from_labels(y, 25, random_state=0)
+    exact = RankDML(preprocessor=X * 1e4, regularizer="laplacian").fit(T)
+    fast = RankDML(preprocessor=X * 1e4, regularizer="laplacian", solver="fast").fit(T)
+    assert exact.status_ == "optimal" and fast.status_ == "optimal"
+    assert _rel(fast.objective_, exact.objective_) <= FAST
+    # the declared model too: a claim of infeasibility is refuted, never raised
+    data = RankData.from_triplets(Triplets.create(X * 1e4, T), regularizer="laplacian",
+                                  diagonal=True)
+    try:
+        full = solve_exact(data, reduce=False)
+    except Exception as exc:  # noqa: BLE001 - which exception matters
+        assert type(exc).__name__ in ("SolverError", "CertificateError"), exc
+    else:
+        assert _rel(full.objective, exact.objective_) <= FAST or not full.certificate.passed
+
+
+def test_laplacian_at_scale_1e8_no_index_error():
+    X, y = small(0)
+    T = triplets_from_labels(y, 25, random_state=0)
+    est = RankDML(preprocessor=X * 1e8, regularizer="laplacian", solver="fast").fit(T)
+    assert est.status_ == "optimal" and np.isfinite(est.objective_)
+
+
+# -- hostile numbers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [1e100, 1e150, 1e200, 1e300])
+@pytest.mark.parametrize("solver", ["exact", "fast"])
+def test_huge_scales_are_refused_naming_X(scale, solver):
+    X, y = small(1)
+    T = triplets_from_labels(y, 20, random_state=1)
+    with pytest.raises(ValueError, match="^X: "):
+        RankDML(preprocessor=X * scale, solver=solver).fit(T)
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e-300])
+@pytest.mark.parametrize("reg", ["frobenius", "burg", "laplacian"])
+def test_tiny_scales_answer_every_hinge_active(scale, reg):
+    # distances far below the margin: no metric in range separates anything,
+    # every slack is 1 (plus a regulariser that is 0 at the optimum's prior)
+    X, y = small(2)
+    T = triplets_from_labels(y, 20, random_state=2)
+    for solver in ("exact", "fast"):
+        est = RankDML(preprocessor=X * scale, regularizer=reg, solver=solver).fit(T)
+        assert est.status_ == "optimal", (solver, est.certificate_)
+        assert est.objective_ == pytest.approx(20.0, rel=1e-6)
+
+
+def test_offset_with_tiny_spread_d1_n2_duplicates_collinear():
+    rng = np.random.RandomState(3)
+    X, y = small(3)
+    cases = [
+        X + 1e8,                                             # offset, spread 1
+        np.column_stack([X[:, 0], 2 * X[:, 0], X[:, 1]]),   # collinear
+        np.vstack([X, X[:3]]),                               # duplicated points
+        X[:, :1],                                            # d = 1
+    ]
+    for Xc in cases:
+        T = triplets_from_labels(np.resize(y, len(Xc)), 20, random_state=0)
+        T = T[informative(Xc, T)]
+        for reg in ("frobenius", "laplacian"):
+            exact = RankDML(preprocessor=Xc, regularizer=reg).fit(T)
+            fast = RankDML(preprocessor=Xc, regularizer=reg, solver="fast").fit(T)
+            assert exact.status_ == "optimal" and fast.status_ == "optimal"
+            assert _rel(fast.objective_, exact.objective_) <= FAST
+            assert np.all(np.isfinite(exact.mahalanobis_matrix_))
+    # n = 2: one triplet needs three rows; two points give only (0, 0, 1)
+    X2 = np.array([[0.0, 1.0], [1.0, 3.0]])
+    est = RankDML(preprocessor=X2).fit([[0, 0, 1]])
+    assert est.status_ == "optimal"
+    # (q, r, r) is refused
+    with pytest.raises(ValueError, match="triplets"):
+        RankDML(preprocessor=X2).fit([[0, 1, 1]])
+
+
+@pytest.mark.parametrize("tau", [1e-300, 1e300])
+def test_extreme_tau(tau):
+    X, y = small(4)
+    T = triplets_from_labels(y, 20, random_state=4)
+    for solver in ("exact", "fast"):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                est = RankDML(preprocessor=X, regularizer="laplacian", tau=tau,
+                              solver=solver).fit(T)
+        except ValueError as exc:
+            assert str(exc).split(":")[0] in ("tau", "X", "lam")
+        except Exception as exc:  # noqa: BLE001 - an unclear failure is a defect
+            assert type(exc).__name__ in ("SolverError", "CertificateError"), exc
+        else:
+            assert np.isfinite(est.objective_)
+            assert est.status_ != "optimal" or est.certificate_.passed
+
+
+# -- solver settings and max_time ------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [RankDualSolver, DiagonalInteriorPoint, FrobeniusPDHG])
+def test_every_solver_field_is_validated(cls):
+    bad = {"maxiter": [0, -1, 1.5, "10"], "tol": [0.0, -1.0, np.nan, np.inf],
+           "max_time": [-1.0, np.nan], "cg_maxiter": [0, 2.5],
+           "step_fraction": [0.0, 1.0, 1.5, np.nan]}
+    names = [f for f in cls._parameter_constraints]
+    for name in names:
+        for value in bad[name]:
+            with pytest.raises(ValueError, match=name):
+                cls(**{name: value})
+
+
+def _wine_data(reg, diagonal=False):
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    from cvxmetric.rankdml import critical_triplets
+    rng = np.random.RandomState(0)
+    q = np.arange(len(X))
+    r = np.array([rng.choice(np.flatnonzero((y == y[i]) & (q != i))) for i in q])
+    gallery = np.arange(len(X))
+    t = critical_triplets(q, r, gallery, X, n_top=5, n_random=5, random_state=0)
+    t = t[y[t[:, 2]] != y[t[:, 0]]]
+    return RankData.from_triplets(Triplets.create(X, t), regularizer=reg, diagonal=diagonal)
+
+
+@pytest.mark.parametrize("reg", ["logdet", "burg"])
+def test_dual_newton_honours_max_time(reg):
+    data = _wine_data(reg)
+    t0 = time.perf_counter()
+    with pytest.warns(ConvergenceWarning):
+        res = RankDualSolver(max_time=0.05, tol=1e-15).run(data)
+    took = time.perf_counter() - t0
+    assert res.status == "time_limit_reached" and not res.certificate.passed
+    assert took < 2.0, took
+
+
+def test_pdhg_honours_max_time():
+    data = _wine_data("frobenius")
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = FrobeniusPDHG(max_time=0.01, tol=1e-15).run(data)
+    assert time.perf_counter() - t0 < 2.0
+    assert res.status != "optimal" or res.certificate.passed
+
+
+# -- hypothesis: fast vs exact, exact vs an independent CVXPY model ---------------
+
+
+def independent_optimum(data):
+    """Eq. 7 / 9 / 11 from docs/rankdml.md, written directly (slack form)."""
+    X, T = data.X, data.triplets
+    d = X.shape[1]
+    q, r, i = T.T
+    Pn, Pf = X[q] - X[r], X[q] - X[i]
+    eps = cp.Variable(len(T), nonneg=True)
+    if data.diagonal:
+        a = cp.Variable(d, nonneg=True)
+        dn, df = (Pn ** 2) @ a, (Pf ** 2) @ a
+        cons = [df - dn >= 1 - eps]
+        if data.regularizer == "laplacian":
+            cons.append(cp.sum(a) == data.tau)
+            reg = cp.sum_squares(a - cp.sum(a) / d)
+        else:
+            reg = cp.sum_squares(a)
+    else:
+        A = cp.Variable((d, d), PSD=True)
+        dn = cp.hstack([cp.quad_form(p, A) for p in Pn])
+        df = cp.hstack([cp.quad_form(p, A) for p in Pf])
+        cons = [df - dn >= 1 - eps]
+        if data.regularizer == "frobenius":
+            reg = cp.sum_squares(A)
+        else:  # LogDet with A0 = I: A0hat = tau / d I
+            cons.append(cp.trace(A) == data.tau)
+            c = data.tau / d
+            reg = cp.trace(A) / c - cp.log_det(A) + d * np.log(c) - d
+    prob = cp.Problem(cp.Minimize(cp.sum(eps) + 0.5 * data.lam * reg), cons)
+    prob.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    return prob.value
+
+
+@st.composite
+def instances(draw):
+    seed = draw(st.integers(0, 2 ** 31 - 1))
+    rng = np.random.RandomState(seed)
+    n = draw(st.integers(8, 20))
+    d = draw(st.integers(1, 4))
+    X = rng.randn(n, d) * np.exp(rng.uniform(-1, 1, d))
+    feature = draw(st.sampled_from(["plain", "collinear", "duplicated"]))
+    if feature == "collinear" and d >= 2:
+        X[:, -1] = 2.0 * X[:, 0]
+    elif feature == "duplicated":
+        X[n // 2:] = X[:n - n // 2]
+    # 1e-6 ... 1e6 is the target; beyond 1e3 a full-matrix Frobenius or
+    # trace-fixed problem with distances ~1e10 against the unit margin is
+    # claimed infeasible by both conic solvers (SolverError, never a wrong
+    # answer) -- not yet solved, see docs/rankdml.md
+    X = X * 10.0 ** draw(st.integers(-6, 3))
+    N = draw(st.integers(5, 40))
+    T = rng.randint(0, n, size=(N, 3))
+    T = T[informative(X, T)]
+    ids = {r.tobytes(): k for k, r in enumerate(X + 0.0)}
+    rid = np.array([ids[r.tobytes()] for r in X + 0.0])
+    T = T[rid[T[:, 1]] != rid[T[:, 2]]]
+    if len(T) == 0:
+        T = np.array([[0, 0, 1]]) if rid[0] != rid[1] else np.array([[0, 0, n - 1]])
+    kind = draw(st.sampled_from(["frobenius", "frobenius-diag", "laplacian", "logdet"]))
+    lam = draw(st.sampled_from([0.1, 1.0, 10.0]))
+    kw = {"frobenius": {}, "frobenius-diag": {"diagonal": True},
+          "laplacian": {"regularizer": "laplacian", "diagonal": True},
+          "logdet": {"regularizer": "logdet"}}[kind]
+    return RankData.from_triplets(Triplets.create(X, T), lam=lam, **kw)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=instances())
+def test_hypothesis_fast_exact_independent(data):
+    exact = solve_exact(data)
+    assert exact.status == "optimal" and exact.certificate.rel_gap <= EXACT_GAP
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fast = solve_fast(data)
+    # a fast run either certifies and agrees, or says it did not converge
+    if fast.status == "optimal":
+        assert _rel(fast.objective, exact.objective) <= FAST
+    else:
+        assert not fast.certificate.passed
+    ref = independent_optimum(data)
+    assert _rel(exact.objective, ref) <= 1e-5 * max(1.0, 1.0), (exact.objective, ref)
