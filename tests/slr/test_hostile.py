@@ -74,14 +74,28 @@ def test_scaling_law_value_invariant_minimiser_over_s_squared(reference, s, solv
                                atol=1e-7 * np.abs(ref.bilinear_matrix_).max())
 
 
-def test_algorithm_1_keeps_m0_identity_in_the_users_units(reference):
-    # M_0 = I is the paper's start; at 1e150 its similarities overflow
+def test_algorithm_1_literal_m0_identity_in_the_users_units(reference):
+    # start="identity" is the paper's M_0 = I; at 1e150 its similarities overflow
     X, y, _ = reference
     with pytest.raises(ValueError, match="M_0 = I"):
-        AdaptiveRegression(maxiter=5).run(SLRData.from_labels(X * 1e150, y))
-    est = _fit("adaptive", X * 1e-100, y)  # K_0 = 1e-200 X X^T: fine
+        AdaptiveRegression(maxiter=5, start="identity").run(SLRData.from_labels(X * 1e150, y))
+    est = AdaptiveRegression(maxiter=3000, start="identity").run(
+        SLRData.from_labels(X * 1e-100, y))  # K_0 = 1e-200 X X^T: fine
+    assert est.status == "optimal"
+
+
+@pytest.mark.parametrize("s", [1e-100, 1e150])
+def test_algorithm_1_default_start_is_scale_equivariant(reference, s):
+    # the default M_0 = (X^T X)^+ is I in whitened coordinates: the same run
+    # at every scale, the same certified optimum as at scale 1
+    X, y, ref = reference
+    est = _fit("adaptive", X * s, y)
     _sane(est)
     assert est.status_ == "optimal"
+    assert est.objective_ == pytest.approx(ref.objective_, rel=1e-6)
+    a = AdaptiveRegression(maxiter=5).run(SLRData.from_labels(X, y), warn=False)
+    b = AdaptiveRegression(maxiter=5).run(SLRData.from_labels(X * s, y), warn=False)
+    assert b.objective == pytest.approx(a.objective, rel=1e-10)
 
 
 def test_moderate_offset_is_solved_and_not_offset_invariant(reference):
