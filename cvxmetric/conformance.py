@@ -505,8 +505,13 @@ def judge(rows):
 def _reason(r, what):
     if r.get("error") is not None:
         return f"{what}: {r['error']}"
-    extra = "" if r.get("passed") or r.get("role") != "exact" else \
-        f", certificate not passed (rel gap {_fmt(r.get('cert_rel_gap'), '.2e')})"
+    if r.get("role") != "exact":
+        extra = ""
+    elif r.get("passed"):
+        extra = " (certificate passed)"
+    else:
+        extra = (f", certificate not passed (rel gap "
+                 f"{_fmt(r.get('cert_rel_gap'), '.2e')})")
     return f"{what}: status {r.get('status')}{extra}"
 
 
