@@ -43,9 +43,10 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
+import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from .._linalg import project_psd
+from .._linalg import eigh_psd, project_psd
 from .._solver import Deadline, IterativeSolver, stop_message
 from ..result import SolverResult, Status
 
@@ -154,6 +155,163 @@ def _gap(data, M, alpha, aM, S):
     return data.relative_gap(obj, bound)
 
 
+#: The endgame solves a dense KKT system of ``r (r + 1) / 2 + |W|``
+#: unknowns (``r`` the rank of ``M``, ``W`` the margin set); above this
+#: size it is skipped (the iterations alone still converge).
+_POLISH_MAX_UNKNOWNS = 1200
+
+#: The endgame may take at most this share of a run's time so far (a face
+#: guessed too early costs a Newton solve that the certificate rejects).
+_POLISH_SHARE = 0.25
+
+
+def _newton_face(data, G, alpha, W, act, *, steps=8, deadline=None):
+    """Gauss-Newton on the optimality conditions of one face.
+
+    Unknowns: the factor ``G`` (d, r) of ``M = G G^T`` and the multipliers
+    ``alpha_W`` of the margin set; ``alpha = c`` on ``act``, 0 elsewhere.
+    Equations (as many as unknowns):
+
+        F1 = (R + mu G G^T - S(alpha)) G = 0      (the dual slack annihilates M)
+        F2_q = <A_q, G G^T> - delta_q = 0         (q in W: on the margin)
+
+    The Jacobian is singular along the rotations ``G -> G Q`` (the factor
+    is not unique); the least-squares step is the minimum-norm one, which
+    keeps the quadratic convergence of Newton's method at a nondegenerate
+    face.  Returns ``(G, alpha)`` after the last step that reduced
+    ``||F||`` (steps stop when ``deadline`` expires).
+    """
+    d, r = G.shape
+    idx = np.flatnonzero(W)
+    k = idx.size
+    c, delta, mu = data.c_q, data.delta_q, data.mu
+    phf = data.op._diffs(data.far_q[idx])  # (k, d)
+    phn = data.op._diffs(data.near_q[idx])
+    alpha = np.where(act, c, 0.0) + np.where(W, np.clip(alpha, 0.0, c), 0.0)
+    S_V = data.S_of(np.where(act, c, 0.0))
+    aW = alpha[idx]
+
+    def residual(G, aW):
+        S = S_V + (data.S_of(aW, idx) if k else 0.0)
+        L = data.R + mu * (G @ G.T) - S
+        Pf, Pn = phf @ G, phn @ G  # (k, r)
+        F2 = np.einsum("kr,kr->k", Pf, Pf) - np.einsum("kr,kr->k", Pn, Pn) - delta[idx]
+        return np.concatenate([(L @ G).ravel(), F2]), L, Pf, Pn
+
+    F, L, Pf, Pn = residual(G, aW)
+    norm = np.linalg.norm(F)
+    I_r = np.eye(r)
+    for _ in range(steps):
+        if deadline is not None and deadline.expired():
+            break
+        # vec(A_q G), row-major (d, r)
+        AG = (phf[:, :, None] * Pf[:, None, :] - phn[:, :, None] * Pn[:, None, :]).reshape(k, d * r)
+        J11 = np.kron(L, I_r)
+        if mu > 0:
+            GtG = G.T @ G
+            J11 += mu * np.kron(np.eye(d), GtG)
+            # d(G dG^T G): output (a, b), input (e, c) -> G[a, c] G[e, b]
+            J11 += mu * np.einsum("ac,eb->abec", G, G).reshape(d * r, d * r)
+        J = np.zeros((d * r + k, d * r + k))
+        J[:d * r, :d * r] = J11
+        J[:d * r, d * r:] = -AG.T
+        J[d * r:, :d * r] = 2 * AG
+        try:
+            step = scipy.linalg.lstsq(J, -F, cond=1e-12, lapack_driver="gelsy")[0]
+        except (np.linalg.LinAlgError, ValueError):
+            break
+        G_new = G + step[:d * r].reshape(d, r)
+        aW_new = aW + step[d * r:]
+        F_new, L_new, Pf_new, Pn_new = residual(G_new, aW_new)
+        norm_new = np.linalg.norm(F_new)
+        if not norm_new < norm:
+            break
+        G, aW, F, L, Pf, Pn, norm = G_new, aW_new, F_new, L_new, Pf_new, Pn_new, norm_new
+        if norm <= 1e-14 * max(1.0, float(np.max(np.abs(delta)))):
+            break
+    alpha = alpha.copy()
+    alpha[idx] = aW
+    return G, alpha
+
+
+def _polish(data, M, alpha, aM, *, target=0.0, last_key=None, rounds=3,
+            deadline=None):
+    """Endgame on the located face: Newton's method on its KKT system.
+
+    At an optimum every hinge is inactive (multiplier 0), active (``c_q``)
+    or on its margin (``a_q(M) = delta_q``), and the dual slack ``R + mu M
+    - S(alpha)`` is PSD with ``(R + mu M - S(alpha)) M = 0``.  Given the
+    partition read off ``M`` (margin set ``W``: ``|delta_q - a_q(M)| <=
+    band``; active set: above the band) and the rank ``r`` of ``M``, these
+    are smooth equations in ``(G, alpha_W)`` with ``M = G G^T``, solved by
+    :func:`_newton_face` from the current point.  The partition is then
+    corrected (a margin multiplier below 0 / above ``c`` leaves ``W``; an
+    outside hinge whose sign is wrong at the new ``M`` joins it) for up to
+    ``rounds`` rounds, for two bands, until a candidate's gap is at most
+    ``target``.  Nothing here is trusted: each
+    candidate is judged by the certified gap of the original problem, so a
+    wrong guess (rank, band, a degenerate face) costs a small solve, never
+    accuracy.
+
+    Returns
+    -------
+    key : tuple
+        The partitions and rank it started from; with ``last_key`` equal to
+        it nothing is solved (that face was tried already).
+    best : tuple or None
+        ``(M, alpha, aM, S, gap)`` of the best candidate.
+    """
+    scale = max(1.0, float(np.max(np.abs(data.delta_q))))
+    w, V_eig = eigh_psd(M)
+    if w[-1] <= 0:
+        return None, None
+    keep = w > 1e-7 * w[-1]
+    G0 = V_eig[:, keep] * np.sqrt(w[keep])  # (d, r)
+    d, r = G0.shape
+    c, delta = data.c_q, data.delta_q
+    arg = delta - aM
+    tiny = 1e-9 * scale
+    bands = [b * scale for b in (1e-3, 1e-5)]
+    starts = [(np.abs(arg) <= b, arg > b) for b in bands]
+    key = (r,) + tuple(np.packbits(W).tobytes() + np.packbits(V).tobytes()
+                       for W, V in starts)
+    if key == last_key:
+        return key, None
+    best, tried = None, set()
+    alpha = np.clip(alpha, 0.0, c)
+    for W, act in starts:
+        if best is not None and best[-1] <= target:
+            break
+        for _ in range(rounds):
+            sig = np.packbits(W).tobytes() + np.packbits(act).tobytes()
+            if sig in tried:
+                break
+            tried.add(sig)
+            if (d * r + int(W.sum()) > _POLISH_MAX_UNKNOWNS
+                    or (deadline is not None and deadline.expired())):
+                break
+            G, alpha_n = _newton_face(data, G0, alpha, W, act, deadline=deadline)
+            Mp = G @ G.T
+            alpha_p = np.clip(alpha_n, 0.0, c)
+            aMp = data.a_of(data.op.sqdist(G=G))
+            Sp = data.S_of(alpha_p)
+            gap = _gap(data, Mp, alpha_p, aMp, Sp)
+            if best is None or gap < best[-1]:
+                best = (Mp, alpha_p, aMp, Sp, gap)
+            # correct the partition from the solution
+            argp = delta - aMp
+            low = W & (alpha_n < -1e-9 * c)
+            high = W & (alpha_n > c * (1 + 1e-9))
+            wrong = ~W & ((act & (argp < -tiny)) | (~act & (argp > tiny)))
+            if gap <= target or not (np.any(low) or np.any(high) or np.any(wrong)):
+                break
+            if wrong.sum() > max(8, W.sum()):
+                break  # far from this face: a correction would not be local
+            W = (W & ~low & ~high) | wrong
+            act = (act & ~wrong) | high
+    return key, best
+
+
 def _scaled_run(solver, data, init, warn):
     """Run ``solver._solve`` on the scale-free twin of ``data`` and return
     the result in the user's units (see :class:`~cvxmetric.qwise.Scaling`)."""
@@ -221,14 +379,16 @@ class QwiseDualSolver(IterativeSolver):
         "omega0": [Interval(Real, 0, None, closed="neither"), None],
         "working_set": [Interval(Integral, 1, None, closed="left"), None],
         "follow_rounds": [Interval(Integral, 0, None, closed="left")],
+        "polish_from": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     maxiter: int = 200_000
-    tol: float = 1e-9
+    tol: float = 1e-7
     check_every: int = 64
     omega0: float = None
     working_set: int = 50_000
     follow_rounds: int = 3
+    polish_from: float = 1e-3
 
     name = "fast"
 
@@ -367,6 +527,7 @@ class QwiseDualSolver(IterativeSolver):
         # so that its prox remains the Euclidean PSD projection.  A warm
         # start keeps the scale, the step and the primal weight of the run
         # it continues (a working-set round), so they mean the same there.
+        self._polish_key, self._n_polish, self._polish_time = None, 0, 0.0
         rn = _row_norms(data)
         rn = np.where(rn > 0, rn, max(float(rn.max()), 1.0))
         row_scale = info.get("row_scale") or float(np.mean(rn))
@@ -449,6 +610,21 @@ class QwiseDualSolver(IterativeSolver):
         error = min(state.error, cand_gap)
         if cand_gap <= state.error:
             best = cand[:2]
+        elapsed = time.perf_counter() - self.deadline.start
+        if (self.polish_from is not None and self.tol < cand_gap <= self.polish_from
+                and self._polish_time <= _POLISH_SHARE * elapsed):
+            # endgame: Newton's method on the face the iterates have located
+            # (once per face, and within a share of the run time); its point
+            # replaces the best one only when its certified gap is smaller
+            t_pol = time.perf_counter()
+            self._polish_key, pol = _polish(data, *cand[:3], target=self.tol,
+                                            last_key=self._polish_key,
+                                            deadline=self.deadline)
+            self._polish_time += time.perf_counter() - t_pol
+            if pol is not None:
+                self._n_polish += 1
+                if pol[-1] < error:
+                    error, best = pol[-1], pol[:2]
         restart_error, n_restart_iter = state.restart_error, state.n_restart_iter
         restart = state.restart
         sums = (M_sum, alpha_sum, aM_sum, S_sum, n_sum)
@@ -479,7 +655,8 @@ class QwiseDualSolver(IterativeSolver):
             tolerances={"tol": self.tol, "check_every": self.check_every},
         )
         info = {"alpha": alpha, "omega": state.omega, "eta": state.eta,
-                "row_scale": self._row_scale}
+                "row_scale": self._row_scale, "polish_attempts": self._n_polish,
+                "polish_time": self._polish_time}
         return M, cert, info
 
 # ---------------------------------------------------------------------------
