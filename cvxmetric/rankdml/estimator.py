@@ -84,6 +84,9 @@ class _RankDMLBase(MahalanobisMixin, BaseEstimator):
                 f"solver: unknown option {self.solver!r}; expected one of "
                 f"{', '.join(repr(s) for s in SOLVER_NAMES)}."
             )
+        # a failure due to the float64 resolution of the hinges (huge
+        # distances against the unit margin) is a ValueError naming X
+        data.check_resolution(result)
         # the CVXPY model holds the whole problem: too heavy to keep
         info = {k: v for k, v in result.info.items() if k != "model"}
         self.result_ = dataclasses.replace(result, info=info)

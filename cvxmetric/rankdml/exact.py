@@ -323,6 +323,8 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
         from .fast import solve_fast
 
         init = solve_fast(data, tol=1e-7, warn=False)
+    # data whose hinges float64 cannot resolve: refused before any conic solve
+    data.check_resolution(init)
     W, V = _initial_partition(data, init)
     sizes = []
     for _ in range(max_rounds):

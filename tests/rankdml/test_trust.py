@@ -27,6 +27,7 @@ from sklearn.preprocessing import StandardScaler
 from cvxmetric import triplets_from_labels
 from cvxmetric._tolerances import EXACT_GAP, tolerance
 from cvxmetric.constraints import Triplets, informative
+from cvxmetric.result import CertificateError
 from cvxmetric.rankdml import (
     DiagonalInteriorPoint,
     RankData,
@@ -257,9 +258,21 @@ def independent_optimum(data):
             c = data.tau / d
             reg = cp.trace(A) / c - cp.log_det(A) + d * np.log(c) - d
     prob = cp.Problem(cp.Minimize(cp.sum(eps) + 0.5 * data.lam * reg), cons)
-    prob.solve(solver="CLARABEL")
-    assert prob.status == "optimal"
-    return prob.value
+    for solver in ("CLARABEL", "SCS"):
+        try:
+            prob.solve(solver=solver)
+        except cp.SolverError:
+            continue
+        if prob.status == "optimal":
+            return prob.value
+    return None  # the reference itself is out of the conic solvers' reach
+
+
+def _scale_free_weight(data):
+    """``lam / s^4`` with ``s`` the root mean square pair length."""
+    Phi = data.op.X[data.op.i] - data.op.X[data.op.j]
+    s2 = float(np.mean(np.einsum("pd,pd->p", Phi, Phi)))
+    return data.lam / (s2 * s2)
 
 
 @st.composite
@@ -274,11 +287,7 @@ def instances(draw):
         X[:, -1] = 2.0 * X[:, 0]
     elif feature == "duplicated":
         X[n // 2:] = X[:n - n // 2]
-    # 1e-6 ... 1e6 is the target; beyond 1e3 a full-matrix Frobenius or
-    # trace-fixed problem with distances ~1e10 against the unit margin is
-    # claimed infeasible by both conic solvers (SolverError, never a wrong
-    # answer) -- not yet solved, see docs/rankdml.md
-    X = X * 10.0 ** draw(st.integers(-6, 3))
+    X = X * 10.0 ** draw(st.integers(-6, 6))
     N = draw(st.integers(5, 40))
     T = rng.randint(0, n, size=(N, 3))
     T = T[informative(X, T)]
@@ -292,14 +301,32 @@ def instances(draw):
     kw = {"frobenius": {}, "frobenius-diag": {"diagonal": True},
           "laplacian": {"regularizer": "laplacian", "diagonal": True},
           "logdet": {"regularizer": "logdet"}}[kind]
-    return RankData.from_triplets(Triplets.create(X, T), lam=lam, **kw)
+    return Triplets.create(X, T), lam, kw
 
 
 @settings(max_examples=12, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(data=instances())
-def test_hypothesis_fast_exact_independent(data):
-    exact = solve_exact(data)
+@given(case=instances())
+def test_hypothesis_fast_exact_independent(case):
+    triplets, lam, kw = case
+    try:
+        data = RankData.from_triplets(triplets, lam=lam, **kw)
+    except ValueError as exc:
+        # only Burg / LogDet refuse data, and only where distances dwarf the
+        # unit margin (their trace is fixed: no scaling law moves that)
+        assert str(exc).startswith("X: ") and kw.get("regularizer") == "logdet", exc
+        assert np.max(np.abs(triplets.X)) > 100.0
+        return
+    try:
+        exact = solve_exact(data)
+    except CertificateError:
+        # Eq. 7 depends on X and lam only through lam / s^4 (s the data
+        # scale); far below 1 the regulariser is below the round-off of the
+        # hinges, and when the triplets cannot all be satisfied neither
+        # the conic solvers nor the dual Newton method certify reliably
+        # (documented in docs/rankdml.md) -- an error, never a wrong optimum
+        assert kw == {} and _scale_free_weight(data) < 1e-8
+        return
     assert exact.status == "optimal" and exact.certificate.rel_gap <= EXACT_GAP
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -310,4 +337,96 @@ def test_hypothesis_fast_exact_independent(data):
     else:
         assert not fast.certificate.passed
     ref = independent_optimum(data)
-    assert _rel(exact.objective, ref) <= 1e-5 * max(1.0, 1.0), (exact.objective, ref)
+    if ref is None:
+        # only on hostile scales (distances ~1e8 and more against the margin)
+        assert np.max(np.abs(data.op.X)) > 1e3
+        return
+    assert _rel(exact.objective, ref) <= 1e-5, (exact.objective, ref)
+
+
+# -- scale: the laws, the hard-margin regime of Eq. 7, unresolvable margins -----
+
+
+def test_scaling_laws_hold():
+    # Eq. 7: (X c, lam) is (X, lam / c^4) with A -> A c^2; Burg / LogDet:
+    # (X c, tau) is (X, c^2 tau); Laplacian: (X c, lam, tau) is
+    # (X, lam / c^4, c^2 tau).  c a power of two: the data are exact
+    X, y = small(5)
+    T = triplets_from_labels(y, 25, random_state=5)
+    c = 8.0
+    pairs = [({"lam": 1.0}, {"lam": 1.0 / c ** 4}),
+             ({"regularizer": "logdet"}, {"regularizer": "logdet", "tau": 3.0 * c * c}),
+             ({"regularizer": "laplacian", "diagonal": True},
+              {"regularizer": "laplacian", "diagonal": True, "tau": 3.0 * c * c,
+               "lam": 1.0 / c ** 4})]
+    for kw_big, kw_small in pairs:
+        big = solve_exact(RankData.from_triplets(Triplets.create(X * c, T), **kw_big))
+        ref = solve_exact(RankData.from_triplets(Triplets.create(X, T), **kw_small))
+        assert big.status == "optimal" and ref.status == "optimal"
+        assert _rel(big.objective, ref.objective) <= 1e-6, kw_big
+        assert np.allclose(big.M * c * c, ref.M, atol=1e-4 * np.abs(ref.M).max())
+
+
+@pytest.mark.parametrize("scale", [1e4, 1e5, 1e8])
+def test_eq7_hard_margin_regime_fast_path_certifies(scale):
+    # lam / s^4 far below Qwise's range: solved at a larger lam and certified
+    # on the declared problem (was: Qwise refused, the dual Newton fallback
+    # stopped at max_iter_reached with gap 1.0)
+    X, y = small(0)
+    T = triplets_from_labels(y, 25, random_state=0)
+    fast = RankDML(preprocessor=X * scale, solver="fast").fit(T)
+    assert fast.status_ == "optimal" and fast.certificate_.passed
+    assert fast.result_.certificate.tolerances["lam_factor"] > 1
+    exact = RankDML(preprocessor=X * scale).fit(T)
+    assert exact.status_ == "optimal"
+    assert abs(fast.objective_ - exact.objective_) <= 1e-6
+    # these triplets are separable: the optimum is the hard-margin metric,
+    # whose objective scales exactly like lam / scale^4
+    unit = RankDML(preprocessor=X, solver="fast").fit(T)
+    assert fast.objective_ == pytest.approx(unit.objective_ / scale ** 4, rel=1e-2)
+
+
+@pytest.mark.parametrize("scale", [1e5, 1e8])
+@pytest.mark.parametrize("reg", ["burg", "logdet"])
+@pytest.mark.parametrize("solver", ["exact", "fast"])
+def test_trace_fixed_unresolvable_margin_refused_fast(scale, reg, solver):
+    # the trace fixes A against the unit margin: distances ~1e10 and more
+    # resolve a hinge argument worse than the certificate's tolerance (was:
+    # CertificateError after 40 s, or max_iter_reached with gap 1.5e-3)
+    X, y = small(0)
+    T = triplets_from_labels(y, 25, random_state=0)
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"^X: .*tau \* X\^2"):
+        RankDML(preprocessor=X * scale, regularizer=reg, solver=solver).fit(T)
+    assert time.perf_counter() - t0 < 1.0
+    # the same problem in the equivalent units answers
+    est = RankDML(preprocessor=X, regularizer=reg, solver=solver).fit(T)
+    assert est.status_ == "optimal"
+
+
+@pytest.mark.parametrize("scale", [1e5, 1e6, 1e8])
+def test_diagonal_problems_answer_at_large_scales(scale):
+    X, y = small(0)
+    T = triplets_from_labels(y, 25, random_state=0)
+    for reg in ("laplacian", "frobenius"):
+        fast = RankDML(preprocessor=X * scale, regularizer=reg, diagonal=True,
+                       solver="fast").fit(T)
+        exact = RankDML(preprocessor=X * scale, regularizer=reg, diagonal=True).fit(T)
+        assert fast.status_ == "optimal" and exact.status_ == "optimal"
+        assert _rel(fast.objective_, exact.objective_) <= FAST
+
+
+def test_certificate_includes_roundoff():
+    # the gap a certificate reports includes the float64 resolution of the
+    # hinge arguments, which grows like the squared data scale
+    X, y = small(0)
+    T = triplets_from_labels(y, 25, random_state=0)
+    noise = []
+    for scale in (1.0, 1e3):
+        data = RankData.from_triplets(Triplets.create(X * scale, T), regularizer="logdet")
+        res = solve_fast(data)
+        assert res.status == "optimal"
+        noise.append(res.certificate.tolerances["roundoff"])
+        assert res.certificate.gap >= 0
+    assert 1e5 <= noise[1] / noise[0] <= 1e7
+    assert noise[1] <= 1e-6
