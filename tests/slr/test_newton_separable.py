@@ -16,9 +16,10 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import train_test_split
 
+from cvxmetric._solver import Deadline
 from cvxmetric._tolerances import tolerance
 from cvxmetric.slr import SemismoothNewton, SLRData, fast, solve_exact
-from cvxmetric.slr._problem import smat, svec
+from cvxmetric.slr._problem import Expired, smat, svec
 from cvxmetric.slr.fast import interior_point
 
 
@@ -114,3 +115,10 @@ def test_forced_cg_uses_the_fallback_on_small_data(separable):
     assert res.info["hessian"] == "cg"
     assert res.status == "optimal" and res.objective <= 1e-12
     assert res.info["interior_point_iterations"] > 0
+
+
+def test_interior_point_honours_the_deadline(positive):
+    data, _ = positive
+    with pytest.raises(Expired):
+        interior_point(data, data.least_squares_Z(), deadline=Deadline(0.0, start=0.0))
+
