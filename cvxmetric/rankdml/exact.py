@@ -35,13 +35,14 @@ Changes from the paper, all stated in docs/rankdml.md:
 * ``A`` is a symmetric variable with an explicit ``A >> 0``.
 """
 
+import dataclasses
 import time
 
 import cvxpy as cp
 import numpy as np
 
 from .._exact import SOLVERS, solve_certified
-from ..result import SolverError, SolverResult
+from ..result import CertificateError, SolverError, SolverResult
 from ._problem import RankData
 
 __all__ = ["RankDMLModel", "solve_exact"]
@@ -265,9 +266,102 @@ def _initial_partition(data, init):
     return W, V
 
 
+def _unit_scale(data):
+    """The same problem in better-conditioned units (a power of two).
+
+    ``X = 2^k X_u``: for Eq. 7 (full) the root mean square pair length of
+    ``X_u`` is in ``[1/2, 1)``; for the trace-fixed regularisers ``k``
+    brings ``tau_u`` to within a factor 2 of ``tr(A0)`` (``d`` for the
+    Laplacian); the diagonal Eq. 7 is not rescaled.  By the scaling laws (docs/rankdml.md, "Scaling behaviour")
+    ``f(A; X, lam, tau) = f(4^k A; X_u, lam_u, tau_u)`` with
+    ``lam_u = lam / 16^k`` for ``"frobenius"`` and ``"laplacian"``
+    (``lam`` otherwise) and ``tau_u = 4^k tau`` for the trace-fixed
+    regularisers.  Every map is a power of two: exact.  Returns
+    ``(data_u, k)``, or ``(data, 0)`` when ``k = 0`` or a rescaled value
+    would leave the floating-point range.
+    """
+    from ..constraints import Triplets
+
+    if data.trace_fixed:
+        # the trace at its reference (tr(A0), d for the Laplacian): A of
+        # order one for the conic solvers, whatever tau the user chose
+        ref = float(np.trace(data.A0)) if data.A0 is not None else float(data.n_features)
+        k = int(np.round(0.5 * np.log2(ref / data.tau)))
+    elif data.diagonal:
+        # measured: the diagonal Eq. 7 is solved more accurately in the
+        # user's units (gap 2e-11 against 8e-7 at unit scale, X * 1e3)
+        return data, 0
+    else:
+        # Eq. 7: unit data scale (A of order one over the triplets)
+        op = data.op
+        if op.n_pairs == 0:
+            return data, 0
+        Phi = op.X[op.i] - op.X[op.j]
+        top = float(np.max(np.abs(Phi)))
+        if not top > 0:
+            return data, 0
+        rms = top * float(np.sqrt(np.mean(np.sum((Phi / top) ** 2, axis=1))))
+        k = int(np.frexp(rms)[1])
+    if k == 0:
+        return data, 0
+    Xu = np.ldexp(data.X, -k)
+    lam_u = np.ldexp(data.lam, -4 * k) if data.regularizer in ("frobenius", "laplacian") \
+        else data.lam
+    tau_u = np.ldexp(data.tau, 2 * k) if data.trace_fixed else None
+    if not (np.array_equal(np.ldexp(Xu, k), data.X) and 1e-250 < lam_u < 1e250):
+        return data, 0  # X would lose bits (subnormal) or lam leave the range
+    try:
+        inner = RankData.from_triplets(
+            Triplets(Xu, data.triplets), regularizer=data.regularizer, lam=lam_u,
+            tau=tau_u, A0=data.A0, diagonal=data.diagonal)
+    except ValueError:
+        return data, 0
+    return inner, k
+
+
 def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
-                max_rounds=6, verbose=False):
+                max_rounds=6, verbose=False, rescale=True):
     """Certified exact solution of Eq. 7 / 9 / 11.
+
+    The conic solvers work on the same problem at unit data scale
+    (:func:`_unit_scale`, powers of two, ``rescale=True``); the answer is
+    mapped back exactly and certified on ``data`` itself.  Parameters,
+    return value and exceptions as :func:`_solve_exact`.
+    """
+    t0 = time.perf_counter()
+    inner, k = _unit_scale(data) if rescale else (data, 0)
+    if k == 0:
+        return _solve_exact(data, reduce=reduce, init=init, solvers=solvers, tol=tol,
+                            max_rounds=max_rounds, verbose=verbose)
+    if init is not None:
+        info = dict(init.info)
+        init = SolverResult(M=np.ldexp(np.asarray(init.M, float), 2 * k),
+                            status=init.raw_status or init.status,
+                            objective=init.objective, n_iter=init.n_iter,
+                            certificate=init.certificate, method=init.method, info=info,
+                            raw_status=init.raw_status)
+    res = _solve_exact(inner, reduce=reduce, init=init, solvers=solvers, tol=tol,
+                       max_rounds=max_rounds, verbose=verbose)
+    M = np.ldexp(res.M, -2 * k)
+    c = res.certificate
+    alpha = res.info.get("alpha")
+    cert = data.certificate(data.as_variable(M), alpha, solver=c.solver,
+                            solver_version=c.solver_version, tolerances=c.tolerances,
+                            times=c.times)
+    if not cert.passed:
+        raise CertificateError(
+            f"the certified optimum at unit scale (X / 2^{k}) does not certify on the "
+            f"declared data: relative gap {cert.rel_gap:.3g} (tolerance "
+            f"{cert.tol_gap:g}), violation {cert.max_violation:.3g}.")
+    info = {**res.info, "scaling": float(np.ldexp(1.0, k))}
+    return SolverResult(M=M, status=res.raw_status or res.status, objective=cert.objective,
+                        n_iter=res.n_iter, certificate=cert, method=res.method, info=info,
+                        time=time.perf_counter() - t0, raw_status=res.raw_status)
+
+
+def _solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
+                 max_rounds=6, verbose=False):
+    """Certified exact solution of Eq. 7 / 9 / 11 (in the units of ``data``).
 
     Parameters
     ----------
@@ -347,7 +441,16 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
             break
         W = W | bad
         V = V & ~bad
-    result = RankDMLModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+    try:
+        result = RankDMLModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+    except SolverError:
+        if not init.certificate.passed:
+            raise
+        # both conic solvers failed on a problem the fast solver certified
+        # (the certificate is the family's, on the declared problem, whoever
+        # produced the point): return that point, saying where it came from
+        result = dataclasses.replace(init, info={**init.info, "reduced": False,
+                                                 "certified_by": init.method})
     result.info["margin_set_sizes"] = sizes
     result.time = time.perf_counter() - t0
     return result

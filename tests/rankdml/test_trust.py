@@ -430,3 +430,41 @@ def test_certificate_includes_roundoff():
         assert res.certificate.gap >= 0
     assert 1e5 <= noise[1] / noise[0] <= 1e7
     assert noise[1] <= 1e-6
+
+
+@pytest.mark.parametrize("reg", ["burg", "logdet"])
+def test_tiny_tau_with_large_X_is_the_unit_problem(reg):
+    # (X c, tau) is (X, c^2 tau): the exact path solves it with tau near
+    # tr(A0) (powers of two) -- was CertificateError (Clarabel failed, SCS
+    # inaccurate) at X * 1e5 with tau = 3e-10
+    X, y = small(0)
+    T = triplets_from_labels(y, 25, random_state=0)
+    c = 2.0 ** 17
+    big = RankDML(preprocessor=X * c, regularizer=reg, tau=3.0 / c ** 2).fit(T)
+    unit = RankDML(preprocessor=X, regularizer=reg, tau=3.0).fit(T)
+    assert big.status_ == "optimal" and big.result_.info["scaling"] == c
+    assert _rel(big.objective_, unit.objective_) <= 1e-6
+    assert np.allclose(big.mahalanobis_matrix_ * c * c, unit.mahalanobis_matrix_,
+                       atol=1e-4)
+
+
+def test_exact_path_keeps_a_certified_fast_point_when_conic_solvers_fail():
+    # Laplacian, d = 1, distances ~1e10 against the margin (found by the
+    # hypothesis test): Clarabel and SCS both claimed infeasibility
+    # (SolverError); the fast solver's point is certified on the declared
+    # problem and is returned, saying so
+    rng = np.random.RandomState(8)
+    n, d = rng.randint(8, 21), rng.randint(1, 5)
+    X = rng.randn(n, d) * np.exp(rng.uniform(-1, 1, d))
+    X[n // 2:] = X[:n - n // 2]
+    X = X * 1e5
+    T = rng.randint(0, n, size=(rng.randint(5, 41), 3))
+    T = T[informative(X, T)]
+    T = T[np.any(X[T[:, 1]] != X[T[:, 2]], axis=1)]
+    data = RankData.from_triplets(Triplets.create(X, T), regularizer="laplacian",
+                                  diagonal=True, lam=10.0)
+    res = solve_exact(data)
+    assert res.status == "optimal" and res.certificate.passed
+    assert res.info["certified_by"] == "fast-ipm"
+    fast = solve_fast(data)
+    assert _rel(res.objective, fast.objective) <= FAST
