@@ -231,9 +231,21 @@ def newton_decrement(f, g, H):
     try:
         c = scipy.linalg.cho_factor(H, check_finite=False)
     except np.linalg.LinAlgError:
-        return np.inf
+        # a singular H (directions no active term constrains, e.g. constant
+        # pixels): the estimate on its regularised form; it only decides
+        # whether the (rigorous) certificate is computed
+        try:
+            c = scipy.linalg.cho_factor(H + _singular_shift(H), check_finite=False)
+        except np.linalg.LinAlgError:
+            return np.inf
     val = 0.5 * float(g @ scipy.linalg.cho_solve(c, g, check_finite=False))
     return max(0.0, val) / max(1.0, f)
+
+
+def _singular_shift(H):
+    """``eps I`` making a PSD-in-exact-arithmetic ``H`` numerically definite."""
+    scale = max(1.0, float(np.max(np.abs(np.diag(H))))) if H.size else 1.0
+    return 1e-12 * scale * np.eye(H.shape[0])
 
 
 def cert_residual(f, Z, rel=1e-10):
@@ -799,11 +811,16 @@ class SLRData:
         :meth:`dual_bound_from`.
         """
         p = g.shape[0]
+        # any step gives a valid bound (the residual E is accounted for); a
+        # singular H is regularised so that its null directions stay put
         try:
             c, low = scipy.linalg.cho_factor(H, check_finite=False)
-            dz = -scipy.linalg.cho_solve((c, low), g, check_finite=False)
         except np.linalg.LinAlgError:
-            return -np.inf
+            try:
+                c, low = scipy.linalg.cho_factor(H + _singular_shift(H), check_finite=False)
+            except np.linalg.LinAlgError:
+                return -np.inf
+        dz = -scipy.linalg.cho_solve((c, low), g, check_finite=False)
         if not np.all(np.isfinite(dz)) or p == 0:
             return -np.inf
         Z1 = Z + smat(dz, self.rank)
