@@ -122,3 +122,13 @@ def test_interior_point_honours_the_deadline(positive):
     with pytest.raises(Expired):
         interior_point(data, data.least_squares_Z(), deadline=Deadline(0.0, start=0.0))
 
+
+
+def test_newton_decrement_on_a_singular_hessian():
+    # a direction no active term constrains (g has no component there):
+    # the decrement is finite, so the certificate gets evaluated
+    from cvxmetric.slr._problem import newton_decrement
+
+    H = np.diag([2.0, 0.0])
+    g = np.array([1.0, 0.0])
+    assert newton_decrement(10.0, g, H) == pytest.approx(0.25 / 10.0, rel=1e-9)
