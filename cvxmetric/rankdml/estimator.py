@@ -37,7 +37,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import LabelledMixin, MahalanobisMixin, validate_labelled
 from .._validation import check_samples
-from ..constraints import Triplets
+from ..constraints import Triplets, informative
 from ._pairs import critical_triplets
 from ._problem import REGULARIZERS, RankData
 from .exact import solve_exact
@@ -324,8 +324,7 @@ certificate_, result_, n_features_in_, n_triplets_
         # a triplet whose relevant and irrelevant items are the same point
         # (duplicate rows in two classes) has the constant hinge 1: it does
         # not depend on the metric, and Triplets refuses it
-        _, r, i = t.T
-        useful = ~_same_point(X, r, i)
+        useful = informative(X, t)
         if not np.any(useful):
             raise ValueError("X: every selected triplet compares a point with an "
                              "identical one; the data has no information on the "
@@ -357,8 +356,3 @@ def _relevant_items(codes, queries, n_relevant, rng):
     order = np.argsort(qs, kind="stable")
     rel_rows = [row for block in rel for row in block]
     return qs[order], [rel_rows[o] for o in order]
-
-
-def _same_point(X, i, j):
-    """Boolean mask: rows ``i`` and ``j`` of ``X`` are identical points."""
-    return (i == j) | np.all(X[i] == X[j], axis=1)
