@@ -67,6 +67,7 @@ __all__ = [
     "bench_row",
     "run_case",
     "run_bench",
+    "format_columns",
     "format_table",
     "parse_sizes",
 ]
@@ -367,6 +368,17 @@ def _fmt(x, spec):
     return "-" if x is None else format(x, spec)
 
 
+def format_columns(headers, body):
+    """Left-aligned text columns: a header line, a rule, then ``body`` (a
+    list of rows of strings)."""
+    widths = [max(len(h), *(len(b[k]) for b in body)) if body else len(h)
+              for k, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
+    return "\n".join(lines)
+
+
 def format_table(rows):
     """Plain-text table of :func:`run_bench` rows."""
     headers = ["problem", "method", "d", "N", "n", "gap", "gap kind", "seconds",
@@ -380,12 +392,7 @@ def format_table(rows):
             _fmt(r.get("speedup_exact"), ".1f"), _fmt(r.get("speedup_declared"), ".1f"),
             _fmt(r["peak_mb"], ".0f"), _fmt(r["base_mb"], ".0f"), status,
         ])
-    widths = [max(len(h), *(len(b[k]) for b in body)) if body else len(h)
-              for k, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
-    return "\n".join(lines)
+    return format_columns(headers, body)
 
 
 def case_main(module, run_case, argv=None):

@@ -558,12 +558,9 @@ def format_table(rows):
             _fmt(r.get("gap"), ".1e"), _fmt(r.get("seconds"), ".2f"),
             _fmt(r.get("peak_mb"), ".0f"), verdict,
         ])
-    widths = [max(len(h), *(len(b[k]) for b in body)) if body else len(h)
-              for k, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
-    return "\n".join(lines)
+    from .bench import format_columns
+
+    return format_columns(headers, body)
 
 
 def format_aggregate(rows):

@@ -59,7 +59,7 @@ import warnings
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..bench import _fmt, _max_rss_mb, case_main, run_isolated
+from ..bench import _fmt, _max_rss_mb, case_main, format_columns, run_isolated
 from ..metrics import average_precision
 from .randomized import _check_int
 
@@ -487,12 +487,7 @@ def format_table(rows):
             _fmt(r["peak_mb"], ".0f"),
             _fmt(r["base_mb"], ".0f"), status,
         ])
-    widths = [max(len(h), *(len(b[k]) for b in body)) if body else len(h)
-              for k, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
-    return "\n".join(lines)
+    return format_columns(headers, body)
 
 
 def _case_main(argv=None):
