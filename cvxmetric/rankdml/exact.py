@@ -304,10 +304,12 @@ def _unit_scale(data):
         k = int(np.frexp(rms)[1])
     if k == 0:
         return data, 0
-    Xu = np.ldexp(data.X, -k)
-    lam_u = np.ldexp(data.lam, -4 * k) if data.regularizer in ("frobenius", "laplacian") \
-        else data.lam
-    tau_u = np.ldexp(data.tau, 2 * k) if data.trace_fixed else None
+    with np.errstate(over="ignore", under="ignore"):
+        # out-of-range results are caught by the check below
+        Xu = np.ldexp(data.X, -k)
+        lam_u = np.ldexp(data.lam, -4 * k) \
+            if data.regularizer in ("frobenius", "laplacian") else data.lam
+        tau_u = np.ldexp(data.tau, 2 * k) if data.trace_fixed else None
     if not (np.array_equal(np.ldexp(Xu, k), data.X) and 1e-250 < lam_u < 1e250):
         return data, 0  # X would lose bits (subnormal) or lam leave the range
     try:
