@@ -68,10 +68,15 @@ from .._validation import check_option, check_samples
 from ..result import SolverError, SolverResult
 from ._problem import SLRData, check_thresholds
 
-__all__ = ["SLRModel", "solve_exact", "solve_eq1", "FORMS"]
+__all__ = ["SLRModel", "solve_exact", "solve_eq1", "FORMS", "EXACT_MAX_COEFFICIENTS"]
 
 #: Values of ``form`` in :class:`SLRModel` / :func:`solve_exact`.
 FORMS = ("symmetric", "range", "declared")
+
+#: Largest ``n_terms * width`` (hinge terms times coefficients per term) the
+#: exact path builds: about 2 GB in CVXPY's canonicalisation; n = 1 000 at
+#: rank 20, n = 810 at rank 30.
+EXACT_MAX_COEFFICIENTS = 10_000_000
 
 
 class SLRModel:
@@ -105,6 +110,20 @@ class SLRModel:
 
     def __init__(self, data, form="symmetric"):
         check_option(form, "form", FORMS)
+        n_terms = (data.n_samples * (data.n_samples + 1) // 2 if form == "symmetric"
+                   else data.n_samples ** 2)
+        width = data.n_features if form == "declared" else data.rank
+        if n_terms * width > EXACT_MAX_COEFFICIENTS:
+            # measured: CVXPY's canonicalisation alone holds ~180 bytes per
+            # coefficient (1.1 GB at n = 600, r = 30) and Clarabel as much
+            # again; beyond the limit the solve would not fit in 4 GiB and
+            # would end in an allocation failure that aborts the process
+            raise ValueError(
+                f"X: the exact CVXPY form of Eq. 4 has {n_terms} hinge terms of "
+                f"{width} coefficients each ({n_terms * width:.3g} > "
+                f"EXACT_MAX_COEFFICIENTS = {EXACT_MAX_COEFFICIENTS:.0e}), too large "
+                f"for a conic solve in 4 GiB; use solver='newton', certified on the "
+                f"same Eq. 4.")
         self.data = data
         self.form = form
         d1 = cp.Parameter(value=data.delta1, name="delta1")
@@ -208,6 +227,10 @@ def solve_exact(data, *, form="symmetric", solvers=SOLVERS, tol=1e-9, verbose=Fa
 
     Raises
     ------
+    ValueError
+        When the form is larger than :data:`EXACT_MAX_COEFFICIENTS` (it
+        would not fit in 4 GiB); the semismooth Newton solver is certified
+        on the same objective at any size.
     CertificateError, SolverError
         When no solver returns a certified point.
     """

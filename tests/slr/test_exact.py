@@ -128,3 +128,21 @@ def test_targets_only_form_at_the_optimum(data, exact):
     # and K* is the projection of T* onto the subspace (one Algorithm 1 step
     # leaves the optimum in place)
     np.testing.assert_allclose(U @ (U.T @ T @ U) @ U.T, K, atol=1e-6)
+
+
+def test_exact_path_refuses_a_form_beyond_its_memory_limit():
+    """At digits size (n = 1437, r = 30) the conic solve aborted the process
+    with std::bad_alloc under 4 GiB; it is refused up front, naming X and
+    the certified alternative."""
+    import time
+
+    from cvxmetric.slr.exact import EXACT_MAX_COEFFICIENTS
+
+    rng = np.random.RandomState(0)
+    n, d = 1000, 30
+    assert n * (n + 1) // 2 * d > EXACT_MAX_COEFFICIENTS
+    data = SLRData.from_labels(rng.randn(n, d), rng.randint(0, 5, n))
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"^X: .*solver='newton'"):
+        solve_exact(data)
+    assert time.perf_counter() - t0 < 5.0
