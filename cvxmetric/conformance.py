@@ -320,23 +320,19 @@ def run_case(case):
 def cases(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES),
           methods=None, estimators=None):
     """The case dicts of a suite, exact methods of each group first."""
-    for name, values in (("datasets", datasets), ("families", families)):
-        known = DATASETS if name == "datasets" else tuple(FAMILIES)
-        unknown = [v for v in values if v not in known]
+    known = {
+        "datasets": DATASETS,
+        "families": tuple(FAMILIES),
+        "methods": sorted({m for f in FAMILIES for m in METHODS[f]}),
+        "estimators": sorted({e for f in FAMILIES for e in FAMILIES[f]}),
+    }
+    given = {"datasets": datasets, "families": families, "methods": methods,
+             "estimators": estimators}
+    for name, values in given.items():
+        unknown = [v for v in values or () if v not in known[name]]
         if unknown:
-            raise ValueError(f"{name}: unknown {unknown}; expected among {known}.")
-    all_methods = {m for f in FAMILIES for m in METHODS[f]}
-    if methods is not None:
-        unknown = [m for m in methods if m not in all_methods]
-        if unknown:
-            raise ValueError(f"methods: unknown {unknown}; expected among "
-                             f"{sorted(all_methods)}.")
-    all_est = {e for f in FAMILIES for e in FAMILIES[f]}
-    if estimators is not None:
-        unknown = [e for e in estimators if e not in all_est]
-        if unknown:
-            raise ValueError(f"estimators: unknown {unknown}; expected among "
-                             f"{sorted(all_est)}.")
+            raise ValueError(f"{name}: unknown {unknown}; expected among "
+                             f"{known[name]}.")
     out = []
     # seed-major: a run cut short still covers every dataset's first seeds
     for seed in seeds:
