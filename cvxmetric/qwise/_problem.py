@@ -542,15 +542,21 @@ class QwiseData:
 
     @functools.cached_property
     def gap_floor(self):
-        """Floor of the relative duality gap: ``F = f(0) = sum_q c_q
-        [delta_q]_+`` when ``0 < F < 1``, else 1.
+        """Floor of the relative duality gap: the margins' own scale
+        ``S = sum_q c_q |delta_q|`` when ``f(0) = sum_q c_q [delta_q]_+`` is
+        positive and ``S < 1``, else 1.
 
-        ``f(0)`` bounds the optimum above, so when it is below 1 an absolute
-        gap of 1e-6 (the usual ``max(1, |f|)`` floor) could exceed the
-        optimum itself; ``F = 0`` means ``M = 0`` is optimal with value 0.
+        ``f(0)`` bounds the optimum above, so when the margins are small an
+        absolute gap of 1e-6 (the usual ``max(1, |f|)`` floor) could exceed
+        the optimum itself; the gap is then judged on the scale of the
+        margins.  Not on ``f(0)`` alone: with mixed signs (margins ``1e-116``
+        and ``-0.06``) ``f(0)`` is below anything float64 resolves in the
+        hinge arguments, and no solver could certify against it.  ``f(0) =
+        0`` means ``M = 0`` is optimal with value 0.
         """
         F = float(self.c_q @ np.maximum(self.delta_q, 0.0))
-        return F if 0.0 < F < 1.0 else 1.0
+        S = float(self.c_q @ np.abs(self.delta_q))
+        return min(S, 1.0) if F > 0.0 else 1.0
 
     def relative_gap(self, objective, bound):
         """``|objective - bound| / max(gap_floor, |objective|)`` (``inf``

@@ -659,3 +659,22 @@ def test_loewner_scale_infinite_when_impossible(quads, pairs, u_l):
     data = _with_singular_R(quads, pairs, u, l, singular)
     S = np.outer(v, v)  # positive curvature on null(R): no t >= 1 works
     assert not np.isfinite(data._loewner_scale(S))
+
+
+def test_certified_when_margins_are_mixed_and_one_is_negligible():
+    """Found by hypothesis: margins 2.3e-116 and -0.06.  ``f(0)`` is then
+    2.3e-117, below what float64 resolves in the hinge arguments; the gap is
+    judged on the margins' own scale, and both paths certify."""
+    from cvxmetric.qwise import QwiseDualSolver
+
+    rng = np.random.RandomState(3)
+    X = 2.0 * rng.randn(10, 4)
+    quads = Quadruplets.create(X, np.array([[9, 3, 9, 6], [6, 7, 6, 5]]),
+                               np.array([2.34369972e-116, -6.09126128e-2]))
+    data = QwiseData.from_sets(quads, regularizer="trace", C_q=0.1)
+    assert data.gap_floor == pytest.approx(0.1 * 6.09126128e-2)
+    exact = solve_exact(data)
+    fast = QwiseDualSolver().run(data)
+    for res in (exact, fast):
+        assert res.status == "optimal" and res.certificate.passed
+    assert abs(exact.objective - fast.objective) <= EXACT * data.gap_floor
