@@ -118,12 +118,27 @@ def project_spectraplex(Y):
     return (V * p[p > 0]) @ V.T
 
 
-class _WhiteSpace:
+class _Space:
+    """Coordinates in which the dissimilar differences are the rows of
+    ``P`` (n_dissimilar, k): ``D2 = P X P`` per row and the gradient of
+    ``sum sqrt(D2)``; subclasses give ``f``, the start and the projection."""
+
+    P: np.ndarray
+
+    def dist(self, X):
+        return np.einsum("pr,pr->p", self.P @ X, self.P)
+
+    def grad(self, dist):
+        G = self.P.T @ ((0.5 / np.sqrt(dist))[:, None] * self.P)
+        return 0.5 * (G + G.T)
+
+
+class _WhiteSpace(_Space):
     """Full ``M`` in whitened coordinates: ``f = tr(Mw)``, ``D2 = psi Mw psi``."""
 
     def __init__(self, data):
         self.data = data
-        self.psi = data.psi
+        self.P = data.psi
         self.r = data.psi.shape[1]
 
     def start(self):
@@ -138,25 +153,18 @@ class _WhiteSpace:
     def f(self, X):
         return float(np.trace(X))
 
-    def dist(self, X):
-        return np.einsum("pr,pr->p", self.psi @ X, self.psi)
-
-    def grad(self, dist):
-        G = self.psi.T @ ((0.5 / np.sqrt(dist))[:, None] * self.psi)
-        return 0.5 * (G + G.T)
-
     def project(self, Y):
         return project_spectraplex(Y)
 
 
-class _JacobiSpace:
+class _JacobiSpace(_Space):
     """Full ``M`` in Jacobi units with the exact projection onto
     ``{PSD, <A, M> <= 1}`` (``precondition=False``: Xing's coordinates up
     to the features' units)."""
 
     def __init__(self, data):
         self.data = data
-        self.Z = data.Z_D
+        self.P = data.Z_D
         A = data.Z_S.T @ data.Z_S
         self.A = 0.5 * (A + A.T)
 
@@ -172,13 +180,6 @@ class _JacobiSpace:
 
     def f(self, X):
         return _inner(self.A, X)
-
-    def dist(self, X):
-        return np.einsum("pd,pd->p", self.Z @ X, self.Z)
-
-    def grad(self, dist):
-        G = self.Z.T @ ((0.5 / np.sqrt(dist))[:, None] * self.Z)
-        return 0.5 * (G + G.T)
 
     def project(self, Y):
         return project_psd_halfspace(Y, self.A)
