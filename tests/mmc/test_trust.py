@@ -129,7 +129,11 @@ def check_bounds_valid(X, P, L):
         certs.append(err.result[0])
     best = min(robust_value(X, P, L, M) for M in points)
     for cert in certs:
-        assert np.isfinite(cert.objective)
+        if not np.isfinite(cert.objective):
+            # a solve that produced no usable point (the conic solver's
+            # matrix did not survive the map back) claims nothing
+            assert not cert.passed and cert.dual_bound == -np.inf
+            continue
         assert cert.dual_bound <= best * (1 + 1e-12), (cert.solver, best)
     for M, cert in zip(points, certs):
         if cert.passed:  # the objective is the feasible value, recomputed
