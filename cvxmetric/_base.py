@@ -21,24 +21,86 @@ integer indices (n_pairs, 2) into it.
 """
 
 import numpy as np
+from sklearn.base import ClassNamePrefixFeaturesOutMixin
+from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
+from sklearn.utils import TransformerTags, check_random_state
+from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_finite, check_samples
 from .constraints import tuples_to_indices
 
-__all__ = ["MahalanobisMixin", "LabelledMixin", "components_from_metric",
-           "validate_labelled"]
+__all__ = ["MahalanobisMixin", "LabelledMixin", "PairsClassifierMixin",
+           "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
+           "components_from_metric", "validate_labelled",
+           "CALIBRATION_STRATEGIES", "MAX_SCORE_PAIRS"]
+
+#: Strategies of :meth:`PairsClassifierMixin.calibrate_threshold`
+#: (metric-learn's).
+CALIBRATION_STRATEGIES = ("accuracy", "f_beta", "max_tpr", "max_tnr")
+
+#: :meth:`LabelledMixin.score` uses every pair of samples up to this many
+#: pairs, a uniform sample of this many beyond.
+MAX_SCORE_PAIRS = 2_000_000
 
 
 class LabelledMixin:
     """Mixin of the ``fit(X, y)`` learners on class labels: ``y`` is required
-    (scikit-learn tags); :func:`validate_labelled` checks it."""
+    (scikit-learn tags); :func:`validate_labelled` checks it.
+
+    On a Mahalanobis learner, :meth:`score` is the ROC-AUC of the pair
+    classification "same class" vs "different class" by the learned
+    distance, over the pairs of the samples given.
+    """
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+    def score(self, X, y):
+        """ROC-AUC of same-class vs different-class pairs of ``(X, y)``.
+
+        Every unordered pair ``i < j`` of the samples is scored by the
+        learned similarity ``-D_M(x_i, x_j)``; the score is the area under
+        the ROC curve of "same class" (positive) against it: 1 when every
+        same-class pair is closer than every different-class pair, 0.5 for
+        a metric that ranks pairs at random.  Beyond
+        :data:`MAX_SCORE_PAIRS` pairs, a uniform sample of that many pairs
+        (drawn with ``random_state``) is scored.  Used by ``GridSearchCV``
+        and ``cross_val_score`` when no ``scoring`` is given.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+            Class labels; both same-class and different-class pairs must
+            occur.
+
+        Returns
+        -------
+        score : float
+        """
+        check_is_fitted(self, "components_")
+        X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
+        n = X.shape[0]
+        n_pairs = n * (n - 1) // 2
+        if n_pairs == 0:
+            raise ValueError("X: at least 2 samples are needed to score pairs.")
+        if n_pairs <= MAX_SCORE_PAIRS:
+            i, j = np.triu_indices(n, k=1)
+        else:
+            rng = check_random_state(getattr(self, "random_state", None))
+            i = rng.randint(n, size=MAX_SCORE_PAIRS)
+            j = (i + 1 + rng.randint(n - 1, size=MAX_SCORE_PAIRS)) % n
+        same = y[i] == y[j]
+        if same.all() or not same.any():
+            raise ValueError(
+                "y: scoring needs both same-class and different-class pairs.")
+        Z = X @ self.components_.T
+        diff = Z[i] - Z[j]
+        return float(roc_auc_score(same, -np.sqrt(np.sum(diff * diff, axis=1))))
 
 
 def validate_labelled(estimator, X, y, **kwargs):
@@ -90,12 +152,18 @@ def components_from_metric(M):
     return (V * np.sqrt(np.maximum(w, 0.0))).T
 
 
-class MahalanobisMixin:
+class MahalanobisMixin(ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
     """Mahalanobis-metric methods for a fitted estimator (metric-learn API).
 
     A subclass sets ``components_`` (via :meth:`_set_metric`) and
     ``n_features_in_`` in ``fit``.  If it has a ``preprocessor`` parameter
     (the sample matrix ``X``), pairs may be given as indices into it.
+
+    ``transform`` supports scikit-learn's ``set_output`` (e.g. pandas
+    output; the columns are ``get_feature_names_out()``, the lowercased
+    class name and an index).  The tuple learners get it from here rather
+    than from ``TransformerMixin``, whose ``fit_transform(X, y)`` would
+    transform the tuples they are fitted on.
 
     Attributes
     ----------
@@ -107,6 +175,17 @@ class MahalanobisMixin:
     n_features_in_ : int
         Number of features seen in ``fit``.
     """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if tags.transformer_tags is None:  # tuple learners: transform, no fit_transform
+            tags.transformer_tags = TransformerTags()
+        return tags
+
+    @property
+    def _n_features_out(self):
+        """Number of output features of :meth:`transform` (rows of ``components_``)."""
+        return self.components_.shape[0]
 
     def _set_metric(self, M):
         """Store ``components_`` and ``mahalanobis_matrix_`` from a PSD ``M``."""
@@ -145,38 +224,46 @@ class MahalanobisMixin:
 
     def _pair_points(self, pairs):
         """Validate ``pairs`` and return the points, shape (n_pairs, 2, d)."""
+        return self._tuple_points(pairs, "pairs", 2)
+
+    def _tuple_points(self, tuples, name, width):
+        """Validate ``tuples`` of ``width`` points (3-D points, or indices
+        into ``preprocessor``) and return the points, (n_tuples, width, d)."""
+        check_is_fitted(self, "components_")
         try:
-            ndim = np.ndim(pairs)
+            ndim = np.ndim(tuples)
         except Exception as exc:  # ragged nested lists
-            raise ValueError(f"pairs: cannot be read as an array ({exc}).") from None
+            raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
         preprocessor = getattr(self, "preprocessor", None)
+        expected = f"(n_{name}, {width}, n_features)"
         if ndim == 3:
-            points = check_finite(pairs, "pairs", ndim=3)
-            if points.shape[1] != 2:
+            points = check_finite(tuples, name, ndim=3)
+            if points.shape[1] != width:
                 raise ValueError(
-                    f"pairs: expected shape (n_pairs, 2, n_features), got "
-                    f"{points.shape}."
-                )
+                    f"{name}: expected shape {expected}, got {points.shape}.")
         elif preprocessor is None:
             # tuples_to_indices raises the message that explains integer
             # indices need a preprocessor (or that points must be 3-D)
-            tuples_to_indices(pairs, "pairs", width=2)
+            tuples_to_indices(tuples, name, width=width)
             raise ValueError(
-                f"pairs: expected shape (n_pairs, 2, n_features), got "
-                f"{np.shape(pairs)}."
-            )
+                f"{name}: expected shape {expected}, got {np.shape(tuples)}.")
         else:
             X = check_samples(preprocessor, "preprocessor")
-            X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
-            points = X[idx]  # (n_pairs, 2, d)
+            X, idx = tuples_to_indices(tuples, name, width=width, preprocessor=X)
+            points = X[idx]  # (n_tuples, width, d)
         if points.shape[0] == 0:
-            raise ValueError("pairs: no pairs given.")
+            raise ValueError(f"{name}: none given.")
         if points.shape[2] != self.n_features_in_:
             raise ValueError(
-                f"pairs: points have {points.shape[2]} features, but "
+                f"{name}: points have {points.shape[2]} features, but "
                 f"{type(self).__name__} was fitted with {self.n_features_in_}."
             )
         return points
+
+    def _distances(self, points, a, b):
+        """``D_M`` between columns ``a`` and ``b`` of ``points`` (n, width, d)."""
+        diff = (points[:, a] - points[:, b]) @ self.components_.T
+        return np.sqrt(np.sum(diff * diff, axis=1))
 
     def pair_distance(self, pairs):
         """Learned distance ``sqrt(D2_M(a, b))`` of each pair.
@@ -191,12 +278,9 @@ class MahalanobisMixin:
         -------
         distances : ndarray of shape (n_pairs,)
         """
-        check_is_fitted(self, "components_")
-        points = self._pair_points(pairs)
         # ||L (a - b)||: the distance of the transformed points, without
         # cancellation from transforming a and b separately
-        diff = (points[:, 0] - points[:, 1]) @ self.components_.T
-        return np.sqrt(np.sum(diff * diff, axis=1))
+        return self._distances(self._pair_points(pairs), 0, 1)
 
     def pair_score(self, pairs):
         """Similarity score of each pair: ``-pair_distance(pairs)``.
@@ -238,3 +322,278 @@ class MahalanobisMixin:
             return d2 if squared else float(np.sqrt(d2))
 
         return metric
+
+
+def _check_binary_labels(y, n, name="y"):
+    """``y`` as an int array of +1 / -1 of length ``n``."""
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"{name}: expected shape ({n},) (one label per pair), "
+                         f"got {y.shape}.")
+    if y.dtype == object or y.dtype.kind not in "iuf" or not np.all(np.isin(y, (-1, 1))):
+        shown = list(dict.fromkeys(y.ravel().tolist()))[:5]
+        raise ValueError(f"{name}: must be +1 (similar) or -1 (dissimilar), got "
+                         f"values {shown}.")
+    return y.astype(int)
+
+
+def _is_real(x):
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _check_calibration(strategy="accuracy", min_rate=None, beta=1.0):
+    """ValueError naming the argument of a bad calibration setting."""
+    if strategy not in CALIBRATION_STRATEGIES:
+        raise ValueError(f"strategy: unknown {strategy!r}; expected one of "
+                         f"{', '.join(map(repr, CALIBRATION_STRATEGIES))}.")
+    if strategy in ("max_tpr", "max_tnr") and not (
+            _is_real(min_rate) and 0 <= min_rate <= 1):
+        raise ValueError(f"min_rate: strategy {strategy!r} needs a number in "
+                         f"[0, 1], got {min_rate!r}.")
+    if strategy == "f_beta" and not (_is_real(beta) and np.isfinite(beta) and beta > 0):
+        raise ValueError(f"beta: expected a finite number > 0, got {beta!r}.")
+
+
+class PairsClassifierMixin:
+    """Pair classification by a distance threshold (metric-learn's API).
+
+    A pair is predicted similar (+1) when its learned distance is at most
+    ``threshold_``, dissimilar (-1) otherwise.  ``fit`` calibrates the
+    threshold on the training pairs (strategy ``"accuracy"``, or
+    ``calibration_params``); :meth:`set_threshold` and
+    :meth:`calibrate_threshold` change it.  :meth:`score` is the ROC-AUC of
+    :meth:`decision_function` (it does not depend on the threshold), so
+    ``GridSearchCV`` and ``cross_val_score`` need no ``scoring``.
+
+    Attributes
+    ----------
+    threshold_ : float
+        Distance threshold of :meth:`predict`.
+    classes_ : ndarray of shape (2,)
+        ``[-1, 1]``.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = "classifier"
+        return tags
+
+    @staticmethod
+    def _check_calibration_params(calibration_params):
+        """The ``calibration_params`` of ``fit`` as a dict (checked before
+        the solve, so that a typo does not cost one)."""
+        params = {} if calibration_params is None else calibration_params
+        if not isinstance(params, dict):
+            raise ValueError(
+                f"calibration_params: expected a dict of calibrate_threshold "
+                f"arguments or None, got {type(params).__name__}.")
+        unknown = sorted(map(str, set(params) - {"strategy", "min_rate", "beta"}))
+        if unknown:
+            raise ValueError(f"calibration_params: unknown keys {unknown}; "
+                             f"expected strategy, min_rate, beta.")
+        _check_calibration(**params)
+        return params
+
+    def _calibrate_after_fit(self, pairs, y, calibration_params):
+        """Set ``classes_`` and the threshold at the end of ``fit``."""
+        self.classes_ = np.array([-1, 1])
+        params = self._check_calibration_params(calibration_params)
+        return self.calibrate_threshold(pairs, y, **params)
+
+    def decision_function(self, pairs):
+        """``-D_M`` of each pair: higher means more similar.
+
+        Parameters
+        ----------
+        pairs : array_like
+            Points (n_pairs, 2, n_features), or indices (n_pairs, 2) into
+            ``preprocessor``.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_pairs,)
+        """
+        return -self.pair_distance(pairs)
+
+    def predict(self, pairs):
+        """+1 (similar) where ``D_M <= threshold_``, else -1.
+
+        Parameters
+        ----------
+        pairs : array_like
+            As in :meth:`decision_function`.
+
+        Returns
+        -------
+        y_pred : ndarray of int, shape (n_pairs,)
+        """
+        check_is_fitted(self, "threshold_")
+        return np.where(self.pair_distance(pairs) <= self.threshold_, 1, -1)
+
+    def score(self, pairs, y):
+        """ROC-AUC of :meth:`decision_function` against the labels ``y``.
+
+        Parameters
+        ----------
+        pairs : array_like
+            As in :meth:`decision_function`.
+        y : array_like of shape (n_pairs,)
+            +1 (similar) or -1 (dissimilar), both present.
+
+        Returns
+        -------
+        score : float
+        """
+        scores = self.decision_function(pairs)
+        y = _check_binary_labels(y, scores.shape[0])
+        if np.all(y == y[0]):
+            raise ValueError("y: ROC-AUC needs both similar (+1) and dissimilar "
+                             "(-1) pairs.")
+        return float(roc_auc_score(y, scores))
+
+    def set_threshold(self, threshold):
+        """Set the distance threshold of :meth:`predict`.
+
+        Parameters
+        ----------
+        threshold : float
+            Finite.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self, "components_")
+        try:
+            value = float(threshold)
+        except (TypeError, ValueError):
+            raise ValueError(f"threshold: expected a real number, got "
+                             f"{type(threshold).__name__}.") from None
+        if not np.isfinite(value):
+            raise ValueError(f"threshold: must be finite, got {value}.")
+        self.threshold_ = value
+        return self
+
+    def calibrate_threshold(self, pairs_valid, y_valid, strategy="accuracy",
+                            min_rate=None, beta=1.0):
+        """Choose ``threshold_`` on labelled pairs (metric-learn's strategies).
+
+        Parameters
+        ----------
+        pairs_valid : array_like
+            As in :meth:`decision_function`.
+        y_valid : array_like of shape (n_pairs,)
+            +1 / -1.
+        strategy : {"accuracy", "f_beta", "max_tpr", "max_tnr"}
+            Maximise the accuracy; the F-beta score; the true positive rate
+            subject to a true negative rate of at least ``min_rate``; the
+            true negative rate subject to a true positive rate of at least
+            ``min_rate``.
+        min_rate : float in [0, 1], optional
+            Required by ``"max_tpr"`` and ``"max_tnr"``.
+        beta : float > 0
+            Of ``"f_beta"``.
+
+        Returns
+        -------
+        self
+        """
+        _check_calibration(strategy, min_rate, beta)
+        scores = self.decision_function(pairs_valid)  # -D, higher = similar
+        y = _check_binary_labels(y_valid, scores.shape[0], "y_valid")
+        if strategy == "accuracy":
+            order = np.argsort(-scores, kind="stable")
+            s, yo = scores[order], y[order]
+            # accept the first k pairs (k = 0..n): positives accepted plus
+            # negatives rejected
+            tp = np.concatenate([[0], np.cumsum(yo == 1)])
+            tn = np.concatenate([np.cumsum((yo == -1)[::-1])[::-1], [0]])
+            k = int(np.argmax(tp + tn))
+            # a threshold between the k-th and (k+1)-th distances
+            dist = -s
+            if k == 0:
+                self.threshold_ = float(dist[0] - 1.0)
+            elif k == len(dist):
+                self.threshold_ = float(dist[-1])
+            else:
+                self.threshold_ = float(dist[k - 1])
+            return self
+        if strategy == "f_beta":
+            precision, recall, thr = precision_recall_curve(y, scores, pos_label=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f = (1 + beta ** 2) * precision * recall / (beta ** 2 * precision + recall)
+            f = np.nan_to_num(f[:-1])  # the last point has no threshold
+            self.threshold_ = float(-thr[int(np.argmax(f))])
+            return self
+        fpr, tpr, thr = roc_curve(y, scores, pos_label=1, drop_intermediate=False)
+        if strategy == "max_tpr":
+            ok = np.flatnonzero(1 - fpr >= min_rate)
+            best = ok[np.argmax(tpr[ok])]
+        else:
+            ok = np.flatnonzero(tpr >= min_rate)
+            best = ok[np.argmax(1 - fpr[ok])]
+        # thr[0] is +inf (accept nothing): a threshold below every distance
+        t = thr[best]
+        self.threshold_ = float(-t) if np.isfinite(t) else float(np.min(-scores) - 1.0)
+        return self
+
+
+class _OrderedTuplesMixin:
+    """``predict`` / ``decision_function`` / ``score`` of tuple learners whose
+    tuples state "the second pair is farther apart than the first"."""
+
+    _tuple_name = "tuples"
+    _width = 0
+
+    def _near_far(self, tuples):
+        points = self._tuple_points(tuples, self._tuple_name, self._width)
+        if self._width == 3:  # (a, b, c): D(a, b) < D(a, c)
+            return self._distances(points, 0, 1), self._distances(points, 0, 2)
+        return self._distances(points, 0, 1), self._distances(points, 2, 3)
+
+    def decision_function(self, tuples):
+        """Far distance minus near distance: positive when the tuple holds."""
+        near, far = self._near_far(tuples)
+        return far - near
+
+    def predict(self, tuples):
+        """+1 where the tuple's ordering holds (strictly), else -1."""
+        return np.where(self.decision_function(tuples) > 0, 1, -1)
+
+    def score(self, tuples, y=None):
+        """Fraction of the tuples whose ordering the learned metric satisfies.
+
+        As metric-learn: a tuple is satisfied when its second pair is
+        strictly farther apart than its first (margins are not asked for).
+        ``y`` is accepted for scikit-learn and must be None.
+        """
+        if y is not None:
+            raise ValueError(f"y: {type(self).__name__}.score takes no labels "
+                             f"(the order within each tuple is the label).")
+        return float(np.mean(self.decision_function(tuples) > 0))
+
+
+class TripletsClassifierMixin(_OrderedTuplesMixin):
+    """Triplets ``(a, b, c)`` meaning ``D(a, b) < D(a, c)`` (metric-learn's API).
+
+    ``decision_function`` is ``D(a, c) - D(a, b)``, ``predict`` its sign
+    (+1 when the triplet holds), ``score`` the fraction of triplets held.
+    Triplets are points (n, 3, n_features) or indices (n, 3) into
+    ``preprocessor``.
+    """
+
+    _tuple_name = "triplets"
+    _width = 3
+
+
+class QuadrupletsClassifierMixin(_OrderedTuplesMixin):
+    """Quadruplets ``(a, b, c, d)`` meaning ``D(a, b) < D(c, d)`` (metric-learn's API).
+
+    ``decision_function`` is ``D(c, d) - D(a, b)``, ``predict`` its sign
+    (+1 when the quadruplet holds), ``score`` the fraction held.
+    Quadruplets are points (n, 4, n_features) or indices (n, 4) into
+    ``preprocessor``.
+    """
+
+    _tuple_name = "quadruplets"
+    _width = 4

@@ -48,7 +48,12 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import LabelledMixin, MahalanobisMixin, validate_labelled
+from .._base import (
+    LabelledMixin,
+    MahalanobisMixin,
+    PairsClassifierMixin,
+    validate_labelled,
+)
 from .._validation import check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
 from ._problem import MMCData
@@ -131,7 +136,7 @@ def _check_pair_labels(y, n_pairs):
     return y
 
 
-class MMC(_MMCBase):
+class MMC(PairsClassifierMixin, _MMCBase):
     """Mahalanobis Metric for Clustering (Xing et al. 2002), pairs learner.
 
     Learns ``M`` solving::
@@ -205,8 +210,8 @@ class MMC(_MMCBase):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, pairs, y):
-        """Learn ``M`` from labelled pairs.
+    def fit(self, pairs, y, calibration_params=None):
+        """Learn ``M`` from labelled pairs, then calibrate ``threshold_``.
 
         Parameters
         ----------
@@ -215,17 +220,23 @@ class MMC(_MMCBase):
             (n_pairs, 2, n_features).
         y : array_like of shape (n_pairs,)
             +1 (similar) or -1 (dissimilar); both must occur.
+        calibration_params : dict, optional
+            Arguments of :meth:`calibrate_threshold` (``strategy``,
+            ``min_rate``, ``beta``) used on the training pairs; default:
+            strategy ``"accuracy"``.
 
         Returns
         -------
         self : MMC
         """
+        self._check_calibration_params(calibration_params)
         X = self.preprocessor
         if X is not None:
             X = check_samples(X, "preprocessor")
         X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
         y = _check_pair_labels(y, idx.shape[0])
-        return self._solve(LabeledPairs.create(X, idx, y))
+        self._solve(LabeledPairs.create(X, idx, y))
+        return self._calibrate_after_fit(pairs, y, calibration_params)
 
 
 class MMCSupervised(LabelledMixin, TransformerMixin, _MMCBase):

@@ -34,7 +34,12 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import LabelledMixin, MahalanobisMixin, validate_labelled
+from .._base import (
+    LabelledMixin,
+    MahalanobisMixin,
+    QuadrupletsClassifierMixin,
+    validate_labelled,
+)
 from .._validation import check_samples
 from ..constraints import (
     LabeledPairs,
@@ -132,7 +137,7 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
         return self
 
 
-class Qwise(_QwiseBase):
+class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
     """Quadruplet-wise metric learning (Law, Thome, Cord 2016), tuple learner.
 
     Learns a PSD matrix ``M`` solving Eq. 8, or Eq. 11 when labelled pairs
@@ -249,7 +254,7 @@ class Qwise(_QwiseBase):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, quadruplets, delta=1.0, pairs=None, pair_labels=None):
+    def fit(self, quadruplets, y=None, *, delta=1.0, pairs=None, pair_labels=None):
         """Learn ``M`` from quadruplets (Eq. 8) and optional pairs (Eq. 11).
 
         Parameters
@@ -258,8 +263,13 @@ class Qwise(_QwiseBase):
             Integer indices (n_quadruplets, 4) into ``preprocessor``, or
             points (n_quadruplets, 4, n_features).  ``(i, j, k, l)`` asks for
             ``D2_M(k, l) >= D2_M(i, j) + delta``.
+        y : None
+            Not used (the order within each quadruplet is its label, as in
+            metric-learn); present for scikit-learn's ``fit(X, y)``.  A
+            value other than None is refused: margins go by keyword,
+            ``delta=``.
         delta : float or array_like of shape (n_quadruplets,), default=1.0
-            Margins.
+            Margins (keyword only).
         pairs : array_like, optional
             Integer indices (n_pairs, 2) or points (n_pairs, 2, n_features),
             given the same way as ``quadruplets``.
@@ -270,6 +280,11 @@ class Qwise(_QwiseBase):
         -------
         self : Qwise
         """
+        if y is not None:
+            raise ValueError(
+                "y: Qwise.fit takes no labels (each quadruplet (i, j, k, l) "
+                "already says D(k, l) >= D(i, j) + delta); pass margins by "
+                "keyword, fit(quadruplets, delta=...).")
         if (pairs is None) != (pair_labels is None):
             missing = "pair_labels" if pair_labels is None else "pairs"
             raise ValueError(

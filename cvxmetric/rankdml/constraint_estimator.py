@@ -34,7 +34,12 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import LabelledMixin, MahalanobisMixin, validate_labelled
+from .._base import (
+    LabelledMixin,
+    MahalanobisMixin,
+    PairsClassifierMixin,
+    validate_labelled,
+)
 from .._validation import check_samples
 from ..constraints import pairs_from_labels, tuples_to_indices
 from ._constraint import ConstraintData, check_pair_labels, solve_constraint_exact
@@ -95,7 +100,7 @@ class _ConstraintBase(MahalanobisMixin, BaseEstimator):
         return self
 
 
-class ConstraintDML(_ConstraintBase):
+class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
     """Constraint-based metric learning (Lee, Jin, Jain 2008, Sec. 3.1), pair learner.
 
     Learns a PSD matrix ``A`` (or a diagonal ``a >= 0``) from must-links
@@ -186,8 +191,9 @@ class ConstraintDML(_ConstraintBase):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, pairs, y):
-        """Learn the metric from labelled ``(query, item)`` pairs.
+    def fit(self, pairs, y, calibration_params=None):
+        """Learn the metric from labelled ``(query, item)`` pairs, then
+        calibrate ``threshold_``.
 
         Parameters
         ----------
@@ -197,11 +203,16 @@ class ConstraintDML(_ConstraintBase):
             sample).
         y : array_like of shape (n_pairs,)
             +1 (must-link) or -1 (cannot-link).
+        calibration_params : dict, optional
+            Arguments of :meth:`calibrate_threshold` (``strategy``,
+            ``min_rate``, ``beta``) used on the training pairs; default:
+            strategy ``"accuracy"``.
 
         Returns
         -------
         self : ConstraintDML
         """
+        self._check_calibration_params(calibration_params)
         try:
             points = np.ndim(pairs) == 3
         except Exception as exc:  # ragged nested lists
@@ -212,7 +223,8 @@ class ConstraintDML(_ConstraintBase):
         X, idx = tuples_to_indices(pairs, "pairs", width=2,
                                    preprocessor=None if points else X)
         labels = check_pair_labels(y, idx.shape[0], name="y")
-        return self._solve(X, idx, labels)
+        self._solve(X, idx, labels)
+        return self._calibrate_after_fit(pairs, labels, calibration_params)
 
 
 class ConstraintDMLSupervised(LabelledMixin, TransformerMixin, _ConstraintBase):

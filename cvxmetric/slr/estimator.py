@@ -51,6 +51,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import LabelledMixin, validate_labelled
 from .._validation import check_finite
+from ..metrics import average_precision
 from ._problem import SLRData, check_thresholds
 from .exact import solve_exact
 from .fast import AdaptiveRegression, SemismoothNewton
@@ -320,3 +321,41 @@ default="newton"
         X = validate_data(self, X, reset=False, dtype=np.float64)
         Y = X if Y is None else validate_data(self, Y, reset=False, dtype=np.float64)
         return (X @ self.bilinear_matrix_) @ Y.T
+
+    def score(self, X, y):
+        """Retrieval mean average precision of the learned similarity.
+
+        Each sample of ``X`` is a query against all the others (itself
+        excluded), ranked by ``x_q^T M x`` in decreasing order; an item is
+        relevant when it has the query's class.  The score is the mean over
+        the queries of their average precision (the paper's measure), with
+        :func:`~cvxmetric.metrics.average_precision`; queries whose class
+        has no other sample are left out.  Used by ``GridSearchCV`` and
+        ``cross_val_score`` when no ``scoring`` is given.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+
+        Returns
+        -------
+        score : float
+        """
+        check_is_fitted(self, "bilinear_matrix_")
+        X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
+        n = X.shape[0]
+        XM = X @ self.bilinear_matrix_
+        ap = np.full(n, np.nan)
+        for start in range(0, n, 256):  # (chunk, n) blocks, never (n, n) at once
+            rows = np.arange(start, min(n, start + 256))
+            S = XM[rows] @ X.T
+            # the query itself ranks last (and is not relevant): no effect
+            S[np.arange(rows.size), rows] = S.min(axis=1) - 1.0
+            rel = y[rows][:, None] == y[None, :]
+            rel[np.arange(rows.size), rows] = False
+            ap[rows] = average_precision(S, rel)
+        if np.all(np.isnan(ap)):
+            raise ValueError("y: no sample shares its class with another one; "
+                             "retrieval precision is undefined.")
+        return float(np.nanmean(ap))
