@@ -242,19 +242,22 @@ class MMC(PairsClassifierMixin, _MMCBase):
 class MMCSupervised(LabelledMixin, TransformerMixin, _MMCBase):
     """MMC learned from class labels: ``fit(X, y)``.
 
-    Samples ``num_constraints`` pairs with
+    Samples ``n_constraints`` pairs with
     :func:`~cvxmetric.pairs_from_labels` (half same-class pairs, similar;
     half different-class pairs, dissimilar), drops pairs of identical
     points, and solves MMC as :class:`MMC` does.
 
     Parameters
     ----------
-    num_constraints : int >= 2, optional
+    n_constraints : int >= 2, optional
         Number of pairs; default ``20 * n_classes^2`` (metric-learn's).
     diagonal, solver, tol, max_iter
         As in :class:`MMC`.
     random_state : int, RandomState instance or None, default=None
         Seeds the pair sampling.
+    num_constraints : int >= 2, optional
+        Deprecated spelling of ``n_constraints`` (metric-learn renamed it
+        too): accepted with a ``FutureWarning``; giving both is an error.
 
     Attributes
     ----------
@@ -267,17 +270,21 @@ status_, n_iter_, certificate_, result_, n_features_in_
     >>> from sklearn.datasets import load_iris
     >>> from cvxmetric.mmc import MMCSupervised
     >>> X, y = load_iris(return_X_y=True)
-    >>> MMCSupervised(num_constraints=100, random_state=0).fit_transform(X, y).shape
+    >>> MMCSupervised(n_constraints=100, random_state=0).fit_transform(X, y).shape
     (150, 4)
     """
 
     _parameter_constraints = {
         **_SHARED_CONSTRAINTS,
-        "num_constraints": [Interval(Integral, 2, None, closed="left"), None],
+        "n_constraints": [Interval(Integral, 2, None, closed="left"), None],
+        "num_constraints": [Interval(Integral, 2, None, closed="left"),
+                            StrOptions({"deprecated"})],
     }
 
-    def __init__(self, num_constraints=None, diagonal=False, solver="exact",
-                 tol=None, max_iter=None, random_state=None):
+    def __init__(self, n_constraints=None, diagonal=False, solver="exact",
+                 tol=None, max_iter=None, random_state=None,
+                 num_constraints="deprecated"):
+        self.n_constraints = n_constraints
         self.num_constraints = num_constraints
         self.diagonal = diagonal
         self.solver = solver
@@ -301,7 +308,17 @@ status_, n_iter_, certificate_, result_, n_features_in_
         """
         X, y, classes, _ = validate_labelled(self, X, y, ensure_min_samples=2)
         n_classes = classes.size
-        n = self.num_constraints
+        n = self.n_constraints
+        if self.num_constraints != "deprecated":
+            if n is not None:
+                raise ValueError(
+                    "num_constraints: deprecated spelling of n_constraints; "
+                    "give n_constraints only.")
+            warnings.warn(
+                "num_constraints was renamed n_constraints (as in "
+                "metric-learn); it will be removed in a future release.",
+                FutureWarning, stacklevel=2)
+            n = self.num_constraints
         if n is None:
             n = 20 * n_classes ** 2
         rng = check_random_state(self.random_state)

@@ -25,8 +25,8 @@ def problem():
 
 
 @parametrize_with_checks([
-    MMCSupervised(num_constraints=40),
-    MMCSupervised(num_constraints=30, diagonal=True, solver="fast"),
+    MMCSupervised(n_constraints=40),
+    MMCSupervised(n_constraints=30, diagonal=True, solver="fast"),
 ])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -72,8 +72,8 @@ def test_init_stores_only_and_clone_pickle(problem):
     back = pickle.loads(pickle.dumps(fitted))
     np.testing.assert_array_equal(back.components_, fitted.components_)
     assert not hasattr(clone(fitted), "components_")
-    s1 = MMCSupervised(num_constraints=40, random_state=3).fit(X, y)
-    s2 = MMCSupervised(num_constraints=40, random_state=3).fit(X, y)
+    s1 = MMCSupervised(n_constraints=40, random_state=3).fit(X, y)
+    s2 = MMCSupervised(n_constraints=40, random_state=3).fit(X, y)
     np.testing.assert_array_equal(s1.components_, s2.components_)
     assert s1.transform(X).shape == X.shape
 
@@ -107,8 +107,8 @@ def test_bad_inputs(problem):
         MMC(solver="sgd", preprocessor=X).fit(pairs, labels)
     with pytest.raises(ValueError, match="'diagonal'"):
         MMC(diagonal="yes", preprocessor=X).fit(pairs, labels)
-    with pytest.raises(ValueError, match="'num_constraints'"):
-        MMCSupervised(num_constraints=1).fit(X, y)
+    with pytest.raises(ValueError, match="'n_constraints'"):
+        MMCSupervised(n_constraints=1).fit(X, y)
     with pytest.raises(ValueError, match="^y: .*2 classes"):
         MMCSupervised().fit(X, np.zeros(len(X)))
 
@@ -187,3 +187,13 @@ def test_metric_learn_stops_far_from_the_optimum(monkeypatch, name):
         pairs, labels)
     gap = abs(ours.scale_free_objective_ - ref.objective) / ref.objective
     assert gap <= tolerance("mmc", "fast")
+
+
+def test_num_constraints_is_deprecated(problem):
+    X, y, _, _ = problem
+    with pytest.warns(FutureWarning, match="n_constraints"):
+        old = MMCSupervised(num_constraints=40, random_state=3).fit(X, y)
+    new = MMCSupervised(n_constraints=40, random_state=3).fit(X, y)
+    np.testing.assert_array_equal(old.components_, new.components_)
+    with pytest.raises(ValueError, match="num_constraints"):
+        MMCSupervised(n_constraints=40, num_constraints=40).fit(X, y)
