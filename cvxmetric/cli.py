@@ -4,11 +4,21 @@ Subcommands::
 
     cvxmetric list            [--family F]
     cvxmetric verify          [--family F] [--method M ...] [--only NAME ...]
-    cvxmetric solve FILE      --method exact|fast|subgradient [--json]
+    cvxmetric solve FILE      [--method M] [--json] [the family's options]
+    cvxmetric solve [FILE]    --list-methods [--family F]
     cvxmetric reference       [--family F] [--only NAME ...] [--scs-tol T]
-    cvxmetric make-problems   [FAMILY] [--check]
-    cvxmetric bench           [--sizes 20x1000,...] [--skip-straightforward]
-                              [--max-seconds S]
+                              (--in-place | --out DIR | --dry-run)
+    cvxmetric make-problems   [FAMILY ...] (--in-place | --out DIR | --check)
+    cvxmetric bench           [--family F] [--only NAME ...] [--methods M,...]
+    cvxmetric bench           --family F | --sizes 20x1000,... (synthetic)
+    cvxmetric bench           --suite real [...]
+
+``solve`` derives the family of ``FILE`` (the manifest beside it, else its
+array names) and offers that family's methods and hyperparameter options:
+``cvxmetric solve FILE --help`` shows them, ``--list-methods`` prints them.
+``reference`` and ``make-problems`` write only into a collection named on
+the command line (``--root DIR`` or ``--out DIR``) or, with ``--in-place``,
+into the one found by default.
 
 Every subcommand takes ``--root DIR`` (else ``$CVXMETRIC_ROOT``, else the
 current directory if it has ``problems/``, else the repository next to the
@@ -20,7 +30,9 @@ Tables go to stdout; progress and diagnostics to stderr.
 import argparse
 import json
 import logging
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +65,150 @@ def _root(args, must_exist=True):
 
 def _err(msg):
     print(f"cvxmetric: error: {msg}", file=sys.stderr)
+
+
+def _note(msg):
+    print(f"cvxmetric: {msg}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------
+# The hyperparameter options of ``solve``, per family
+# ---------------------------------------------------------------------------
+
+#: The estimator (a name in :mod:`cvxmetric`) whose declared
+#: ``_parameter_constraints`` each family's ``solve`` options obey.  A family
+#: without one gets the checks its ``FamilySpec.to_data`` makes.
+_ESTIMATORS = {"qwise": "Qwise", "mmc": "MMC", "rankdml": "RankDML",
+               "constraintdml": "ConstraintDML", "slr": "SLR"}
+
+
+@dataclass(frozen=True)
+class _Option:
+    """One hyperparameter option of ``solve``.
+
+    Attributes
+    ----------
+    family, name : str
+        The family and its hyperparameter (``FamilySpec.hyperparameters``).
+    flag : str
+        ``"--" + name`` with ``_`` as ``-`` (``C_q`` -> ``--C-q``).
+    kind : {"float", "int", "bool", "str"}
+    constraints : tuple
+        scikit-learn constraint objects the value must satisfy (one of).
+    default : object
+        The family's default (the manifest's value wins over it).
+    """
+
+    family: str
+    name: str
+    flag: str
+    kind: str
+    constraints: tuple
+    default: object
+
+    @property
+    def dest(self):
+        return "hp__" + self.name
+
+    def describe(self):
+        """The accepted values, in words."""
+        if self.kind == "bool":
+            return "true or false"
+        if not self.constraints:
+            return f"a finite {self.kind}" if self.kind != "str" else "a str"
+        return " or ".join(_describe_constraint(c) for c in self.constraints)
+
+
+def _describe_constraint(c):
+    options = getattr(c, "options", None)
+    if isinstance(options, (set, frozenset)):  # StrOptions: a stable order
+        return "a str among {" + ", ".join(repr(o) for o in sorted(options)) + "}"
+    return str(c)
+
+
+def _family_options(family):
+    """The ``solve`` options of ``family``, in ``FamilySpec.hyperparameters`` order."""
+    from numbers import Integral
+
+    import cvxmetric
+    from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
+
+    spec = col.FAMILIES[family]
+    cls = getattr(cvxmetric, _ESTIMATORS.get(family, ""), None)
+    declared = getattr(cls, "_parameter_constraints", {}) or {}
+    out = []
+    for name, default in spec.hyperparameters.items():
+        raw = [c for c in declared.get(name, ()) if c is not None]
+        cons = tuple(make_constraint(c) for c in raw)
+        if "boolean" in raw or isinstance(default, bool):
+            kind = "bool"
+        elif any(isinstance(c, StrOptions) for c in cons) or isinstance(default, str):
+            kind = "str"
+        elif (any(isinstance(c, Interval) and c.type is Integral for c in cons)
+              or isinstance(default, int)):
+            kind = "int"
+        else:
+            kind = "float"
+        out.append(_Option(family, name, "--" + name.replace("_", "-"), kind,
+                           () if kind == "bool" else cons, default))
+    return out
+
+
+def _all_options():
+    """``{flag: [_Option per family that has it]}`` over every family."""
+    out = {}
+    for fam in col.FAMILIES:
+        for opt in _family_options(fam):
+            out.setdefault(opt.flag, []).append(opt)
+    return out
+
+
+def _check_option(opt, value):
+    """Refuse a value the family's estimator would refuse; the message names
+    the option and never holds more than the value given."""
+    from ._validation import check_scalar
+
+    if opt.kind in ("float", "int"):
+        check_scalar(value, opt.flag)  # finite
+    if opt.constraints and not any(c.is_satisfied_by(value) for c in opt.constraints):
+        raise ValueError(f"{opt.flag}: must be {opt.describe()}, got {value!r}.")
+
+
+def _solve_overrides(args, family):
+    """The hyperparameters given on the command line, checked against
+    ``family``'s options.
+
+    Returns
+    -------
+    dict
+        ``{name: value}``.
+    """
+    mine = {o.flag: o for o in _family_options(family)}
+    hp = {}
+    for flag, opts in _all_options().items():
+        value = getattr(args, opts[0].dest, None)
+        if value is None:
+            continue
+        opt = mine.get(flag)
+        if opt is None:
+            raise ValueError(
+                f"{flag}: not an option of family {family!r} (its options: "
+                f"{', '.join(mine) or 'none'}; `cvxmetric solve FILE "
+                f"--list-methods` lists them)."
+            )
+        _check_option(opt, value)
+        hp[opt.name] = value
+    return hp
+
+
+def _family_methods(family):
+    """``["exact", <registered fast methods>...]``."""
+    return ["exact"] + list(col.METHODS.get(family, {}))
+
+
+def _method_applies(inst, method):
+    applies = inst.spec.applies
+    return method == "exact" or applies is None or applies(method, inst.hyperparameters)
 
 
 # ---------------------------------------------------------------------------
@@ -92,13 +248,13 @@ def _cmd_verify(args):
         body = []
         for r in rows:
             body.append([
-                r.instance, r.method, _num(r.gap), _num(r.tolerance, ".0e"),
+                r.family, r.instance, r.method, _num(r.gap), _num(r.tolerance, ".0e"),
                 _num(r.psd_violation, ".1e"), _num(r.seconds, ".3f"),
                 _num(r.speedup, ".2f") + ("x" if np.isfinite(r.speedup) else ""),
                 r.status or "-", "ok" if r.passed else f"FAIL: {r.error}",
             ])
-        print(_table(["instance", "method", "rel gap", "tol", "psd viol", "seconds",
-                      "speedup", "status", "result"], body))
+        print(_table(["family", "instance", "method", "rel gap", "tol", "psd viol",
+                      "seconds", "speedup", "status", "result"], body))
         n_fail = sum(not r.passed for r in rows)
         print(f"\n{len(rows) - n_fail}/{len(rows)} passed"
               + ("" if not n_fail else f"; {n_fail} failed"))
@@ -107,44 +263,62 @@ def _cmd_verify(args):
     return 1 if any(not r.passed for r in rows) else 0
 
 
-# ``solve``'s hyperparameter options: (option, argparse dest, the Qwise
-# estimators' parameter whose constraints it obeys)
-_SOLVE_OPTIONS = (("--regularizer", "regularizer", "regularizer"),
-                  ("--C-q", "C_q", "C_q"), ("--C-p", "C_p", "C_p"),
-                  ("--u", "u", "u"), ("--l", "l", "l"))
-
-
-def _check_solve_options(args):
-    """Refuse a hyperparameter option the estimators would refuse.
-
-    Numbers must be finite (:func:`~cvxmetric._validation.check_scalar`, as
-    the problem data checks them) and satisfy the estimators' declared
-    ``_parameter_constraints`` (e.g. ``u >= 0``); the message names the
-    option.
-    """
-    from ._validation import check_scalar
-    from .qwise.estimator import Qwise
-
-    for option, dest, param in _SOLVE_OPTIONS:
-        value = getattr(args, dest)
-        if value is None:
-            continue
-        if isinstance(value, float):
-            check_scalar(value, option)
-        allowed = [c for c in Qwise._parameter_constraints[param] if c is not None]
-        if not any(c.is_satisfied_by(value) for c in allowed):
-            raise ValueError(
-                f"{option}: must be " + " or ".join(str(c) for c in allowed)
-                + f", got {value!r}."
-            )
+def _list_methods(args):
+    """``solve --list-methods``: the methods and options of a family (of FILE)."""
+    inst = None
+    if args.file:
+        family = col.instance_family(args.file, args.family)
+        inst = col.load_instance_file(args.file, family=family)
+        fams = [family]
+        where = f"{inst.path}: family {family}"
+    else:
+        fams = [args.family] if args.family else list(col.FAMILIES)
+        where = None
+    for k, fam in enumerate(fams):
+        if k:
+            print()
+        print(where or f"family {fam}")
+        rows = []
+        for m in _family_methods(fam):
+            note = "certified exact solve (default)" if m == "exact" else "fast"
+            if inst is not None and not _method_applies(inst, m):
+                note += "; does not apply to this instance"
+            rows.append([m, note])
+        print(_table(["method", "kind"], rows))
+        rows = []
+        for opt in _family_options(fam):
+            value = inst.hyperparameters.get(opt.name) if inst else opt.default
+            rows.append([opt.flag, opt.describe(), json.dumps(col.jsonable(value))])
+        print()
+        print(_table(["option", "accepts", "value for this file" if inst else
+                      "default"], rows))
+    return 0
 
 
 def _cmd_solve(args):
-    _check_solve_options(args)
-    hp = {"regularizer": args.regularizer, "C_q": args.C_q, "C_p": args.C_p,
-          "u": args.u, "l": args.l}
-    inst = col.load_instance_file(args.file, family=args.family, hyperparameters=hp)
-    data = inst.to_data()
+    if args.list_methods:
+        return _list_methods(args)
+    if not args.file:
+        raise ValueError("FILE: an instance .npz is required (or --list-methods).")
+    family = col.instance_family(args.file, args.family)
+    methods = _family_methods(family)
+    if args.method not in methods:
+        raise ValueError(f"--method: {args.method!r} is not a method of family "
+                         f"{family!r}; choose from {', '.join(methods)}.")
+    hp = _solve_overrides(args, family)
+    inst = col.load_instance_file(args.file, family=family, hyperparameters=hp)
+    if not _method_applies(inst, args.method):
+        raise ValueError(f"--method: {args.method!r} does not apply to this "
+                         f"{family} instance (hyperparameters "
+                         f"{col.jsonable(inst.hyperparameters)}).")
+    try:
+        data = inst.to_data()
+    except col.CollectionError as exc:
+        if not hp:
+            raise
+        given = " ".join(f"{o.flag}={hp[o.name]!r}" for o in _family_options(family)
+                         if o.name in hp)
+        raise ValueError(f"{exc} (options given: {given})") from None
     if args.method == "exact":
         import warnings
 
@@ -166,8 +340,12 @@ def _cmd_solve(args):
                 ref_info = {"status": status}
                 if status == "current":
                     f_ref = ref.objective
-                    ref_info.update(objective=f_ref, rel_gap=(
-                        (res.objective - f_ref) / max(1.0, abs(f_ref))))
+                    # the family's objective of M, as `cvxmetric verify` compares
+                    M = np.asarray(res.M, dtype=float)
+                    f = float(inst.spec.objective(
+                        data, 0.5 * (M + M.T) if inst.spec.psd else M))
+                    ref_info.update(objective=f_ref,
+                                    rel_gap=(f - f_ref) / max(1.0, abs(f_ref)))
         except col.CollectionError as exc:  # informative only
             ref_info = {"status": "invalid", "detail": str(exc)}
     doc = {
@@ -199,10 +377,46 @@ def _cmd_solve(args):
               f"{ref_info['rel_gap']:.3g})")
     elif ref_info:
         print(f"reference  {ref_info['status']}")
-    w = np.linalg.eigvalsh(0.5 * (res.M + res.M.T))
-    print(f"M          {res.M.shape[0]}x{res.M.shape[1]}, rank "
-          f"{int(np.sum(w > 1e-8 * max(1.0, w[-1])))}, trace {np.trace(res.M):.6g}")
+    M = np.asarray(res.M, dtype=float)
+    s = np.linalg.svd(M, compute_uv=False)
+    rank = int(np.sum(s > 1e-8 * max(1.0, s[0]))) if s.size else 0
+    print(f"M          {M.shape[0]}x{M.shape[1]}, rank {rank}, trace "
+          f"{np.trace(M):.6g}")
     return 0
+
+
+_ORIGINS = {
+    "CVXMETRIC_ROOT": "named by $CVXMETRIC_ROOT",
+    "current directory": "found in the current directory",
+    "package repository": "the repository of the installed package",
+}
+
+
+def _write_target(args, command, folder):
+    """The collection root ``command`` reads and the one it writes into.
+
+    The target is ``--out DIR``, else a root named with ``--root DIR``, else
+    (with ``--in-place``) the root found by default.  Without any of them the
+    command refuses: the default root is usually the repository itself.
+
+    Returns
+    -------
+    root, target : Path
+    """
+    explicit = args.root or args.root_global
+    root, origin = col.locate_root(explicit, must_exist=command != "make-problems")
+    if args.out:
+        target = Path(args.out).expanduser().resolve()
+        if target.exists() and not target.is_dir():
+            raise ValueError(f"--out: {target} is not a directory.")
+        return root, target
+    if explicit or args.in_place:
+        return root, root
+    raise ValueError(
+        f"{command}: refusing to write into {root / folder}/ ({_ORIGINS[origin]}) "
+        f"without --in-place; pass --in-place to update that collection, or "
+        f"--out DIR (or --root DIR) to write into another one."
+    )
 
 
 def _cmd_reference(args):
@@ -210,12 +424,24 @@ def _cmd_reference(args):
         from ._validation import check_scalar
 
         check_scalar(args.scs_tol, "--scs-tol", low=0, low_inclusive=False)
-    root = _root(args)
+    if args.dry_run:
+        if args.in_place or args.out:
+            raise ValueError("--dry-run: writes nothing; drop --in-place / --out.")
+        root = target = _root(args)
+    else:
+        root, target = _write_target(args, "reference", "reference")
+    fams = [args.family] if args.family else col.families(root)
+    if args.dry_run:
+        _note(f"reference: dry run, nothing is written (instances from {root})")
+    else:
+        for fam in fams:
+            _note(f"reference: writing accepted references of {fam} to "
+                  f"{col.reference_dir(target, fam)}")
 
     def report(o):
         s = o.record.get("solvers", {})
         agree = o.record.get("agreement", {}).get("rel_diff")
-        line = [o.instance.name,
+        line = [o.instance.family, o.instance.name,
                 _num(s.get("CLARABEL", {}).get("objective"), ".10g"),
                 _num(s.get("SCS", {}).get("objective"), ".10g"), _num(agree),
                 _num(s.get("CLARABEL", {}).get("seconds"), ".3f"),
@@ -230,9 +456,14 @@ def _cmd_reference(args):
     rows = []
     outcomes = col.make_references(root, args.family, args.only or None,
                                    scs_tol=args.scs_tol, write=not args.dry_run,
-                                   progress=report)
-    print(_table(["instance", "CLARABEL", "SCS", "agreement", "CLARABEL s", "SCS s",
-                  "result"], rows))
+                                   progress=report, out=target)
+    print(_table(["family", "instance", "CLARABEL", "SCS", "agreement", "CLARABEL s",
+                  "SCS s", "result"], rows))
+    written = sorted({o.instance.family for o in outcomes if o.written})
+    for fam in written:
+        print(f"written to {col.reference_dir(target, fam)}")
+    if args.dry_run:
+        print("dry run: nothing written")
     bad = [o for o in outcomes if not o.accepted]
     for o in bad:
         print(f"{o.instance.name}: not written: " + " ".join(o.reasons))
@@ -240,23 +471,98 @@ def _cmd_reference(args):
 
 
 def _cmd_make_problems(args):
-    root = _root(args, must_exist=False)
+    if args.check:
+        if args.in_place:
+            raise ValueError("--check: writes nothing; drop --in-place.")
+        target = (Path(args.out).expanduser().resolve() if args.out
+                  else _root(args, must_exist=False))
+    else:
+        _, target = _write_target(args, "make-problems", "problems")
     fams = args.family or [f for f, s in col.FAMILIES.items() if s.generate]
+    for fam in fams:
+        if fam not in col.FAMILIES:
+            raise ValueError(f"FAMILY: unknown family {fam!r}; choose from "
+                             f"{', '.join(sorted(col.FAMILIES))}.")
     changed = False
     for fam in fams:
-        out = col.make_problems(root, fam, check=args.check)
+        if not args.check:
+            _note(f"make-problems: writing {fam} instances to "
+                  f"{col.problems_dir(target, fam)}")
+        out = col.make_problems(target, fam, check=args.check)
         rows = [[o["name"], o["sizes"].get("n", "-"), o["sizes"].get("d", "-"),
                  o["sizes"].get("n_quadruplets", "-"), o["sizes"].get("n_pairs", "-"),
                  o["sha256"][:12], "changed" if o["changed"] else "unchanged"]
                 for o in out]
         changed |= any(o["changed"] for o in out)
-        print(f"{fam}: {col.problems_dir(root, fam)}"
-              + (" (check only, nothing written)" if args.check else ""))
+        print(f"{fam}: {col.problems_dir(target, fam)}"
+              + (" (check only, nothing written)" if args.check else " (written)"))
         print(_table(["instance", "n", "d", "N", "P", "sha256", "vs disk"], rows))
     if changed and not args.check:
-        print("instances changed: regenerate their references with "
-              "`cvxmetric reference`.")
+        print(f"instances changed: regenerate their references with "
+              f"`cvxmetric reference --root {target}`.")
     return 1 if (args.check and changed) else 0
+
+
+# bench options that belong to one suite: (argparse dest, option)
+_SYNTHETIC_OPTIONS = (("sizes", "--sizes"),
+                      ("skip_straightforward", "--skip-straightforward"),
+                      ("subgradient_maxiter", "--subgradient-maxiter"))
+_REAL_OPTIONS = (("datasets", "--datasets"), ("seeds", "--seeds"),
+                 ("families", "--families"), ("estimators", "--estimators"))
+
+
+def _given(args, options):
+    return [opt for dest, opt in options if getattr(args, dest) not in (None, False)]
+
+
+def _bench_suite(args):
+    """The suite ``bench`` runs: ``--suite``, else ``synthetic`` when
+    ``--family`` or a synthetic-only option is given, else ``collection``."""
+    if args.suite:
+        return args.suite
+    if args.family or _given(args, _SYNTHETIC_OPTIONS):
+        return "synthetic"
+    return "collection"
+
+
+def _refuse(options, why):
+    if options:
+        raise ValueError(f"{options[0]}: {why}")
+
+
+def _check_bench_options(args, suite):
+    """Refuse an option the chosen suite does not use (never ignore it)."""
+    from ._validation import check_scalar
+
+    if args.max_seconds is not None:
+        check_scalar(args.max_seconds, "--max-seconds", low=0, low_inclusive=False)
+    if args.repeat is not None and args.repeat < 1:
+        raise ValueError(f"--repeat: must be >= 1, got {args.repeat}.")
+    collection_only = [o for d, o in (("only", "--only"), ("repeat", "--repeat"))
+                       if getattr(args, d)]
+    if suite != "real":
+        _refuse(_given(args, _REAL_OPTIONS), "only with --suite real.")
+    if suite != "collection":
+        _refuse(collection_only, "only with the collection suite (the default; "
+                                 "with --family F add --suite collection).")
+    if suite == "collection":
+        _refuse(_given(args, _SYNTHETIC_OPTIONS + (
+            ("no_isolate", "--no-isolate"), ("max_seconds", "--max-seconds"),
+            ("seed", "--seed"))),
+            "not used by the collection suite (the default); the synthetic "
+            "benchmarks take it: --family F or --suite synthetic.")
+    elif suite == "synthetic":
+        family = args.family or "qwise"
+        if family != "qwise":
+            _refuse(_given(args, _SYNTHETIC_OPTIONS + (
+                ("methods", "--methods"), ("no_isolate", "--no-isolate"))),
+                f"only for the Qwise benchmark; --family {family} runs its "
+                f"fixed cases.")
+    else:
+        _refuse(["--family"] if args.family else [],
+                "not used by --suite real; --families selects families there.")
+        _refuse(_given(args, _SYNTHETIC_OPTIONS),
+                "only with the synthetic benchmarks (--family F).")
 
 
 def _cmd_bench(args):
@@ -264,15 +570,41 @@ def _cmd_bench(args):
 
     from . import bench
 
-    if args.suite == "real":
+    suite = _bench_suite(args)
+    _check_bench_options(args, suite)
+    seed = 0 if args.seed is None else args.seed
+    if suite == "real":
         from . import conformance
 
         return conformance.run_cli(args, json_stdout=args.json)
-    if args.family != "qwise":
+
+    if suite == "collection":
+        root = _root(args)
+        methods = ([m.strip() for m in args.methods.split(",") if m.strip()]
+                   if args.methods else None)
+        _note(f"bench: every method on the collection in {root}"
+              + (f" (family {args.family})" if args.family else ""))
+        rows = bench.run_collection_bench(
+            root, args.family, methods, args.only or None, repeat=args.repeat or 1,
+            callback=lambda r: print(
+                f"done: {r['family']}/{r['instance']} {r['method']}: "
+                f"{_num(r['seconds'], '.3f')} s, {r['status']}", file=sys.stderr))
+        if args.json:
+            print(json.dumps(col.jsonable(rows), indent=2))
+        else:
+            print(bench.format_collection_table(rows))
+            print("\ngap: (f - f_ref) / max(1, |f_ref|), f recomputed from M as "
+                  "`cvxmetric verify` does, f_ref the stored reference (or this "
+                  "run's exact solve); x exact: the exact row's seconds / the "
+                  "row's.")
+        return 1 if any(r["error"] for r in rows) else 0
+
+    family = args.family or "qwise"
+    if family != "qwise":
         # each family's benchmark lives beside its solvers: <family>/_bench.py,
         # ``run_bench(max_seconds=, seed=, callback=) -> rows`` (bench's shape)
-        mod = importlib.import_module(f".{args.family}._bench", __package__)
-        rows = mod.run_bench(max_seconds=args.max_seconds, seed=args.seed,
+        mod = importlib.import_module(f".{family}._bench", __package__)
+        rows = mod.run_bench(max_seconds=args.max_seconds, seed=seed,
                              callback=lambda r: print(
                                  f"done: {r['problem']} {r['method']}: "
                                  f"{_num(r['seconds'], '.2f')} s, {r['status']}",
@@ -285,13 +617,17 @@ def _cmd_bench(args):
 
     sizes = bench.parse_sizes(args.sizes) if args.sizes else bench.DEFAULT_SIZES
     methods = args.methods.split(",") if args.methods else bench.BENCH_METHODS
+    if not args.sizes:
+        _note("bench: the Qwise scaling benchmark at sizes "
+              + ",".join(f"{d}x{N:g}" for d, N in sizes)
+              + " (several minutes; --sizes DxN,... for others)")
 
     def progress(row):
         print(f"done: d={row['d']} N={row['N']} {row['method']}: "
               f"{_num(row['seconds'], '.2f')} s, {row['status']}", file=sys.stderr)
 
     rows = bench.run_bench(
-        sizes, methods, seed=args.seed, skip_straightforward=args.skip_straightforward,
+        sizes, methods, seed=seed, skip_straightforward=args.skip_straightforward,
         max_seconds=args.max_seconds, isolate=not args.no_isolate,
         subgradient_maxiter=args.subgradient_maxiter, callback=progress)
     if args.json:
@@ -325,8 +661,72 @@ def _bench_families():
             f".{f.parent.name}._bench", __package__) is not None))
 
 
-def build_parser():
-    """The argparse parser of ``cvxmetric``."""
+def _families_epilog():
+    """Every family's methods and options (``solve --help`` without a FILE)."""
+    lines = ["methods and options per family (`cvxmetric solve FILE --help` "
+             "shows those of FILE's family):"]
+    for fam in col.FAMILIES:
+        opts = []
+        for o in _family_options(fam):
+            opts.append(f"{o.flag}/--no-{o.flag[2:]}" if o.kind == "bool" else o.flag)
+        lines.append(f"  {fam}: --method {{{','.join(_family_methods(fam))}}}; "
+                     f"options {' '.join(opts) or '(none)'}")
+    return "\n".join(lines)
+
+
+def _add_solve_arguments(p, family):
+    """``solve``'s arguments; the hyperparameter options of ``family`` are
+    shown in the help, every other family's are accepted but hidden (and
+    refused when used on another family's file)."""
+    fam_choices = sorted(col.FAMILIES)
+    p.add_argument("file", nargs="?", metavar="FILE",
+                   help="instance .npz (its family: the manifest beside it, "
+                        "else its array names)")
+    if family is None:
+        method_help = ("exact (certified CVXPY, the default) or one of the "
+                       "family's fast methods (see below)")
+    else:
+        method_help = (f"{family}: one of {', '.join(_family_methods(family))} "
+                       f"(default: exact, the certified CVXPY solve)")
+    p.add_argument("--method", default="exact", metavar="M", help=method_help)
+    p.add_argument("--family", choices=fam_choices,
+                   help="default: from the manifest beside the file, else from "
+                        "its array names")
+    p.add_argument("--list-methods", action="store_true",
+                   help="print the family's methods and options (with FILE: the "
+                        "values for that file) and exit")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON document (objective, status, certificate, "
+                        "time, M)")
+    own = {o.flag: o for o in _family_options(family)} if family else {}
+    group = p.add_argument_group(
+        f"options of family {family!r} (override the manifest; checked as "
+        f"{_ESTIMATORS.get(family, 'the family')} checks its parameters)"
+        if family else "hyperparameter options")
+    for flag, opts in _all_options().items():
+        opt = own.get(flag, opts[0])
+        shown = flag in own
+        kw = dict(dest=opt.dest, default=None)
+        if opt.kind == "bool":
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["type"] = {"float": float, "int": int, "str": str}[opt.kind]
+            kw["metavar"] = opt.kind.upper()
+        kw["help"] = (f"{opt.describe()}; family default "
+                      f"{json.dumps(col.jsonable(opt.default))}"
+                      if shown else argparse.SUPPRESS)
+        group.add_argument(flag, **kw)
+
+
+def build_parser(solve_family=None):
+    """The argparse parser of ``cvxmetric``.
+
+    Parameters
+    ----------
+    solve_family : str, optional
+        The family whose methods and hyperparameter options ``solve --help``
+        shows (:func:`main` derives it from the command line's FILE).
+    """
     parser = argparse.ArgumentParser(
         prog="cvxmetric",
         description="Metric learning solved exactly (CVXPY, certified) and fast; "
@@ -357,34 +757,47 @@ def build_parser():
     p.add_argument("--json", action="store_true", help="rows as JSON")
     p.set_defaults(func=_cmd_verify)
 
-    p = sub.add_parser("solve", parents=[common], help="solve one instance file")
-    p.add_argument("file", help="instance .npz")
-    p.add_argument("--method", default="exact",
-                   help="exact (certified CVXPY) or a registered fast method "
-                        "(fast, subgradient)")
-    p.add_argument("--family", choices=fam_choices,
-                   help="default: from the manifest beside the file, else qwise")
-    p.add_argument("--regularizer", help="overrides the manifest")
-    p.add_argument("--C-q", dest="C_q", type=float, help="overrides the manifest")
-    p.add_argument("--C-p", dest="C_p", type=float, help="overrides the manifest")
-    p.add_argument("--u", type=float, help="overrides the manifest")
-    p.add_argument("--l", type=float, help="overrides the manifest")
-    p.add_argument("--json", action="store_true",
-                   help="print a JSON document (objective, status, certificate, "
-                        "time, M)")
+    p = sub.add_parser(
+        "solve", parents=[common], help="solve one instance file",
+        description="Solve one instance file with one method of its family."
+                    + (f" FILE is a {solve_family} instance." if solve_family
+                       else ""),
+        epilog=None if solve_family else _families_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_solve_arguments(p, solve_family)
     p.set_defaults(func=_cmd_solve)
 
-    p = sub.add_parser("reference", parents=[common],
-                       help="compute certified references (Clarabel and SCS)")
+    write_help = ("write into the collection found by default (--root, "
+                  "$CVXMETRIC_ROOT, the current directory or the package's "
+                  "repository); needed unless --root DIR or --out DIR names it")
+    p = sub.add_parser(
+        "reference", parents=[common],
+        help="compute certified references (Clarabel and SCS); writes only with "
+             "--in-place, --out DIR or --root DIR",
+        description="Solve every instance with Clarabel and SCS and write the "
+                    "accepted references to <target>/reference/<family>/. The "
+                    "target is --out DIR, else the collection named by --root "
+                    "DIR, else (with --in-place) the one found by default.")
     p.add_argument("--family", choices=fam_choices)
     p.add_argument("--only", action="append", help="instance name (repeatable)")
     p.add_argument("--scs-tol", type=float, default=None,
                    help="SCS tolerance (default: Clarabel's, 1e-9)")
     p.add_argument("--dry-run", action="store_true", help="write nothing")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--in-place", action="store_true", help=write_help)
+    where.add_argument("--out", metavar="DIR",
+                       help="write the references under DIR/reference/ (the "
+                            "instances are read from the collection root)")
     p.set_defaults(func=_cmd_reference)
 
-    p = sub.add_parser("make-problems", parents=[common],
-                       help="(re)generate the bundled instances")
+    p = sub.add_parser(
+        "make-problems", parents=[common],
+        help="(re)generate the bundled instances; writes only with --in-place, "
+             "--out DIR or --root DIR",
+        description="Generate the bundled instances into "
+                    "<target>/problems/<family>/. The target is --out DIR, "
+                    "else the collection named by --root DIR, else (with "
+                    "--in-place) the one found by default.")
     # no `choices`: argparse checks the empty default list against them
     p.add_argument("family", nargs="*",
                    help="family name(s); default: every family with bundled "
@@ -393,30 +806,57 @@ def build_parser():
                         + ")")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if the files on disk differ")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--in-place", action="store_true", help=write_help)
+    where.add_argument("--out", metavar="DIR",
+                       help="write the instances under DIR/problems/")
     p.set_defaults(func=_cmd_make_problems)
 
-    p = sub.add_parser("bench", parents=[common],
-                       help="benchmark a family's solvers on synthetic data")
-    p.add_argument("--family", default="qwise", choices=_bench_families(),
-                   help="default: qwise (the size/method options are Qwise's)")
-    p.add_argument("--sizes", help="comma-separated DxN, e.g. 20x1000,100x1e5 "
-                                   "(default: 20x1000,40x2000,60x2000,100x1e5,100x1e6)")
-    p.add_argument("--methods", help="comma-separated subset of "
-                                     "exact,straightforward,fast,fast@1e-4,subgradient")
+    p = sub.add_parser(
+        "bench", parents=[common],
+        help="time the methods on the collection (default), a family's "
+             "synthetic benchmark (--family F) or the real-data suite "
+             "(--suite real)",
+        description="Without options: time the exact solve and every fast "
+                    "method on every instance of the collection (a few tens of "
+                    "seconds). --family F (or --suite synthetic, --sizes): F's "
+                    "synthetic benchmark at its benchmark sizes (Qwise: up to "
+                    "10^6 constraints, several minutes). --suite real: the "
+                    "conformance suite on scikit-learn's datasets.")
+    p.add_argument("--suite", choices=("collection", "synthetic", "real"),
+                   default=None,
+                   help="default: synthetic when --family or a synthetic-only "
+                        "option is given, else collection")
+    p.add_argument("--family", default=None, choices=_bench_families(),
+                   help="the family's synthetic benchmark (with --suite "
+                        "collection: only its instances)")
+    p.add_argument("--only", action="append",
+                   help="collection: instance name (repeatable)")
+    p.add_argument("--methods", help="comma-separated methods; collection: exact "
+                                     "and registered names (fast, subgradient, "
+                                     "newton, ...); Qwise synthetic: among "
+                                     "exact,straightforward,fast,fast@1e-4,"
+                                     "subgradient")
+    p.add_argument("--repeat", type=int, default=None,
+                   help="collection: runs per method, the fastest reported "
+                        "(default 1)")
+    p.add_argument("--sizes", help="Qwise synthetic: comma-separated DxN, e.g. "
+                                   "20x1000,100x1e5 (default: 20x1000,40x2000,"
+                                   "60x2000,100x1e5,100x1e6)")
     p.add_argument("--skip-straightforward", action="store_true",
-                   help="do not solve the declared CVXPY model")
+                   help="Qwise synthetic: do not solve the declared CVXPY model")
     p.add_argument("--max-seconds", type=float, default=None,
-                   help="kill a run after this many seconds (reported as timeout)")
+                   help="synthetic / real: kill a run after this many seconds "
+                        "(reported as timeout)")
     p.add_argument("--subgradient-maxiter", type=int, default=None,
-                   help="default: the solver's (above 1e4 constraints the "
-                        "time budget usually ends the run first)")
-    p.add_argument("--seed", type=int, default=0, help="random_state of the data")
+                   help="Qwise synthetic: default the solver's (above 1e4 "
+                        "constraints the time budget usually ends the run first)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="synthetic: random_state of the data (default 0)")
     p.add_argument("--no-isolate", action="store_true",
-                   help="run in this process (peak memory is then process-wide)")
+                   help="synthetic / real: run in this process (peak memory is "
+                        "then process-wide)")
     p.add_argument("--json", action="store_true", help="rows as JSON")
-    p.add_argument("--suite", choices=("synthetic", "real"), default="synthetic",
-                   help="real: the conformance suite on scikit-learn's datasets "
-                        "(every estimator and solver; docs/conformance.md)")
     p.add_argument("--datasets", help="--suite real: comma-separated subset of "
                                       "iris,wine,breast_cancer,digits,digits-pca30")
     p.add_argument("--seeds", help="--suite real: comma-separated seeds "
@@ -428,6 +868,38 @@ def build_parser():
     return parser
 
 
+def _command_rest(argv, command):
+    """The arguments after ``command`` when it is the subcommand of ``argv``."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--root":
+            i += 2
+        elif a.startswith("--root=") or a == "--verbose" or re.fullmatch(r"-v+", a):
+            i += 1
+        else:
+            return argv[i + 1:] if a == command else None
+    return None
+
+
+def _solve_family(argv):
+    """The family of ``solve``'s FILE (or ``--family``) on the command line,
+    for its help text; ``None`` when there is none or it cannot be told (the
+    command then reports why)."""
+    rest = _command_rest(argv, "solve")
+    if rest is None:
+        return None
+    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    pre.add_argument("--root")
+    _add_solve_arguments(pre, None)
+    try:
+        args, _ = pre.parse_known_args([a for a in rest if a not in ("-h", "--help")])
+        return col.instance_family(args.file, args.family) if (
+            args.family or args.file) else None
+    except (argparse.ArgumentError, SystemExit, col.CollectionError):
+        return None
+
+
 def main(argv=None):
     """Run ``cvxmetric``; return the exit code.
 
@@ -436,7 +908,8 @@ def main(argv=None):
     argv : list of str, optional
         Default: ``sys.argv[1:]``.
     """
-    parser = build_parser()
+    argv = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
+    parser = build_parser(solve_family=_solve_family(argv))
     args = parser.parse_args(argv)
     if args.verbose:
         logging.basicConfig(

@@ -87,6 +87,8 @@ __all__ = [
     "ReferenceOutcome",
     "VerifyRow",
     "find_root",
+    "locate_root",
+    "instance_family",
     "problems_dir",
     "reference_dir",
     "sha256_file",
@@ -282,8 +284,8 @@ def _family(name):
 # ---------------------------------------------------------------------------
 
 
-def find_root(root=None, *, must_exist=True):
-    """Locate the collection root.
+def locate_root(root=None, *, must_exist=True):
+    """Locate the collection root and say how it was found.
 
     Order: ``root``; the environment variable ``CVXMETRIC_ROOT``; the current
     directory if it has a ``problems/`` folder; the repository root next to
@@ -297,7 +299,10 @@ def find_root(root=None, *, must_exist=True):
 
     Returns
     -------
-    Path
+    path : Path
+    origin : str
+        ``"--root"``, ``"CVXMETRIC_ROOT"``, ``"current directory"`` or
+        ``"package repository"``.
     """
     for candidate, origin in ((root, "--root"),
                               (os.environ.get("CVXMETRIC_ROOT"), "CVXMETRIC_ROOT")):
@@ -305,17 +310,33 @@ def find_root(root=None, *, must_exist=True):
             path = Path(candidate).expanduser().resolve()
             if must_exist and not path.is_dir():
                 raise CollectionError(f"{origin}: {path} is not a directory.")
-            return path
+            return path, origin
     cwd = Path.cwd()
     if (cwd / "problems").is_dir():
-        return cwd.resolve()
+        return cwd.resolve(), "current directory"
     repo = Path(__file__).resolve().parent.parent
     if (repo / "problems").is_dir() or (repo / "pyproject.toml").is_file():
-        return repo
+        return repo, "package repository"
     raise CollectionError(
         "no collection root found: pass --root, set CVXMETRIC_ROOT, or run from "
         "a directory that has a problems/ folder."
     )
+
+
+def find_root(root=None, *, must_exist=True):
+    """Locate the collection root (see :func:`locate_root` for the order).
+
+    Parameters
+    ----------
+    root : str or Path, optional
+    must_exist : bool
+        Require the explicit or environment root to be an existing directory.
+
+    Returns
+    -------
+    Path
+    """
+    return locate_root(root, must_exist=must_exist)[0]
 
 
 def problems_dir(root, family):
@@ -995,6 +1016,107 @@ def load_instance(root, family, name, *, check_hash=True):
     )
 
 
+def _manifest_entry(path, family):
+    """``(entry, family)`` of the manifest beside ``path`` that lists it.
+
+    ``(None, family)`` when there is no manifest, it is of another family
+    than ``family`` (when given) or of an unregistered one, or it does not
+    list the file.  The caller holds the folder's shared lock.
+    """
+    man_path = path.parent / "manifest.json"
+    if not os.path.lexists(man_path):
+        return None, family
+    _regular_file(man_path, InstanceFormatError, "a manifest")
+    man = _read_json(man_path, InstanceFormatError)
+    fam = man.get("family") if isinstance(man, dict) else None
+    if fam not in FAMILIES or family not in (None, fam):
+        return None, family
+    entries = man.get("instances")
+    if not isinstance(entries, list):
+        raise InstanceFormatError(f"{man_path}: missing list field 'instances'.")
+    found = None
+    for k, e in enumerate(entries):
+        _check_entry(e, k, man_path, _family(fam))
+        if e["file"] == path.name:
+            found = e
+    return (found, fam) if found is not None else (None, family)
+
+
+def _family_from_arrays(names, where):
+    """The registered family whose arrays a file with arrays ``names`` holds.
+
+    A family fits when the file has every array it requires and no array
+    it does not know.  When no family fits, the one that knows most of the
+    names is taken, so that its own checks say what is wrong (a missing or
+    misspelt array); a tie is refused.
+    """
+    names = set(names)
+    fits, known = [], {}
+    for fam, spec in FAMILIES.items():
+        allowed = {a.name for a in spec.arrays}
+        required = {a.name for a in spec.arrays if a.required}
+        if required <= names <= allowed:
+            fits.append(fam)
+        known[fam] = len(names & allowed)
+    best = max(known.values(), default=0)
+    candidates = fits or [f for f, k in known.items() if k == best and k > 0]
+    if len(candidates) == 1:
+        return candidates[0]
+    raise InstanceFormatError(
+        f"{where}: cannot tell the family from the arrays {sorted(names)} "
+        f"(they fit {sorted(candidates) or 'no family'}; each family's arrays "
+        f"are in docs/formats.md); name it (command line: --family)."
+    )
+
+
+def _npz_array_names(path):
+    """Array names of an ``.npz`` from its zip directory (nothing decompressed);
+    a file that is not a readable archive raises :func:`read_npz`'s error."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+    except Exception:  # not a zip: read_npz names the problem
+        read_npz(path, error=InstanceFormatError)
+        raise InstanceFormatError(f"{path}: not a readable .npz file.") from None
+    return [n[:-len(".npy")] for n in names if n.endswith(".npy")]
+
+
+def instance_family(path, family=None):
+    """The family of the instance file ``path``.
+
+    ``family`` when given; else the family of the ``manifest.json`` beside
+    the file when it lists the file; else the one registered family whose
+    arrays the file holds, judged by the array names
+    (:class:`FamilySpec` ``arrays``): ``X`` with ``quadruplets`` and
+    ``delta`` is Qwise, ``X`` with ``y`` is SLR, and so on.
+
+    Parameters
+    ----------
+    path : str or Path
+    family : str, optional
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    CollectionError
+        Naming the file when it is missing or unreadable, when its arrays
+        fit several families or none, or when ``family`` is not registered.
+    """
+    if family is not None:
+        return _family(family).name
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise InstanceFormatError(f"{path}: file not found.")
+    with _locked(path.parent, exclusive=False):
+        entry, fam = _manifest_entry(path, None)
+    if entry is not None:
+        return fam
+    return _family_from_arrays(_npz_array_names(path), path)
+
+
 def load_instance_file(path, *, family=None, hyperparameters=None):
     """Load an instance from its ``.npz`` path.
 
@@ -1006,9 +1128,10 @@ def load_instance_file(path, *, family=None, hyperparameters=None):
     ----------
     path : str or Path
     family : str, optional
-        Default: the manifest's, else ``"qwise"``.
+        Default: the manifest's, else the family whose arrays the file
+        holds (see :func:`instance_family`).
     hyperparameters : dict, optional
-        Entries override the manifest's.
+        Entries override the manifest's (``None`` values are ignored).
 
     Returns
     -------
@@ -1018,28 +1141,16 @@ def load_instance_file(path, *, family=None, hyperparameters=None):
     if not path.is_file():
         raise InstanceFormatError(f"{path}: file not found.")
     man_path = path.parent / "manifest.json"
-    entry = None
     with _locked(path.parent, exclusive=False):  # the file and its entry as a pair
         sha, arrays = _read_npz_hashed(path, InstanceFormatError)
-        if os.path.lexists(man_path):
-            _regular_file(man_path, InstanceFormatError, "a manifest")
-            man = _read_json(man_path, InstanceFormatError)
-            fam = man.get("family") if isinstance(man, dict) else None
-            if fam in FAMILIES and family in (None, fam):
-                entries = man.get("instances")
-                if not isinstance(entries, list):
-                    raise InstanceFormatError(
-                        f"{man_path}: missing list field 'instances'.")
-                for k, e in enumerate(entries):
-                    _check_entry(e, k, man_path, _family(fam))
-                    if e["file"] == path.name:
-                        entry, family = e, fam
+        entry, family = _manifest_entry(path, family)
     if entry is not None and entry["sha256"] != sha:
         raise InstanceFormatError(
             f"{path}: sha256 {sha[:12]}... does not match {man_path}'s "
             f"{entry['sha256'][:12]}...; the file changed without its manifest."
         )
-    family = family or "qwise"
+    if family is None:
+        family = _family_from_arrays(arrays, path)
     hp = dict(entry["hyperparameters"]) if entry else {}
     hp.update({k: v for k, v in (hyperparameters or {}).items() if v is not None})
     return _build_instance(
@@ -1514,7 +1625,7 @@ def compute_reference(instance, *, tol=1e-9, scs_tol=None):
 
 
 def make_references(root, family=None, only=None, *, tol=1e-9, scs_tol=None,
-                    write=True, progress=None):
+                    write=True, progress=None, out=None):
     """Compute (and write the accepted) references of a collection.
 
     Parameters
@@ -1528,21 +1639,26 @@ def make_references(root, family=None, only=None, *, tol=1e-9, scs_tol=None,
         Write accepted references.
     progress : callable, optional
         Called with each :class:`ReferenceOutcome` as it is done.
+    out : str or Path, optional
+        Collection root the references are written to (under
+        ``out/reference/<family>/``); default ``root``.  The instances are
+        always read from ``root``.
 
     Returns
     -------
     list of ReferenceOutcome
     """
-    out = []
+    outcomes = []
     for inst in iter_instances(root, family, only):
         outcome = compute_reference(inst, tol=tol, scs_tol=scs_tol)
         if outcome.accepted and write:
-            write_reference(root, inst, outcome.M, outcome.record)
+            write_reference(root if out is None else out, inst, outcome.M,
+                            outcome.record)
             outcome.written = True
-        out.append(outcome)
+        outcomes.append(outcome)
         if progress is not None:
             progress(outcome)
-    return out
+    return outcomes
 
 
 # ---------------------------------------------------------------------------

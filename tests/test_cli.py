@@ -168,7 +168,7 @@ def test_verify_passes_with_exact_answers(tiny_root, fake_methods, capsys):
     code, out, _ = run(capsys, "verify", "--root", tiny_root, "--method",
                        "exact_copy", "--no-progress")
     assert code == 0, out
-    row = next(ln for ln in out.splitlines() if ln.startswith("tiny "))
+    row = next(ln for ln in out.splitlines() if ln.split()[:2] == ["qwise", "tiny"])
     assert "exact_copy" in row and row.rstrip().endswith("ok")
     assert "1/1 passed" in out
 
@@ -176,8 +176,8 @@ def test_verify_passes_with_exact_answers(tiny_root, fake_methods, capsys):
 def test_verify_fails_with_a_perturbed_answer(tiny_root, fake_methods, capsys):
     code, out, _ = run(capsys, "verify", "--root", tiny_root, "--no-progress")
     assert code == 1
-    rows = {ln.split()[1]: ln for ln in out.splitlines()
-            if ln.startswith("tiny ")}
+    rows = {ln.split()[2]: ln for ln in out.splitlines()
+            if ln.split()[:2] == ["qwise", "tiny"]}
     assert set(rows) == {"exact_copy", "perturbed"}
     assert rows["exact_copy"].rstrip().endswith("ok")
     assert "FAIL" in rows["perturbed"] and "exceeds tolerance" in rows["perturbed"]
@@ -237,7 +237,7 @@ def test_verify_reports_an_instance_its_family_refuses(tiny_root, fake_methods,
     monkeypatch.setitem(col.FAMILIES, "qwise", dataclasses.replace(spec, to_data=refuse))
     code, out, _ = run(capsys, "verify", "--root", tiny_root, "--no-progress")
     assert code == 1
-    rows = [ln for ln in out.splitlines() if ln.startswith("tiny ")]
+    rows = [ln for ln in out.splitlines() if ln.split()[:2] == ["qwise", "tiny"]]
     assert len(rows) == 2
     assert all("FAIL: instance invalid" in r and "tiny.npz" in r for r in rows)
 
