@@ -250,7 +250,9 @@ class MMCSupervised(LabelledMixin, TransformerMixin, _MMCBase):
     Parameters
     ----------
     n_constraints : int >= 2, optional
-        Number of pairs; default ``20 * n_classes^2`` (metric-learn's).
+        Number of pairs in all, half of each kind; default ``20 *
+        n_classes^2``.  (metric-learn's ``MMC_Supervised`` draws that many
+        pairs *of each kind*: pass twice the number to draw as many.)
     diagonal, solver, tol, max_iter
         As in :class:`MMC`.
     random_state : int, RandomState instance or None, default=None
