@@ -23,7 +23,7 @@ integer indices (n_pairs, 2) into it.
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
 from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
-from sklearn.utils import TransformerTags, check_random_state
+from sklearn.utils import ClassifierTags, TransformerTags, check_random_state
 from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -376,6 +376,8 @@ class PairsClassifierMixin:
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.estimator_type = "classifier"
+        # two classes of pairs, +1 and -1
+        tags.classifier_tags = ClassifierTags(multi_class=False)
         return tags
 
     @staticmethod
