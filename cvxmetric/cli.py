@@ -23,7 +23,8 @@ into the one found by default.
 Every subcommand takes ``--root DIR`` (else ``$CVXMETRIC_ROOT``, else the
 current directory if it has ``problems/``, else the repository next to the
 installed package).  Exit codes: 0 success, 1 a check failed (``verify``,
-``reference``, ``make-problems --check``), 2 bad input or a solver error.
+``reference``, ``make-problems --check``, a failed run of ``bench``'s
+collection suite), 2 bad input or a solver error.
 Tables go to stdout; progress and diagnostics to stderr.
 """
 
@@ -553,6 +554,11 @@ def _check_bench_options(args, suite):
             "benchmarks take it: --family F or --suite synthetic.")
     elif suite == "synthetic":
         family = args.family or "qwise"
+        if family not in _bench_families():
+            raise ValueError(
+                f"--family: {family} has no synthetic benchmark (those of "
+                f"{', '.join(_bench_families())}); `--suite collection --family "
+                f"{family}` times its collection instances.")
         if family != "qwise":
             _refuse(_given(args, _SYNTHETIC_OPTIONS + (
                 ("methods", "--methods"), ("no_isolate", "--no-isolate"))),
@@ -582,6 +588,11 @@ def _cmd_bench(args):
         root = _root(args)
         methods = ([m.strip() for m in args.methods.split(",") if m.strip()]
                    if args.methods else None)
+        known = ["exact"] + sorted({m for f in col.METHODS.values() for m in f})
+        unknown = [m for m in methods or () if m not in known]
+        if unknown:
+            raise ValueError(f"--methods: unknown {unknown}; the collection's "
+                             f"methods are {', '.join(known)}.")
         _note(f"bench: every method on the collection in {root}"
               + (f" (family {args.family})" if args.family else ""))
         rows = bench.run_collection_bench(
@@ -827,9 +838,11 @@ def build_parser(solve_family=None):
                    default=None,
                    help="default: synthetic when --family or a synthetic-only "
                         "option is given, else collection")
-    p.add_argument("--family", default=None, choices=_bench_families(),
-                   help="the family's synthetic benchmark (with --suite "
-                        "collection: only its instances)")
+    p.add_argument("--family", default=None,
+                   choices=sorted(set(_bench_families()) | set(col.FAMILIES)),
+                   help="the family's synthetic benchmark (those of "
+                        + ", ".join(_bench_families()) + "); with --suite "
+                        "collection: only its instances")
     p.add_argument("--only", action="append",
                    help="collection: instance name (repeatable)")
     p.add_argument("--methods", help="comma-separated methods; collection: exact "

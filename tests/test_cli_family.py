@@ -360,6 +360,11 @@ def test_bench_collection_filters(recorded_bench, capsys):
     ((kind, _, family, methods, only, kw),) = recorded_bench
     assert (kind, family, methods, only, kw["repeat"]) == (
         "collection", "mmc", ["exact", "fast"], ["iris_full"], 3)
+    # a family without a synthetic benchmark has its collection instances
+    code, _, err = run(capsys, "bench", "--root", REPO, "--suite", "collection",
+                       "--family", "constraintdml")
+    assert code == 0, err
+    assert recorded_bench[-1][:3] == ("collection", REPO, "constraintdml")
 
 
 def test_the_qwise_scaling_benchmark_needs_an_explicit_option(recorded_bench,
@@ -388,6 +393,8 @@ def test_the_qwise_scaling_benchmark_needs_an_explicit_option(recorded_bench,
     (["--repeat", "0"], "--repeat: must be >= 1"),
     (["--family", "mmc", "--max-seconds=nan"], "--max-seconds: must be finite"),
     (["--family", "mmc", "--max-seconds=0"], "--max-seconds: must be > 0"),
+    (["--family", "constraintdml"], "--family: constraintdml has no synthetic"),
+    (["--methods", "sgd"], "--methods: unknown ['sgd']"),
 ])
 def test_bench_refuses_options_its_suite_does_not_use(recorded_bench, capsys, argv,
                                                       match):
