@@ -1,7 +1,8 @@
 """RankDML: rank-based distance metric learning (Lee, Jin, Jain 2008).
 
-Eq. 7 (Frobenius), Eq. 9 (Burg, and the LogDet variant) and Eq. 11
-(diagonal, Laplacian) as one canonical problem (:class:`RankData`), its
+Eq. 7 (Frobenius), Eq. 9 (Burg as printed or in its spectral form, and the
+LogDet variant) and Eq. 11 (diagonal, Laplacian, as printed or trace-fixed)
+as one canonical problem (:class:`RankData`), its
 certified CVXPY form (:func:`solve_exact`), the fast solvers
 (:class:`RankDualSolver`, :class:`DiagonalInteriorPoint`), the critical
 pair selection of Sec. 5 (:func:`critical_triplets`) and the estimators
@@ -16,6 +17,7 @@ from ._constraint import ConstraintData, solve_constraint_exact
 from ._constraint_fast import ConstraintDualSolver
 from ._pairs import critical_triplets
 from ._problem import (
+    FORMS,
     REGULARIZERS,
     TRACE_FIXED,
     RankData,
@@ -39,6 +41,7 @@ __all__ = [
     "RankDML",
     "RankDMLSupervised",
     "REGULARIZERS",
+    "FORMS",
     "TRACE_FIXED",
     "burg_divergence",
     "logdet_divergence",

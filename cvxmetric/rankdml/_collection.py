@@ -3,8 +3,10 @@
 An instance is a sample matrix ``X`` (queries and gallery items, one per
 row), triplets ``(query, relevant, irrelevant)`` into it, and optionally the
 prior metric ``A0`` of the Burg / LogDet regularisers; hyperparameters are
-``regularizer``, ``lam``, ``tau`` and ``diagonal`` (see
-:class:`~cvxmetric.rankdml.RankData`).  The bundled instances come from
+``regularizer``, ``form``, ``lam``, ``tau`` and ``diagonal`` (see
+:class:`~cvxmetric.rankdml.RankData`; ``form`` defaults to ``"printed"``,
+the paper's equations as printed, and the collection also holds instances
+of the variants ``"spectral"`` (Burg) and ``"trace_fixed"`` (Laplacian)).  The bundled instances come from
 query / gallery splits with the critical pair selection of Sec. 5
 (:func:`~cvxmetric.rankdml.critical_triplets`).
 """
@@ -24,7 +26,8 @@ RANKDML_ARRAYS = (
                   "(default: identity)"),
 )
 
-RANKDML_HP = {"regularizer": "frobenius", "lam": 1.0, "tau": None, "diagonal": False}
+RANKDML_HP = {"regularizer": "frobenius", "form": "printed", "lam": 1.0, "tau": None,
+              "diagonal": False}
 
 # a returned matrix whose trace misses tau by more than this (relative) is
 # infeasible for a trace-fixed problem: its objective is reported as +inf
@@ -40,7 +43,7 @@ def _to_data(arrays, hp):
     triplets = Triplets.create(arrays["X"], arrays["triplets"], name="triplets")
     return RankData.from_triplets(
         triplets, regularizer=hp["regularizer"], lam=hp["lam"], tau=hp["tau"],
-        A0=arrays.get("A0"), diagonal=hp["diagonal"],
+        A0=arrays.get("A0"), diagonal=hp["diagonal"], form=hp["form"],
     )
 
 
@@ -167,14 +170,35 @@ def bundled():
     A0 = np.linalg.inv(np.cov(X[g], rowvar=False))
     A0 = 0.5 * (A0 + A0.T)
     t = critical_triplets(q, r, g, X, n_top=2, n_random=2, A0=A0, random_state=1)
+    iris = ("iris (standardised), 30 queries, 2 same-class relevant items each, "
+            "critical triplets (2 top + 2 random) under the baseline A0 = inverse "
+            "gallery covariance, which is also the Burg prior; lam=1.")
     out.append(dict(
         name="iris_burg", source="iris", random_state=1,
-        description="Eq. 9 (Burg, full, tr(A) = tr(A0)): iris (standardised), 30 "
-                    "queries, 2 same-class relevant items each, critical triplets "
-                    "(2 top + 2 random) under the baseline A0 = inverse gallery "
-                    "covariance, which is also the Burg prior; lam=1.",
+        description="Eq. 9 as printed (Burg, first term ||A A0hat^-1||_F^2, full, "
+                    "tr(A) = tr(A0)): " + iris,
         arrays={"X": X, "triplets": t, "A0": A0},
-        hyperparameters={"regularizer": "burg", "lam": 1.0, "diagonal": False},
+        hyperparameters={"regularizer": "burg", "form": "printed", "lam": 1.0,
+                         "diagonal": False},
+    ))
+    out.append(dict(
+        name="iris_burg_spectral", source="iris", random_state=1,
+        description="Eq. 9, Burg's spectral form (first term tr((A A0hat^-1)^2), "
+                    "full, tr(A) = tr(A0)), the same data as iris_burg: " + iris,
+        arrays={"X": X, "triplets": t, "A0": A0},
+        hyperparameters={"regularizer": "burg", "form": "spectral", "lam": 1.0,
+                         "diagonal": False},
+    ))
+    t = critical_triplets(q, r, g, X, n_top=3, n_random=3, random_state=5)
+    out.append(dict(
+        name="iris_laplacian", source="iris", random_state=5,
+        description="Eq. 11 as printed (diagonal, Laplacian, no trace constraint): "
+                    "iris (standardised), the queries and relevant items of "
+                    "iris_burg, critical triplets (3 top + 3 random) under the "
+                    "Euclidean baseline; lam=1.",
+        arrays={"X": X, "triplets": t},
+        hyperparameters={"regularizer": "laplacian", "form": "printed", "lam": 1.0,
+                         "diagonal": True},
     ))
 
     X, y = load_wine(return_X_y=True)
@@ -201,14 +225,24 @@ def bundled():
     rng = np.random.RandomState(3)
     q, r, g = _labelled_split(X, y, 50, 1, rng)
     t = critical_triplets(q, r[:, 0], g, X, n_top=5, n_random=5, random_state=3)
+    digits = ("400 digits (PCA to 12 dims, one global scale), 50 queries, one "
+              "same-class relevant item each, critical triplets (5 top + 5 "
+              "random), lam=1.")
     out.append(dict(
         name="digits_laplacian", source="digits", random_state=3,
-        description="Eq. 11 (diagonal, Laplacian, sum(a) = d): 400 digits (PCA "
-                    "to 12 dims, one global scale), 50 queries, one same-class "
-                    "relevant item each, critical triplets (5 top + 5 random), "
-                    "lam=1.",
+        description="Eq. 11 as printed (diagonal, Laplacian, no trace "
+                    "constraint): " + digits,
         arrays={"X": X, "triplets": t},
-        hyperparameters={"regularizer": "laplacian", "lam": 1.0, "diagonal": True},
+        hyperparameters={"regularizer": "laplacian", "form": "printed", "lam": 1.0,
+                         "diagonal": True},
+    ))
+    out.append(dict(
+        name="digits_laplacian_trace_fixed", source="digits", random_state=3,
+        description="Eq. 11 with sum(a) = d added (form='trace_fixed'; diagonal, "
+                    "Laplacian), the same data as digits_laplacian: " + digits,
+        arrays={"X": X, "triplets": t},
+        hyperparameters={"regularizer": "laplacian", "form": "trace_fixed",
+                         "lam": 1.0, "diagonal": True},
     ))
 
     X, q, r, g = synthetic_retrieval(60, 40, 10, random_state=4)

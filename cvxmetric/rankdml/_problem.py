@@ -11,32 +11,46 @@ With ``K_t = C_qi - C_qr`` (``C_ij = phi_ij phi_ij^T``) the slack is the hinge
 
     minimise_{A in F}  f(A) = sum_t [1 - <A, K_t>]_+ + (lam / 2) Reg(A)
 
-===============  ============================================  =========================
-``regularizer``  ``Reg(A)``                                     feasible set ``F``
-===============  ============================================  =========================
-``"frobenius"``  ``||A||_F^2``  (Eq. 7)                         ``A PSD``
-``"burg"``       ``tr((A P)^2) - 2 logdet(A P) - d`` (Eq. 8-9)  ``A PSD, tr(A) = tau``
-``"logdet"``     ``tr(A P) - logdet(A P) - d``                   ``A PSD, tr(A) = tau``
-``"laplacian"``  ``sum_i (a_i - mean(a))^2`` (Eq. 11)            ``a >= 0, sum(a) = tau``
-===============  ============================================  =========================
+===============  ==============================================  =========================
+``regularizer``  ``Reg(A)`` (default ``form="printed"``)          feasible set ``F``
+===============  ==============================================  =========================
+``"frobenius"``  ``||A||_F^2``  (Eq. 7)                           ``A PSD``
+``"burg"``       ``||A P||_F^2 - 2 logdet(A P) - d`` (Eq. 8-9)    ``A PSD, tr(A) = tau``
+``"logdet"``     ``tr(A P) - logdet(A P) - d``                     ``A PSD, tr(A) = tau``
+``"laplacian"``  ``sum_i (a_i - mean(a))^2`` (Eq. 11)              ``a >= 0``
+===============  ==============================================  =========================
 
 with ``P = A0hat^{-1}`` and ``A0hat = A0 tau / tr(A0)``.  ``diagonal=True``
 restricts ``A = diag(a)`` (``"frobenius"``: ``a >= 0``, Reg = ``||a||^2``;
-``"laplacian"`` is diagonal only).
+``"laplacian"`` is diagonal only).  The documented variants (``form``):
+
+* ``"burg"``, ``form="spectral"``: first term ``tr((A P)^2) = ||W A W||_F^2``
+  instead of the printed ``||A P||_F^2 = tr(A P (A P)^T)``; the two coincide
+  when ``A`` and ``A0`` commute (in particular for an isotropic ``A0``,
+  where the printed form is solved by the spectral closed form);
+* ``"laplacian"``, ``form="trace_fixed"``: Eq. 11 with ``sum(a) = tau``
+  added (the Remark's normalised reading; default ``tau = d``).
 
 **The trace fix.**  The paper normalises ``A0hat = A0 tr(A) / tr(A0)``, which
-makes the regulariser scale-invariant (``Reg(cA) = Reg(A)``, see
-:func:`paper_divergence`) and the problem non-convex: scaling ``A`` up drives
-every hinge to zero at no cost, so the infimum is approached by ever larger
-``A`` and need not be attained.  The convex, well-posed reading fixes the
-scale, ``tr(A) = tau`` (default ``tau = tr(A0)``), so that ``A0hat`` is the
-constant ``A0 tau / tr(A0)`` and the paper's normalisation holds at the
-solution.  The Laplacian of Eq. 11 is scale-invariant in the same way
-(the paper derives it from Burg's divergence) and gets the same fix.
+makes the Burg / LogDet regulariser scale-invariant (``Reg(cA) = Reg(A)``,
+see :func:`paper_divergence`) and the problem non-convex: scaling ``A`` up
+drives every hinge to zero at no cost, so the infimum is approached by ever
+larger ``A`` and need not be attained.  The convex, well-posed reading fixes
+the scale, ``tr(A) = tau`` (default ``tau = tr(A0)``), so that ``A0hat`` is
+the constant ``A0 tau / tr(A0)`` and the paper's normalisation holds at the
+solution.  Eq. 11 as printed has no normalisation (``Reg(ca) = c^2 Reg(a)``):
+it is an ordinary convex QP, bounded below by 0, whose minimum is attained
+(Frank-Wolfe: a quadratic bounded below on a polyhedron attains its
+infimum; here in the slack form).  The unit margin fixes its scale:
+``a = 0`` costs ``N``, and a flat ``a = c 1`` (free of regulariser) can meet
+only the triplets the Euclidean metric already orders.
 
 **Whitening.**  With ``W = A0hat^{-1/2}`` (symmetric) and ``B = W A W``,
-``tr((A P)^2) = ||B||_F^2`` and ``logdet(A P) = logdet(B)``: the Burg and
-LogDet terms are spectral functions of the symmetric ``B``.
+``tr((A P)^2) = ||B||_F^2`` and ``logdet(A P) = logdet(B)``: the LogDet term
+and Burg's spectral form are spectral functions of the symmetric ``B``.
+Burg's printed first term ``||A P||_F^2 = tr(A P^2 A)`` is not; its primal
+map is computed by Newton's method on ``A`` (:meth:`RankData.
+_burg_printed_map`) unless ``A0`` is isotropic (then the forms coincide).
 
 **Dual.**  For multipliers ``alpha in [0, 1]^N`` and
 ``S(alpha) = sum_t alpha_t K_t`` (a weighted graph-Laplacian product, never
@@ -53,13 +67,32 @@ and is evaluated exactly for the ``nu`` that makes the minimiser's trace equal
 also the minimiser over ``F`` and ``g(alpha) = max_nu g(alpha, nu)`` is the
 Lagrangian dual function of the hinge multipliers alone.  It is smooth
 because every ``Reg`` above is strongly convex on ``F``; its gradient is the
-vector of hinge arguments ``1 - <A*(alpha), K_t>``.  Every certificate of the
-family uses this bound.
+vector of hinge arguments ``1 - <A*(alpha), K_t>``.  For Burg's printed
+form the inner minimum is computed by Newton's method and bounded below
+rigorously by ``L(A, nu) - ||grad_A L(A, nu)||^2 / (2 m)``, ``m = lam /
+lambda_max(A0hat)^2`` the strong convexity modulus of ``(lam/2)||A P||^2``.
+Every certificate of the family uses this bound.
+
+**The printed Laplacian's dual.**  Without the trace constraint the
+regulariser is flat along ``1`` and the inner minimum over ``a >= 0`` is
+finite only when ``1^T S(alpha) = sum_t alpha_t (1^T k_t) <= 0``.  The bound
+first moves ``alpha`` into that half-space (:meth:`RankData.dual_feasible`:
+the Euclidean projection within the box; an optimal ``alpha`` is there
+already, since summing the stationarity condition
+``lam L a - K^T alpha - mu = 0`` gives ``1^T K^T alpha = -1^T mu <= 0``),
+then uses weak duality of the inner QP: for any ``mu >= 0`` with
+``mean(S + mu) <= 0``,
+``min_{a >= 0} (lam/2) a^T L a - S^T a >= -||L (S + mu)||^2 / (2 lam)``,
+tight at ``mu = max(-S - lam m, 0)`` with ``m`` the mean of the minimiser
+``a = max(m + S / lam, 0)`` (a sort-based root).  The dual is then not
+smooth everywhere (the minimiser is not unique when ``1^T S = 0``); the
+interior point method solves this problem.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 
 from .._linalg import PairOperator, eigh_psd
 from .._tolerances import certificate_tolerance
@@ -74,6 +107,7 @@ __all__ = [
     "RankData",
     "REGULARIZERS",
     "TRACE_FIXED",
+    "FORMS",
     "burg_divergence",
     "logdet_divergence",
     "paper_divergence",
@@ -82,8 +116,18 @@ __all__ = [
 
 REGULARIZERS = ("frobenius", "burg", "logdet", "laplacian")
 
-#: Regularisers whose scale is fixed by ``tr(A) = tau``.
+#: Regularisers whose scale can be fixed by ``tr(A) = tau`` (always for
+#: ``"burg"`` / ``"logdet"``; the Laplacian with ``form="trace_fixed"`` only).
 TRACE_FIXED = ("burg", "logdet", "laplacian")
+
+#: ``form`` of each regulariser: the first is the default, the paper's
+#: printed equation; the others are documented variants.
+FORMS = {
+    "frobenius": ("printed",),
+    "burg": ("printed", "spectral"),
+    "logdet": ("printed",),
+    "laplacian": ("printed", "trace_fixed"),
+}
 
 # rows of the diagonal problems' K built per block
 _K_BLOCK = 8192
@@ -102,23 +146,34 @@ def _sym_sqrt_inv(A0):
     return (U / np.sqrt(w)) @ U.T
 
 
-def burg_divergence(A, A0):
-    """Burg's divergence of Eq. 8, ``tr((A A0^{-1})^2) - 2 logdet(A A0^{-1}) - d``.
+def burg_divergence(A, A0, form="printed"):
+    """Burg's divergence of Eq. 8 between ``A`` and ``A0``.
 
-    Evaluated through the symmetric ``B = W A W``, ``W = A0^{-1/2}``:
-    ``tr((A A0^{-1})^2) = ||B||_F^2`` and ``logdet(A A0^{-1}) = logdet(B)``
-    (never a log-determinant of the non-symmetric ``A A0^{-1}``).  The
-    paper prints the first term as ``tr(A A0^{-1} (A A0^{-1})^T)``; for
-    symmetric ``A`` and ``A0`` that commute (``A0 = I``, or both diagonal as
-    in the paper's Remark) the two forms coincide; cvxmetric uses
-    ``tr((A A0^{-1})^2)`` (docs/rankdml.md, "Decisions").  ``+inf`` when
-    ``A`` is not positive definite.
+    ``form="printed"`` (default): as the paper prints it,
+    ``tr(A A0^{-1} (A A0^{-1})^T) - 2 logdet(A A0^{-1}) - d``, i.e.
+    ``||A A0^{-1}||_F^2 - 2 logdet(A A0^{-1}) - d``.
+
+    ``form="spectral"``: ``tr((A A0^{-1})^2) - 2 logdet(A A0^{-1}) - d``,
+    a spectral function of ``B = W A W`` (``W = A0^{-1/2}``):
+    ``tr((A A0^{-1})^2) = ||B||_F^2``; invariant under congruence
+    ``(A, A0) -> (G A G^T, G A0 G^T)``.
+
+    The two coincide when ``A`` and ``A0`` commute (``A0 = c I``, or both
+    diagonal as in the paper's Remark).  ``logdet(A A0^{-1}) = logdet(B)``
+    is never taken of the non-symmetric product.  ``+inf`` when ``A`` is
+    not positive definite.
     """
+    check_option(form, "form", FORMS["burg"])
     W = _sym_sqrt_inv(A0)
     b = np.linalg.eigvalsh(W @ A @ W)
     if b[0] <= 0:
         return np.inf
-    return float(np.sum(b * b) - 2.0 * np.sum(np.log(b)) - len(b))
+    if form == "printed":
+        AP = np.linalg.solve(A0, np.asarray(A, float).T).T  # A A0^{-1}
+        first = float(np.sum(AP * AP))
+    else:
+        first = float(np.sum(b * b))
+    return float(first - 2.0 * np.sum(np.log(b)) - len(b))
 
 
 def logdet_divergence(A, A0):
@@ -130,16 +185,19 @@ def logdet_divergence(A, A0):
     return float(np.sum(b) - np.sum(np.log(b)) - len(b))
 
 
-def paper_divergence(A, A0, kind="burg"):
+def paper_divergence(A, A0, kind="burg", form="printed"):
     """The paper's normalised regulariser ``D(A, A0hat(A))``,
     ``A0hat(A) = A0 tr(A) / tr(A0)`` -- without the trace fix.
 
-    It is invariant to ``A -> c A`` (``c > 0``): that is why the paper's
-    Eq. 9 is not convex and why :class:`RankData` fixes ``tr(A) = tau``.
+    It is invariant to ``A -> c A`` (``c > 0``), in either form of Burg's
+    divergence: that is why the paper's Eq. 9 is not convex and why
+    :class:`RankData` fixes ``tr(A) = tau``.
     """
     check_option(kind, "kind", ("burg", "logdet"))
     A0hat = A0 * np.trace(A) / np.trace(A0)
-    return burg_divergence(A, A0hat) if kind == "burg" else logdet_divergence(A, A0hat)
+    if kind == "burg":
+        return burg_divergence(A, A0hat, form)
+    return logdet_divergence(A, A0hat)
 
 
 # ---------------------------------------------------------------------------
@@ -162,6 +220,36 @@ def project_capped_simplex(v, tau):
     rho = int(hits[-1]) if len(hits) else 0
     theta = css[rho] / (rho + 1)
     return np.maximum(v - theta, 0.0), float(theta)
+
+
+def _flat_root(v):
+    """The smallest ``m >= 0`` with ``mean(max(m + v, 0)) = m``.
+
+    The mean of the minimiser ``a = max(m + v, 0)`` of
+    ``(1/2) a^T L a - v^T a`` over ``a >= 0`` (``L = I - 11^T / d``),
+    for ``sum(v) <= 0``.  ``phi(m) = mean(max(m + v, 0)) - m`` is
+    non-increasing with ``phi(0) >= 0``; on the support of the ``k``
+    largest entries its root is ``sum_k / (d - k)``: sort-based and exact.
+    """
+    v = np.asarray(v, dtype=float)
+    d = len(v)
+    u = np.sort(v)[::-1]
+    if not u[0] > 0:
+        return 0.0
+    css = np.cumsum(u)
+    k = np.arange(1, d)
+    m = css[:-1] / (d - k)
+    ok = (u[k - 1] + m > 0) & (u[k] + m <= 0)
+    hits = np.flatnonzero(ok)
+    if len(hits):
+        return float(m[hits[0]])
+    # round-off at a kink, or sum(v) = 0 (full support, a ray of roots):
+    # the candidate with the smallest residual, the smallest one on ties
+    cand = np.concatenate([m, [max(-u[-1], 0.0)]])
+    cand = np.maximum(cand, 0.0)
+    res = np.abs(np.maximum(cand[:, None] + v[None, :], 0.0).mean(axis=1) - cand)
+    best = np.flatnonzero(res <= res.min())
+    return float(np.min(cand[best]))
 
 
 def _burg_spectral(z, lam):
@@ -286,7 +374,8 @@ class RankData(FullOrDiagonal):
     regularizer : str
     lam : float
     tau : float or None
-        Fixed trace (``None`` for ``"frobenius"``).
+        Fixed trace (``None`` for ``"frobenius"`` and the printed
+        ``"laplacian"``).
     A0 : ndarray of shape (d, d) or None
         The prior metric of ``"burg"`` / ``"logdet"``.
     diagonal : bool
@@ -303,6 +392,9 @@ class RankData(FullOrDiagonal):
     logdet_A0hat : float
     isotropic : bool
         ``A0`` is a multiple of the identity (a cheaper primal map).
+    form : str
+        ``"printed"`` (default), ``"spectral"`` (Burg) or ``"trace_fixed"``
+        (Laplacian); see :data:`FORMS`.
     """
 
     X: np.ndarray
@@ -322,10 +414,11 @@ class RankData(FullOrDiagonal):
     P: np.ndarray = None
     logdet_A0hat: float = 0.0
     isotropic: bool = True
+    form: str = "printed"
 
     @classmethod
     def from_triplets(cls, triplets, *, regularizer="frobenius", lam=1.0, tau=None,
-                      A0=None, diagonal=False):
+                      A0=None, diagonal=False, form="printed"):
         """Validate and canonicalise.
 
         Parameters
@@ -336,19 +429,30 @@ class RankData(FullOrDiagonal):
         lam : float > 0
             Weight of the regulariser (the paper's lambda).
         tau : float > 0, optional
-            Fixed trace of ``A`` for ``"burg"``, ``"logdet"`` and
-            ``"laplacian"`` (default ``tr(A0)``; ``d`` for the Laplacian,
-            whose ``A0`` is the identity).  Not used by ``"frobenius"``.
+            Fixed trace of ``A`` for ``"burg"``, ``"logdet"`` (default
+            ``tr(A0)``) and ``"laplacian"`` with ``form="trace_fixed"``
+            (default ``d``: its ``A0`` is the identity).  Not used by
+            ``"frobenius"`` and the printed ``"laplacian"``.
         A0 : array_like of shape (d, d), optional
             Symmetric positive definite prior metric of ``"burg"`` and
             ``"logdet"`` (default the identity).
         diagonal : bool
             Learn ``A = diag(a)``.  ``"laplacian"`` is diagonal only;
             ``"burg"`` and ``"logdet"`` are full-matrix only.
+        form : str
+            ``"printed"`` (default: the equation as the paper prints it),
+            ``"spectral"`` (``"burg"``: first term ``tr((A P)^2)``) or
+            ``"trace_fixed"`` (``"laplacian"``: ``sum(a) = tau`` added).
         """
         if not isinstance(triplets, Triplets):
             raise TypeError("triplets: expected a Triplets instance.")
         check_option(regularizer, "regularizer", REGULARIZERS)
+        if form not in FORMS[regularizer]:
+            variants = {f"{r}: {', '.join(repr(f) for f in fs)}"
+                        for r, fs in FORMS.items()}
+            raise ValueError(
+                f"form: {form!r} is not a form of the {regularizer!r} regulariser; "
+                f"forms are " + "; ".join(sorted(variants)) + ".")
         lam = check_scalar(lam, "lam", low=0.0, low_inclusive=False)
         if not isinstance(diagonal, (bool, np.bool_)):
             raise TypeError(f"diagonal: expected a bool, got {type(diagonal).__name__}.")
@@ -371,11 +475,16 @@ class RankData(FullOrDiagonal):
                 f"A0: only the 'burg' and 'logdet' regularisers use a prior metric "
                 f"(got regularizer={regularizer!r})."
             )
+        if tau is not None and regularizer == "laplacian" and form == "printed":
+            raise ValueError(
+                "tau: Eq. 11 as printed (form='printed') has no trace constraint; "
+                "tau is used by the trace-fixed variant (form='trace_fixed')."
+            )
         if tau is not None and regularizer not in TRACE_FIXED:
             raise ValueError(
                 "tau: the 'frobenius' regulariser is not scale-invariant and has "
                 "no trace constraint; tau is only used by 'burg', 'logdet' and "
-                "'laplacian'."
+                "'laplacian' with form='trace_fixed'."
             )
         kw = {}
         if regularizer in ("burg", "logdet"):
@@ -396,7 +505,7 @@ class RankData(FullOrDiagonal):
                 isotropic=bool(np.max(np.abs(A0hat - w.mean() * np.eye(d)))
                                <= 1e-14 * w.mean()),
             )
-        elif regularizer == "laplacian":
+        elif regularizer == "laplacian" and form == "trace_fixed":
             if tau is None:
                 tau = float(d)
             tau = _check_tau(tau)
@@ -423,10 +532,32 @@ class RankData(FullOrDiagonal):
                 np.subtract(far_d, near_d, out=K[s:s + _K_BLOCK])
         data = cls(X=X, triplets=idx, regularizer=regularizer, lam=lam, tau=tau,
                    A0=A0, diagonal=diagonal, op=op, near=inv[:N], far=inv[N:], K=K,
-                   **kw)
+                   form=form, **kw)
         if regularizer in ("burg", "logdet"):
             data._check_resolution_at_prior()
+        if data.free_laplacian:
+            data._check_flat_scale()
         return data
+
+    def _check_flat_scale(self):
+        """Refuse printed Eq. 11 data whose metric would leave the float range.
+
+        Without a trace constraint the regulariser is flat along ``a = c 1``
+        and the unit margin alone sets the scale: a flat metric meets the
+        margin at ``c ~ 1 / mean_t |1^T k_t|``.  Beyond ``1e100`` (distance
+        differences below ``1e-100``) the regulariser's squares overflow;
+        such data is refused (``K = 0`` exactly, every hinge constant, is
+        kept: its answer is ``a = 0``).
+        """
+        s = float(np.mean(np.abs(self.K.sum(axis=1)))) if self.n_constraints else 0.0
+        if s == 0.0 or 1.0 / s <= 1e100:
+            return
+        raise ValueError(
+            f"X: distance differences of the triplets average {s:.3g}; Eq. 11 as "
+            f"printed has no trace constraint, so the metric must reach the unit "
+            f"margin by itself, at entries of about {1.0 / s:.3g}, whose squares "
+            f"leave the floating-point range. Rescale X (X -> c X is "
+            f"lam -> lam / c^4), or fix the scale with form='trace_fixed'.")
 
     def _check_resolution_at_prior(self):
         """Refuse Burg / LogDet data whose hinges float64 cannot resolve.
@@ -477,7 +608,22 @@ class RankData(FullOrDiagonal):
 
     @property
     def trace_fixed(self):
+        """Whether ``F`` has the constraint ``tr(A) = tau``."""
+        if self.regularizer == "laplacian":
+            return self.form == "trace_fixed"
         return self.regularizer in TRACE_FIXED
+
+    @property
+    def free_laplacian(self):
+        """Eq. 11 as printed: the Laplacian without a trace constraint."""
+        return self.regularizer == "laplacian" and self.form == "printed"
+
+    @property
+    def printed_burg(self):
+        """Burg's printed first term ``||A P||_F^2`` with a non-isotropic
+        prior (with an isotropic one it equals the spectral form)."""
+        return (self.regularizer == "burg" and self.form == "printed"
+                and not self.isotropic)
 
     # (the variable: as_variable, to_matrix, off_diagonal from FullOrDiagonal)
 
@@ -503,7 +649,12 @@ class RankData(FullOrDiagonal):
         if b[0] <= 0:
             return np.inf
         if reg == "burg":
-            return float(np.sum(b * b) - 2.0 * np.sum(np.log(b)) - len(b))
+            if self.printed_burg:
+                AP = a @ self.P
+                first = float(np.sum(AP * AP))
+            else:
+                first = float(np.sum(b * b))
+            return float(first - 2.0 * np.sum(np.log(b)) - len(b))
         return float(np.sum(b) - np.sum(np.log(b)) - len(b))
 
     def objective(self, A):
@@ -578,6 +729,8 @@ class RankData(FullOrDiagonal):
             return A, -float(np.sum(wp * wp)) / (2.0 * lam), 0.0, (w, U)
         tau = self.tau
         d = self.n_features
+        if self.free_laplacian:
+            return self._laplacian_free_map(S)
         if reg == "laplacian":
             # on F, Reg = ||a||^2 - tau^2 / d; relax sum(a) = tau with nu
             _, theta = project_capped_simplex(S / lam, tau)
@@ -594,7 +747,122 @@ class RankData(FullOrDiagonal):
             return a * (tau / total), lower, nu, (a > 0,)
         if reg == "logdet":
             return self._logdet_map(S, nu)
+        if self.printed_burg:
+            return self._burg_printed_map(S)
         return self._burg_map(S, nu)
+
+    def _laplacian_free_map(self, S):
+        # Eq. 11 as printed: min_{a >= 0} (lam/2) a^T L a - S^T a.  KKT:
+        # a = max(m + S / lam, 0) with m = mean(a) (a sort-based root)
+        lam, d = self.lam, self.n_features
+        S = np.asarray(S, dtype=float)
+        if not float(np.sum(S)) <= 0.0:
+            # unbounded along a = c 1 (dual_feasible keeps alpha out of
+            # here): a feasible point, no bound
+            return np.zeros(d), -np.inf, 0.0, (np.zeros(d, dtype=bool),)
+        m = _flat_root(S / lam)
+        a = np.maximum(m + S / lam, 0.0)
+        # weak duality of the inner QP: for mu >= 0 with mean(S + mu) <= 0,
+        # min >= -||L (S + mu)||^2 / (2 lam); mu = max(-S - lam m, 0) is
+        # tight, shrunk where round-off left mean(S + mu) above 0
+        mu = np.maximum(-S - lam * m, 0.0)
+        lower = -np.inf
+        for _ in range(8):
+            w = S + mu
+            e = float(np.sum(w))
+            if e <= 0.0:
+                wc = w - e / d
+                lower = -float(wc @ wc) / (2.0 * lam)
+                break
+            smu = float(np.sum(mu))
+            if not smu > 0.0:
+                break
+            mu = mu * max(0.0, 1.0 - e / smu - 4.0 * np.finfo(float).eps)
+        return a, lower, 0.0, (a > 0,)
+
+    def _burg_printed_map(self, S):
+        # min_{A > 0, tr A = tau} (lam/2)(||A P||^2 - 2 logdet(A P) - d) - <S, A>
+        # by Newton's method on A (equality-constrained, damped), warm
+        # started from the last minimiser.  Gradient
+        # (lam/2)(A Q + Q A) - lam A^{-1} - S, Q = P^2; Hessian (row-major
+        # vec) (lam/2)(I (x) Q + Q (x) I) + lam A^{-1} (x) A^{-1}.
+        lam, tau, d = self.lam, self.tau, self.n_features
+        P = self.P
+        Q = P @ P
+        Id = np.eye(d)
+        e = Id.ravel()
+        quad = 0.5 * lam * (np.kron(Id, Q) + np.kron(Q, Id))
+        S = 0.5 * (S + S.T)
+        A = getattr(self, "_printed_warm", None)
+        if A is None or not np.all(np.isfinite(A)):
+            A = self.A0hat.copy()
+
+        def value(A):
+            try:
+                C = np.linalg.cholesky(A)
+            except np.linalg.LinAlgError:
+                return np.inf
+            AP = A @ P
+            return (0.5 * lam * (float(np.sum(AP * AP))
+                                 - 4.0 * float(np.sum(np.log(np.diag(C)))))
+                    - float(np.sum(S * A)))
+
+        f = value(A)
+        nu = 0.0
+        prev = np.inf
+        for _ in range(100):
+            Ainv = np.linalg.inv(A)
+            Ainv = 0.5 * (Ainv + Ainv.T)
+            G = 0.5 * lam * (A @ Q + Q @ A) - lam * Ainv - S
+            G = 0.5 * (G + G.T)
+            H = quad + lam * np.kron(Ainv, Ainv)
+            fac = scipy.linalg.cho_factor(H, check_finite=False)
+            Hg = scipy.linalg.cho_solve(fac, G.ravel(), check_finite=False)
+            He = scipy.linalg.cho_solve(fac, e, check_finite=False)
+            r = tau - float(np.trace(A))
+            nu = -(r + float(e @ Hg)) / float(e @ He)
+            dA = -(Hg + nu * He).reshape(d, d)
+            dA = 0.5 * (dA + dA.T)
+            dec = float((G + nu * Id).ravel() @ (-dA.ravel()))  # dA^T H dA
+            scale = max(1.0, abs(f))
+            if not dec > 1e-28 * scale or (dec <= 1e-16 * scale and dec >= 0.25 * prev):
+                break  # converged, or stalled at the round-off of f
+            prev = dec
+            t = 1.0
+            while t > 1e-12:
+                new = A + t * dA
+                f_new = value(new)
+                if f_new <= f - 0.25 * t * dec or (
+                        np.isfinite(f_new) and dec <= 1e-14 * max(1.0, abs(f))):
+                    break
+                t *= 0.5
+            if not t > 1e-12:
+                break
+            A, f = new, f_new
+        A = 0.5 * (A + A.T)
+        # the Lagrangian at the best multiplier for A, minus the strong
+        # convexity slack: a rigorous lower bound on the inner minimum
+        Ainv = np.linalg.inv(A)
+        R = 0.5 * lam * (A @ Q + Q @ A) - lam * 0.5 * (Ainv + Ainv.T) - S
+        R = 0.5 * (R + R.T)
+        nu = -float(np.trace(R)) / d
+        R = R + nu * Id
+        AP = A @ P
+        logdet_AP = 2.0 * float(np.sum(np.log(np.diag(np.linalg.cholesky(A))))) \
+            - self.logdet_A0hat
+        tr = float(np.trace(A))
+        lower = (0.5 * lam * (float(np.sum(AP * AP)) - 2.0 * logdet_AP - d)
+                 - float(np.sum(S * A)) + nu * (tr - tau)
+                 - float(np.sum(R * R)) / (2.0 * self._printed_modulus()))
+        A = A * (tau / tr)
+        self._printed_warm = A
+        return A, lower, nu, (fac, He)
+
+    def _printed_modulus(self):
+        """Strong convexity modulus of ``(lam/2)||A P||_F^2``:
+        ``lam sigma_min(P)^2 = lam / lambda_max(A0hat)^2``."""
+        top = float(np.linalg.eigvalsh(self.A0hat)[-1])
+        return self.lam / (top * top)
 
     def _logdet_map(self, S, nu):
         # (lam/2)(P - A^{-1}) = S - nu I  =>  A = (E + t I)^{-1},
@@ -675,6 +943,17 @@ class RankData(FullOrDiagonal):
         reg = self.regularizer
         if reg == "frobenius" and self.diagonal:
             return np.where(cache[0], dS, 0.0) / lam
+        if self.free_laplacian:
+            # a_F = m + S_F / lam, m = sum(S_F) / (lam (d - k)), k = |F|
+            (supp,) = cache
+            da = np.zeros_like(dS)
+            k = int(np.sum(supp))
+            d = len(dS)
+            if 0 < k < d:
+                da[supp] = (dS[supp] + float(np.sum(dS[supp])) / (d - k)) / lam
+            elif k == d:  # 1^T S = 0: a minimiser on the flat direction
+                da = (dS - dS.mean()) / lam
+            return da
         if reg == "laplacian":
             (supp,) = cache
             da = np.zeros_like(dS)
@@ -695,6 +974,14 @@ class RankData(FullOrDiagonal):
             ASA = A @ dS @ A
             A2 = A @ A
             return (2.0 / lam) * (ASA - (np.trace(ASA) / np.trace(A2)) * A2)
+        if self.printed_burg:
+            # H dA + dnu I = dS, tr(dA) = 0 (H at the minimiser)
+            fac, He = cache
+            x = scipy.linalg.cho_solve(fac, np.asarray(dS, float).ravel(),
+                                       check_finite=False)
+            dnu = float(np.sum(x[::len(dS) + 1])) / float(np.sum(He[::len(dS) + 1]))
+            dA = (x - dnu * He).reshape(dS.shape)
+            return 0.5 * (dA + dA.T)
         z, b, U = cache
         F1 = _divided_differences(z, b, lam)
         VU = self.V @ U
@@ -725,8 +1012,44 @@ class RankData(FullOrDiagonal):
         """
         if clip:
             alpha = np.clip(alpha, 0.0, 1.0)
+        if self.free_laplacian:
+            alpha = self.dual_feasible(alpha)
         A, lower, nu = self.primal_map(self.S_of(alpha), nu)
         return float(np.sum(alpha)) + lower, A, nu
+
+    def dual_feasible(self, alpha):
+        """``alpha`` moved into the dual domain of Eq. 11 as printed.
+
+        Without the trace constraint the dual function is finite only where
+        ``1^T S(alpha) = s^T alpha <= 0`` (``s_t = 1^T k_t``).  Returns
+        ``clip(alpha - theta c, 0, 1)`` with the smallest ``theta >= 0``
+        (bisection) such that ``c^T alpha <= 0``, ``c = s + gamma |K| 1``
+        (``gamma = 1e-12``: a margin over the round-off of the two sums).
+        Other problems: ``alpha`` unchanged.
+        """
+        if not self.free_laplacian:
+            return alpha
+        c = getattr(self, "_ksum_margin", None)
+        if c is None:
+            c = self.K.sum(axis=1) + 1e-12 * np.abs(self.K).sum(axis=1)
+            self._ksum_margin = c
+        if float(c @ alpha) <= 0.0:
+            return alpha
+        pos, neg = c > 0, c < 0
+        hi = max(float(np.max(alpha[pos] / c[pos])) if np.any(pos) else 0.0,
+                 float(np.max((1.0 - alpha[neg]) / -c[neg])) if np.any(neg) else 0.0)
+        lo = 0.0
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            if not lo < mid < hi:
+                break
+            if float(c @ np.clip(alpha - mid * c, 0.0, 1.0)) <= 0.0:
+                hi = mid
+            else:
+                lo = mid
+        out = np.clip(alpha - hi * c, 0.0, 1.0)
+        # at the far end alpha is 0 where c > 0 and 1 where c < 0
+        return out if float(c @ out) <= 0.0 else np.where(pos, 0.0, np.where(neg, 1.0, alpha))
 
     def dual_bound(self, alpha):
         """A valid lower bound on the optimal value."""

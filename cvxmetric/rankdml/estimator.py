@@ -39,7 +39,7 @@ from .._base import LabelledMixin, MahalanobisMixin, validate_labelled
 from .._validation import check_samples
 from ..constraints import Triplets, informative
 from ._pairs import critical_triplets
-from ._problem import REGULARIZERS, RankData
+from ._problem import FORMS, REGULARIZERS, RankData
 from .exact import solve_exact
 from .fast import solve_fast
 
@@ -52,6 +52,7 @@ SOLVER_NAMES = ("exact", "fast")
 
 _SHARED_CONSTRAINTS = {
     "regularizer": [StrOptions(set(REGULARIZERS))],
+    "form": [StrOptions({f for forms in FORMS.values() for f in forms})],
     "lam": [Interval(Real, 0, None, closed="neither")],
     "tau": [Interval(Real, 0, None, closed="neither"), None],
     "A0": ["array-like", None],
@@ -73,7 +74,7 @@ class _RankDMLBase(MahalanobisMixin, BaseEstimator):
         diagonal = True if self.regularizer == "laplacian" else bool(self.diagonal)
         data = RankData.from_triplets(
             triplets, regularizer=self.regularizer, lam=self.lam, tau=self.tau,
-            A0=self.A0, diagonal=diagonal,
+            A0=self.A0, diagonal=diagonal, form=self.form,
         )
         if self.solver == "exact":
             result = solve_exact(data, verbose=bool(self.verbose))
@@ -98,9 +99,10 @@ class _RankDMLBase(MahalanobisMixin, BaseEstimator):
         self.n_features_in_ = int(data.n_features)
         self.n_triplets_ = int(data.n_constraints)
         log = logger.info if self.verbose else logger.debug
-        log("%s: regularizer=%s diagonal=%s solver=%s status=%s objective=%.6g "
-            "rel_gap=%.3g n_iter=%d n_triplets=%d", type(self).__name__,
-            self.regularizer, diagonal, self.solver, self.status_, self.objective_,
+        log("%s: regularizer=%s form=%s diagonal=%s solver=%s status=%s "
+            "objective=%.6g rel_gap=%.3g n_iter=%d n_triplets=%d", type(self).__name__,
+            self.regularizer, self.form, diagonal, self.solver, self.status_,
+            self.objective_,
             self.certificate_.rel_gap, self.n_iter_, data.n_constraints)
         return self
 
@@ -115,19 +117,29 @@ class RankDML(_RankDMLBase):
     over triplets ``t = (q, r, i)`` (query, relevant, irrelevant), with
     ``Reg`` the squared Frobenius norm (Eq. 7), Burg's divergence to the
     prior ``A0`` (Eq. 9), the LogDet divergence, or the Laplacian
-    ``sum (a_i - mean(a))^2`` of a diagonal metric (Eq. 11).  The
-    scale-invariant regularisers are solved with ``tr(A) = tau`` fixed
-    (docs/rankdml.md, "Decisions").
+    ``sum (a_i - mean(a))^2`` of a diagonal metric (Eq. 11).  Burg and
+    LogDet, scale-invariant with the paper's normalised prior, are solved
+    with ``tr(A) = tau`` fixed; Eq. 11 is solved as printed, an ordinary QP
+    without a trace constraint (docs/rankdml.md, "Decisions").
 
     Parameters
     ----------
     regularizer : {"frobenius", "burg", "logdet", "laplacian"}, default="frobenius"
+    form : {"printed", "spectral", "trace_fixed"}, default="printed"
+        Which form of the regulariser.  ``"printed"``: the equation as the
+        paper prints it -- Burg's first term ``||A A0hat^{-1}||_F^2`` and
+        Eq. 11 without a trace constraint; the only form of ``"frobenius"``
+        and ``"logdet"``.  ``"spectral"`` (``"burg"`` only): first term
+        ``tr((A A0hat^{-1})^2)``, invariant under congruence (equal to the
+        printed one when ``A0`` is isotropic).  ``"trace_fixed"``
+        (``"laplacian"`` only): Eq. 11 with ``sum(a) = tau`` added.  Another
+        combination raises ``ValueError`` naming ``form``.
     lam : float > 0, default=1.0
         The paper's lambda: weight of ``Reg / 2`` against the sum of slacks.
     tau : float > 0, optional
         Fixed trace for ``"burg"``, ``"logdet"`` (default ``tr(A0)``) and
-        ``"laplacian"`` (default ``n_features``).  Must be ``None`` for
-        ``"frobenius"``.
+        ``"laplacian"`` with ``form="trace_fixed"`` (default
+        ``n_features``).  Must be ``None`` otherwise.
     A0 : array_like of shape (n_features, n_features), optional
         Symmetric positive definite prior of ``"burg"`` / ``"logdet"``
         (default the identity).  Must be ``None`` for the others.
@@ -181,8 +193,9 @@ class RankDML(_RankDMLBase):
 
     def __init__(self, regularizer="frobenius", lam=1.0, tau=None, A0=None,
                  diagonal=False, solver="exact", preprocessor=None, tol=None,
-                 max_iter=None, random_state=None, verbose=False):
+                 max_iter=None, random_state=None, verbose=False, form="printed"):
         self.regularizer = regularizer
+        self.form = form
         self.lam = lam
         self.tau = tau
         self.A0 = A0
@@ -237,7 +250,7 @@ class RankDMLSupervised(LabelledMixin, TransformerMixin, _RankDMLBase):
     n_relevant : int >= 1, default=1
     n_queries : int >= 1, optional
         Default: every sample.
-    regularizer, lam, tau, A0, diagonal, solver, tol, max_iter, verbose
+    regularizer, form, lam, tau, A0, diagonal, solver, tol, max_iter, verbose
         As in :class:`RankDML`.
     random_state : int, RandomState instance or None, default=None
         Seeds the choice of queries, relevant and random irrelevant items.
@@ -276,12 +289,13 @@ certificate_, result_, n_features_in_, n_triplets_
     def __init__(self, n_top=5, n_random=5, n_relevant=1, n_queries=None,
                  regularizer="frobenius", lam=1.0, tau=None, A0=None, diagonal=False,
                  solver="exact", tol=None, max_iter=None, random_state=None,
-                 verbose=False):
+                 verbose=False, form="printed"):
         self.n_top = n_top
         self.n_random = n_random
         self.n_relevant = n_relevant
         self.n_queries = n_queries
         self.regularizer = regularizer
+        self.form = form
         self.lam = lam
         self.tau = tau
         self.A0 = A0

@@ -6,28 +6,37 @@ triplets ``t = (q, r, i)`` (query, relevant, irrelevant)::
     minimise_{A, eps}   sum_t eps_t + (lam / 2) Reg(A)
     subject to          d(q, i; A) - d(q, r; A) >= 1 - eps_t,   eps_t >= 0
                         A PSD                      (a >= 0 when diagonal)
-                        tr(A) = tau                ("burg", "logdet", "laplacian")
+                        tr(A) = tau                ("burg", "logdet",
+                                                    "laplacian" with form="trace_fixed")
 
-=================  ==========================================================
-``regularizer``    ``(lam / 2) Reg(A)`` as declared (``B = W1 A W1``)
-=================  ==========================================================
-``"frobenius"``    ``lam/2 ||A||_F^2`` (Eq. 7); diagonal: ``lam/2 ||a||^2``
-``"burg"``         ``lam/(2 tau^2) ||B||_F^2 - lam logdet(B) + lam/2 (2 d log tau - d)``
-``"logdet"``       ``lam/(2 tau) tr(B) - lam/2 logdet(B) + lam/2 (d log tau - d)``
-``"laplacian"``    ``lam/2 ||a - mean(a)||^2`` (Eq. 11)
-=================  ==========================================================
+=====================  ======================================================
+``regularizer``        ``(lam / 2) Reg(A)`` as declared (``B = W1 A W1``)
+=====================  ======================================================
+``"frobenius"``        ``lam/2 ||A||_F^2`` (Eq. 7); diagonal: ``lam/2 ||a||^2``
+``"burg"`` (printed)   ``lam/(2 tau^2) ||A P1||_F^2 - lam logdet(B) + lam/2 (2 d log tau - d)``
+``"burg"`` (spectral)  ``lam/(2 tau^2) ||B||_F^2 - lam logdet(B) + lam/2 (2 d log tau - d)``
+``"logdet"``           ``lam/(2 tau) tr(B) - lam/2 logdet(B) + lam/2 (d log tau - d)``
+``"laplacian"``        ``lam/2 ||a - mean(a)||^2`` (Eq. 11; ``sum(a) = tau`` only
+                       with ``form="trace_fixed"``)
+=====================  ======================================================
 
 ``W1 = (A0 / tr(A0))^{-1/2}`` (symmetric) whitens with the unit-trace prior,
-so that ``W = A0hat^{-1/2} = W1 / sqrt(tau)``; the Burg row is Eq. 8,
-``tr((A A0hat^{-1})^2) - 2 logdet(A A0hat^{-1}) - d``, expanded in ``B``
-(``||W A W||^2 = ||B||^2 / tau^2``, ``logdet(W A W) = logdet(B) - d log tau``)
-so that ``tau`` can be a parameter.  ``log_det`` always receives the
-symmetric ``W1 A W1``, never ``A A0^{-1}``.
+so that ``W = A0hat^{-1/2} = W1 / sqrt(tau)``, and ``P1 = W1^2 =
+(A0 / tr(A0))^{-1}``, so that ``P = A0hat^{-1} = P1 / tau``.  The Burg rows
+are Eq. 8 expanded so that ``tau`` can be a parameter: as printed,
+``||A A0hat^{-1}||_F^2 - 2 logdet(A A0hat^{-1}) - d`` with
+``||A P||^2 = ||A P1||^2 / tau^2`` (``sum_squares`` of an affine
+expression: convex); in the spectral form ``tr((A A0hat^{-1})^2) =
+||W A W||^2 = ||B||^2 / tau^2``; in both ``logdet(W A W) = logdet(B) -
+d log tau``.  ``log_det`` always receives the symmetric ``W1 A W1``, never
+``A A0^{-1}``.
 
 Changes from the paper, all stated in docs/rankdml.md:
 
-* Eq. 9 and Eq. 11 fix the trace, ``tr(A) = tau`` (the paper's
-  ``A0hat = A0 tr(A) / tr(A0)`` makes them scale-invariant and non-convex);
+* Eq. 9 fixes the trace, ``tr(A) = tau`` (the paper's
+  ``A0hat = A0 tr(A) / tr(A0)`` makes it scale-invariant and non-convex);
+  Eq. 11 is solved as printed (no trace constraint) unless
+  ``form="trace_fixed"``;
 * the Frobenius term ``tr(A A^T)`` is ``||A||_F^2`` (A symmetric);
 * ``lam`` and ``tau`` are ``cp.Parameter`` (with parameters derived from
   them, kept in sync by :meth:`RankDMLModel.set_params`), so a sweep
@@ -123,10 +132,12 @@ class RankDMLModel:
         reg = data.regularizer
         if reg == "frobenius":
             return 0.5 * lam * cp.sum_squares(A)
+        if reg == "laplacian":
+            if data.trace_fixed:
+                self.params["tau"] = cp.Parameter(pos=True, value=data.tau, name="tau")
+            return 0.5 * lam * cp.sum_squares(A - cp.sum(A) / d)
         tau = cp.Parameter(pos=True, value=data.tau, name="tau")
         self.params["tau"] = tau
-        if reg == "laplacian":
-            return 0.5 * lam * cp.sum_squares(A - cp.sum(A) / d)
         # unit-trace prior: W1 = (A0 / tr A0)^{-1/2}, symmetric
         w, U = np.linalg.eigh(data.A0 / np.trace(data.A0))
         W1 = (U / np.sqrt(w)) @ U.T
@@ -137,7 +148,13 @@ class RankDMLModel:
         if reg == "burg":
             quad = cp.Parameter(nonneg=True, name="lam_over_2tau2")
             self._derived["quad"] = quad
-            term = quad * cp.sum_squares(B) - lam * cp.log_det(B) + const
+            if data.form == "printed":
+                # ||A P||_F^2 = ||A P1||_F^2 / tau^2, P1 = (A0 / tr A0)^{-1}
+                P1 = W1 @ W1
+                first = cp.sum_squares(A @ (0.5 * (P1 + P1.T)))
+            else:
+                first = cp.sum_squares(B)
+            term = quad * first - lam * cp.log_det(B) + const
         else:
             lin = cp.Parameter(nonneg=True, name="lam_over_2tau")
             self._derived["lin"] = lin
@@ -179,7 +196,7 @@ class RankDMLModel:
             Triplets(d.X, d.triplets), regularizer=d.regularizer,
             lam=values.get("lam", d.lam),
             tau=values.get("tau", d.tau) if d.trace_fixed else None,
-            A0=d.A0, diagonal=d.diagonal,
+            A0=d.A0, diagonal=d.diagonal, form=d.form,
         )
         for key, val in values.items():
             self.params[key].value = float(val)
@@ -237,12 +254,18 @@ def _refute(kind):
 
     Feasible: every slack can be as large as needed, and ``F`` has a point
     (``A = 0``, ``a = 0``; ``A = A0hat`` with ``tr = tau`` for Burg /
-    LogDet; ``a = tau / d`` for the Laplacian).  Bounded below: the hinges
-    and every regulariser are >= 0 on ``F``; in a reduced model the linear
-    term ``-<S_V, A>`` is dominated by the strongly convex Frobenius term,
-    and ``F`` is compact for the trace-fixed regularisers (``A PSD`` with a
-    fixed trace), on which Burg / LogDet are bounded below.  So a claim is
-    a numerical artefact: refuted, and the next solver is tried.
+    LogDet; ``a = tau / d`` for the trace-fixed Laplacian).  Bounded below:
+    the hinges and every regulariser are >= 0 on ``F``; in a reduced model
+    the linear term ``-<S_V, A>`` is dominated by the strongly convex
+    Frobenius term, and ``F`` is compact for the trace-fixed regularisers
+    (``A PSD`` with a fixed trace), on which Burg / LogDet are bounded
+    below.  So a claim is a numerical artefact: refuted, and the next
+    solver is tried.  (One exception: a *reduced* model of Eq. 11 as
+    printed, whose regulariser is flat along ``a = c 1``, is unbounded
+    when the guessed active set has ``1^T S_V > 0`` and the margin rows do
+    not stop the ray; then every solver fails, the round counts as failed,
+    and :func:`_solve_exact` falls back to the declared model, which is
+    bounded.)
     """
     return False
 
@@ -315,7 +338,7 @@ def _unit_scale(data):
     try:
         inner = RankData.from_triplets(
             Triplets(Xu, data.triplets), regularizer=data.regularizer, lam=lam_u,
-            tau=tau_u, A0=data.A0, diagonal=data.diagonal)
+            tau=tau_u, A0=data.A0, diagonal=data.diagonal, form=data.form)
     except ValueError:
         return data, 0
     return inner, k

@@ -1,6 +1,6 @@
 """RankDML, fast: hand-written solvers of the problem in :mod:`.exact`.
 
-Both solve exactly the problem :class:`~cvxmetric.rankdml.RankDMLModel`
+Each solves exactly the problem :class:`~cvxmetric.rankdml.RankDMLModel`
 declares,
 
     minimise_{A in F}  f(A) = sum_t [1 - <A, K_t>]_+ + (lam / 2) Reg(A),
@@ -10,27 +10,32 @@ and stop on the relative duality gap certified by
 ``g(alpha)`` of :mod:`._problem`), so "converged" means "certified to
 ``tol``".  Neither builds a (d, d) matrix per triplet.
 
-:class:`RankDualSolver` (every regulariser, full or diagonal; the default
-for a full matrix)
+:class:`RankDualSolver` (every regulariser, full or diagonal, except Eq. 11
+as printed; the default for Burg / LogDet)
     Projected semismooth Newton-CG on the *dual*
 
         maximise_{alpha in [0, 1]^N}  g(alpha) = 1^T alpha
                  + min_{A in F} (lam/2) Reg(A) - <S(alpha), A>.
 
     Hinge terms make a primal gradient method stall; the dual is smooth
-    because ``Reg`` is strongly convex on ``F`` (Frobenius; Burg in the
-    whitened ``B = W A W``, ``lam/2 (||B||^2 - 2 logdet B)``; LogDet on the
-    bounded set ``tr(A) = tau``; the Laplacian on ``sum(a) = tau``), and its
+    because ``Reg`` is strongly convex on ``F`` (Frobenius; Burg's spectral
+    form in the whitened ``B = W A W``, ``lam/2 (||B||^2 - 2 logdet B)``, and
+    its printed form, ``lam/2 ||A P||^2`` alone having modulus
+    ``lam / lambda_max(A0hat)^2``; LogDet on the bounded set
+    ``tr(A) = tau``; the trace-fixed Laplacian on ``sum(a) = tau``), and its
     gradient is the vector of hinge arguments at the primal map
     ``A*(alpha)`` (:meth:`RankData.primal_map`: a spectral formula and, for
     trace-fixed problems, an exact one-dimensional root for the trace
-    multiplier).  ``A*(alpha)`` is feasible by construction: every iterate
+    multiplier; for Burg's printed form with a non-isotropic prior, damped
+    Newton on ``A`` with the trace row, warm started, whose Hessian
+    factor also gives the map's derivative).  ``A*(alpha)`` is feasible by construction: every iterate
     yields a primal upper bound and a dual lower bound.  (An accelerated
     projected gradient method on the same dual was tried first: 24 000
     iterations on a 6-dimensional Frobenius instance whose optimum is rank
     deficient; Newton needs 60-80.)
 
-:class:`DiagonalInteriorPoint` (diagonal problems: Eq. 11 and diagonal Eq. 7)
+:class:`DiagonalInteriorPoint` (diagonal problems: Eq. 11 as printed, its
+trace-fixed variant, and diagonal Eq. 7)
     The paper solves the diagonal problems by "standard quadratic
     programming techniques"; this is one, written for their structure: a
     primal-dual interior-point method (Mehrotra predictor-corrector) for
@@ -39,8 +44,10 @@ for a full matrix)
         minimise  (lam/2) a^T Q a + 1^T xi
         s.t.      K a + xi >= 1,  xi >= 0,  a >= 0,  (1^T a = tau)
 
-    (``Q = I`` for Frobenius; ``Q = I - 11^T/d`` for the Laplacian, with
-    the trace constraint).  Each iteration forms the (d, d) matrix
+    (``Q = I`` for Frobenius; ``Q = I - 11^T/d`` for the Laplacian; the
+    trace row only with ``form="trace_fixed"``: as printed, Eq. 11 is this
+    QP without it, and ``lam Q + K^T D K + diag(mu / a)`` stays positive
+    definite through ``diag(mu / a)``).  Each iteration forms the (d, d) matrix
     ``lam Q + K^T D K + diag(mu / a)`` chunk by chunk (``O(N d^2)``, the
     only large cost), factors it once, and solves for the predictor and the
     corrector with the bordered trace row.  Its certificate is the
@@ -182,6 +189,11 @@ class RankDualSolver(IterativeSolver):
         return upper, best_A, lower, best_alpha
 
     def init_state(self, data, init=None):
+        if data.free_laplacian:
+            raise ValueError(
+                "data: Eq. 11 as printed (form='printed', no trace constraint) "
+                "has a dual restricted to 1^T S(alpha) <= 0, not a smooth dual "
+                "on the box; use DiagonalInteriorPoint (or form='trace_fixed').")
         N = data.n_constraints
         if init is not None and init.info.get("alpha") is not None:
             alpha = np.clip(np.asarray(init.info["alpha"], float), 0.0, 1.0)
@@ -351,7 +363,7 @@ class DiagonalInteriorPoint(IterativeSolver):
     """Primal-dual interior point (Mehrotra) for the diagonal RankDML QPs.
 
     Formulation (module docstring): Eq. 11 (``regularizer="laplacian"``,
-    ``a >= 0``, ``sum(a) = tau``) or the diagonal Eq. 7
+    ``a >= 0``; ``sum(a) = tau`` with ``form="trace_fixed"``) or the diagonal Eq. 7
     (``"frobenius"``, ``a >= 0``), in slack form.  The iterates stay
     interior; ``error`` is the certified relative duality gap of the
     original problem at the iterate projected onto ``F`` and the clipped
@@ -408,6 +420,10 @@ class DiagonalInteriorPoint(IterativeSolver):
             a = np.full(d, data.tau / d)
         else:
             mean_k = float(np.mean(K @ np.ones(d)))
+            if not mean_k > 0 and data.regularizer == "laplacian":
+                # Eq. 11 as printed on data the flat metric misorders on
+                # average: the scale of the distance differences
+                mean_k = float(np.mean(np.abs(K) @ np.ones(d)))
             a = np.full(d, 1.0 / mean_k if mean_k > 0 else 1.0)
         if init is not None:
             a0 = data.as_variable(init.M)
@@ -445,7 +461,7 @@ class DiagonalInteriorPoint(IterativeSolver):
             H += Z.T @ Z
         lam = data.lam
         H[np.diag_indices(d)] += lam + mu / a
-        if data.trace_fixed:
+        if data.regularizer == "laplacian":
             H -= lam / d  # lam (I - 11^T / d)
         return 0.5 * (H + H.T)
 
@@ -457,7 +473,7 @@ class DiagonalInteriorPoint(IterativeSolver):
         eq = data.trace_fixed
         a, xi, w, alpha, beta, mu, nu = s.a, s.xi, s.w, s.alpha, s.beta, s.mu, s.nu
         m = 2 * len(xi) + d
-        Qa = a - a.mean() if eq else a
+        Qa = a - a.mean() if data.regularizer == "laplacian" else a
         r_a = lam * Qa - K.T @ alpha - mu + (nu if eq else 0.0)
         r_b = alpha + beta - 1.0
         r_p = K @ a + xi - w - 1.0
@@ -475,7 +491,7 @@ class DiagonalInteriorPoint(IterativeSolver):
         def direction(c_w, c_xi, c_a):
             r3 = -r_p - (c_xi + xi * r_b) / beta + c_w / alpha
             rhs = -r_a + K.T @ (D * r3) + c_a / a
-            x = scipy.linalg.cho_solve(factor, rhs)
+            x = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
             dnu = 0.0
             if eq:
                 dnu = (float(x.sum()) + r_e) / float(Hinv_e.sum())
@@ -500,6 +516,11 @@ class DiagonalInteriorPoint(IterativeSolver):
         comp = self._complementarity(a, xi, w, alpha, beta, mu)
         # predictor (affine scaling)
         aff = direction(-alpha * w, -beta * xi, -mu * a)
+        if not all(np.all(np.isfinite(v)) for v in aff):
+            # the Newton system has left the floating-point range (Eq. 11 as
+            # printed at a scale-free weight lam / s^4 far above 1): stop at
+            # the best certified point, reported as not converged
+            return a, s._replace(iter_num=max(self.maxiter, s.iter_num + 1))
         sa = step_length(aff)
         da, dxi, dw, dal, dbe, dmu, _ = aff
         comp_aff = (float((alpha + sa * dal) @ (w + sa * dw))

@@ -36,9 +36,11 @@ def retrieval_triplets(seed=0, n_gallery=20, n_queries=12, d=4, n_top=3, n_rando
 KINDS = [
     ("frobenius", dict(regularizer="frobenius")),
     ("frobenius-diag", dict(regularizer="frobenius", diagonal=True)),
-    ("laplacian", dict(regularizer="laplacian", diagonal=True)),
+    ("laplacian", dict(regularizer="laplacian", diagonal=True)),  # Eq. 11 as printed
+    ("laplacian-fixed", dict(regularizer="laplacian", diagonal=True, form="trace_fixed")),
     ("burg", dict(regularizer="burg")),
-    ("burg-A0", dict(regularizer="burg", A0="pd", tau=2.5)),
+    ("burg-A0", dict(regularizer="burg", A0="pd", tau=2.5)),  # printed, non-isotropic
+    ("burg-A0-spectral", dict(regularizer="burg", A0="pd", tau=2.5, form="spectral")),
     ("logdet-A0", dict(regularizer="logdet", A0="pd")),
 ]
 

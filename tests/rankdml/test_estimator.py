@@ -33,7 +33,8 @@ def tuples(rank_triplets):
 
 
 PARAMS = dict(regularizer="burg", lam=2.0, tau=3.0, A0=np.eye(4), diagonal=False,
-              solver="fast", tol=1e-7, max_iter=17, random_state=3, verbose=1)
+              solver="fast", tol=1e-7, max_iter=17, random_state=3, verbose=1,
+              form="spectral")
 
 
 def test_init_stores_arguments_only(tuples):
@@ -58,7 +59,9 @@ def test_params_round_trip_and_clone(tuples):
     dict(regularizer="frobenius"),
     dict(regularizer="frobenius", diagonal=True),
     dict(regularizer="laplacian"),
+    dict(regularizer="laplacian", form="trace_fixed"),
     dict(regularizer="burg", A0="pd"),
+    dict(regularizer="burg", A0="pd", form="spectral"),
     dict(regularizer="logdet"),
 ])
 def test_fit_matches_the_exact_solution(tuples, rk, kw):
@@ -117,7 +120,37 @@ def test_laplacian_implies_diagonal(tuples):
     est = RankDML(regularizer="laplacian", diagonal=False, preprocessor=X).fit(T)
     M = est.get_mahalanobis_matrix()
     assert np.count_nonzero(M - np.diag(np.diag(M))) == 0
-    assert np.trace(M) == pytest.approx(X.shape[1], rel=1e-7)  # tau = d
+    fixed = RankDML(regularizer="laplacian", form="trace_fixed", preprocessor=X).fit(T)
+    assert np.trace(fixed.get_mahalanobis_matrix()) == pytest.approx(
+        X.shape[1], rel=1e-7)  # tau = d
+    # as printed, Eq. 11 has no trace constraint: a relaxation of the
+    # trace-fixed problem, whose optimum is therefore never above it
+    assert est.objective_ <= fixed.objective_ + 1e-9 * fixed.objective_
+    assert np.trace(M) != pytest.approx(X.shape[1], rel=1e-3)
+
+
+def test_form_is_validated(tuples):
+    X, T = tuples
+    assert RankDML().form == "printed" and RankDMLSupervised().form == "printed"
+    # not one of the forms at all: scikit-learn's parameter validation
+    with pytest.raises(ValueError, match="'form' parameter of RankDML must be"):
+        RankDML(form="normalised", preprocessor=X).fit(T)
+    with pytest.raises(ValueError, match="'form' parameter of RankDMLSupervised"):
+        RankDMLSupervised(form=1).fit(X, np.arange(len(X)) % 2)
+    # a form of another regulariser: RankData names form and the valid pairs
+    for kw in (dict(regularizer="burg", form="trace_fixed"),
+               dict(regularizer="laplacian", form="spectral"),
+               dict(regularizer="frobenius", form="spectral"),
+               dict(regularizer="logdet", form="trace_fixed")):
+        with pytest.raises(ValueError, match=r"form: .* is not a form of the .*"
+                                             r"laplacian: 'printed', 'trace_fixed'"):
+            RankDML(preprocessor=X, **kw).fit(T)
+    # tau belongs to the trace-fixed Laplacian only
+    with pytest.raises(ValueError, match="tau: Eq. 11 as printed"):
+        RankDML(regularizer="laplacian", tau=2.0, preprocessor=X).fit(T)
+    est = RankDML(regularizer="laplacian", form="trace_fixed", tau=2.0,
+                  preprocessor=X).fit(T)
+    assert np.trace(est.get_mahalanobis_matrix()) == pytest.approx(2.0, rel=1e-7)
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -126,7 +159,7 @@ def test_laplacian_implies_diagonal(tuples):
     (dict(regularizer="logdet", A0=np.diag([1.0, 0.0, 1.0, 1.0])),
      "A0: matrix is singular"),
     (dict(regularizer="burg", tau=0.0), "tau"),
-    (dict(regularizer="laplacian", tau=-1.0), "tau"),
+    (dict(regularizer="laplacian", form="trace_fixed", tau=-1.0), "tau"),
     (dict(regularizer="frobenius", tau=1.0), "tau: the 'frobenius'"),
     (dict(regularizer="frobenius", A0=np.eye(4)), "A0: only the"),
     (dict(regularizer="burg", diagonal=True), "diagonal: the 'burg'"),

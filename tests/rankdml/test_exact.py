@@ -86,7 +86,8 @@ def test_trace_fix_holds_at_the_solution(rank_triplets, rk):
                                    rtol=1e-8)
         assert np.linalg.eigvalsh(res.M)[0] > 0  # the barrier keeps A definite
     lap = solve_exact(RankData.from_triplets(rank_triplets, regularizer="laplacian",
-                                             diagonal=True, tau=3.0))
+                                             diagonal=True, tau=3.0,
+                                             form="trace_fixed"))
     assert np.trace(lap.M) == pytest.approx(3.0, rel=1e-8)
     assert np.diag(lap.M).min() >= -1e-9
 

@@ -47,10 +47,15 @@ def test_divergences_as_printed():
     A, A0 = _random_pd(3, 2), _random_pd(3, 3)
     P = np.linalg.inv(A0)
     AP = A @ P
-    # tr((A A0^-1)^2) - 2 logdet(A A0^-1) - d, logdet of a product = sum of logdets
-    want_burg = np.trace(AP @ AP) - 2 * (np.linalg.slogdet(A)[1]
-                                         - np.linalg.slogdet(A0)[1]) - 3
-    assert burg_divergence(A, A0) == pytest.approx(want_burg, rel=1e-10)
+    logdet = np.linalg.slogdet(A)[1] - np.linalg.slogdet(A0)[1]
+    # Eq. 8 as printed: tr(A A0^-1 (A A0^-1)^T) - 2 logdet(A A0^-1) - d
+    want_printed = np.trace(AP @ AP.T) - 2 * logdet - 3
+    assert burg_divergence(A, A0) == pytest.approx(want_printed, rel=1e-10)
+    # the spectral form: tr((A A0^-1)^2) - 2 logdet(A A0^-1) - d
+    want_burg = np.trace(AP @ AP) - 2 * logdet - 3
+    assert burg_divergence(A, A0, "spectral") == pytest.approx(want_burg, rel=1e-10)
+    # they differ when A and A0 do not commute (Cauchy-Schwarz: printed >=)
+    assert want_printed > want_burg + 1e-3
     want_ld = np.trace(AP) - (np.linalg.slogdet(A)[1] - np.linalg.slogdet(A0)[1]) - 3
     assert logdet_divergence(A, A0) == pytest.approx(want_ld, rel=1e-10)
     # zero exactly at A = A0, positive elsewhere
@@ -62,7 +67,11 @@ def test_divergences_as_printed():
     D0 = np.diag([2.0, 1.0, 0.5])
     P0 = np.linalg.inv(D0)
     assert np.trace(D @ P0 @ (D @ P0).T) == pytest.approx(np.trace(D @ P0 @ D @ P0))
+    assert burg_divergence(np.diag(np.diag(D)), D0) == pytest.approx(
+        burg_divergence(D, D0, "spectral"), rel=1e-12)
     assert burg_divergence(-A, A0) == np.inf
+    with pytest.raises(ValueError, match="form"):
+        burg_divergence(A, A0, "trace_fixed")
 
 
 def test_paper_remark_diagonal_form():
@@ -93,7 +102,11 @@ def test_laplacian_penalty_is_the_paper_variance(rank_triplets):
     L = np.eye(d) - np.ones((d, d)) / d
     assert data.penalty(a) == pytest.approx(a @ L @ a)
     assert data.penalty(a) == pytest.approx(np.sum((a - a.mean()) ** 2))
-    assert data.tau == d  # default: tr(I)
+    assert data.tau is None and not data.trace_fixed  # Eq. 11 as printed
+    fixed = RankData.from_triplets(rank_triplets, regularizer="laplacian", diagonal=True,
+                                   form="trace_fixed")
+    assert fixed.tau == d and fixed.trace_fixed  # default: tr(I)
+    assert fixed.penalty(a) == data.penalty(a)
 
 
 def test_capped_simplex_projection():
@@ -165,7 +178,8 @@ def _cvxpy_inner(data, S):
             obj, cons = 0.5 * lam * cp.sum_squares(a) - S @ a, []
         else:
             obj = 0.5 * lam * cp.sum_squares(a - cp.sum(a) / d) - S @ a
-            cons = [cp.sum(a) == data.tau]
+            # Eq. 11 as printed has no trace constraint
+            cons = [cp.sum(a) == data.tau] if data.form == "trace_fixed" else []
     else:
         a = cp.Variable((d, d), symmetric=True)
         cons = [a >> 0]
@@ -174,7 +188,13 @@ def _cvxpy_inner(data, S):
         else:
             B = data.W @ a @ data.W
             cons.append(cp.trace(a) == data.tau)
-            reg = (cp.sum_squares(B) - 2 * cp.log_det(B) - d
+            if data.regularizer == "burg" and data.form == "printed":
+                # Eq. 8 as printed: ||A A0hat^{-1}||_F^2, A0hat^{-1} formed here
+                P = np.linalg.inv(data.A0 * data.tau / np.trace(data.A0))
+                first = cp.sum_squares(a @ (0.5 * (P + P.T)))
+            else:
+                first = cp.sum_squares(B)
+            reg = (first - 2 * cp.log_det(B) - d
                    if data.regularizer == "burg" else cp.trace(B) - cp.log_det(B) - d)
         obj = 0.5 * lam * reg - cp.sum(cp.multiply(S, a))
     prob = cp.Problem(cp.Minimize(obj), cons)
@@ -185,7 +205,11 @@ def _cvxpy_inner(data, S):
 def _random_S(data, seed):
     rng = np.random.RandomState(seed)
     d = data.n_features
-    return rng.randn(d) * 2 if data.diagonal else _sym(rng, d)
+    S = rng.randn(d) * 2 if data.diagonal else _sym(rng, d)
+    if data.free_laplacian:
+        # the printed Eq. 11's inner minimum is finite only for 1^T S <= 0
+        S = S - S.mean() - 0.3
+    return S
 
 
 def test_primal_map_solves_the_inner_problem(kind_data):
@@ -222,6 +246,12 @@ def test_dual_gradient_matches_finite_differences(kind_data):
     data = kind_data
     rng = np.random.RandomState(5)
     alpha = rng.uniform(0.2, 0.8, data.n_constraints)
+    if data.free_laplacian:
+        # strictly inside the printed Eq. 11's dual domain 1^T S(alpha) < 0
+        s = data.K.sum(axis=1)
+        alpha = np.where(s < 0, rng.uniform(0.6, 0.9, len(s)), rng.uniform(0.0, 0.1, len(s)))
+        assert s @ alpha < -1e-3 * (np.abs(s) @ alpha)
+        np.testing.assert_array_equal(data.dual_feasible(alpha), alpha)
     g, A, _ = data.dual_value(alpha)
     grad = data.margins(A)
     h = 1e-6

@@ -18,7 +18,8 @@ def _tiny(rk):
 
 def test_family_is_registered():
     spec = col.FAMILIES["rankdml"]
-    assert set(spec.hyperparameters) == {"regularizer", "lam", "tau", "diagonal"}
+    assert set(spec.hyperparameters) == {"regularizer", "form", "lam", "tau", "diagonal"}
+    assert spec.hyperparameters["form"] == "printed"
     assert "fast" in col.METHODS["rankdml"]
 
 
@@ -40,7 +41,7 @@ def test_write_reference_verify_round_trip(tmp_path, rk):
 def test_objective_rejects_infeasible_matrices(rk):
     arrays = _tiny(rk)
     lap = rc._to_data(arrays, {**rc.RANKDML_HP, "regularizer": "laplacian",
-                               "diagonal": True})
+                               "diagonal": True, "form": "trace_fixed"})
     a = np.full(3, 1.0)  # tr = 3 = tau (default d)
     assert np.isfinite(rc._objective(lap, np.diag(a)))
     assert rc._objective(lap, np.diag(a * 1.01)) == np.inf  # trace missed

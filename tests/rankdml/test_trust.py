@@ -82,16 +82,18 @@ def test_iris_duplicate_rows_with_different_labels_are_dropped():
 # -- regressions ----------------------------------------------------------------
 
 
-def test_no_false_infeasibility_at_scale_1e4():
+@pytest.mark.parametrize("form", ["printed", "trace_fixed"])
+def test_no_false_infeasibility_at_scale_1e4(form):
     X, y = small(0)
     T = triplets_from_labels(y, 25, random_state=0)
-    exact = RankDML(preprocessor=X * 1e4, regularizer="laplacian").fit(T)
-    fast = RankDML(preprocessor=X * 1e4, regularizer="laplacian", solver="fast").fit(T)
+    exact = RankDML(preprocessor=X * 1e4, regularizer="laplacian", form=form).fit(T)
+    fast = RankDML(preprocessor=X * 1e4, regularizer="laplacian", form=form,
+                   solver="fast").fit(T)
     assert exact.status_ == "optimal" and fast.status_ == "optimal"
     assert _rel(fast.objective_, exact.objective_) <= FAST
     # the declared model too: a claim of infeasibility is refuted, never raised
     data = RankData.from_triplets(Triplets.create(X * 1e4, T), regularizer="laplacian",
-                                  diagonal=True)
+                                  diagonal=True, form=form)
     try:
         full = solve_exact(data, reduce=False)
     except Exception as exc:  # noqa: BLE001 - which exception matters
@@ -100,10 +102,12 @@ def test_no_false_infeasibility_at_scale_1e4():
         assert _rel(full.objective, exact.objective_) <= FAST or not full.certificate.passed
 
 
-def test_laplacian_at_scale_1e8_no_index_error():
+@pytest.mark.parametrize("form", ["printed", "trace_fixed"])
+def test_laplacian_at_scale_1e8_no_index_error(form):
     X, y = small(0)
     T = triplets_from_labels(y, 25, random_state=0)
-    est = RankDML(preprocessor=X * 1e8, regularizer="laplacian", solver="fast").fit(T)
+    est = RankDML(preprocessor=X * 1e8, regularizer="laplacian", form=form,
+                  solver="fast").fit(T)
     assert est.status_ == "optimal" and np.isfinite(est.objective_)
 
 
@@ -126,10 +130,32 @@ def test_tiny_scales_answer_every_hinge_active(scale, reg):
     # every slack is 1 (plus a regulariser that is 0 at the optimum's prior)
     X, y = small(2)
     T = triplets_from_labels(y, 20, random_state=2)
+    form = "trace_fixed" if reg == "laplacian" else "printed"
     for solver in ("exact", "fast"):
-        est = RankDML(preprocessor=X * scale, regularizer=reg, solver=solver).fit(T)
+        est = RankDML(preprocessor=X * scale, regularizer=reg, solver=solver,
+                      form=form).fit(T)
         assert est.status_ == "optimal", (solver, est.certificate_)
         assert est.objective_ == pytest.approx(20.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["exact", "fast"])
+def test_printed_laplacian_at_tiny_scales(solver):
+    # Eq. 11 as printed has no trace: the margin alone sets the scale of a,
+    # ~1 / (distance differences); at X * 1e-150 that is ~1e299, whose
+    # squares overflow -- refused naming X (was: the fast solver ran to
+    # max_iter with an infinite objective, the exact path raised
+    # CertificateError); at X * 1e-300 the differences are exactly 0, every
+    # hinge is constant and a = 0 answers
+    X, y = small(2)
+    T = triplets_from_labels(y, 20, random_state=2)
+    with pytest.raises(ValueError, match="^X: .*form='trace_fixed'"):
+        RankDML(preprocessor=X * 1e-150, regularizer="laplacian", solver=solver).fit(T)
+    est = RankDML(preprocessor=X * 1e-300, regularizer="laplacian", solver=solver).fit(T)
+    assert est.status_ == "optimal"
+    assert est.objective_ == pytest.approx(20.0, rel=1e-6)
+    # at X * 1e-2 (scale-free weight lam / s^4 ~ 1e8) still certified
+    est = RankDML(preprocessor=X * 1e-2, regularizer="laplacian", solver=solver).fit(T)
+    assert est.status_ == "optimal" and est.certificate_.passed
 
 
 def test_offset_with_tiny_spread_d1_n2_duplicates_collinear():
@@ -168,7 +194,7 @@ def test_extreme_tau(tau):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 est = RankDML(preprocessor=X, regularizer="laplacian", tau=tau,
-                              solver=solver).fit(T)
+                              form="trace_fixed", solver=solver).fit(T)
         except ValueError as exc:
             assert str(exc).split(":")[0] in ("tau", "X", "lam")
         except Exception as exc:  # noqa: BLE001 - an unclear failure is a defect
@@ -242,7 +268,8 @@ def independent_optimum(data):
         dn, df = (Pn ** 2) @ a, (Pf ** 2) @ a
         cons = [df - dn >= 1 - eps]
         if data.regularizer == "laplacian":
-            cons.append(cp.sum(a) == data.tau)
+            if data.tau is not None:  # form="trace_fixed"; none as printed
+                cons.append(cp.sum(a) == data.tau)
             reg = cp.sum_squares(a - cp.sum(a) / d)
         else:
             reg = cp.sum_squares(a)
@@ -274,7 +301,7 @@ def independent_optimum(data):
         # A = -6e-13 where the optimum is ~1e-12)
         if data.diagonal:
             v = np.maximum(a.value, 0.0)
-            if data.regularizer == "laplacian":
+            if data.regularizer == "laplacian" and data.tau is not None:
                 v = v * (data.tau / v.sum()) if v.sum() > 0 else np.full(d, data.tau / d)
             dn_, df_ = (Pn ** 2) @ v, (Pf ** 2) @ v
             pen = float(np.sum((v - v.mean()) ** 2) if data.regularizer == "laplacian"
@@ -327,10 +354,13 @@ def instances(draw):
     T = T[rid[T[:, 1]] != rid[T[:, 2]]]
     if len(T) == 0:
         T = np.array([[0, 0, 1]]) if rid[0] != rid[1] else np.array([[0, 0, n - 1]])
-    kind = draw(st.sampled_from(["frobenius", "frobenius-diag", "laplacian", "logdet"]))
+    kind = draw(st.sampled_from(["frobenius", "frobenius-diag", "laplacian",
+                                 "laplacian-fixed", "logdet"]))
     lam = draw(st.sampled_from([0.1, 1.0, 10.0]))
     kw = {"frobenius": {}, "frobenius-diag": {"diagonal": True},
           "laplacian": {"regularizer": "laplacian", "diagonal": True},
+          "laplacian-fixed": {"regularizer": "laplacian", "diagonal": True,
+                              "form": "trace_fixed"},
           "logdet": {"regularizer": "logdet"}}[kind]
     return Triplets.create(X, T), lam, kw
 
@@ -385,17 +415,21 @@ def test_hypothesis_fast_exact_independent(case):
 
 
 def test_scaling_laws_hold():
-    # Eq. 7: (X c, lam) is (X, lam / c^4) with A -> A c^2; Burg / LogDet:
-    # (X c, tau) is (X, c^2 tau); Laplacian: (X c, lam, tau) is
-    # (X, lam / c^4, c^2 tau).  c a power of two: the data are exact
+    # Eq. 7 and Eq. 11 as printed: (X c, lam) is (X, lam / c^4) with
+    # A -> A c^2; Burg / LogDet: (X c, tau) is (X, c^2 tau); trace-fixed
+    # Laplacian: (X c, lam, tau) is (X, lam / c^4, c^2 tau).  c a power of
+    # two: the data are exact
     X, y = small(5)
     T = triplets_from_labels(y, 25, random_state=5)
     c = 8.0
     pairs = [({"lam": 1.0}, {"lam": 1.0 / c ** 4}),
              ({"regularizer": "logdet"}, {"regularizer": "logdet", "tau": 3.0 * c * c}),
-             ({"regularizer": "laplacian", "diagonal": True},
+             ({"regularizer": "laplacian", "diagonal": True, "form": "trace_fixed"},
               {"regularizer": "laplacian", "diagonal": True, "tau": 3.0 * c * c,
-               "lam": 1.0 / c ** 4})]
+               "lam": 1.0 / c ** 4, "form": "trace_fixed"}),
+             # Eq. 11 as printed: like Eq. 7, (X c, lam) is (X, lam / c^4)
+             ({"regularizer": "laplacian", "diagonal": True},
+              {"regularizer": "laplacian", "diagonal": True, "lam": 1.0 / c ** 4})]
     for kw_big, kw_small in pairs:
         big = solve_exact(RankData.from_triplets(Triplets.create(X * c, T), **kw_big))
         ref = solve_exact(RankData.from_triplets(Triplets.create(X, T), **kw_small))
@@ -499,7 +533,7 @@ def test_exact_path_keeps_a_certified_fast_point_when_conic_solvers_fail():
     T = T[informative(X, T)]
     T = T[np.any(X[T[:, 1]] != X[T[:, 2]], axis=1)]
     data = RankData.from_triplets(Triplets.create(X, T), regularizer="laplacian",
-                                  diagonal=True, lam=10.0)
+                                  diagonal=True, lam=10.0, form="trace_fixed")
     res = solve_exact(data)
     assert res.status == "optimal" and res.certificate.passed
     assert res.info["certified_by"] == "fast-ipm"
