@@ -44,7 +44,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -57,7 +57,7 @@ from .._base import (
 from .._validation import check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
 from ._problem import MMCData
-from .exact import solve_exact
+from .exact import declared_problem, solve_exact
 from .fast import MMCNewton, MMCProjectedGradient
 
 __all__ = ["MMC", "MMCSupervised", "SOLVER_NAMES"]
@@ -79,9 +79,13 @@ _SHARED_CONSTRAINTS = {
 class _MMCBase(MahalanobisMixin, BaseEstimator):
     """Solve and store: the part both MMC estimators share."""
 
+    def _data(self, pairs):
+        """The canonical :class:`MMCData` of validated labelled pairs."""
+        return MMCData.from_pairs(pairs, diagonal=bool(self.diagonal))
+
     def _solve(self, pairs):
         """Solve MMC on validated labelled pairs and store the fitted state."""
-        data = MMCData.from_pairs(pairs, diagonal=bool(self.diagonal))
+        data = self._data(pairs)
         options = {}
         if self.tol is not None:
             options["tol"] = self.tol
@@ -229,14 +233,41 @@ class MMC(PairsClassifierMixin, _MMCBase):
         -------
         self : MMC
         """
+        labelled, y = self._fit_pairs(pairs, y, calibration_params)
+        self._solve(labelled)
+        return self._calibrate_after_fit(pairs, y, calibration_params)
+
+    def declared_problem(self, pairs, y, calibration_params=None):
+        """Eq. 2 on these pairs, as printed (user's units), without solving it.
+
+        Takes exactly what :meth:`fit` takes and validates it as ``fit``
+        does (``calibration_params`` is checked, then unused); the estimator
+        is not changed.
+
+        Parameters
+        ----------
+        pairs, y, calibration_params
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            See :mod:`cvxmetric.model`; its optimal value is the
+            ``objective_`` of an exact ``fit``.
+        """
+        self._validate_params()
+        labelled, _ = self._fit_pairs(pairs, y, calibration_params)
+        return declared_problem(self._data(labelled))
+
+    def _fit_pairs(self, pairs, y, calibration_params):
+        """Validate :meth:`fit`'s input: ``(LabeledPairs, labels)``."""
         self._check_calibration_params(calibration_params)
         X = self.preprocessor
         if X is not None:
             X = check_samples(X, "preprocessor")
         X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
         y = _check_pair_labels(y, idx.shape[0])
-        self._solve(LabeledPairs.create(X, idx, y))
-        return self._calibrate_after_fit(pairs, y, calibration_params)
+        return LabeledPairs.create(X, idx, y), y
 
 
 class MMCSupervised(LabelledMixin, TransformerMixin, _MMCBase):
@@ -308,6 +339,31 @@ status_, n_iter_, certificate_, result_, n_features_in_
         -------
         self : MMCSupervised
         """
+        return self._solve(self._sample(X, y))
+
+    def declared_problem(self, X, y):
+        """Eq. 2 on the pairs ``fit(X, y)`` samples, as printed, unsolved.
+
+        Validates as :meth:`fit` does and draws the same pairs as ``fit``
+        with the same ``random_state``; the estimator is not changed (a
+        ``RandomState`` instance is not advanced either).
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            See :mod:`cvxmetric.model`.
+        """
+        self._validate_params()
+        twin = clone(self)
+        return declared_problem(twin._data(twin._sample(X, y)))
+
+    def _sample(self, X, y):
+        """Validate ``(X, y)`` and sample the labelled pairs."""
         X, y, classes, _ = validate_labelled(self, X, y, ensure_min_samples=2)
         n_classes = classes.size
         n = self.n_constraints
@@ -333,4 +389,4 @@ status_, n_iter_, certificate_, result_, n_features_in_
                 raise ValueError(
                     f"X: every sampled {kind} pair joins identical points; "
                     f"MMC needs a {kind} pair with a nonzero difference.")
-        return self._solve(LabeledPairs.create(X, idx, lab))
+        return LabeledPairs.create(X, idx, lab)

@@ -53,10 +53,19 @@ import numpy as np
 
 from .._exact import SOLVERS, solve_certified
 from .._linalg import project_psd
+from ..model import DeclaredProblem
 from ..result import Certificate, SolverError, SolverResult, Status
 from ._problem import MMCData
 
-__all__ = ["MMCModel", "solve_exact"]
+__all__ = ["MMCModel", "solve_exact", "declared_problem", "PAPER"]
+
+#: The paper, as :class:`~cvxmetric.model.DeclaredProblem` cites it (MMC is
+#: Xing, Ng, Jordan, Russell: Distance metric learning, with application to
+#: clustering with side-information (NIPS 2002), stated there as Eq. 2).
+PAPER = ("Law, Thome, Cord: Learning a distance metric from relative "
+         "comparisons between quadruplets of images (IJCV 2016), stating Xing, "
+         "Ng, Jordan, Russell: Distance metric learning, with application to "
+         "clustering with side-information (NIPS 2002)")
 
 
 def _sqdist_expr(M, P):
@@ -65,7 +74,11 @@ def _sqdist_expr(M, P):
 
 
 class MMCModel:
-    """Law et al. Eq. 2 (Xing's MMC) declared as a CVXPY problem (scaled).
+    """Law et al. Eq. 2 (Xing's MMC) as the exact solver's CVXPY problem (scaled).
+
+    This is the solver's internal model, in Jacobi-scaled and whitened units
+    (module docstring); the problem as the paper prints it, in the user's
+    units, is :func:`declared_problem`.
 
     Parameters
     ----------
@@ -355,3 +368,78 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False,
             if res is not None:
                 return res
     return MMCModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+
+
+# ---------------------------------------------------------------------------
+# The declared problem (cvxmetric.model's contract)
+# ---------------------------------------------------------------------------
+
+
+class _MMCDeclared(DeclaredProblem):
+    """Eq. 2 as printed, in the user's units."""
+
+    def _family_objective(self, M):
+        # f(M) = sum_S D2_M, as printed (not scaled to g = 1)
+        return self.data.f(self.data.as_variable(M))
+
+    def _family_certificate(self, M):
+        # the bound LB(sqrt(D2_M)) needs no multipliers; the certificate is
+        # of M scaled to g(M) = 1 (MMCData.certificate)
+        return self.data.certificate(self.data.as_variable(M),
+                                     **self._certificate_args())
+
+
+def declared_problem(data):
+    """Eq. 2 exactly as printed, in the user's units, unsolved::
+
+        minimise_{M}  sum_S D2_M(i, j)
+        subject to    sum_D sqrt(D2_M(i, j)) >= 1,   M PSD
+
+    with ``D2_M = rowsum((Phi M) * Phi)`` over the difference vectors
+    ``Phi`` of the pairs (``Phi_S``, ``Phi_D``).  Full: the variable ``M``
+    (symmetric) and the constraints ``dissimilar`` and ``psd``
+    (``M >> 0``).  Diagonal (``data.diagonal``): the variable ``w``,
+    ``M = diag(w)``, ``D2 = (Phi * Phi) w``, and the constraints
+    ``dissimilar`` and ``nonneg`` (``w >= 0``).  No hyperparameters.
+
+    Unlike :class:`MMCModel` (the exact solver's Jacobi-scaled, whitened
+    model) nothing is scaled: on raw data the optimum and ``M`` can be tiny
+    (1e-3, 1e-5), below the absolute tolerances of a first-order solver.
+
+    Parameters
+    ----------
+    data : MMCData
+
+    Returns
+    -------
+    DeclaredProblem
+        See :mod:`cvxmetric.model`; the certificate bounds the optimum from
+        the primal point alone (:meth:`MMCData.certificate`).
+    """
+    if not isinstance(data, MMCData):
+        raise TypeError("data: expected an MMCData instance.")
+    X, S, D = data.X, data.similar, data.dissimilar
+    P_S = X[S[:, 0]] - X[S[:, 1]]  # (n_S, d)
+    P_D = X[D[:, 0]] - X[D[:, 1]]  # (n_D, d)
+    d = data.n_features
+    cons = {}
+    if data.diagonal:
+        var = cp.Variable(d, name="w")
+        d2_S = (P_S * P_S) @ var
+        d2_D = (P_D * P_D) @ var
+        cone = ("nonneg", var >= 0)
+        key = "w"
+    else:
+        var = cp.Variable((d, d), symmetric=True, name="M")
+        d2_S = _sqdist_expr(var, P_S)
+        d2_D = _sqdist_expr(var, P_D)
+        cone = ("psd", var >> 0)
+        key = "M"
+    cons["dissimilar"] = cp.sum(cp.sqrt(d2_D)) >= 1
+    cons[cone[0]] = cone[1]
+    problem = cp.Problem(cp.Minimize(cp.sum(d2_S)), list(cons.values()))
+    return _MMCDeclared(
+        family="mmc", paper=PAPER,
+        equation="Eq. 2 (diagonal)" if data.diagonal else "Eq. 2",
+        problem=problem, variables={key: var}, parameters={},
+        constraints=cons, metric_key=key, data=data)

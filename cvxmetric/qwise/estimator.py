@@ -30,7 +30,7 @@ import logging
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -50,7 +50,7 @@ from ..constraints import (
     tuples_to_indices,
 )
 from ._problem import REGULARIZERS, QwiseData
-from .exact import solve_exact
+from .exact import declared_problem, solve_exact
 from .fast import ProjectedSubgradient, QwiseDualSolver
 
 __all__ = ["Qwise", "QwiseSupervised", "SOLVER_NAMES"]
@@ -86,6 +86,13 @@ def _ndim(a, name):
 class _QwiseBase(MahalanobisMixin, BaseEstimator):
     """Solve and store: the part both Qwise estimators share."""
 
+    def _data(self, quadruplets, pairs=None):
+        """The canonical :class:`QwiseData` of validated sets."""
+        return QwiseData.from_sets(
+            quadruplets, pairs, regularizer=self.regularizer, C_q=self.C_q,
+            C_p=self.C_p, u=self.u, l=self.l,
+        )
+
     def _solve(self, quadruplets, pairs=None):
         """Solve Eq. 8 / Eq. 11 on validated sets and store the fitted state.
 
@@ -95,10 +102,7 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
         pairs : LabeledPairs, optional
             Over the same ``X`` as ``quadruplets``.
         """
-        data = QwiseData.from_sets(
-            quadruplets, pairs, regularizer=self.regularizer, C_q=self.C_q,
-            C_p=self.C_p, u=self.u, l=self.l,
-        )
+        data = self._data(quadruplets, pairs)
         # only the hyperparameters the user set: None keeps the solver's own
         # defaults, which are tuned per solver
         options = {}
@@ -280,6 +284,33 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         -------
         self : Qwise
         """
+        quads, labelled = self._fit_sets(quadruplets, y, delta, pairs, pair_labels)
+        return self._solve(quads, labelled)
+
+    def declared_problem(self, quadruplets, y=None, *, delta=1.0, pairs=None,
+                         pair_labels=None):
+        """Eq. 8 / Eq. 11 on this input, as declared, without solving it.
+
+        Takes exactly what :meth:`fit` takes and validates it as ``fit``
+        does; the estimator is not changed.
+
+        Parameters
+        ----------
+        quadruplets, y, delta, pairs, pair_labels
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            The problem in the user's units (:mod:`cvxmetric.model`); its
+            optimal value is the ``objective_`` of an exact ``fit``.
+        """
+        self._validate_params()
+        quads, labelled = self._fit_sets(quadruplets, y, delta, pairs, pair_labels)
+        return declared_problem(self._data(quads, labelled))
+
+    def _fit_sets(self, quadruplets, y, delta, pairs, pair_labels):
+        """Validate :meth:`fit`'s input; the quadruplets and pairs."""
         if y is not None:
             raise ValueError(
                 "y: Qwise.fit takes no labels (each quadruplet (i, j, k, l) "
@@ -298,8 +329,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
                     "Qwise(u=..., l=...)."
                 )
             pair_labels = self._check_pair_labels(pair_labels)
-        quads, labelled = self._build_sets(quadruplets, delta, pairs, pair_labels)
-        return self._solve(quads, labelled)
+        return self._build_sets(quadruplets, delta, pairs, pair_labels)
 
     @staticmethod
     def _check_pair_labels(pair_labels):
@@ -461,6 +491,33 @@ certificate_, result_, n_features_in_
         -------
         self : QwiseSupervised
         """
+        quads, labelled = self._sample(X, y)
+        return self._solve(quads, labelled)
+
+    def declared_problem(self, X, y):
+        """Eq. 8 / Eq. 11 on the constraints ``fit(X, y)`` samples, unsolved.
+
+        Validates as :meth:`fit` does and draws the same quadruplets (and
+        pairs) as ``fit`` with the same ``random_state``; the estimator is
+        not changed (a ``RandomState`` instance is not advanced either).
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            The problem in the user's units (:mod:`cvxmetric.model`).
+        """
+        self._validate_params()
+        twin = clone(self)
+        quads, labelled = twin._sample(X, y)
+        return declared_problem(twin._data(quads, labelled))
+
+    def _sample(self, X, y):
+        """Validate ``(X, y)`` and sample the quadruplets (and pairs)."""
         X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
         if (self.u is None) != (self.l is None):
             raise ValueError(
@@ -489,7 +546,7 @@ certificate_, result_, n_features_in_
             keep = ~_same_point(X, p_idx[:, 0], p_idx[:, 1])
             if np.any(keep):
                 labelled = LabeledPairs.create(X, p_idx[keep], p_lab[keep])
-        return self._solve(quads, labelled)
+        return quads, labelled
 
 
 def _same_point(X, i, j):

@@ -42,10 +42,15 @@ import cvxpy as cp
 import numpy as np
 
 from .._exact import SOLVERS, solve_certified
+from ..model import DeclaredProblem
 from ..result import SolverError, SolverResult
 from ._problem import QwiseData
 
-__all__ = ["QwiseModel", "solve_exact"]
+__all__ = ["QwiseModel", "solve_exact", "declared_problem", "PAPER"]
+
+#: The paper, as :class:`~cvxmetric.model.DeclaredProblem` cites it.
+PAPER = ("Law, Thome, Cord: Learning a distance metric from relative "
+         "comparisons between quadruplets of images (IJCV 2016)")
 
 
 def _sqdist_expr(M, Phi):
@@ -319,3 +324,70 @@ def _solve_scale_free(data, *, reduce, init, solvers, tol, max_rounds, verbose):
     result.info["margin_set_sizes"] = sizes
     result.time = time.perf_counter() - t0
     return result
+
+
+# ---------------------------------------------------------------------------
+# The declared problem (cvxmetric.model's contract)
+# ---------------------------------------------------------------------------
+
+
+class _QwiseDeclared(DeclaredProblem):
+    """Eq. 8 / Eq. 11 as declared by :class:`QwiseModel` on the user's data."""
+
+    def __init__(self, model):
+        self.model = model
+        data = model.data
+        variables = {"M": model.M, "xi": model.xi}
+        for key in ("xi_S", "xi_D"):
+            if getattr(model, key) is not None:
+                variables[key] = getattr(model, key)
+        super().__init__(
+            family="qwise", paper=PAPER,
+            equation="Eq. 11" if data.pairs is not None else "Eq. 8",
+            problem=model.problem, variables=variables, parameters=model.params,
+            constraints=model.constraints, metric_key="M", data=data)
+
+    def _update_parameters(self, values):
+        # validates all values first (ValueError naming the parameter)
+        self.model.set_params(**{k: float(v) for k, v in values.items()})
+        self.data = self.model.data
+
+    def _family_objective(self, M):
+        return self.data.objective(M)
+
+    def _family_certificate(self, M):
+        parts = [self._dual("quadruplets")]
+        for key in ("similar", "dissimilar"):
+            if key in self.declared_constraints:
+                parts.append(self._dual(key))
+        alpha = None
+        if all(p is not None for p in parts):
+            alpha = np.concatenate([np.ravel(p) for p in parts])
+        else:
+            self._warn_no_multipliers()
+        return self.data.certificate(M, alpha, **self._certificate_args())
+
+
+def declared_problem(data):
+    """Eq. 8 / Eq. 11 exactly as printed, in the user's units, unsolved.
+
+    The slack (epigraph) form of the hinges, as :class:`QwiseModel`
+    declares it: variables ``M`` (symmetric, ``M >> 0``), ``xi``, and
+    ``xi_S`` / ``xi_D`` with pairs; parameters ``C_q`` and, with pairs,
+    ``C_p``, ``u``, ``l``; constraints ``quadruplets``, ``similar``,
+    ``dissimilar``, ``psd``.  The certificate's dual bound uses the
+    multipliers of those constraints from the last solve.
+
+    Parameters
+    ----------
+    data : QwiseData
+        In the user's units (not :meth:`~QwiseData.normalized`).
+
+    Returns
+    -------
+    DeclaredProblem
+        See :mod:`cvxmetric.model`.
+    """
+    if not isinstance(data, QwiseData):
+        raise TypeError("data: expected a QwiseData instance.")
+    return _QwiseDeclared(QwiseModel(data))

@@ -74,6 +74,7 @@ from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, eigh_psd
 from .._tolerances import certificate_tolerance
 from .._validation import check_indices, check_option, check_samples, check_scalar
+from ..model import DeclaredProblem
 from ..result import (
     Certificate,
     CertificateError,
@@ -90,8 +91,14 @@ __all__ = [
     "ConstraintDMLModel",
     "solve_constraint_exact",
     "check_pair_labels",
+    "declared_problem",
     "FORMS",
+    "PAPER",
 ]
+
+#: The paper, as :class:`~cvxmetric.model.DeclaredProblem` cites it.
+PAPER = ("Lee, Jin, Jain: Rank-based distance metric learning: an application "
+         "to image retrieval (CVPR 2008), Sec. 3.1 (the constraint-based baseline)")
 
 #: Ways of writing the must-link term of Eq. 4 / 6 in CVXPY.
 FORMS = ("slack", "hinge")
@@ -686,7 +693,12 @@ def _sqdist_expr(A, Phi):
 
 
 class ConstraintDMLModel:
-    """Eq. 1 / 4 / 6 / 10 declared as a CVXPY problem.
+    """Eq. 1 / 4 / 6 / 10 as the exact solver's CVXPY problem.
+
+    The solver's internal model: it is solved in normalised units
+    (:meth:`ConstraintData.normalized`) with the objective divided by
+    ``max(1, lam)``.  The problem as the paper prints it, in the user's
+    units, is :func:`declared_problem`.
 
     The model, with ``Phi_S``, ``Phi_D`` the difference vectors of the
     must- and cannot-links, ``d_A = rowsum((Phi A) * Phi)`` (full) or
@@ -927,3 +939,128 @@ def solve_constraint_exact(data, *, form="slack", precheck=True, solvers=SOLVERS
     result = ConstraintDMLModel(data_n, form).solve(solvers=solvers, tol=tol,
                                                     verbose=verbose)
     return data_n.restore_units(result, k)
+
+
+# ---------------------------------------------------------------------------
+# The declared problem (cvxmetric.model's contract)
+# ---------------------------------------------------------------------------
+
+
+class _ConstraintDeclared(DeclaredProblem):
+    """Eq. 1 / 4 / 6 / 10 as printed, in the user's units."""
+
+    def _update_parameters(self, values):
+        self.data = self.data.with_lam(values["lam"])  # ValueError naming lam
+
+    def _family_objective(self, M):
+        return self.data.objective(self.data.as_variable(M))
+
+    def _family_certificate(self, M):
+        theta = self._dual("cannot")
+        u = None
+        if theta is not None:
+            # Eq. 4: beta = the multipliers of d <= 1 + eps; Eq. 1: beta = 1;
+            # Eq. 6 (no such constraint): beta = 1, repaired towards the
+            # subgradient of the hinge at M by best_dual_bound
+            u = self.data.multipliers(theta, self._dual("must"))
+        else:
+            self._warn_no_multipliers()
+        return self.data.certificate(M, u, **self._certificate_args())
+
+    def _infeasible_hint(self):
+        rows = self.data.infeasible_pairs()
+        if len(rows):
+            return " The exact test agrees: " + self.data._identical(rows)
+        return ""
+
+
+def declared_problem(data, form="slack"):
+    """Eq. 1 / 4 / 6 / 10 exactly as printed, in the user's units, unsolved.
+
+    With ``d_A = rowsum((Phi A) * Phi)`` over the pairs' difference vectors
+    (``d_a = (Phi * Phi) a`` when diagonal)::
+
+        Eq. 1  (hard):             min  sum_S d_A + (lam/2) ||A||_F^2
+                                   s.t. d_A(D) >= 1,  A PSD
+        Eq. 4  (soft, "slack"):    min  sum_S eps + (lam/2) ||A||_F^2
+                                   s.t. d_A(S) <= 1 + eps,  eps >= 0,
+                                        d_A(D) >= 1,  A PSD
+        Eq. 6  (soft, "hinge"):    min  sum_S max(0, d_A - 1) + (lam/2) ||A||_F^2
+                                   s.t. d_A(D) >= 1,  A PSD
+        Eq. 10 (diagonal):         the same with A = diag(a), a >= 0,
+                                   (lam/2) ||a||^2
+
+    Variables ``A`` (symmetric) or ``a`` (diagonal) and, for Eq. 4,
+    ``eps``; the parameter ``lam``; constraints ``cannot``, ``must`` and
+    ``slack`` (Eq. 4), ``psd`` or ``nonneg``.  Unlike
+    :class:`ConstraintDMLModel` (the exact solver's model), the objective
+    is not divided by ``max(1, lam)`` and ``X`` is not rescaled: the
+    optimal value is the paper's.  The certificate's dual bound takes the
+    multipliers of ``cannot`` (and ``must``) from the last solve.
+
+    Parameters
+    ----------
+    data : ConstraintData
+    form : {"slack", "hinge"}
+        Eq. 4 or Eq. 6 when ``data.hard`` is False (Theorem 1: the same
+        optimum); ignored for Eq. 1.
+
+    Returns
+    -------
+    DeclaredProblem
+        See :mod:`cvxmetric.model`.
+    """
+    if not isinstance(data, ConstraintData):
+        raise TypeError("data: expected a ConstraintData instance.")
+    check_option(form, "form", FORMS)
+    d = data.n_features
+    X, pairs = data.X, data.pairs
+    diff = X[pairs[:, 0]] - X[pairs[:, 1]]  # (P, d)
+    lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
+    cons = {}
+    variables = {}
+    if data.diagonal:
+        A = cp.Variable(d, name="a")
+        Psi = diff * diff
+
+        def dist(rows):
+            return Psi[rows] @ A
+
+        cone = ("nonneg", A >= 0)
+        key = "a"
+    else:
+        A = cp.Variable((d, d), symmetric=True, name="A")
+
+        def dist(rows):
+            return _sqdist_expr(A, diff[rows])
+
+        cone = ("psd", A >> 0)
+        key = "A"
+    variables[key] = A
+    m = data.must
+    loss = 0
+    if data.hard:
+        equation = "Eq. 10" if data.diagonal else "Eq. 1"
+        if len(m):
+            loss = cp.sum(dist(m))
+    else:
+        eq = "Eq. 4" if form == "slack" else "Eq. 6"
+        equation = f"Eq. 10 with {eq}'s must-link term" if data.diagonal else eq
+        if len(m):
+            if form == "slack":
+                eps = cp.Variable(len(m), name="eps")
+                variables["eps"] = eps
+                cons["must"] = dist(m) <= 1 + eps
+                cons["slack"] = eps >= 0
+                loss = cp.sum(eps)
+            else:
+                loss = cp.sum(cp.pos(dist(m) - 1))
+    cons["cannot"] = dist(data.cannot) >= 1
+    cons[cone[0]] = cone[1]
+    problem = cp.Problem(cp.Minimize(loss + lam / 2 * cp.sum_squares(A)),
+                         list(cons.values()))
+    assert problem.is_dpp(), "the declared constraint-based problem must be DPP"
+    return _ConstraintDeclared(
+        family="constraintdml", paper=PAPER, equation=equation, problem=problem,
+        variables=variables, parameters={"lam": lam}, constraints=cons,
+        metric_key=key, data=data)

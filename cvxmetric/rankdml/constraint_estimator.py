@@ -30,7 +30,7 @@ import logging
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -42,7 +42,12 @@ from .._base import (
 )
 from .._validation import check_samples
 from ..constraints import pairs_from_labels, tuples_to_indices
-from ._constraint import ConstraintData, check_pair_labels, solve_constraint_exact
+from ._constraint import (
+    ConstraintData,
+    check_pair_labels,
+    declared_problem,
+    solve_constraint_exact,
+)
 from ._constraint_fast import ConstraintDualSolver
 
 __all__ = ["ConstraintDML", "ConstraintDMLSupervised", "CONSTRAINT_SOLVERS"]
@@ -66,10 +71,14 @@ _SHARED_CONSTRAINTS = {
 class _ConstraintBase(MahalanobisMixin, BaseEstimator):
     """Solve and store: the part both estimators share."""
 
+    def _data(self, X, pairs, labels):
+        """The canonical :class:`ConstraintData` of validated indices."""
+        return ConstraintData.from_pairs(X, pairs, labels, hard=bool(self.hard),
+                                         diagonal=bool(self.diagonal), lam=self.lam)
+
     def _solve(self, X, pairs, labels):
         """Solve Eq. 1 / 4 / 10 on validated indices and store the fit."""
-        data = ConstraintData.from_pairs(X, pairs, labels, hard=bool(self.hard),
-                                         diagonal=bool(self.diagonal), lam=self.lam)
+        data = self._data(X, pairs, labels)
         if self.solver == "exact":
             result = solve_constraint_exact(data)
         elif self.solver == "fast":
@@ -212,6 +221,35 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
         -------
         self : ConstraintDML
         """
+        X, idx, labels = self._fit_pairs(pairs, y, calibration_params)
+        self._solve(X, idx, labels)
+        return self._calibrate_after_fit(pairs, labels, calibration_params)
+
+    def declared_problem(self, pairs, y, calibration_params=None):
+        """Eq. 1 / 4 / 10 on these pairs, as printed (user's units), unsolved.
+
+        Takes exactly what :meth:`fit` takes and validates it as ``fit``
+        does (``calibration_params`` is checked, then unused); the estimator
+        is not changed.  An infeasible problem (a cannot-link of identical
+        points) is returned as declared; its ``solve()`` raises
+        :class:`~cvxmetric.result.InfeasibleError`.
+
+        Parameters
+        ----------
+        pairs, y, calibration_params
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            See :mod:`cvxmetric.model`; its optimal value is the
+            ``objective_`` of an exact ``fit``.
+        """
+        self._validate_params()
+        return declared_problem(self._data(*self._fit_pairs(pairs, y, calibration_params)))
+
+    def _fit_pairs(self, pairs, y, calibration_params):
+        """Validate :meth:`fit`'s input: ``(X, indices, labels)``."""
         self._check_calibration_params(calibration_params)
         try:
             points = np.ndim(pairs) == 3
@@ -223,8 +261,7 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
         X, idx = tuples_to_indices(pairs, "pairs", width=2,
                                    preprocessor=None if points else X)
         labels = check_pair_labels(y, idx.shape[0], name="y")
-        self._solve(X, idx, labels)
-        return self._calibrate_after_fit(pairs, labels, calibration_params)
+        return X, idx, labels
 
 
 class ConstraintDMLSupervised(LabelledMixin, TransformerMixin, _ConstraintBase):
@@ -299,6 +336,31 @@ certificate_, result_, n_features_in_
         -------
         self : ConstraintDMLSupervised
         """
+        return self._solve(*self._sample(X, y))
+
+    def declared_problem(self, X, y):
+        """Eq. 1 / 4 / 10 on the pairs ``fit(X, y)`` samples, as printed, unsolved.
+
+        Validates as :meth:`fit` does and draws the same pairs as ``fit``
+        with the same ``random_state``; the estimator is not changed (a
+        ``RandomState`` instance is not advanced either).
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            See :mod:`cvxmetric.model`.
+        """
+        self._validate_params()
+        twin = clone(self)
+        return declared_problem(twin._data(*twin._sample(X, y)))
+
+    def _sample(self, X, y):
+        """Validate ``(X, y)`` and sample the pairs: ``(X, pairs, labels)``."""
         X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
         n = self.n_constraints
         if n is None:
@@ -312,4 +374,4 @@ certificate_, result_, n_features_in_
                 "X: every sampled cannot-link joins identical points; the data "
                 "cannot separate the classes."
             )
-        return self._solve(X, pairs[keep], labels[keep])
+        return X, pairs[keep], labels[keep]

@@ -43,8 +43,9 @@ import dataclasses
 import logging
 from numbers import Integral, Real
 
+import cvxpy as cp
 import numpy as np
-from sklearn.base import BaseEstimator, _fit_context
+from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -52,11 +53,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import LabelledMixin, validate_labelled
 from .._validation import check_finite
 from ..metrics import average_precision
+from ..model import DeclaredProblem
 from ._problem import SLRData, check_thresholds
-from .exact import solve_exact
+from .exact import EXACT_MAX_COEFFICIENTS, solve_exact
 from .fast import AdaptiveRegression, SemismoothNewton
 
-__all__ = ["SLR", "SOLVER_NAMES", "SKETCH_NAMES"]
+__all__ = ["SLR", "SOLVER_NAMES", "SKETCH_NAMES", "declared_problem", "PAPER"]
+
+#: The paper, as :class:`~cvxmetric.model.DeclaredProblem` cites it.
+PAPER = ("Qian, Baytas, Jin, Jain, Zhu: Similarity learning via adaptive "
+         "regression (2015)")
 
 logger = logging.getLogger("cvxmetric")
 
@@ -193,6 +199,46 @@ default="newton"
         -------
         self : SLR
         """
+        X, codes, classes, delta1, delta2 = self._prepare(X, y)
+        result = self._solve(X, codes, delta1, delta2)
+        info = {k: v for k, v in result.info.items() if k != "model"}
+        self.result_ = dataclasses.replace(result, info=info)
+        self.bilinear_matrix_ = np.asarray(result.M, dtype=float)
+        self.objective_ = float(result.objective)
+        self.status_ = result.status
+        self.n_iter_ = int(result.n_iter)
+        self.certificate_ = result.certificate
+        self.classes_ = classes
+        log = logger.info if self.verbose else logger.debug
+        log("SLR: solver=%s status=%s objective=%.6g n_iter=%d", self.solver,
+            self.status_, self.objective_, self.n_iter_)
+        return self
+
+    def declared_problem(self, X, y):
+        """Eq. 4 on ``(X, y)`` as printed (user's units), without solving it.
+
+        Validates as :meth:`fit` does (the solver-specific checks included);
+        the estimator is not changed.
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            See :mod:`cvxmetric.model`; its ``metric()`` is a
+            :class:`~cvxmetric.model.BilinearMetric` and its optimal value
+            is the ``objective_`` of a certified ``fit``.
+        """
+        self._validate_params()
+        X, codes, _, delta1, delta2 = clone(self)._prepare(X, y)
+        return declared_problem(
+            SLRData.from_labels(X, codes, delta1=delta1, delta2=delta2))
+
+    def _prepare(self, X, y):
+        """Validate :meth:`fit`'s input: ``(X, codes, classes, delta1, delta2)``."""
         X, y, classes, codes = validate_labelled(self, X, y)
         delta1, delta2 = check_thresholds(self.delta1, self.delta2)
         n, d = X.shape
@@ -209,20 +255,7 @@ default="newton"
                 raise ValueError(
                     f"rank: must be <= n_features = {d}, got {self.rank}."
                 )
-        codes = codes.reshape(-1)
-        result = self._solve(X, codes, delta1, delta2)
-        info = {k: v for k, v in result.info.items() if k != "model"}
-        self.result_ = dataclasses.replace(result, info=info)
-        self.bilinear_matrix_ = np.asarray(result.M, dtype=float)
-        self.objective_ = float(result.objective)
-        self.status_ = result.status
-        self.n_iter_ = int(result.n_iter)
-        self.certificate_ = result.certificate
-        self.classes_ = classes
-        log = logger.info if self.verbose else logger.debug
-        log("SLR: solver=%s status=%s objective=%.6g n_iter=%d", self.solver,
-            self.status_, self.objective_, self.n_iter_)
-        return self
+        return X, codes.reshape(-1), classes, delta1, delta2
 
     def _solve(self, X, codes, delta1, delta2):
         """Dispatch to the solver; returns its SolverResult."""
@@ -359,3 +392,84 @@ default="newton"
             raise ValueError("y: no sample shares its class with another one; "
                              "retrieval precision is undefined.")
         return float(np.nanmean(ap))
+
+
+# ---------------------------------------------------------------------------
+# The declared problem (cvxmetric.model's contract).  It lives here, beside
+# the estimator, and not in exact.py, whose models are the solver's internals.
+# ---------------------------------------------------------------------------
+
+
+class _SLRDeclared(DeclaredProblem):
+    """Eq. 4 as printed, in the user's units."""
+
+    def _update_parameters(self, values):
+        d1 = values.get("delta1", self.data.delta1)
+        d2 = values.get("delta2", self.data.delta2)
+        d1, d2 = check_thresholds(d1, d2)  # ValueError naming them
+        self.data = dataclasses.replace(self.data, delta1=d1, delta2=d2)
+
+    def _family_objective(self, M):
+        return self.data.objective(M)
+
+    def _family_certificate(self, M):
+        # the bounds of SLRData.lower_bound need no multipliers
+        return self.data.certificate(M, **self._certificate_args())
+
+
+def declared_problem(data):
+    """Eq. 4 exactly as printed, in the user's units, unsolved::
+
+        minimise_M  sum_{y_i = y_j} [delta1 - x_i^T M x_j]_+^2
+                  + sum_{y_i != y_k} [x_i^T M x_k - delta2]_+^2
+
+    over all ordered pairs (same-class pairs include ``i = j``), with the
+    variable ``M`` (d, d, general: neither symmetric nor PSD), the
+    parameters ``delta1``, ``delta2`` and no constraints.  The similarities
+    are vectorised, ``K = rowsum((X_a M) * X_b)`` over the rows ``a``,
+    ``b`` of the pairs: ``n^2`` terms of ``d^2`` coefficients each, so this
+    is for small problems.  The exact solver's models (:class:`SLRModel`)
+    are smaller rewrites of the same problem.
+
+    Parameters
+    ----------
+    data : SLRData
+
+    Returns
+    -------
+    DeclaredProblem
+        See :mod:`cvxmetric.model`; ``kind="bilinear"``: its ``metric()`` is
+        a :class:`~cvxmetric.model.BilinearMetric`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``X`` when ``n^2 d^2`` exceeds :data:`EXACT_MAX_COEFFICIENTS`.
+    """
+    if not isinstance(data, SLRData):
+        raise TypeError("data: expected an SLRData instance.")
+    n, d = data.n_samples, data.n_features
+    if n * n * d * d > EXACT_MAX_COEFFICIENTS:
+        raise ValueError(
+            f"X: Eq. 4 as printed has {n * n} hinge terms of {d * d} coefficients "
+            f"each ({n * n * d * d:.3g} > EXACT_MAX_COEFFICIENTS = "
+            f"{EXACT_MAX_COEFFICIENTS:.0e}); too large to declare. The estimator's "
+            f"solvers are certified on the same Eq. 4 at any size.")
+    X, y = data.X, data.y
+    i, j = np.indices((n, n)).reshape(2, -1)
+    same = y[i] == y[j]
+    M = cp.Variable((d, d), name="M")
+    delta1 = cp.Parameter(value=data.delta1, name="delta1")
+    delta2 = cp.Parameter(value=data.delta2, name="delta2")
+
+    def similarity(rows, cols):
+        return cp.sum(cp.multiply(X[rows] @ M, X[cols]), axis=1)
+
+    loss_same = cp.sum_squares(cp.pos(delta1 - similarity(i[same], j[same])))
+    loss_diff = cp.sum_squares(cp.pos(similarity(i[~same], j[~same]) - delta2))
+    problem = cp.Problem(cp.Minimize(loss_same + loss_diff))
+    assert problem.is_dpp(), "SLR's declared problem must be DPP"
+    return _SLRDeclared(
+        family="slr", paper=PAPER, equation="Eq. 4", problem=problem,
+        variables={"M": M}, parameters={"delta1": delta1, "delta2": delta2},
+        constraints={}, metric_key="M", data=data, kind="bilinear")
