@@ -9,6 +9,7 @@ from .constraints import (
     triplets_from_labels,
 )
 from .mmc.estimator import MMC, MMCSupervised
+from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
 from .qwise.estimator import Qwise, QwiseSupervised
 from .rankdml.constraint_estimator import ConstraintDML, ConstraintDMLSupervised
 from .rankdml.estimator import RankDML, RankDMLSupervised
@@ -42,6 +43,9 @@ __all__ = [
     "RankDML",
     "RankDMLSupervised",
     "SLR",
+    "DeclaredProblem",
+    "MahalanobisMetric",
+    "BilinearMetric",
     "Certificate",
     "CertificateError",
     "InfeasibleError",
