@@ -62,11 +62,12 @@ import time
 
 import cvxpy as cp
 import numpy as np
+import scipy.sparse
 
 from .._exact import SOLVERS, solve_certified, solver_options
 from .._validation import check_option, check_samples
-from ..result import SolverError, SolverResult
-from ._problem import SLRData, check_thresholds
+from ..result import Certificate, SolverError, SolverResult
+from ._problem import SLRData, check_thresholds, smat, svec
 
 __all__ = ["SLRModel", "solve_exact", "solve_eq1", "FORMS", "EXACT_MAX_COEFFICIENTS"]
 
@@ -206,7 +207,230 @@ class SLRModel:
         )
 
 
-def solve_exact(data, *, form="symmetric", solvers=SOLVERS, tol=1e-9, verbose=False):
+#: The symmetric form with more coefficients than this (terms times rank)
+#: is solved by the margin-set reduction (``reduce="auto"``).
+REDUCE_ABOVE = 1_000_000
+
+#: Terms whose hinge argument at the Newton solution is within
+#: ``MARGIN_BAND (delta1 - delta2)`` of 0 keep their own hinge in the
+#: reduced model.
+MARGIN_BAND = 5e-2
+
+#: At most this many near-margin terms keep their hinge in the first round:
+#: the band narrows to the ``MARGIN_TERMS``-th smallest ``|a_ij|``.
+MARGIN_TERMS = 5_000
+
+#: Weight ``eps`` of the selection term ``(eps / 2) ||Z - Z_0||_F^2`` (``Z_0``
+#: the Newton solution); Eq. 4's Hessian in ``Z`` lies between 0 and ``2 I``.
+SELECT_WEIGHT = 1e-6
+
+
+class _ReducedModel:
+    """Eq. 4 on a partition of the terms (the margin-set reduction).
+
+    Over ordered pairs, with ``a_ij(Z) = b_ij - s_ij u_i^T Z u_j``:
+    ``V`` (active at the guess) enters as the quadratic ``sum_V a_ij^2`` --
+    one ``p x p`` form, never one row per term; ``W`` (near the margin)
+    keeps its hinges ``[a_ij]_+^2``, written on ``Z U_J^T`` as the declared
+    model does; the rest is left out.  Plus the selection term
+    ``(eps / 2) ||Z - Z_0||_F^2``.  The variable is ``z = svec(Z)`` (p,).
+    """
+
+    def __init__(self, data, V, W, eps, Z0):
+        U, r = data.U, data.rank
+        p = r * (r + 1) // 2
+        Q = data._sym_features()  # (n, p)
+        Gq = np.zeros((p, p))
+        Gl = np.zeros((r, r))
+        const = 0.0
+        for k, (rows, same) in enumerate(data._blocks()):
+            m = V[k]
+            if not m.any():
+                continue
+            Gq += Q[rows].T @ (m.astype(float) @ Q)
+            bs = np.where(same, data.delta1, data.delta2)  # b s on both kinds
+            Lam = np.where(m, bs, 0.0)
+            Gl += U[rows].T @ (Lam @ U)
+            b = np.where(same, data.delta1, -data.delta2)
+            const += float(np.sum(np.where(m, b * b, 0.0)))
+        # sum_V a^2 = const - 2 <Gl, Z> + z^T (H_V / 2) z, H_V = 2 sum_V phi phi^T
+        H = data._hessian_from_gram(Gq) if np.any([v.any() for v in V]) else Gq
+        w, E = np.linalg.eigh(0.5 * (H + H.T) / 2.0)
+        keep = w > 1e-14 * max(1.0, float(w[-1]) if w.size else 1.0)
+        L = E[:, keep] * np.sqrt(w[keep])  # H / 2 = L L^T on its range
+        z = cp.Variable(p, name="z")
+        obj = cp.sum_squares(L.T @ z) - 2.0 * (svec(Gl) @ z) + const
+        self.n_margin = 0
+        if W[0].size:
+            i, j = W
+            iu = np.triu_indices(r)
+            # Z = smat(z) as a linear map: vec(Z) = S z
+            scale = np.where(iu[0] == iu[1], 1.0, 1.0 / np.sqrt(2.0))
+            rows_ = np.concatenate([iu[0] * r + iu[1], iu[1] * r + iu[0]])
+            cols_ = np.concatenate([np.arange(p), np.arange(p)])
+            vals_ = np.concatenate([scale, scale])
+            diag = iu[0] == iu[1]
+            dup = np.concatenate([np.zeros(p, bool), diag])  # diagonal once
+            S = scipy.sparse.csr_matrix((vals_[~dup], (rows_[~dup], cols_[~dup])),
+                                        shape=(r * r, p))
+            Zx = cp.reshape(S @ z, (r, r), order="C")
+            J, jpos = np.unique(j, return_inverse=True)
+            WJ = Zx @ U[J].T  # (r, |J|)
+            K = cp.sum(cp.multiply(U[i].T, WJ[:, jpos]), axis=0)
+            same = data.y[i] == data.y[j]
+            # unordered pairs: (i, j) and (j, i) are equal terms, weight 2
+            wt = np.sqrt(np.where(i == j, 1.0, 2.0))
+            target = np.where(same, data.delta1, -data.delta2) * wt
+            sgn = np.where(same, 1.0, -1.0) * wt
+            t = cp.Variable(i.size, name="t")
+            self.margin_constraint = t >= target - cp.multiply(sgn, K)
+            obj = obj + cp.sum_squares(t)
+            self.n_margin = int(i.size)
+            cons = [self.margin_constraint]
+        else:
+            cons = []
+        self.z = z
+        self.r = r
+        select = 0.5 * eps * cp.sum_squares(z - svec(Z0))
+        self.problem = cp.Problem(cp.Minimize(obj + select), cons)
+
+    def Z(self):
+        if self.z.value is None or not np.all(np.isfinite(self.z.value)):
+            return None
+        return smat(self.z.value, self.r)
+
+
+def _hinge_blocks(data, Z):
+    """Hinge arguments per row block at a symmetric ``Z`` (ordered pairs)."""
+    U = data.U
+    W = (0.5 * (Z + Z.T)) @ U.T
+    return [data._args(U[rows] @ W, same) for rows, same in data._blocks()]
+
+
+def _margin_pairs(data, blocks, band):
+    """Unordered pairs ``i <= j`` with ``|a_ij| <= band`` (index arrays)."""
+    out_i, out_j = [], []
+    for (rows, _), a in zip(data._blocks(), blocks):
+        bi, bj = np.nonzero(np.abs(a) <= band)
+        bi = bi + rows.start
+        up = bi <= bj
+        out_i.append(bi[up])
+        out_j.append(bj[up])
+    return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def _reduced_solve(data, solvers, tol, verbose, max_rounds):
+    """Certified solution of Eq. 4 from the margin-set reduction, or ``None``.
+
+    The partition comes from the semismooth Newton solution ``Z_0``: terms
+    active beyond the band (``a > band``) form ``V``, terms within it
+    ``W``, the others are left out.  Eq. 4 is continuously differentiable
+    and ``[a]_+^2``, ``a^2`` and ``0`` have the same value and gradient
+    wherever ``a >= 0``, ``a >= 0`` and ``a <= 0`` respectively; so when, at
+    the reduced minimiser, every ``V`` term is active and every left-out
+    term inactive, the reduced model's gradient is the whole problem's and
+    the point minimises Eq. 4 (up to the selection term).  Inconsistent
+    terms move to ``W`` and the model is solved again.  The selection term
+    ``(eps / 2) ||Z - Z_0||_F^2`` (``eps = SELECT_WEIGHT``, small next to
+    the Hessian of Eq. 4 in ``Z``, which lies between 0 and ``2 I``) selects
+    one minimiser where there are many: when the classes are separable by a
+    bilinear form (standardised breast_cancer) every ``Z`` of an unbounded
+    set attains 0, the interior-point iterates drift along it, and a point
+    far from ``Z_0`` activates terms the reduction left out, round after
+    round.  The solution is a proximal step from ``Z_0`` on the reduced
+    model, so its value is at most ``f(Z_0)`` when the partition is
+    consistent (``Z_0`` is feasible for it).  Every point returned
+    is certified on the whole Eq. 4 by :meth:`SLRData.certificate`, so
+    neither the guess nor the selection can pass off a point that is not
+    optimal to the package's tolerance.
+    """
+    from .fast import SemismoothNewton
+
+    warm = SemismoothNewton().run(data, warn=False)
+    Z0 = data.Z_of_M(warm.M)
+    Z0 = 0.5 * (Z0 + Z0.T)
+    eps = SELECT_WEIGHT
+    a = _hinge_blocks(data, Z0)
+    band = MARGIN_BAND * (data.delta1 - data.delta2)
+    # ordered pairs: each unordered pair twice, its diagonal once
+    flat = np.abs(np.concatenate([x.ravel() for x in a]))
+    if flat.size > 2 * MARGIN_TERMS:
+        band = min(band, float(np.partition(flat, 2 * MARGIN_TERMS)[2 * MARGIN_TERMS]))
+    del flat
+    V = [x > band for x in a]
+    extra = None
+    sizes = []
+    for _ in range(max_rounds):
+        i, j = _margin_pairs(data, a, band)
+        if extra is not None:
+            i, j = np.concatenate([i, extra[0]]), np.concatenate([j, extra[1]])
+            key = np.unique(i * data.n_samples + j)
+            i, j = key // data.n_samples, key % data.n_samples
+        if i.size * data.rank > EXACT_MAX_COEFFICIENTS:
+            return None
+        sizes.append({"active": int(sum(v.sum() for v in V)), "margin": int(i.size)})
+        model = _ReducedModel(data, V, (i, j), eps, Z0)
+
+        def certify(name, version, opts, times, model=model):
+            Z = model.Z()
+            if Z is None:
+                return Certificate(objective=np.inf, dual_bound=-np.inf, gap=np.inf,
+                                   rel_gap=np.inf, max_violation=np.inf,
+                                   min_eig=np.nan, solver=name,
+                                   solver_version=version, tolerances=dict(opts),
+                                   times=dict(times))
+            cert, parts = data.certificate(
+                data.M_of_Z(Z), Z=Z, solver=name, solver_version=version,
+                tolerances=opts, times=times, return_parts=True)
+            if parts.get("z_rel_gap", np.inf) <= cert.tol_gap:
+                data.check_representable(parts)
+            return cert
+
+        try:
+            cert, info = solve_certified(model.problem, certify, solvers=solvers,
+                                         tol=tol, verbose=verbose)
+        except SolverError:
+            cert = None
+        Z = model.Z()
+        if cert is not None:
+            return SolverResult(
+                M=data.M_of_Z(Z), status=info["status"], objective=cert.objective,
+                n_iter=info["n_iter"], certificate=cert, method="exact",
+                info={"form": "reduced", "attempts": info["attempts"],
+                      "reduced": True, "round_sizes": sizes, "select_weight": eps,
+                      "warm_status": warm.status},
+                time=0.0)
+        if Z is None:
+            return None
+        # inconsistent terms: V terms gone inactive, left-out terms active
+        a_new = _hinge_blocks(data, Z)
+        tiny = 1e-9 * (data.delta1 - data.delta2)
+        moved = False
+        bad_i, bad_j = [], []
+        for k, ((rows, _), an) in enumerate(zip(data._blocks(), a_new)):
+            inW = np.zeros_like(V[k])
+            inW_i = (i >= rows.start) & (i < rows.stop)
+            inW[i[inW_i] - rows.start, j[inW_i]] = True
+            inW_j = (j >= rows.start) & (j < rows.stop)
+            inW[j[inW_j] - rows.start, i[inW_j]] = True
+            bad = (V[k] & (an < -tiny)) | (~V[k] & ~inW & (an > tiny))
+            if bad.any():
+                moved = True
+                V[k] = V[k] & ~bad
+                bi, bj = np.nonzero(bad)
+                bi = bi + rows.start
+                bad_i.append(np.minimum(bi, bj))
+                bad_j.append(np.maximum(bi, bj))
+        if not moved:
+            return None
+        new = (np.concatenate(bad_i), np.concatenate(bad_j))
+        extra = new if extra is None else (np.concatenate([extra[0], new[0]]),
+                                           np.concatenate([extra[1], new[1]]))
+    return None
+
+
+def solve_exact(data, *, form="symmetric", solvers=SOLVERS, tol=1e-9, verbose=False,
+                reduce="auto", max_rounds=6):
     """Certified exact solution of Eq. 4.
 
     Parameters
@@ -219,23 +443,45 @@ def solve_exact(data, *, form="symmetric", solvers=SOLVERS, tol=1e-9, verbose=Fa
         Clarabel first, SCS as fallback.
     tol : float
         Solver tolerance.
+    reduce : {"auto", True, False}
+        ``"symmetric"`` form only: solve the margin-set reduction
+        (:func:`_reduced_solve`) first; ``"auto"`` when the symmetric form
+        has more than :data:`REDUCE_ABOVE` coefficients.  The whole form is
+        solved when the reduction does not certify.
+    max_rounds : int
+        Rounds of the reduction.
 
     Returns
     -------
     SolverResult
-        ``method="exact"``.
+        ``method="exact"``; ``info["reduced"]`` and ``info["round_sizes"]``
+        when the reduction answered.
 
     Raises
     ------
     ValueError
-        When the form is larger than :data:`EXACT_MAX_COEFFICIENTS` (it
-        would not fit in 4 GiB); the semismooth Newton solver is certified
-        on the same objective at any size.
+        When the form to solve is larger than :data:`EXACT_MAX_COEFFICIENTS`
+        (it would not fit in 4 GiB); the semismooth Newton solver is
+        certified on the same objective at any size.
     CertificateError, SolverError
         When no solver returns a certified point.
     """
     if not isinstance(data, SLRData):
         raise TypeError("data: expected an SLRData instance.")
+    check_option(form, "form", FORMS)
+    if reduce not in ("auto", True, False):
+        raise ValueError(f"reduce: expected 'auto', True or False, got {reduce!r}.")
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer)) \
+            or max_rounds < 1:
+        raise ValueError(f"max_rounds: expected an integer >= 1, got {max_rounds!r}.")
+    n = data.n_samples
+    if form == "symmetric" and reduce is not False and (
+            reduce is True or n * (n + 1) // 2 * data.rank > REDUCE_ABOVE):
+        t0 = time.perf_counter()
+        res = _reduced_solve(data, solvers, tol, verbose, int(max_rounds))
+        if res is not None:
+            res.time = time.perf_counter() - t0
+            return res
     return SLRModel(data, form).solve(solvers=solvers, tol=tol, verbose=verbose)
 
 

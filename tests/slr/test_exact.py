@@ -130,12 +130,14 @@ def test_targets_only_form_at_the_optimum(data, exact):
     np.testing.assert_allclose(U @ (U.T @ T @ U) @ U.T, K, atol=1e-6)
 
 
-def test_exact_path_refuses_a_form_beyond_its_memory_limit():
-    """At digits size (n = 1437, r = 30) the conic solve aborted the process
-    with std::bad_alloc under 4 GiB; it is refused up front, naming X and
-    the certified alternative."""
+def test_exact_path_refuses_a_form_beyond_its_memory_limit(monkeypatch):
+    """At digits size (n = 1437, r = 30) the conic solve of the whole form
+    aborted the process with std::bad_alloc under 4 GiB; the whole form is
+    refused up front, naming X and the certified alternative (the default
+    path first tries the margin-set reduction, tests/slr/test_exact_reduced.py)."""
     import time
 
+    import cvxmetric.slr.exact as exact
     from cvxmetric.slr.exact import EXACT_MAX_COEFFICIENTS
 
     rng = np.random.RandomState(0)
@@ -144,5 +146,9 @@ def test_exact_path_refuses_a_form_beyond_its_memory_limit():
     data = SLRData.from_labels(rng.randn(n, d), rng.randint(0, 5, n))
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match=r"^X: .*solver='newton'"):
-        solve_exact(data)
+        solve_exact(data, reduce=False)
     assert time.perf_counter() - t0 < 5.0
+    # a reduction that does not answer leaves the refusal
+    monkeypatch.setattr(exact, "_reduced_solve", lambda *a, **k: None)
+    with pytest.raises(ValueError, match=r"^X: .*solver='newton'"):
+        solve_exact(data)
