@@ -209,3 +209,19 @@ def test_slr_score_is_retrieval_map(iris):
     assert est.score(X, y) == pytest.approx(mean_average_precision(scores, rel))
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
     assert np.all(cross_val_score(SLR(), X, y, cv=cv) > 0.7)
+
+
+def test_triplet_learner(iris):
+    from cvxmetric import RankDML, triplets_from_labels
+
+    X, y = iris
+    T = triplets_from_labels(y, 200, random_state=0)
+    est = RankDML(preprocessor=X, solver="fast").fit(T)
+    Z = est.transform(X)
+    near = np.linalg.norm(Z[T[:, 0]] - Z[T[:, 1]], axis=1)
+    far = np.linalg.norm(Z[T[:, 0]] - Z[T[:, 2]], axis=1)
+    np.testing.assert_allclose(est.decision_function(T), far - near, atol=1e-12)
+    np.testing.assert_array_equal(est.predict(T), np.where(far > near, 1, -1))
+    assert est.score(T) == pytest.approx(np.mean(far > near))
+    with pytest.raises(ValueError, match="y: RankDML.fit takes no labels"):
+        RankDML(preprocessor=X).fit(T, np.ones(len(T)))

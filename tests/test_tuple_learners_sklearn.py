@@ -57,7 +57,7 @@ def _case(name):
     return RankDML(preprocessor=X, solver="fast"), (triplets_from_labels(Y, 80, random_state=0),)
 
 
-NAMES = ["MMC", "ConstraintDML", "Qwise"]
+NAMES = ["MMC", "ConstraintDML", "Qwise", "RankDML"]
 METHODS = ("predict", "decision_function", "score", "transform")
 
 

@@ -35,7 +35,12 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import LabelledMixin, MahalanobisMixin, validate_labelled
+from .._base import (
+    LabelledMixin,
+    MahalanobisMixin,
+    TripletsClassifierMixin,
+    validate_labelled,
+)
 from .._validation import check_samples
 from ..constraints import Triplets, informative
 from ._pairs import critical_triplets
@@ -107,7 +112,7 @@ class _RankDMLBase(MahalanobisMixin, BaseEstimator):
         return self
 
 
-class RankDML(_RankDMLBase):
+class RankDML(TripletsClassifierMixin, _RankDMLBase):
     """Rank-based distance metric learning (Lee, Jin, Jain 2008), tuple learner.
 
     Learns a PSD matrix ``A`` (or ``diag(a)``) solving::
@@ -208,7 +213,7 @@ class RankDML(_RankDMLBase):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, triplets):
+    def fit(self, triplets, y=None):
         """Learn ``A`` from triplets.
 
         Parameters
@@ -217,11 +222,18 @@ class RankDML(_RankDMLBase):
             Integer indices (n_triplets, 3) into ``preprocessor``, or points
             (n_triplets, 3, n_features); rows ``(query, relevant,
             irrelevant)`` ask for ``d(q, i) >= d(q, r) + 1``.
+        y : None
+            Not used (the order within each triplet is its label, as in
+            metric-learn); present for scikit-learn's ``fit(X, y)``.
 
         Returns
         -------
         self : RankDML
         """
+        if y is not None:
+            raise ValueError(
+                "y: RankDML.fit takes no labels (each triplet (q, r, i) already "
+                "says the relevant r is closer to q than the irrelevant i).")
         try:
             points = np.ndim(triplets) == 3
         except Exception as exc:  # ragged nested lists
