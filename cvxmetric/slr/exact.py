@@ -255,11 +255,12 @@ class _ReducedModel:
             const += float(np.sum(np.where(m, b * b, 0.0)))
         # sum_V a^2 = const - 2 <Gl, Z> + z^T (H_V / 2) z, H_V = 2 sum_V phi phi^T
         H = data._hessian_from_gram(Gq) if np.any([v.any() for v in V]) else Gq
-        w, E = np.linalg.eigh(0.5 * (H + H.T) / 2.0)
-        keep = w > 1e-14 * max(1.0, float(w[-1]) if w.size else 1.0)
-        L = E[:, keep] * np.sqrt(w[keep])  # H / 2 = L L^T on its range
+        # passed to the solver as the QP matrix itself (psd_wrap: H is a
+        # Gram matrix, PSD by construction); a factor L^T z would be p^2
+        # coefficients of canonicalised affine map
         z = cp.Variable(p, name="z")
-        obj = cp.sum_squares(L.T @ z) - 2.0 * (svec(Gl) @ z) + const
+        obj = (cp.quad_form(z, cp.psd_wrap(0.25 * (H + H.T)))
+               - 2.0 * (svec(Gl) @ z) + const)
         self.n_margin = 0
         if W[0].size:
             i, j = W
