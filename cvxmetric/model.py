@@ -1,6 +1,6 @@
 """The declared CVXPY model of every formulation: one contract for all families.
 
-Every family (``qwise``, ``mmc``, ``slr``, ``constraintdml``) can hand out
+Every family (``qwise``, ``mmc``, ``rankdml``, ``slr``, ``constraintdml``) can hand out
 its problem *exactly as the paper prints it, in the user's units*, as a
 :class:`DeclaredProblem`.  Each estimator of those families has the method
 ``declared_problem(*fit_args, **fit_kwargs)``: it takes exactly what its
@@ -18,7 +18,7 @@ returns the declared problem *without solving it*::
 The contract
 ------------
 ``family`` : str
-    ``"qwise"``, ``"mmc"``, ``"slr"`` or ``"constraintdml"``.
+    ``"qwise"``, ``"mmc"``, ``"rankdml"``, ``"slr"`` or ``"constraintdml"``.
 ``paper``, ``equation`` : str
     The paper (authors, title, year) and which of its equations is declared
     (e.g. ``"Eq. 11"``).
@@ -64,7 +64,7 @@ The contract
 ``certificate(M=None)`` -> Certificate
     The family's :class:`~cvxmetric.result.Certificate` of ``M`` for the
     declared problem (not for the user's additions), by the family's own
-    certificate code.  Qwise and the constraint-based baseline bound the
+    certificate code.  Qwise, RankDML and the constraint-based baseline bound the
     optimum with dual multipliers: they are taken from the declared
     constraints of the last solve; before a solve there are none, the
     certificate then has ``dual_bound = -inf`` (it cannot pass) and a

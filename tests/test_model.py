@@ -29,8 +29,11 @@ from cvxmetric import (
     MMCSupervised,
     Qwise,
     QwiseSupervised,
+    RankDML,
+    RankDMLSupervised,
     SolverError,
     quadruplets_from_labels,
+    triplets_from_labels,
 )
 from cvxmetric.result import Certificate
 
@@ -73,6 +76,7 @@ def _pairs(y, rng, n=24):
 def _cases(X, y):
     rng = np.random.RandomState(1)
     quads = quadruplets_from_labels(y, 40, random_state=0)
+    triplets = triplets_from_labels(y, 40, random_state=0)
     pairs, lab = _pairs(y, rng)
     return {
         "qwise": (Qwise(preprocessor=X), (quads,), {"delta": 1.0}),
@@ -91,12 +95,19 @@ def _cases(X, y):
         "constraintdml-supervised": (
             ConstraintDMLSupervised(n_constraints=30, random_state=0, hard=False),
             (X, y), {}),
+        "rankdml": (RankDML(preprocessor=X), (triplets,), {}),
+        "rankdml-burg": (RankDML(preprocessor=X, regularizer="burg"), (triplets,), {}),
+        "rankdml-laplacian": (RankDML(preprocessor=X, regularizer="laplacian"),
+                              (triplets,), {}),
+        "rankdml-supervised": (RankDMLSupervised(random_state=0, n_queries=15),
+                               (X, y), {}),
     }
 
 
 CASES = ["qwise", "qwise-eq11", "qwise-supervised", "mmc", "mmc-diagonal",
          "mmc-supervised", "slr", "constraintdml", "constraintdml-soft-diagonal",
-         "constraintdml-supervised"]
+         "constraintdml-supervised", "rankdml", "rankdml-burg", "rankdml-laplacian",
+         "rankdml-supervised"]
 
 
 def _fitted_and_declared(iris, name):

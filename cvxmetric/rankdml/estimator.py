@@ -31,7 +31,7 @@ import logging
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -45,7 +45,7 @@ from .._validation import check_samples
 from ..constraints import Triplets, informative
 from ._pairs import critical_triplets
 from ._problem import FORMS, REGULARIZERS, RankData
-from .exact import solve_exact
+from .exact import declared_problem, solve_exact
 from .fast import solve_fast
 
 __all__ = ["RankDML", "RankDMLSupervised", "SOLVER_NAMES"]
@@ -73,14 +73,19 @@ _SHARED_CONSTRAINTS = {
 class _RankDMLBase(MahalanobisMixin, BaseEstimator):
     """Solve and store: the part both RankDML estimators share."""
 
-    def _solve(self, triplets):
-        """Solve on validated :class:`Triplets` and store the fitted state."""
+    def _data(self, triplets):
+        """:class:`RankData` of validated :class:`Triplets` and the parameters."""
         # Eq. 11's Laplacian is defined for a diagonal metric only
         diagonal = True if self.regularizer == "laplacian" else bool(self.diagonal)
-        data = RankData.from_triplets(
+        return RankData.from_triplets(
             triplets, regularizer=self.regularizer, lam=self.lam, tau=self.tau,
             A0=self.A0, diagonal=diagonal, form=self.form,
         )
+
+    def _solve(self, triplets):
+        """Solve on validated :class:`Triplets` and store the fitted state."""
+        data = self._data(triplets)
+        diagonal = data.diagonal
         if self.solver == "exact":
             result = solve_exact(data, verbose=bool(self.verbose))
         elif self.solver == "fast":
@@ -230,6 +235,25 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
         -------
         self : RankDML
         """
+        return self._solve(self._fit_triplets(triplets, y))
+
+    def declared_problem(self, triplets, y=None):
+        """Eq. 7 / 9 / 11 on these triplets, as printed, without solving it.
+
+        Takes exactly what :meth:`fit` takes and validates it as ``fit``
+        does; the estimator is not changed.
+
+        Returns
+        -------
+        DeclaredProblem
+            See :mod:`cvxmetric.model`; its optimal value is the
+            ``objective_`` of an exact ``fit``.
+        """
+        self._validate_params()
+        return declared_problem(self._data(self._fit_triplets(triplets, y)))
+
+    def _fit_triplets(self, triplets, y):
+        """Validate :meth:`fit`'s input: :class:`Triplets`."""
         if y is not None:
             raise ValueError(
                 "y: RankDML.fit takes no labels (each triplet (q, r, i) already "
@@ -241,7 +265,7 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
         # points carry their own samples; indices need the preprocessor
         X = None if points or self.preprocessor is None else check_samples(
             self.preprocessor, "preprocessor")
-        return self._solve(Triplets.from_tuples(triplets, preprocessor=X))
+        return Triplets.from_tuples(triplets, preprocessor=X)
 
 
 class RankDMLSupervised(LabelledMixin, TransformerMixin, _RankDMLBase):
@@ -332,6 +356,26 @@ certificate_, result_, n_features_in_, n_triplets_
         -------
         self : RankDMLSupervised
         """
+        return self._solve(self._sample(X, y))
+
+    def declared_problem(self, X, y):
+        """Eq. 7 / 9 / 11 on the triplets ``fit(X, y)`` selects, unsolved.
+
+        Validates as :meth:`fit` does and selects the same triplets with the
+        same ``random_state``; the estimator is not changed (a
+        ``RandomState`` instance is not advanced either).
+
+        Returns
+        -------
+        DeclaredProblem
+            See :mod:`cvxmetric.model`.
+        """
+        self._validate_params()
+        twin = clone(self)
+        return declared_problem(twin._data(twin._sample(X, y)))
+
+    def _sample(self, X, y):
+        """Validate ``(X, y)`` and select the critical triplets."""
         X, y, _, codes = validate_labelled(self, X, y, ensure_min_samples=2)
         if self.n_top + self.n_random == 0:
             raise ValueError("n_top, n_random: at least one irrelevant item per "
@@ -355,7 +399,7 @@ certificate_, result_, n_features_in_, n_triplets_
             raise ValueError("X: every selected triplet compares a point with an "
                              "identical one; the data has no information on the "
                              "metric.")
-        return self._solve(Triplets.create(X, t[useful]))
+        return Triplets.create(X, t[useful])
 
 
 def _relevant_items(codes, queries, n_relevant, rng):

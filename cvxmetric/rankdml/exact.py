@@ -51,10 +51,14 @@ import cvxpy as cp
 import numpy as np
 
 from .._exact import SOLVERS, solve_certified
+from ..model import DeclaredProblem
 from ..result import SolverError, SolverResult
 from ._problem import RankData
 
-__all__ = ["RankDMLModel", "solve_exact"]
+__all__ = ["RankDMLModel", "solve_exact", "declared_problem", "PAPER"]
+
+PAPER = ("Lee, Jin, Jain: Rank-based distance metric learning: an application "
+         "to image retrieval (2008)")
 
 
 class RankDMLModel:
@@ -247,6 +251,64 @@ class RankDMLModel:
                   "reduced": self.reduced},
             time=time.perf_counter() - t0,
         )
+
+
+class _RankDeclared(DeclaredProblem):
+    """Eq. 7 / 9 / 11 as declared by :class:`RankDMLModel` on the user's data."""
+
+    def __init__(self, model):
+        self.model = model
+        data = model.data
+        key = "a" if data.diagonal else "A"
+        variables = {key: model.A}
+        if model.eps is not None:
+            variables["eps"] = model.eps
+        equation = {"frobenius": "Eq. 7", "burg": "Eq. 9", "logdet": "Eq. 9",
+                    "laplacian": "Eq. 11"}[data.regularizer]
+        super().__init__(
+            family="rankdml", paper=PAPER, equation=equation, problem=model.problem,
+            variables=variables, parameters=model.params,
+            constraints=model.constraints, metric_key=key, data=data)
+
+    def _update_parameters(self, values):
+        # validates all values first (ValueError naming the parameter)
+        self.model.set_params(**{k: float(v) for k, v in values.items()})
+        self.data = self.model.data
+
+    def _family_objective(self, M):
+        return self.data.objective(M)
+
+    def _family_certificate(self, M):
+        alpha = self._dual("triplets")
+        if alpha is None:
+            self._warn_no_multipliers()
+        else:
+            alpha = np.ravel(alpha)
+        return self.data.certificate(M, alpha, **self._certificate_args())
+
+
+def declared_problem(data):
+    """Eq. 7 / 9 / 11 exactly as printed, in the user's units, unsolved.
+
+    :class:`RankDMLModel` on ``data`` (no rescaling, no margin-set
+    reduction): variables ``A`` (``a`` for a diagonal metric) and the slacks
+    ``eps``; parameters ``lam`` and, for the trace-fixed forms, ``tau``;
+    constraints ``triplets``, ``psd`` (``nonneg``) and ``trace`` where the
+    form fixes it.  The certificate's dual bound uses the multipliers of the
+    ``triplets`` constraint from the last solve.
+
+    Parameters
+    ----------
+    data : RankData
+
+    Returns
+    -------
+    DeclaredProblem
+        See :mod:`cvxmetric.model`.
+    """
+    if not isinstance(data, RankData):
+        raise TypeError("data: expected a RankData instance.")
+    return _RankDeclared(RankDMLModel(data))
 
 
 def _refute(kind):
