@@ -418,6 +418,7 @@ def declared_problem(data):
     """
     if not isinstance(data, MMCData):
         raise TypeError("data: expected an MMCData instance.")
+    # [declare:mmc-eq2]
     X, S, D = data.X, data.similar, data.dissimilar
     P_S = X[S[:, 0]] - X[S[:, 1]]  # (n_S, d)
     P_D = X[D[:, 0]] - X[D[:, 1]]  # (n_D, d)
@@ -438,6 +439,7 @@ def declared_problem(data):
     cons["dissimilar"] = cp.sum(cp.sqrt(d2_D)) >= 1
     cons[cone[0]] = cone[1]
     problem = cp.Problem(cp.Minimize(cp.sum(d2_S)), list(cons.values()))
+    # [/declare]
     return _MMCDeclared(
         family="mmc", paper=PAPER,
         equation="Eq. 2 (diagonal)" if data.diagonal else "Eq. 2",

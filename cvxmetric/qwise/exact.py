@@ -53,17 +53,21 @@ PAPER = ("Law, Thome, Cord: Learning a distance metric from relative "
          "comparisons between quadruplets of images (IJCV 2016)")
 
 
+# [declare:qwise-sqdist]
 def _sqdist_expr(M, Phi):
     """Vectorised ``phi_p^T M phi_p`` for the rows of ``Phi`` (n_pairs, d)."""
     return cp.sum(cp.multiply(Phi @ M, Phi), axis=1)
+# [/declare]
 
 
+# [declare:qwise-omega]
 def _regularizer_expr(data, M):
     if data.regularizer == "trace":
         return cp.trace(M)
     if data.regularizer == "frobenius":
         return 0.5 * cp.sum_squares(M)
     return cp.sum(cp.multiply(data.R, M))
+# [/declare]
 
 
 class QwiseModel:
@@ -91,6 +95,7 @@ class QwiseModel:
         X = data.X
         d = data.n_features
         q = data.quadruplets.indices
+        # [declare:qwise-eq8]
         M = cp.Variable((d, d), symmetric=True, name="M")
         self.M = M
         self.params = {"C_q": cp.Parameter(nonneg=True, value=data.C_q, name="C_q")}
@@ -102,6 +107,8 @@ class QwiseModel:
             _sqdist_expr(M, Pf) >= _sqdist_expr(M, Pn) + data.quadruplets.delta - self.xi
         )
         loss = self.params["C_q"] * cp.sum(self.xi)
+        # [/declare]
+        # [declare:qwise-eq11]
         self.xi_S = self.xi_D = None
         if data.pairs is not None:
             C_p = cp.Parameter(nonneg=True, value=data.C_p, name="C_p")
@@ -121,11 +128,14 @@ class QwiseModel:
                 cons["dissimilar"] = _sqdist_expr(M, PD) >= l - self.xi_D
                 pair_loss = pair_loss + cp.sum(self.xi_D)
             loss = loss + C_p * pair_loss
+        # [/declare]
+        # [declare:qwise-problem]
         cons["psd"] = M >> 0
         self.constraints = cons
         self.problem = cp.Problem(
             cp.Minimize(_regularizer_expr(data, M) + loss), list(cons.values())
         )
+        # [/declare]
         assert self.problem.is_dpp(), "Qwise model must be DPP"
 
     def set_params(self, **values):

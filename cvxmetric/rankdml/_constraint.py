@@ -1015,6 +1015,7 @@ def declared_problem(data, form="slack"):
     check_option(form, "form", FORMS)
     d = data.n_features
     X, pairs = data.X, data.pairs
+    # [declare:constraintdml-eq1-4-6-10]
     diff = X[pairs[:, 0]] - X[pairs[:, 1]]  # (P, d)
     lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
     cons = {}
@@ -1059,6 +1060,7 @@ def declared_problem(data, form="slack"):
     cons[cone[0]] = cone[1]
     problem = cp.Problem(cp.Minimize(loss + lam / 2 * cp.sum_squares(A)),
                          list(cons.values()))
+    # [/declare]
     assert problem.is_dpp(), "the declared constraint-based problem must be DPP"
     return _ConstraintDeclared(
         family="constraintdml", paper=PAPER, equation=equation, problem=problem,

@@ -90,6 +90,7 @@ class RankDMLModel:
         self.margin_index = idx
         self.active = (np.zeros(N, dtype=bool) if active is None
                        else np.asarray(active, dtype=bool))
+        # [declare:rankdml-triplets]
         lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
         self.params = {"lam": lam}
         self._derived = {}
@@ -113,7 +114,9 @@ class RankDMLModel:
                 dist = cp.sum(cp.multiply(Phi @ A, Phi), axis=1)
                 lhs = dist[inv[len(idx):]] - dist[inv[:len(idx)]]
             cons["triplets"] = lhs >= 1 - self.eps
+        # [/declare]
         self.A = A
+        # [declare:rankdml-objective]
         reg = self._regularizer_term(data, A, lam)
         if data.trace_fixed:
             tau = self.params["tau"]
@@ -122,6 +125,7 @@ class RankDMLModel:
         objective = reg
         if self.eps is not None:
             objective = objective + cp.sum(self.eps)
+        # [/declare]
         if np.any(self.active):
             # the active hinges are linear: sum_V (1 - <A, K_t>) in one term
             S_V = data.S_of(self.active.astype(float))
@@ -134,12 +138,15 @@ class RankDMLModel:
     def _regularizer_term(self, data, A, lam):
         d = data.n_features
         reg = data.regularizer
+        # [declare:rankdml-eq7-eq11]
         if reg == "frobenius":
             return 0.5 * lam * cp.sum_squares(A)
         if reg == "laplacian":
             if data.trace_fixed:
                 self.params["tau"] = cp.Parameter(pos=True, value=data.tau, name="tau")
             return 0.5 * lam * cp.sum_squares(A - cp.sum(A) / d)
+        # [/declare]
+        # [declare:rankdml-eq9]
         tau = cp.Parameter(pos=True, value=data.tau, name="tau")
         self.params["tau"] = tau
         # unit-trace prior: W1 = (A0 / tr A0)^{-1/2}, symmetric
@@ -164,6 +171,7 @@ class RankDMLModel:
             self._derived["lin"] = lin
             N1 = W1 @ W1  # tr(B) = <W1^2, A>
             term = lin * cp.sum(cp.multiply(N1, A)) - 0.5 * lam * cp.log_det(B) + const
+        # [/declare]
         self._sync()
         return term
 

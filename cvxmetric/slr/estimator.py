@@ -456,6 +456,7 @@ def declared_problem(data):
             f"{EXACT_MAX_COEFFICIENTS:.0e}); too large to declare. The estimator's "
             f"solvers are certified on the same Eq. 4 at any size.")
     X, y = data.X, data.y
+    # [declare:slr-eq4]
     i, j = np.indices((n, n)).reshape(2, -1)
     same = y[i] == y[j]
     M = cp.Variable((d, d), name="M")
@@ -468,6 +469,7 @@ def declared_problem(data):
     loss_same = cp.sum_squares(cp.pos(delta1 - similarity(i[same], j[same])))
     loss_diff = cp.sum_squares(cp.pos(similarity(i[~same], j[~same]) - delta2))
     problem = cp.Problem(cp.Minimize(loss_same + loss_diff))
+    # [/declare]
     assert problem.is_dpp(), "SLR's declared problem must be DPP"
     return _SLRDeclared(
         family="slr", paper=PAPER, equation="Eq. 4", problem=problem,
