@@ -1,0 +1,62 @@
+"""Every example runs with its defaults, in under a minute, and needs no
+stand-in: larger settings are behind ``--full``.
+
+The examples are run as a user runs them (``python examples/NAME.py``), in
+a subprocess, each with a 120-s timeout (twice the one-minute budget, for a
+loaded machine); the ones that take more than a few seconds are marked
+``slow``. The durations measured on the 2-core development machine are in
+the docstring of each example.
+"""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+#: name -> a line its default output must contain.
+EXPECTED = {
+    "metric_learn_migration.py": "5-NN accuracy",
+    "slr_digits.py": "mAP",
+    "slr_synthetic.py": "mAP",
+    "slr_real_data.py": "certified optimal",
+    "rankdml_digits_cmc.py": "rank-1",
+    "knn_accuracy.py": "5-NN accuracy",
+}
+FAST = {"metric_learn_migration.py"}
+
+
+def test_every_example_is_listed():
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=() if n in FAST else pytest.mark.slow) for n in EXPECTED])
+def test_example_runs_with_its_defaults(name):
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    seconds = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert EXPECTED[name] in proc.stdout, proc.stdout[-2000:]
+    assert seconds < 120, f"{name} took {seconds:.0f} s with its defaults"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_has_no_stand_in(name):
+    text = (EXAMPLES / name).read_text()
+    for word in ("stand-in", "STAND-IN", "StandIn", "Until the estimators"):
+        assert word not in text, f"{name} mentions {word!r}"
+
+
+#: Examples whose default already is the whole experiment (seconds).
+WHOLE_BY_DEFAULT = {"metric_learn_migration.py", "slr_digits.py"}
+
+
+@pytest.mark.parametrize("name", sorted(set(EXPECTED) - WHOLE_BY_DEFAULT))
+def test_larger_settings_are_behind_full(name):
+    assert "--full" in (EXAMPLES / name).read_text()
