@@ -589,13 +589,17 @@ class FrobeniusPDHG(IterativeSolver):
         Iterations of the PDHG solver.
     tol : float
         Target certified relative duality gap (of Eq. 7; the Qwise run is
-        given ``tol / max(1, lam)``, which implies it).
+        given ``tol / max(1, lam)``, which implies it).  Default ``1e-7``:
+        ten times inside the package's certificate tolerance (``1e-6``),
+        as Qwise's solver; ``1e-9`` doubled the iterations on digits PCA-30
+        (5 248 against 2 560, 6.4 s against 3.2 s) for digits the
+        certificate does not ask for.
     """
 
     _parameter_constraints = {**IterativeSolver._parameter_constraints}
 
     maxiter: int = 200_000
-    tol: float = 1e-9
+    tol: float = 1e-7
 
     name = "fast-pdhg"
 
