@@ -10,8 +10,8 @@ __all__ = ["TOLERANCES", "REFERENCE_AGREEMENT", "EXACT_GAP", "FEASIBILITY",
 
 #: Relative objective gap ``(f_method - f_exact) / max(1, |f_exact|)`` a
 #: method must reach on every collection instance and in the tests.  A key
-#: ``"family/method"`` overrides the method's entry for one family (an issue's
-#: own figure); :func:`tolerance` does the lookup.
+#: ``"family/method"`` overrides the method's entry for one family (that
+#: family's own figure); :func:`tolerance` does the lookup.
 TOLERANCES = {
     # solvers that converge to the optimum in principle: tight
     "exact": 1e-6,
