@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._validation import check_finite, check_samples
 from .constraints import tuples_to_indices
 
-__all__ = ["MahalanobisMixin", "LabelledMixin", "PairsClassifierMixin",
+__all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifierMixin",
            "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
            "components_from_metric", "validate_labelled",
            "CALIBRATION_STRATEGIES", "MAX_SCORE_PAIRS"]
@@ -322,6 +322,72 @@ class MahalanobisMixin(ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
             return d2 if squared else float(np.sqrt(d2))
 
         return metric
+
+
+class BilinearMixin:
+    """Methods of a fitted bilinear similarity ``s(a, b) = a^T M b``.
+
+    A subclass sets ``bilinear_matrix_`` (d, d), a general matrix (neither
+    symmetric nor PSD), and ``n_features_in_``.  Shared by SLR and
+    :class:`~cvxmetric.model.BilinearMetric`.
+    """
+
+    def get_bilinear_matrix(self):
+        """The learned ``M`` (a copy): ``similarity(a, b) = a^T M b``.
+
+        Returns
+        -------
+        M : ndarray of shape (n_features, n_features)
+        """
+        check_is_fitted(self, "bilinear_matrix_")
+        return self.bilinear_matrix_.copy()
+
+    def pair_score(self, pairs):
+        """Bilinear similarity ``a^T M b`` of each pair ``(a, b)``.
+
+        Higher means more similar.  Not symmetric in general:
+        ``score(a, b) != score(b, a)`` unless ``M`` is symmetric.
+
+        Parameters
+        ----------
+        pairs : array_like of shape (n_pairs, 2, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_pairs,)
+        """
+        check_is_fitted(self, "bilinear_matrix_")
+        points = check_finite(pairs, "pairs", ndim=3)
+        d = self.n_features_in_
+        if points.shape[1] != 2 or points.shape[2] != d:
+            raise ValueError(
+                f"pairs: expected shape (n_pairs, 2, {d}), got {points.shape}."
+            )
+        if points.shape[0] == 0:
+            raise ValueError("pairs: no pairs given.")
+        return np.einsum("pi,pi->p", points[:, 0] @ self.bilinear_matrix_,
+                         points[:, 1])
+
+    def pairwise_similarity(self, X, Y=None):
+        """Similarities ``X M Y^T`` of every row of ``X`` with every row of ``Y``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_a, n_features)
+            Queries (left argument).
+        Y : array_like of shape (n_b, n_features), optional
+            Items (right argument); default ``X``.
+
+        Returns
+        -------
+        S : ndarray of shape (n_a, n_b)
+            ``S[a, b] = X[a]^T M Y[b]``: rank items for query ``a`` by
+            ``S[a]`` in decreasing order.
+        """
+        check_is_fitted(self, "bilinear_matrix_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        Y = X if Y is None else validate_data(self, Y, reset=False, dtype=np.float64)
+        return (X @ self.bilinear_matrix_) @ Y.T
 
 
 def _check_binary_labels(y, n, name="y"):

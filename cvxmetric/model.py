@@ -106,7 +106,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import MahalanobisMixin
+from ._base import BilinearMixin, MahalanobisMixin
 from ._validation import check_finite
 from .result import InfeasibleError, SolverError, UnboundedError
 
@@ -431,8 +431,8 @@ metric_key, data, kind
         """
         M = self._check_matrix(M)
         if self.kind == "bilinear":
-            return BilinearMetric(M)
-        return MahalanobisMetric(M, preprocessor=preprocessor)
+            return BilinearMetric(M).fit()
+        return MahalanobisMetric(M, preprocessor=preprocessor).fit()
 
     def _certificate_args(self):
         """``solver``, ``solver_version``, ``times`` of the last solve."""
@@ -493,7 +493,8 @@ def _same(a, b):
 
 
 class MahalanobisMetric(MahalanobisMixin, BaseEstimator):
-    """A fitted Mahalanobis metric from a PSD matrix ``M`` (no learning).
+    """A Mahalanobis metric from a PSD matrix ``M`` (no learning; ``fit()``
+    computes its factor, as ``__init__`` only stores the arguments).
 
     It has the fitted estimators' metric methods (``transform``,
     ``pair_distance``, ``pair_score``, ``get_metric``,
@@ -512,7 +513,7 @@ class MahalanobisMetric(MahalanobisMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> from cvxmetric.model import MahalanobisMetric
-    >>> metric = MahalanobisMetric(np.diag([4.0, 1.0]))
+    >>> metric = MahalanobisMetric(np.diag([4.0, 1.0])).fit()
     >>> metric.pair_distance([[[0.0, 0.0], [1.0, 0.0]]])
     array([2.])
     """
@@ -520,7 +521,6 @@ class MahalanobisMetric(MahalanobisMixin, BaseEstimator):
     def __init__(self, M, preprocessor=None):
         self.M = M
         self.preprocessor = preprocessor
-        self.fit()
 
     def fit(self, X=None, y=None):
         """Compute ``components_`` from ``M`` (nothing is learned).
@@ -546,8 +546,9 @@ class MahalanobisMetric(MahalanobisMixin, BaseEstimator):
         return self
 
 
-class BilinearMetric(BaseEstimator):
-    """A fitted bilinear similarity ``s(a, b) = a^T M b`` (SLR's model).
+class BilinearMetric(BilinearMixin, BaseEstimator):
+    """A bilinear similarity ``s(a, b) = a^T M b`` (SLR's model; ``fit()``
+    stores ``M``, as ``__init__`` only stores the arguments).
 
     Not a distance: ``M`` is a general matrix (neither symmetric nor PSD),
     so there is no ``transform``.
@@ -560,14 +561,13 @@ class BilinearMetric(BaseEstimator):
     --------
     >>> import numpy as np
     >>> from cvxmetric.model import BilinearMetric
-    >>> BilinearMetric(np.array([[1.0, 2.0], [0.0, 1.0]])).pair_score(
+    >>> BilinearMetric(np.array([[1.0, 2.0], [0.0, 1.0]])).fit().pair_score(
     ...     [[[1.0, 0.0], [0.0, 1.0]]])
     array([2.])
     """
 
     def __init__(self, M):
         self.M = M
-        self.fit()
 
     def fit(self, X=None, y=None):
         """Store ``bilinear_matrix_`` from ``M`` (nothing is learned)."""
@@ -577,47 +577,3 @@ class BilinearMetric(BaseEstimator):
         self.bilinear_matrix_ = M.copy()
         self.n_features_in_ = int(M.shape[0])
         return self
-
-    def get_bilinear_matrix(self):
-        """``M`` (a copy)."""
-        check_is_fitted(self, "bilinear_matrix_")
-        return self.bilinear_matrix_.copy()
-
-    def pair_score(self, pairs):
-        """Similarity ``a^T M b`` of each pair of points.
-
-        Parameters
-        ----------
-        pairs : array_like of shape (n_pairs, 2, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_pairs,)
-        """
-        check_is_fitted(self, "bilinear_matrix_")
-        points = check_finite(pairs, "pairs", ndim=3)
-        d = self.n_features_in_
-        if points.shape[1] != 2 or points.shape[2] != d:
-            raise ValueError(f"pairs: expected shape (n_pairs, 2, {d}), got "
-                             f"{points.shape}.")
-        if points.shape[0] == 0:
-            raise ValueError("pairs: no pairs given.")
-        return np.einsum("pi,pi->p", points[:, 0] @ self.bilinear_matrix_, points[:, 1])
-
-    def pairwise_similarity(self, X, Y=None):
-        """``X M Y^T``: the similarity of every row of ``X`` with every row of ``Y``.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_a, n_features)
-        Y : array_like of shape (n_b, n_features), optional
-            Default ``X``.
-
-        Returns
-        -------
-        S : ndarray of shape (n_a, n_b)
-        """
-        check_is_fitted(self, "bilinear_matrix_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        Y = X if Y is None else validate_data(self, Y, reset=False, dtype=np.float64)
-        return (X @ self.bilinear_matrix_) @ Y.T

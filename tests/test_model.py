@@ -331,7 +331,7 @@ def test_bad_input_other_families(iris):
     with pytest.raises(ValueError, match=r"^lam:"):
         dp.set_parameters(lam=-1.0)
     with pytest.raises(ValueError, match=r"^M: a Mahalanobis matrix is symmetric"):
-        MahalanobisMetric(np.array([[1.0, 2.0], [0.0, 1.0]]))
+        MahalanobisMetric(np.array([[1.0, 2.0], [0.0, 1.0]])).fit()
 
 
 @pytest.mark.parametrize("make, args, arg", [
@@ -359,12 +359,19 @@ def test_estimator_validates_like_fit(iris, make, args, arg):
 
 
 def test_metric_objects_standalone():
-    metric = MahalanobisMetric(np.diag([4.0, 1.0]))
+    metric = MahalanobisMetric(np.diag([4.0, 1.0])).fit()
     np.testing.assert_allclose(metric.pair_distance([[[0.0, 0.0], [1.0, 0.0]]]), [2.0])
     np.testing.assert_allclose(np.sort(np.abs(metric.transform([[1.0, 1.0]]))),
                                [[1.0, 2.0]])
-    bil = BilinearMetric(np.array([[1.0, 2.0], [0.0, 1.0]]))
+    bil = BilinearMetric(np.array([[1.0, 2.0], [0.0, 1.0]])).fit()
     np.testing.assert_allclose(bil.pair_score([[[1.0, 0.0], [0.0, 1.0]]]), [2.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert bil.pairwise_similarity([[1.0, 0.0]]).shape == (1, 1)
+
+
+def test_metric_objects_init_only_stores():
+    # scikit-learn's convention: __init__ stores its arguments, fit() works
+    bad = MahalanobisMetric(np.array([[1.0, 2.0], [0.0, 1.0]]))
+    assert not hasattr(bad, "components_")
+    assert not hasattr(BilinearMetric(np.eye(2)), "bilinear_matrix_")

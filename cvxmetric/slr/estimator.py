@@ -50,8 +50,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import LabelledMixin, validate_labelled
-from .._validation import check_finite
+from .._base import BilinearMixin, LabelledMixin, validate_labelled
 from ..metrics import average_precision
 from ..model import DeclaredProblem
 from ._problem import SLRData, check_thresholds
@@ -73,7 +72,7 @@ SOLVER_NAMES = ("newton", "exact", "adaptive", "randomized", "lowrank")
 SKETCH_NAMES = ("gaussian", "columns")
 
 
-class SLR(LabelledMixin, BaseEstimator):
+class SLR(BilinearMixin, LabelledMixin, BaseEstimator):
     """Similarity learning via adaptive regression (Qian et al. 2015).
 
     Learns ``M`` minimising Eq. 4 over all ordered pairs of training samples
@@ -295,65 +294,6 @@ default="newton"
             f"solver: unknown option {self.solver!r}; expected one of "
             f"{', '.join(repr(s) for s in SOLVER_NAMES)}."
         )
-
-    # -- the learned similarity ------------------------------------------------
-
-    def get_bilinear_matrix(self):
-        """The learned ``M`` (a copy): ``similarity(a, b) = a^T M b``.
-
-        Returns
-        -------
-        M : ndarray of shape (n_features, n_features)
-        """
-        check_is_fitted(self, "bilinear_matrix_")
-        return self.bilinear_matrix_.copy()
-
-    def pair_score(self, pairs):
-        """Bilinear similarity ``a^T M b`` of each pair ``(a, b)``.
-
-        Higher means more similar.  Not symmetric in general:
-        ``score(a, b) != score(b, a)`` unless ``M`` is symmetric.
-
-        Parameters
-        ----------
-        pairs : array_like of shape (n_pairs, 2, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_pairs,)
-        """
-        check_is_fitted(self, "bilinear_matrix_")
-        points = check_finite(pairs, "pairs", ndim=3)
-        d = self.n_features_in_
-        if points.shape[1] != 2 or points.shape[2] != d:
-            raise ValueError(
-                f"pairs: expected shape (n_pairs, 2, {d}), got {points.shape}."
-            )
-        if points.shape[0] == 0:
-            raise ValueError("pairs: no pairs given.")
-        return np.einsum("pi,pi->p", points[:, 0] @ self.bilinear_matrix_,
-                         points[:, 1])
-
-    def pairwise_similarity(self, X, Y=None):
-        """Similarities ``X M Y^T`` of every row of ``X`` with every row of ``Y``.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_a, n_features)
-            Queries (left argument).
-        Y : array_like of shape (n_b, n_features), optional
-            Items (right argument); default ``X``.
-
-        Returns
-        -------
-        S : ndarray of shape (n_a, n_b)
-            ``S[a, b] = X[a]^T M Y[b]``: rank items for query ``a`` by
-            ``S[a]`` in decreasing order.
-        """
-        check_is_fitted(self, "bilinear_matrix_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        Y = X if Y is None else validate_data(self, Y, reset=False, dtype=np.float64)
-        return (X @ self.bilinear_matrix_) @ Y.T
 
     def score(self, X, y):
         """Retrieval mean average precision of the learned similarity.
