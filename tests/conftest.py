@@ -187,8 +187,10 @@ def exact_eq11(eq11_data):
 @pytest.fixture(scope="session")
 def docs_helpers():
     """tests/test_docs.py as a module (tests are not a package): the
-    docs-example runner (``run_example``) and line checks (``_check_lines``,
-    ``_same_line``) shared by every page's docs test."""
+    docs-example runners (``run_example``, ``run_code``), the block readers
+    (``fenced_blocks``, ``python_text_pairs``) and line checks
+    (``_check_lines``, ``_same_line``, ``same_numbers``) shared by every
+    page's docs test."""
     path = Path(__file__).resolve().parent / "test_docs.py"
     spec = importlib.util.spec_from_file_location("_cvxmetric_docs_helpers", path)
     module = importlib.util.module_from_spec(spec)

@@ -47,6 +47,49 @@ def example_and_expected(text):
     raise AssertionError("no ```python block found")
 
 
+def python_text_pairs(text, where):
+    """Every ```python block of ``text`` with the ```text block right after
+    it (its expected output); ``where`` names the page in the failure."""
+    blocks = fenced_blocks(text)
+    pairs = []
+    for n, (lang, body) in enumerate(blocks):
+        if lang == "python":
+            assert n + 1 < len(blocks) and blocks[n + 1][0] == "text", \
+                f"{where}: every ```python block needs a ```text block after it"
+            pairs.append((body, blocks[n + 1][1]))
+    return pairs
+
+
+def run_code(code, name):
+    """Run ``code`` in a fresh namespace; its printed lines."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, name, "exec"), {"__name__": "__docs_example__"})
+    return out.getvalue().splitlines()
+
+
+_NUMBER = re.compile(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?|[-+]?\d+e[-+]?\d+")
+
+
+def _last_digit(number):
+    """One unit of the last printed decimal of a fixed-point ``number``."""
+    if "e" in number.lower() or "." not in number:
+        return 1e-12
+    return 1.01 * 10.0 ** -len(number.split(".")[1])
+
+
+def same_numbers(got, want, rtol):
+    """``got`` equals ``want`` but for printed decimals, which agree to
+    ``rtol`` (or to one unit of the last printed digit); integers exactly."""
+    if got == want:
+        return True
+    gn, wn = _NUMBER.findall(got), _NUMBER.findall(want)
+    if _NUMBER.sub("#", got) != _NUMBER.sub("#", want) or len(gn) != len(wn):
+        return False
+    return all(float(g) == pytest.approx(float(w), rel=rtol, abs=_last_digit(w))
+               for g, w in zip(gn, wn))
+
+
 def quick_start_commands(text):
     """Command lines of the first shell block under the quick-start heading."""
     match = re.search(r"^#+\s*Quick start\s*$", text, re.MULTILINE | re.IGNORECASE)
@@ -73,10 +116,7 @@ def run_example(text, path):
     fresh namespace: ``(printed lines, lines of the ```text block after it)``.
     The per-page docs tests use it through the ``docs_helpers`` fixture."""
     code, expected = example_and_expected(text)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, str(path), "exec"), {"__name__": "__docs_example__"})
-    return out.getvalue().splitlines(), expected.splitlines()
+    return run_code(code, str(path)), expected.splitlines()
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,6 @@ tolerance (solver round-off across machines) and integers (ranks, counts)
 exactly.
 """
 
-import contextlib
-import io
 import re
 import warnings
 from pathlib import Path
@@ -19,9 +17,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/slr.md")
 HEADING = "## Prototype a variant"
-
-_FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
-_NUMBER = re.compile(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?|[-+]?\d+e[-+]?\d+")
 
 #: Relative tolerance of printed decimals.
 RTOL = 2e-3
@@ -36,33 +31,10 @@ def section(page):
     return text[start:end]
 
 
-def example(page):
-    blocks = [(m.group(1), m.group(2)) for m in _FENCE.finditer(section(page))]
-    for k, (lang, body) in enumerate(blocks):
-        if lang == "python":
-            assert k + 1 < len(blocks) and blocks[k + 1][0] == "text", \
-                f"{page}: the prototype's ```python block needs a ```text block after it"
-            return body, blocks[k + 1][1]
-    raise AssertionError(f"{page}: no ```python block in '{HEADING}'")
+def test_line_comparison_is_strict(docs_helpers):
+    def same_line(got, want):
+        return docs_helpers.same_numbers(got, want, RTOL)
 
-
-def _last_digit(number):
-    if "e" in number.lower() or "." not in number:
-        return 1e-12
-    return 1.01 * 10.0 ** -len(number.split(".")[1])
-
-
-def same_line(got, want):
-    if got == want:
-        return True
-    gn, wn = _NUMBER.findall(got), _NUMBER.findall(want)
-    if _NUMBER.sub("#", got) != _NUMBER.sub("#", want) or len(gn) != len(wn):
-        return False
-    return all(float(g) == pytest.approx(float(w), rel=RTOL, abs=_last_digit(w))
-               for g, w in zip(gn, wn))
-
-
-def test_line_comparison_is_strict():
     assert same_line("objective 0.1053, rank 7", "objective 0.1054, rank 7")
     assert not same_line("objective 0.1053, rank 6", "objective 0.1053, rank 7")
     assert not same_line("objective 0.1153, rank 7", "objective 0.1053, rank 7")
@@ -70,27 +42,28 @@ def test_line_comparison_is_strict():
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_prototype_prints_what_the_page_shows(page):
-    code, expected = example(page)
+def test_prototype_prints_what_the_page_shows(docs_helpers, page):
+    pairs = docs_helpers.python_text_pairs(section(page), page)
+    assert pairs, f"{page}: no ```python block in '{HEADING}'"
+    code, expected = pairs[0]
     assert "declared_problem(" in code, f"{page}: the prototype starts from declared_problem"
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        exec(compile(code, f"{page} (prototype)", "exec"), {"__name__": "__docs__"})
-    got, want = buf.getvalue().splitlines(), expected.splitlines()
+        got = docs_helpers.run_code(code, f"{page} (prototype)")
+    want = expected.splitlines()
     assert len(got) == len(want), "\n".join(got)
     for g, w in zip(got, want):
-        assert same_line(g, w), f"{page}: printed {g!r}, the page shows {w!r}"
+        assert docs_helpers.same_numbers(g, w, RTOL), \
+            f"{page}: printed {g!r}, the page shows {w!r}"
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_pages_import_no_private_module(page):
+def test_pages_import_no_private_module(docs_helpers, page):
     """Examples of the family pages use public names only."""
-    text = (ROOT / page).read_text()
-    for m in _FENCE.finditer(text):
-        if m.group(1) != "python":
+    for lang, body in docs_helpers.fenced_blocks((ROOT / page).read_text()):
+        if lang != "python":
             continue
-        for line in m.group(2).splitlines():
+        for line in body.splitlines():
             if line.startswith(("import ", "from ")):
                 assert not re.search(r"\b_[a-z]", line.split(" import ")[0]), \
                     f"{page}: private module in {line!r}"
