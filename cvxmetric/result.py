@@ -149,6 +149,15 @@ class Certificate:
                    solver_version=solver_version, tolerances=dict(tolerances or {}),
                    times=dict(times or {}), tol_gap=tol_gap, tol_feas=tol_feas)
 
+    @classmethod
+    def no_point(cls, solver, solver_version="", tolerances=None, times=None):
+        """The certificate of a solve that produced no usable point: it claims
+        nothing (objective ``inf``, no bound) and cannot pass."""
+        return cls(objective=np.inf, dual_bound=-np.inf, gap=np.inf, rel_gap=np.inf,
+                   max_violation=np.inf, min_eig=np.nan, solver=solver,
+                   solver_version=solver_version, tolerances=dict(tolerances or {}),
+                   times=dict(times or {}))
+
     @property
     def passed(self):
         """True when the relative gap and the violation are within tolerance.

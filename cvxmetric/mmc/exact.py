@@ -203,11 +203,7 @@ class MMCModel:
         def certify(name, version, opts, times):
             x = self.point()
             if x is None:  # no usable point: a certificate that cannot pass
-                return Certificate(objective=np.inf, dual_bound=-np.inf,
-                                   gap=np.inf, rel_gap=np.inf,
-                                   max_violation=np.inf, min_eig=np.nan,
-                                   solver=name, solver_version=version,
-                                   tolerances=dict(opts), times=dict(times))
+                return Certificate.no_point(name, version, opts, times)
             cert = data.certificate(x, solver=name, solver_version=version,
                                     tolerances=opts, times=times)
             if cert.rel_gap > 1e-2 * cert.tol_gap and \

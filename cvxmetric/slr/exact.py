@@ -359,12 +359,13 @@ def _reduced_solve(data, solvers, tol, verbose, max_rounds):
         band = min(band, float(np.partition(flat, 2 * MARGIN_TERMS)[2 * MARGIN_TERMS]))
     del flat
     V = [x > band for x in a]
+    i0, j0 = _margin_pairs(data, a, band)  # the first round's margin set
     extra = None
     sizes = []
     for _ in range(max_rounds):
-        i, j = _margin_pairs(data, a, band)
+        i, j = i0, j0
         if extra is not None:
-            i, j = np.concatenate([i, extra[0]]), np.concatenate([j, extra[1]])
+            i, j = np.concatenate([i0, extra[0]]), np.concatenate([j0, extra[1]])
             key = np.unique(i * data.n_samples + j)
             i, j = key // data.n_samples, key % data.n_samples
         if i.size * data.rank > EXACT_MAX_COEFFICIENTS:
@@ -374,12 +375,8 @@ def _reduced_solve(data, solvers, tol, verbose, max_rounds):
 
         def certify(name, version, opts, times, model=model):
             Z = model.Z()
-            if Z is None:
-                return Certificate(objective=np.inf, dual_bound=-np.inf, gap=np.inf,
-                                   rel_gap=np.inf, max_violation=np.inf,
-                                   min_eig=np.nan, solver=name,
-                                   solver_version=version, tolerances=dict(opts),
-                                   times=dict(times))
+            if Z is None:  # no usable point: a certificate that cannot pass
+                return Certificate.no_point(name, version, opts, times)
             cert, parts = data.certificate(
                 data.M_of_Z(Z), Z=Z, solver=name, solver_version=version,
                 tolerances=opts, times=times, return_parts=True)
