@@ -28,7 +28,7 @@ from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import check_finite, check_samples
+from ._validation import check_finite, check_pair_labels, check_samples
 from .constraints import tuples_to_indices
 
 __all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifierMixin",
@@ -390,19 +390,6 @@ class BilinearMixin:
         return (X @ self.bilinear_matrix_) @ Y.T
 
 
-def _check_binary_labels(y, n, name="y"):
-    """``y`` as an int array of +1 / -1 of length ``n``."""
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"{name}: expected shape ({n},) (one label per pair), "
-                         f"got {y.shape}.")
-    if y.dtype == object or y.dtype.kind not in "iuf" or not np.all(np.isin(y, (-1, 1))):
-        shown = list(dict.fromkeys(y.ravel().tolist()))[:5]
-        raise ValueError(f"{name}: must be +1 (similar) or -1 (dissimilar), got "
-                         f"values {shown}.")
-    return y.astype(int)
-
-
 def _is_real(x):
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
@@ -513,7 +500,7 @@ class PairsClassifierMixin:
         score : float
         """
         scores = self.decision_function(pairs)
-        y = _check_binary_labels(y, scores.shape[0])
+        y = check_pair_labels(y, scores.shape[0])
         if np.all(y == y[0]):
             raise ValueError("y: ROC-AUC needs both similar (+1) and dissimilar "
                              "(-1) pairs.")
@@ -568,7 +555,7 @@ class PairsClassifierMixin:
         """
         _check_calibration(strategy, min_rate, beta)
         scores = self.decision_function(pairs_valid)  # -D, higher = similar
-        y = _check_binary_labels(y_valid, scores.shape[0], "y_valid")
+        y = check_pair_labels(y_valid, scores.shape[0], "y_valid")
         if strategy == "accuracy":
             order = np.argsort(-scores, kind="stable")
             s, yo = scores[order], y[order]

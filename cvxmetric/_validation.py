@@ -17,6 +17,7 @@ __all__ = [
     "check_scalar",
     "check_psd_matrix",
     "check_option",
+    "check_pair_labels",
 ]
 
 
@@ -152,3 +153,24 @@ def check_option(value, name, allowed):
             f"{', '.join(repr(a) for a in allowed)}."
         )
     return value
+
+
+def check_pair_labels(y, n_pairs, name="y"):
+    """``y`` as an int array of +1 (similar) / -1 (dissimilar), one per pair.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` when the shape or a value is wrong (booleans, strings
+        and other numbers are refused, not converted; the message shows at
+        most five distinct values, never the array).
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n_pairs:
+        raise ValueError(f"{name}: expected shape ({n_pairs},) (one label per pair), "
+                         f"got {y.shape}.")
+    if y.dtype == object or y.dtype.kind not in "iuf" or not np.all(np.isin(y, (-1, 1))):
+        shown = list(dict.fromkeys(y.ravel().tolist()))[:5]
+        raise ValueError(f"{name}: must be +1 (similar) or -1 (dissimilar), got "
+                         f"values {shown}.")
+    return y.astype(int)

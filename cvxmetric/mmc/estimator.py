@@ -54,7 +54,7 @@ from .._base import (
     PairsClassifierMixin,
     validate_labelled,
 )
-from .._validation import check_samples
+from .._validation import check_pair_labels, check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
 from ._problem import MMCData
 from .exact import declared_problem, solve_exact
@@ -122,17 +122,7 @@ class _MMCBase(MahalanobisMixin, BaseEstimator):
 
 def _check_pair_labels(y, n_pairs):
     """``y`` as an int array of +1 / -1 with both labels present."""
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != n_pairs:
-        raise ValueError(
-            f"y: expected shape ({n_pairs},) (one label per pair), got "
-            f"{y.shape}.")
-    if y.dtype == object or y.dtype.kind not in "iuf" or not np.all(
-            np.isin(y, (-1, 1))):
-        shown = list(dict.fromkeys(y.ravel().tolist()))[:5]
-        raise ValueError(
-            f"y: must be +1 (similar) or -1 (dissimilar), got values {shown}.")
-    y = y.astype(int)
+    y = check_pair_labels(y, n_pairs, "y")
     if not np.any(y == 1):
         raise ValueError("y: no similar pair (label +1); MMC needs at least one.")
     if not np.any(y == -1):
