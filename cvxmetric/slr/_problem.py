@@ -467,6 +467,9 @@ class SLRData:
         """
         W = self.V / self.s  # (d, r) = V S^{-1}
         Mi = W @ Z @ W.T
+        if np.array_equal(Z, Z.T):
+            # symmetric Z gives a symmetric M: exactly, not to round-off
+            Mi = 0.5 * (Mi + Mi.T)
         if not np.all(np.isfinite(Mi)):
             raise ValueError("X: the similarity matrix M of this problem is not finite "
                              "(X is numerically rank deficient beyond float64).")
@@ -502,18 +505,20 @@ class SLRData:
     def least_squares_Z(self, Y=None, *, deadline=None):
         """Eq. 3 in coordinates: ``Z = U^T Y U`` (``Y`` default :meth:`target`).
 
-        Without ``Y`` the product is taken block by block (no n x n array).
+        Without ``Y``, the target is ``delta2 1 1^T + (delta1 - delta2)
+        sum_c 1_c 1_c^T`` (``1_c`` the indicator of class ``c``), so
+        ``U^T Y U = delta2 u u^T + (delta1 - delta2) C^T C`` with ``u =
+        U^T 1`` and ``C`` (n_classes, r) the class sums of ``U``'s rows:
+        ``O(n r^2)``, no pass over the pairs.
         """
         if Y is not None:
             Y = np.asarray(Y, dtype=float)
             return self.U.T @ Y @ self.U
-        r = self.rank
-        Z = np.zeros((r, r))
-        for rows, same in self._blocks():
-            _tick(deadline)
-            D = np.where(same, self.delta1, self.delta2)
-            Z += self.U[rows].T @ (D @ self.U)
-        return Z
+        _tick(deadline)
+        C = np.zeros((self.n_classes, self.rank))
+        np.add.at(C, self.y, self.U)
+        u = C.sum(axis=0)
+        return self.delta2 * np.outer(u, u) + (self.delta1 - self.delta2) * (C.T @ C)
 
     def _blocks(self):
         """Row blocks: ``(slice, same)`` with ``same`` (b, n) the class mask."""
@@ -521,6 +526,30 @@ class SLRData:
         for start in range(0, n, b):
             rows = slice(start, min(n, start + b))
             yield rows, self.y[rows, None] == self.y[None, :]
+
+    def _upper_blocks(self):
+        """Row blocks of the upper block triangle: ``(rows, cols, same)``.
+
+        ``cols = rows.start .. n``: block ``I`` holds the pairs ``(i, j)``
+        with ``i`` in ``I`` and ``j >= I.start``; its first ``b`` columns
+        are the diagonal block.  Every term of Eq. 4 is symmetric in
+        ``(i, j)`` at a symmetric ``Z`` (``K = U Z U^T`` and the class
+        relation are), so a pass over these blocks, with weight 2 off the
+        diagonal block and 1 on it, sees every term at half the cost of
+        :meth:`_blocks`.
+        """
+        n, b = self.n_samples, self.block_rows
+        for start in range(0, n, b):
+            rows = slice(start, min(n, start + b))
+            cols = slice(start, n)
+            yield rows, cols, self.y[rows, None] == self.y[None, cols]
+
+    def _U32(self):
+        """``U`` in float32 (cached): the Hessian products of inexact CG."""
+        U32 = self._cache.get("U32")
+        if U32 is None:
+            U32 = self._cache["U32"] = self.U.astype(np.float32)
+        return U32
 
     def _args(self, K, same):
         """Hinge arguments ``a = b - s K`` of a block."""
@@ -532,6 +561,14 @@ class SLRData:
         """Eq. 4 at ``M`` (d, d), recomputed from ``X M X^T``."""
         Xs = self.Xs
         XM = Xs @ self._internal_M(M)  # (n, d); X M X^T = Xs (scale^2 M) Xs^T
+        if np.array_equal(M, M.T):
+            # K = X M X^T is symmetric: the upper block triangle suffices
+            f = 0.0
+            for rows, cols, same in self._upper_blocks():
+                rho = np.maximum(self._args(XM[rows] @ Xs[cols].T, same), 0.0)
+                b = rho.shape[0]
+                f += 2.0 * float(np.sum(rho * rho)) - float(np.sum(rho[:, :b] ** 2))
+            return f
         f = 0.0
         for rows, same in self._blocks():
             K = XM[rows] @ Xs.T
@@ -575,6 +612,18 @@ class SLRData:
         """
         U = self.U
         W = Z @ U.T  # (r, n): K_B = U_B W
+        if not (grad or hessian) and np.array_equal(Z, Z.T):
+            # the value alone at a symmetric Z: half the terms suffice
+            f, n_active = 0.0, 0
+            for rows, cols, same in self._upper_blocks():
+                _tick(deadline)
+                rho = np.maximum(self._args(U[rows] @ W[:, cols], same), 0.0)
+                rho2 = rho * rho
+                b = rho.shape[0]
+                f += 2.0 * float(np.sum(rho2)) - float(np.sum(rho2[:, :b]))
+                n_active += 2 * int(np.count_nonzero(rho)) - int(
+                    np.count_nonzero(rho[:, :b]))
+            return f, None, None, n_active
         f, n_active = 0.0, 0
         G = np.zeros_like(Z) if grad else None
         Gq = None
@@ -653,11 +702,15 @@ class SLRData:
     def pass_masks(self, Z, *, dual_mask=None, deadline=None):
         """One pass at a symmetric ``Z``: value, gradient, active masks.
 
+        Runs over the upper block triangle (:meth:`_upper_blocks`): half the
+        products of a pass over all ``n^2`` terms.
+
         Parameters
         ----------
         Z : ndarray of shape (r, r)
+            Symmetric.
         dual_mask : list of ndarray of bool, optional
-            Active masks (per row block) of an earlier point ``Z_0``: also
+            Active masks (per upper block) of an earlier point ``Z_0``: also
             return the dual quantities of ``Lambda_1 = -2 s [a(Z)]_+``
             restricted to them (see :meth:`dual_bound_from`).
         deadline : Deadline, optional
@@ -668,7 +721,7 @@ class SLRData:
         G : ndarray of shape (r, r)
         n_active : int
         masks : list of ndarray of bool
-            ``a_ij > 0`` per row block (``n^2`` bytes in all).
+            ``a_ij > 0`` per upper block (``n^2 / 2`` bytes in all).
         dual : dict or None
             ``sq = ||Lambda_1||^2``, ``lin = <Lambda_1, D>``, ``E = U^T
             Lambda_1 U``.
@@ -677,58 +730,79 @@ class SLRData:
         W = Z @ U.T
         r = self.rank
         f, n_active = 0.0, 0
-        G = np.zeros_like(Z)
+        T = np.zeros_like(Z)  # G = T + T^T
         masks = []
         sq = lin = 0.0
         corr = np.zeros_like(Z) if dual_mask is not None else None
-        for k, (rows, same) in enumerate(self._blocks()):
+        for k, (rows, cols, same) in enumerate(self._upper_blocks()):
             _tick(deadline)
             Ub = U[rows]
-            a = self._args(Ub @ W, same)
-            act = a > 0
-            rho = np.where(act, a, 0.0)
-            f += float(np.sum(rho * rho))
-            n_active += int(np.count_nonzero(act))
-            Lam = np.where(same, -2.0 * rho, 2.0 * rho)
-            G += Ub.T @ (Lam @ U)
+            b = Ub.shape[0]
+            # in place on the block (the passes are memory-bound outside
+            # the two products): rho = [b - s K]_+, Lam = -2 s rho
+            rho = Ub @ W[:, cols]  # (b, n - start), K
+            rho -= self.delta2
+            np.subtract(self.delta1 - self.delta2, rho, out=rho, where=same)
+            act = rho > 0
+            np.maximum(rho, 0.0, out=rho)
+            flat = rho.ravel()
+            # weight 2 off the diagonal block, 1 on it
+            f += 2.0 * float(flat @ flat) - float(np.sum(rho[:, :b] ** 2))
+            n_active += 2 * int(np.count_nonzero(act)) - int(np.count_nonzero(act[:, :b]))
+            Lam = rho
+            Lam *= 2.0
+            np.negative(Lam, out=Lam, where=same)
+            Lam[:, :b] *= 0.5  # the diagonal block is summed once in T + T^T
+            T += Ub.T @ (Lam @ U[cols])
             masks.append(act)
             if dual_mask is not None:
                 keep = dual_mask[k]
-                Lam1 = np.where(keep, Lam, 0.0)
+                Lam1 = np.where(keep, Lam, 0.0)  # halved on the diagonal block
                 D = np.where(same, self.delta1, self.delta2)
-                sq += float(np.sum(Lam1 * Lam1))
-                lin += float(np.sum(Lam1 * D))
+                # ||Lambda_1||^2 and <Lambda_1, D> over all n^2 terms: twice
+                # the upper block (diagonal block halved: x 4 then x 1)
+                sq += 2.0 * float(np.sum(Lam1 * Lam1)) + 2.0 * float(
+                    np.sum(Lam1[:, :b] * Lam1[:, :b]))
+                lin += 2.0 * float(np.sum(Lam1 * D))
                 # U^T Lambda_1 U = G - U^T (Lambda on new activations) U: few
                 # entries once the active set settles, summed sparsely then
                 bi, bj = np.nonzero(act & ~keep)
                 if bi.size:
                     vals = Lam[bi, bj]
                     if bi.size * r <= Ub.shape[0] * U.shape[0]:
-                        corr += (Ub[bi] * vals[:, None]).T @ U[bj]
+                        corr += (Ub[bi] * vals[:, None]).T @ U[cols][bj]
                     else:
-                        corr += Ub.T @ (np.where(keep, 0.0, Lam) @ U)
-        G = 0.5 * (G + G.T)
+                        corr += Ub.T @ (np.where(keep, 0.0, Lam) @ U[cols])
+        G = T + T.T
         dual = None
         if dual_mask is not None:
-            E = G - 0.5 * (corr + corr.T)
+            E = G - (corr + corr.T)
             dual = {"sq": sq, "lin": lin, "E": E}
         return f, G, n_active, masks, dual
 
-    def hess_vec(self, D, masks, *, deadline=None):
+    def hess_vec(self, D, masks, *, deadline=None, dtype=np.float64):
         """Generalised Hessian times a symmetric ``D``: ``2 U^T (m o (U D U^T)) U``.
 
-        ``m`` is the active mask from :meth:`pass_masks`; ``O(n^2 r)`` time,
-        one row block of memory.
+        ``m`` is the active mask from :meth:`pass_masks` (upper blocks);
+        ``O(n^2 r)`` time over the upper block triangle, one row block of
+        memory.  ``dtype=np.float32`` runs the two large products in single
+        precision (relative error about ``1e-6``; sums of the ``r x r``
+        result in float64): for inexact Newton systems solved to a looser
+        relative residual.
         """
-        U = self.U
-        W = D @ U.T
-        out = np.zeros_like(D)
-        for k, (rows, _) in enumerate(self._blocks()):
+        single = np.dtype(dtype) == np.float32
+        U = self._U32() if single else self.U
+        W = (D @ self.U.T).astype(U.dtype, copy=False)
+        T = np.zeros_like(D)
+        for k, (rows, cols, _) in enumerate(self._upper_blocks()):
             _tick(deadline)
-            dK = U[rows] @ W
+            Ub = U[rows]
+            dK = Ub @ W[:, cols]
             dK *= masks[k]
-            out += U[rows].T @ (dK @ U)
-        return out + out.T
+            dK[:, :Ub.shape[0]] *= 0.5  # the diagonal block, once in T + T^T
+            T += Ub.T @ (dK @ U[cols])
+        T = T + T.T
+        return T + T.T
 
     @staticmethod
     def dual_bound_from(dual, Z):

@@ -189,3 +189,53 @@ def test_every_field_has_a_constraint():
 
     for cls in (SemismoothNewton, AdaptiveRegression):
         assert {f.name for f in fields(cls)} <= set(cls._parameter_constraints)
+
+
+@pytest.mark.parametrize("block_rows", [7, 50, 120])
+def test_upper_block_passes_equal_the_full_sums(medium, block_rows):
+    # the passes run over the upper block triangle with weights 2 / 1:
+    # every quantity must equal its sum over all n^2 terms, for block sizes
+    # that do and do not divide n
+    import dataclasses
+
+    data = dataclasses.replace(medium, block_rows=block_rows, _cache={})
+    U = data.U
+    Z = data.least_squares_Z()
+    Z = 0.5 * (Z + Z.T)
+    same = data.y[:, None] == data.y[None, :]
+    a = data._args(U @ Z @ U.T, same)
+    rho = np.maximum(a, 0.0)
+    Lam = np.where(same, -2.0 * rho, 2.0 * rho)
+    f, G, n_active, masks, _ = data.pass_masks(Z)
+    assert f == pytest.approx(float(np.sum(rho * rho)), rel=1e-12)
+    assert n_active == int(np.count_nonzero(a > 0))
+    np.testing.assert_allclose(G, U.T @ Lam @ U, atol=1e-11 * np.abs(G).max())
+    assert data.evaluate(Z)[0] == pytest.approx(f, rel=1e-12)
+    # dual quantities against the masks of a perturbed point
+    Z1 = Z + 1e-2 * np.eye(data.rank)
+    *_, dual = data.pass_masks(Z1, dual_mask=masks)
+    a1 = data._args(U @ Z1 @ U.T, same)
+    rho1 = np.maximum(a1, 0.0)
+    Lam1 = np.where(a > 0, np.where(same, -2.0 * rho1, 2.0 * rho1), 0.0)
+    D = np.where(same, data.delta1, data.delta2)
+    assert dual["sq"] == pytest.approx(float(np.sum(Lam1 * Lam1)), rel=1e-12)
+    assert dual["lin"] == pytest.approx(float(np.sum(Lam1 * D)), rel=1e-12)
+    np.testing.assert_allclose(dual["E"], U.T @ Lam1 @ U,
+                               atol=1e-11 * np.abs(dual["E"]).max())
+    # Hessian products, double and single precision
+    rng = np.random.RandomState(0)
+    D = rng.randn(data.rank, data.rank)
+    D = D + D.T
+    ref = 2.0 * U.T @ ((a > 0) * (U @ D @ U.T)) @ U
+    scale = np.abs(ref).max()
+    np.testing.assert_allclose(data.hess_vec(D, masks), ref, atol=1e-11 * scale)
+    np.testing.assert_allclose(data.hess_vec(D, masks, dtype=np.float32), ref,
+                               atol=1e-5 * scale)
+    # the Eq. 3 start from class sums, and Eq. 4 at a symmetric M
+    np.testing.assert_allclose(data.least_squares_Z(), U.T @ data.target() @ U,
+                               atol=1e-10 * np.abs(data.least_squares_Z()).max())
+    M = data.M_of_Z(Z)
+    M = 0.5 * (M + M.T)
+    Ms = M + 1e-300 * np.triu(np.ones_like(M), 1)  # not exactly symmetric
+    assert data.objective(M) == pytest.approx(f, rel=1e-9)
+    assert data.objective(Ms) == pytest.approx(data.objective(M), rel=1e-12)
