@@ -217,3 +217,23 @@ def test_eigh_psd():
     A = np.random.RandomState(7).randn(3, 3)
     w, V = eigh_psd(A)
     close(V @ np.diag(w) @ V.T, 0.5 * (A + A.T))
+
+
+def test_pair_operator_single_precision_agrees_and_returns_float64():
+    from cvxmetric._linalg import PairOperator
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 7))
+    pairs = rng.integers(0, 60, size=(300, 2))
+    w = rng.normal(size=300)
+    G = rng.normal(size=(7, 3))
+    V = rng.normal(size=(7, 7))
+    V = V + V.T
+    for materialize in (True, False):
+        ref = PairOperator(X, pairs, materialize=materialize)
+        single = PairOperator(X, pairs, materialize=materialize, dtype=np.float32)
+        for a, b in ((ref.gram(w), single.gram(w)),
+                     (ref.sqdist(G=G), single.sqdist(G=G)),
+                     (ref.quadform(V), single.quadform(V))):
+            assert b.dtype == np.float64
+            np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4 * np.abs(a).max())

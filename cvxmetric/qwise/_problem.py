@@ -491,7 +491,7 @@ class QwiseData:
         out.scale_free = True
         return out, sc
 
-    def restrict(self, index):
+    def restrict(self, index, *, dtype=np.float64):
         """The same problem over the canonical constraints ``index`` only.
 
         The regulariser (``R``, ``mu``) is kept as is; the pair operator is
@@ -503,6 +503,9 @@ class QwiseData:
         ----------
         index : ndarray of int, shape (k,)
             Sorted, distinct indices into ``range(n_constraints)``.
+        dtype : {numpy.float64, numpy.float32}
+            Precision of the restricted pair operator's products (see
+            :class:`~cvxmetric._linalg.PairOperator`).
 
         Returns
         -------
@@ -516,7 +519,7 @@ class QwiseData:
         pairs = np.column_stack([self.op.i[used], self.op.j[used]])
         store = len(pairs) * self.n_features <= _RESTRICTED_PHI
         op = PairOperator(self.op.X, pairs, materialize=True if store else None,
-                          centered=True)
+                          centered=True, dtype=dtype)
         k = len(index)
         return QwiseData(
             X=self.X, quadruplets=self.quadruplets, pairs=self.pairs,

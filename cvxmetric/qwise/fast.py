@@ -158,6 +158,10 @@ def _gap(data, M, alpha, aM, S):
     return data.relative_gap(obj, bound)
 
 
+#: Working-set rounds with a tolerance at least this (the first, which
+#: only locates the set) run their pair products in float32.
+_SINGLE_TOL = 1e-3
+
 #: The endgame solves a dense KKT system of ``r (r + 1) / 2 + |W|``
 #: unknowns (``r`` the rank of ``M``, ``W`` the margin set); above this
 #: size it is skipped (the iterations alone still converge).
@@ -393,7 +397,7 @@ class QwiseDualSolver(IterativeSolver):
     tol: float = 1e-7
     check_every: int = 64
     omega0: float = None
-    working_set: int = 50_000
+    working_set: int = 10_000
     follow_rounds: int = 3
     polish_from: float = 1e-2
 
@@ -449,8 +453,12 @@ class QwiseDualSolver(IterativeSolver):
                         break
                 if n_iter >= self.maxiter:
                     break
+                t_round = time.perf_counter()
                 idx = np.flatnonzero(inW)
-                sub = data.restrict(idx)
+                # a round that only locates the set runs its products in
+                # single precision (~1e-6 relative, far below its tolerance)
+                sub = data.restrict(idx, dtype=np.float32 if inner_tol >= _SINGLE_TOL
+                                    else np.float64)
                 inner = dataclasses.replace(
                     self, tol=inner_tol, working_set=None, max_time=left,
                     maxiter=self.maxiter - n_iter)
@@ -468,9 +476,20 @@ class QwiseDualSolver(IterativeSolver):
                 outside_ok = not np.any(~inW & (arg > tiny))
                 near = (alpha_full > 0) | (arg > -band)
                 new = near & ~inW
+                n_new = int(new.sum())
+                if n_new > self.working_set:
+                    # far from the optimum the band holds many constraints
+                    # that will not matter (measured at N = 10^6: 147 000
+                    # added after round 1, 12 400 kept at the end): add the
+                    # ``working_set`` most violated, the rest may join later
+                    cand = np.flatnonzero(new)
+                    top = np.argpartition(-arg[cand], self.working_set - 1)
+                    new = np.zeros(N, dtype=bool)
+                    new[cand[top[:self.working_set]]] = True
                 rounds.append({"size": int(idx.size), "iterations": int(res.n_iter),
                                "rel_gap": float(res.certificate.rel_gap),
-                               "added": int(new.sum())})
+                               "added": int(new.sum()), "candidates": n_new,
+                               "seconds": time.perf_counter() - t_round})
                 logger.info("%s working set %d: restricted gap %.2e, %d added",
                             self.name, idx.size, res.certificate.rel_gap, new.sum())
                 if deadline.expired():
@@ -503,7 +522,7 @@ class QwiseDualSolver(IterativeSolver):
                     # ``follow_rounds`` more times and then only grows, so
                     # the rounds end.
                     n_follow_final += inner_tol <= self.tol
-                    inW = near | (inW & (arg > -3 * band))
+                    inW = (near & inW) | new | (inW & (arg > -3 * band))
                 else:
                     inW |= new
             if cert is None or status != Status.OPTIMAL:
