@@ -121,10 +121,23 @@ class PairOperator:
             (data, self._lap_cols, self._lap_indptr), shape=(self._n, self._n)
         )
 
-    def gram(self, w):
-        """``sum_p w_p phi_p phi_p^T`` as a dense (d, d) matrix."""
+    def gram(self, w, *, single=False):
+        """``sum_p w_p phi_p phi_p^T`` as a dense (d, d) matrix.
+
+        ``single=True`` computes it in float32 from the stored difference
+        vectors (when stored; else as usual): for increments of a matrix
+        that is recomputed in full precision now and then.
+        """
         n, d = self.X.shape
         nz = np.flatnonzero(w)
+        if single and self.Phi is not None:
+            P32 = getattr(self, "_Phi32", None)
+            if P32 is None:
+                P32 = self._Phi32 = self.Phi.astype(np.float32, copy=False)
+            w32 = w.astype(np.float32)
+            if 2 * len(nz) < self.n_pairs:
+                P32, w32 = P32[nz], w32[nz]
+            return (P32.T @ (w32[:, None] * P32)).astype(float)
         # the pairs that carry weight, gathered: O(n_nz d^2) (plus the
         # gather when Phi is not stored), against the Laplacian's
         # O(n_pairs d) sparse product and O(n d^2) dense one
@@ -134,7 +147,9 @@ class PairOperator:
             laplacian = min(laplacian, n * n * d + n * d * d)
         w = w.astype(self.dtype, copy=False)
         if gather <= laplacian:
-            if self.Phi is not None and len(nz) == self.n_pairs:
+            # most pairs weighted: the stored vectors as they are (zero
+            # weights cost less than gathering the others)
+            if self.Phi is not None and 2 * len(nz) >= self.n_pairs:
                 return (self.Phi.T @ (w[:, None] * self.Phi)).astype(float, copy=False)
             P = self._diffs(nz)  # (n_nz, d)
             return (P.T @ (w[nz, None] * P)).astype(float, copy=False)

@@ -603,10 +603,11 @@ class QwiseData:
                      else (self.far_q[index], self.near_q[index]))
         return np.bincount(far, alpha, P) - np.bincount(near, alpha, P)
 
-    def S_of(self, alpha, index=None):
+    def S_of(self, alpha, index=None, *, single=False):
         """``S(alpha)`` as a symmetric (d, d) matrix (``index`` as in
-        :meth:`dual_pair_weights`); never one matrix per constraint."""
-        S = self.op.gram(self.dual_pair_weights(alpha, index))
+        :meth:`dual_pair_weights``, ``single`` as in
+        :meth:`PairOperator.gram`); never one matrix per constraint."""
+        S = self.op.gram(self.dual_pair_weights(alpha, index), single=single)
         return 0.5 * (S + S.T)
 
     def a_of(self, dist):

@@ -89,10 +89,12 @@ def _ray_start(data, deadline=None):
     """
     d = data.n_features
     alpha0 = np.where(data.delta_q > 0, data.c_q, 0.0)
-    G = project_psd(data.S_of(alpha0) - data.R)
+    G, F = project_psd(data.S_of(alpha0) - data.R, return_factor=True)
     if not np.any(G):
         return np.zeros((d, d)), np.zeros(data.n_constraints)
-    a = data.a_of(data.op.quadform(G))  # (n_constraints,) a_q(G)
+    # from the factor (G = F F^T, rank of the positive part): cheaper than
+    # the quadratic form of the full matrix
+    a = data.a_of(data.op.sqdist(G=F))  # (n_constraints,) a_q(G)
     lin = float(np.sum(data.R * G))
     quad = 0.5 * data.mu * float(np.sum(G * G))
 
@@ -160,7 +162,7 @@ def _gap(data, M, alpha, aM, S):
 
 #: Working-set rounds with a tolerance at least this (the first, which
 #: only locates the set) run their pair products in float32.
-_SINGLE_TOL = 1e-3
+_SINGLE_TOL = 1e-4
 
 #: The endgame solves a dense KKT system of ``r (r + 1) / 2 + |W|``
 #: unknowns (``r`` the rank of ``M``, ``W`` the margin set); above this
@@ -621,7 +623,10 @@ class QwiseDualSolver(IterativeSolver):
                 eta = eta_next
             moved = np.flatnonzero(dA)
             if moved.size:
-                S = S + data.S_of(dA[moved], moved)
+                # the increment in float32 (half the time of this, the
+                # largest product of an iteration): S is recomputed in full
+                # at every restart and the certificate never uses it
+                S = S + data.S_of(dA[moved], moved, single=True)
             M, aM, alpha = M_new, aM_new, alpha_new
             M_sum = M_sum + M
             alpha_sum = alpha_sum + alpha
