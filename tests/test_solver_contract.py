@@ -202,3 +202,53 @@ def test_every_bad_setting_is_refused_naming_the_field(cls):
                 continue
             with pytest.raises(ValueError, match=f.name):
                 cls(**{f.name: bad})
+
+
+class TestBlasPolicy:
+    """The one threading policy of the solvers (cvxmetric._solver)."""
+
+    @staticmethod
+    def _limits(monkeypatch, flops, busy):
+        import cvxmetric._solver as solver
+
+        seen = []
+        monkeypatch.setattr(solver, "threadpool_limits",
+                            lambda limits, user_api: seen.append(limits))
+        monkeypatch.setattr(solver, "_others_busy_cores", lambda: busy)
+        solver.blas_threads(flops)
+        return seen[-1]
+
+    def test_small_calls_run_on_one_thread(self, monkeypatch):
+        from cvxmetric._solver import THREADED_FLOPS
+
+        assert self._limits(monkeypatch, 0.5 * THREADED_FLOPS, 0.0) == 1
+
+    def test_large_calls_keep_blas_threads_when_idle(self, monkeypatch):
+        from cvxmetric._solver import THREADED_FLOPS
+
+        # None: BLAS's own setting, so a user's outer limit stays in force
+        assert self._limits(monkeypatch, 10 * THREADED_FLOPS, 0.0) is None
+        assert self._limits(monkeypatch, 10 * THREADED_FLOPS, None) is None
+
+    def test_large_calls_run_on_one_thread_when_loaded(self, monkeypatch):
+        from cvxmetric._solver import BUSY_CORES, THREADED_FLOPS
+
+        assert self._limits(monkeypatch, 10 * THREADED_FLOPS, BUSY_CORES) == 1
+
+    def test_forced_count_wins(self):
+        from threadpoolctl import threadpool_info
+
+        from cvxmetric._solver import THREADED_FLOPS, blas_threads, forced_blas_threads
+
+        def blas_threads_now():
+            return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+        with forced_blas_threads(1):
+            with blas_threads(10 * THREADED_FLOPS):
+                assert set(blas_threads_now()) <= {1}
+
+    def test_busy_cores_sample_is_a_number_or_none(self):
+        from cvxmetric._solver import _sample_busy_cores
+
+        busy = _sample_busy_cores()
+        assert busy is None or 0.0 <= busy

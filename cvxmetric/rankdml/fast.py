@@ -390,10 +390,6 @@ class DiagonalInteriorPoint(IterativeSolver):
 
     name = "fast-ipm"
 
-    #: BLAS runs single-threaded up to this many features: on the shared
-    #: 2-core machine the d = 272, N = 100 000 benchmark took 54 s with one
-    #: thread and 356 s with two (load average 8; 34 s vs 42 s at load 3).
-    small_features = 4096
 
     def _project(self, data, a):
         if data.trace_fixed:

@@ -99,8 +99,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
-from threadpoolctl import threadpool_limits
 
+from .._solver import blas_threads
 from .._tolerances import certificate_tolerance
 from .._validation import check_samples, check_scalar
 from ..result import Certificate
@@ -108,7 +108,7 @@ from ..result import Certificate
 _GAP, _FEAS = certificate_tolerance("slr")
 
 __all__ = ["SLRData", "eq3_closed_form", "check_thresholds", "svec", "smat",
-           "newton_decrement", "DEFAULT_BLOCK", "SMALL_SAMPLES", "DENSE_MAX_SYM",
+           "newton_decrement", "DEFAULT_BLOCK", "DENSE_MAX_SYM",
            "Expired", "cg"]
 
 #: Largest number of symmetric coordinates ``p = r (r + 1) / 2`` for which
@@ -183,16 +183,6 @@ DEFAULT_BLOCK = 1 << 20
 _FEW_TERMS = 50_000
 # Curvature below this (H has eigenvalues in [0, 2]) counts as singular.
 _TINY_CURVATURE = 1e-12
-#: Up to this many samples the passes are small products and BLAS runs
-#: single-threaded: on a loaded machine threading made the certificate of a
-#: p = 300 problem 140x slower (measured: 5.3 s against 0.037 s).
-SMALL_SAMPLES = 400
-
-
-def blas_threads(n_samples):
-    """``threadpool_limits`` context: one BLAS thread for small ``n``."""
-    return threadpool_limits(limits=1 if n_samples <= SMALL_SAMPLES else None,
-                             user_api="blas")
 
 _SQRT2 = np.sqrt(2.0)
 
@@ -412,6 +402,14 @@ class SLRData:
     @property
     def rank(self):
         return self.s.shape[0]
+
+    @property
+    def pass_flops(self):
+        """Flops of one BLAS call of a pass over the pairs, a ``(b x r) @
+        (r x n)`` block product: what the threading policy
+        (:func:`~cvxmetric._solver.blas_threads`) decides by."""
+        n = self.n_samples
+        return 2.0 * min(self.block_rows, n) * n * self.rank
 
     @property
     def n_classes(self):
@@ -987,7 +985,7 @@ class SLRData:
             available), ``n_active`` and ``grad_norm`` at the symmetric part.
         """
         Zs = 0.5 * (Z + Z.T)
-        with blas_threads(self.n_samples):
+        with blas_threads(self.pass_flops):
             if not self.dense_hessian and evaluated is None:
                 bound, f, _, _, _ = self.dual_bound_cg(Zs)
                 return max(0.0, bound), {
@@ -1063,7 +1061,7 @@ class SLRData:
             matrix and no eigenvalue condition applies.
         parts : dict, only if ``return_parts``
         """
-        with blas_threads(self.n_samples):
+        with blas_threads(self.pass_flops):
             obj = self.objective(M)
         if lower is None:
             if Z is None:

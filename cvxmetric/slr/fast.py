@@ -65,7 +65,6 @@ from ._problem import (
     Expired,
     SLRData,
     _tick,
-    blas_threads,
     cert_residual,
     cg,
     newton_decrement,
@@ -94,9 +93,9 @@ _GAP, _ = certificate_tolerance("slr")
 class _SLRSolver(IterativeSolver):
     """Shared plumbing: BLAS threads by the number of samples, checks, result."""
 
-    # the base class limits BLAS threads by n_features; SLR's passes are
-    # (b x n) x (n x r) products, so the limit goes by n (blas_threads)
-    small_features = -1
+    def blas_flops(self, data):
+        # the passes are (b x r) @ (r x n) block products
+        return data.pass_flops
 
     def run(self, data, init=None, *, warn=True):
         """Solve ``data`` (see :meth:`IterativeSolver.run`).
@@ -112,8 +111,7 @@ class _SLRSolver(IterativeSolver):
             raise TypeError("data: expected an SLRData instance.")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with blas_threads(data.n_samples):
-                result = super().run(data, init, warn=warn)
+            result = super().run(data, init, warn=warn)
         # re-emitted so that they point at the caller, not at this wrapper
         for w in caught:
             warnings.warn(w.message, w.category, stacklevel=2)
