@@ -571,11 +571,47 @@ def _check_bench_options(args, suite):
                 "only with the synthetic benchmarks (--family F).")
 
 
+def _cmd_contended(args):
+    from ._contended import CASES, format_contended, run_contended
+
+    others = [o for dest, o in _SYNTHETIC_OPTIONS + _REAL_OPTIONS + (
+        ("suite", "--suite"), ("family", "--family"), ("only", "--only"),
+        ("methods", "--methods"), ("repeat", "--repeat"),
+        ("no_isolate", "--no-isolate")) if dest != "families"
+        and getattr(args, dest) not in (None, False)]
+    _refuse(others, "not used with --contended (its options: --families, "
+                    "--max-seconds, --seed, --json).")
+    families = tuple(CASES)
+    if args.families:
+        families = tuple(f.strip() for f in args.families.split(",") if f.strip())
+        unknown = [f for f in families if f not in CASES]
+        if unknown:
+            raise ValueError(f"--families: unknown {unknown}; expected among "
+                             f"{', '.join(CASES)}.")
+    _note("bench: threads under the BLAS policy vs 1 and all threads, idle then "
+          "contended (a few minutes)")
+    rows = run_contended(
+        families, max_seconds=args.max_seconds or 300.0,
+        seed=0 if args.seed is None else args.seed,
+        callback=lambda r: print(f"done: {r['family']} {r['condition']}: ratio "
+                                 f"{r['ratio']:.2f}", file=sys.stderr))
+    if args.json:
+        print(json.dumps(col.jsonable(rows), indent=2))
+    else:
+        print(format_contended(rows))
+        print("\nratio: the policy's seconds over the best of 1 and all BLAS "
+              "threads in the same condition (target <= 1.1); a run killed at "
+              "--max-seconds counts as that budget.")
+    return 0
+
+
 def _cmd_bench(args):
     import importlib
 
     from . import bench
 
+    if args.contended:
+        return _cmd_contended(args)
     suite = _bench_suite(args)
     _check_bench_options(args, suite)
     seed = 0 if args.seed is None else args.seed
@@ -874,8 +910,13 @@ def build_parser(solve_family=None):
                                       "iris,wine,breast_cancer,digits,digits-pca30")
     p.add_argument("--seeds", help="--suite real: comma-separated seeds "
                                    "(default 0,1,2,3,4)")
-    p.add_argument("--families", help="--suite real: comma-separated subset of "
-                                      "qwise,mmc,constraintdml,rankdml,slr")
+    p.add_argument("--families", help="--suite real / --contended: comma-separated "
+                                      "subset of qwise,mmc,constraintdml,rankdml,slr")
+    p.add_argument("--contended", action="store_true",
+                   help="the threading benchmark: each family's fast solver "
+                        "under the BLAS policy, on 1 and on all threads, idle "
+                        "and next to a CPU-bound neighbour process; ratio = "
+                        "policy / best (a few minutes)")
     p.add_argument("--estimators", help="--suite real: comma-separated names")
     p.set_defaults(func=_cmd_bench)
     return parser

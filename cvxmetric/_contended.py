@@ -1,0 +1,168 @@
+"""The threading benchmark: ``cvxmetric bench --contended``.
+
+For each family's default fast solver, on one problem of a few seconds,
+the solve is timed three ways in the same run: under the package's BLAS
+policy (:func:`cvxmetric._solver.blas_threads`), forced to one BLAS thread
+and forced to every thread (:func:`~cvxmetric._solver.forced_blas_threads`)
+-- first on the idle machine, then next to a CPU-bound neighbour process
+(a busy loop in another interpreter), the situation of a CI job, a second
+user or ``GridSearchCV(n_jobs=2)``.  ``ratio`` is the policy's time over
+the best of the two forced ones: 1 means the policy picked the faster
+setting, the target is at most 1.1 in both conditions.
+
+Each solve runs in its own interpreter (:func:`cvxmetric.bench.run_isolated`),
+so no thread pool or cache carries over, and is killed after
+``max_seconds`` (its time is then reported as that budget, a lower bound).
+"""
+
+import os
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from .bench import case_main, format_columns, run_isolated
+
+__all__ = ["CASES", "THREADS", "run_case", "run_contended", "format_contended"]
+
+#: ``family: (solver, problem)`` of the benchmark (sizes where a solve
+#: takes seconds and threads could matter).
+CASES = {
+    "qwise": ("QwiseDualSolver", "d = 100, N = 10 000 quadruplets"),
+    "mmc": ("MMCProjectedGradient", "d = 300, 400 + 400 pairs of 2 000 samples"),
+    "constraintdml": ("ConstraintDualSolver", "d = 100, 5 000 soft pairs"),
+    "rankdml": ("DiagonalInteriorPoint", "d = 272 diagonal, 20 000 triplets"),
+    "slr": ("SemismoothNewton", "n = 3 000, d = 500, 50 classes"),
+}
+
+#: The three settings timed per family and condition.
+THREADS = ("policy", 1, "all")
+
+_NEIGHBOUR = "while True: pass"
+
+
+def _problem(family, seed):
+    """``(solver, data)`` of ``family``'s case."""
+    rng = np.random.RandomState(seed)
+    if family == "qwise":
+        from .bench import bench_data
+        from .qwise import QwiseDualSolver
+
+        return QwiseDualSolver(), bench_data(100, 10_000, random_state=seed)
+    if family == "mmc":
+        from .constraints import pairs_from_labels
+        from .mmc import MMCData, MMCProjectedGradient
+
+        n, d = 2000, 300
+        y = np.arange(n) % 4
+        means = np.zeros((4, d))
+        means[:, :10] = rng.normal(scale=1.5, size=(4, 10))
+        X = means[y] + rng.normal(size=(n, d))
+        pairs, labels = pairs_from_labels(y, 800, random_state=seed)
+        return MMCProjectedGradient(), MMCData.create(X, pairs, labels)
+    if family == "constraintdml":
+        from .constraints import pairs_from_labels
+        from .rankdml import ConstraintData, ConstraintDualSolver
+
+        n, d = 1000, 100
+        y = np.arange(n) % 5
+        means = np.zeros((5, d))
+        means[:, :10] = rng.normal(scale=1.5, size=(5, 10))
+        X = means[y] + rng.normal(size=(n, d))
+        pairs, labels = pairs_from_labels(y, 5000, random_state=seed)
+        return ConstraintDualSolver(), ConstraintData.from_pairs(X, pairs, labels,
+                                                                 hard=False)
+    if family == "rankdml":
+        from .rankdml._bench import bench_data
+        from .rankdml.fast import DiagonalInteriorPoint
+
+        return DiagonalInteriorPoint(), bench_data("laplacian", True, 272, 1000,
+                                                   random_state=seed)
+    if family == "slr":
+        from .slr import SemismoothNewton, SLRData
+        from .slr._bench import make_synthetic_classes
+
+        X, y = make_synthetic_classes(3000, 500, 50, random_state=seed)
+        return SemismoothNewton(), SLRData.from_labels(X, y)
+    raise ValueError(f"family: unknown {family!r}; expected one of {sorted(CASES)}.")
+
+
+def run_case(case):
+    """Time one solve in this process: ``family``, ``threads`` (one of
+    :data:`THREADS`), ``seed``."""
+    from ._solver import forced_blas_threads
+
+    solver, data = _problem(case["family"], case.get("seed", 0))
+    threads = case["threads"]
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the status word reports it
+        if threads == "policy":
+            res = solver.run(data)
+        else:
+            n = (os.cpu_count() or 1) if threads == "all" else int(threads)
+            with forced_blas_threads(n):
+                res = solver.run(data)
+    return {"seconds": time.perf_counter() - t0, "status": str(res.status),
+            "rel_gap": float(res.certificate.rel_gap), "n_iter": int(res.n_iter)}
+
+
+def run_contended(families=tuple(CASES), *, max_seconds=300.0, seed=0,
+                  conditions=("idle", "contended"), callback=None):
+    """Time every family's fast solver under the policy and forced thread
+    counts, idle and next to a CPU-bound neighbour.
+
+    Returns
+    -------
+    list of dict
+        One row per family and condition: ``family``, ``solver``,
+        ``problem``, ``condition``, ``policy`` / ``one`` / ``all`` (seconds,
+        ``max_seconds`` for a run that was killed), ``ratio`` (policy over
+        the best forced time), ``status`` (of the policy's run).
+    """
+    rows = []
+    for condition in conditions:
+        neighbour = None
+        if condition == "contended":
+            neighbour = subprocess.Popen([sys.executable, "-c", _NEIGHBOUR])
+            time.sleep(1.0)  # let it occupy a core (and the load sample see it)
+        try:
+            for family in families:
+                times, status = {}, None
+                for threads in THREADS:
+                    out = run_isolated({"family": family, "threads": threads,
+                                        "seed": seed}, max_seconds,
+                                       "cvxmetric._contended")
+                    times[threads] = float(out.get("seconds", max_seconds))
+                    if threads == "policy":
+                        status = out.get("status") or out.get("error")
+                best = min(times[1], times["all"])
+                row = {"family": family, "solver": CASES[family][0],
+                       "problem": CASES[family][1], "condition": condition,
+                       "policy": times["policy"], "one": times[1],
+                       "all": times["all"], "ratio": times["policy"] / best,
+                       "status": status}
+                rows.append(row)
+                if callback is not None:
+                    callback(row)
+        finally:
+            if neighbour is not None:
+                neighbour.kill()
+                neighbour.wait()
+    return rows
+
+
+def format_contended(rows):
+    """The rows as a text table."""
+    headers = ["family", "solver", "problem", "condition", "policy s", "1 thread s",
+               "all threads s", "ratio", "status"]
+    body = [[r["family"], r["solver"], r["problem"], r["condition"],
+             f"{r['policy']:.2f}", f"{r['one']:.2f}", f"{r['all']:.2f}",
+             f"{r['ratio']:.2f}", r["status"]] for r in rows]
+    return format_columns(headers, body)
+
+
+if __name__ == "__main__":  # pragma: no cover - the child of run_isolated
+    sys.exit(case_main("cvxmetric._contended", run_case))
