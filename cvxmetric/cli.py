@@ -605,11 +605,55 @@ def _cmd_contended(args):
     return 0
 
 
+def _cmd_scaling(args):
+    from ._scaling import GRIDS, format_scaling, run_scaling
+    from ._validation import check_scalar
+
+    others = [o for dest, o in _SYNTHETIC_OPTIONS + _REAL_OPTIONS + (
+        ("suite", "--suite"), ("family", "--family"), ("only", "--only"),
+        ("methods", "--methods"), ("repeat", "--repeat"),
+        ("no_isolate", "--no-isolate"), ("contended", "--contended"))
+        if dest != "families" and getattr(args, dest) not in (None, False)]
+    _refuse(others, "not used with --scaling (its options: --families, "
+                    "--max-seconds, --seed, --json).")
+    if args.max_seconds is not None:
+        check_scalar(args.max_seconds, "--max-seconds", low=0, low_inclusive=False)
+    families = tuple(GRIDS)
+    if args.families:
+        families = tuple(f.strip() for f in args.families.split(",") if f.strip())
+        unknown = [f for f in families if f not in GRIDS]
+        if unknown:
+            raise ValueError(f"--families: unknown {unknown}; expected among "
+                             f"{', '.join(GRIDS)}.")
+    _note("bench: each family's fast solver over its size grid, one process and "
+          "one BLAS thread per run (several minutes)")
+    result = run_scaling(
+        families, max_seconds=args.max_seconds or 300.0,
+        seed=0 if args.seed is None else args.seed,
+        callback=lambda r: print(
+            f"done: {r['family']} " + " ".join(f"{k}={v:g}" for k, v in
+                                               r["sizes"].items())
+            + f": {_num(r['seconds'], '.3g')} s, {r['status']}", file=sys.stderr))
+    if args.json:
+        print(json.dumps(col.jsonable(result), indent=2))
+    else:
+        print(format_scaling(result))
+        print("\nslope: least-squares slope of log(seconds) against log(size) "
+              "along the axis (runs that errored or timed out left out). s/iter: "
+              "seconds / iterations; floor s/iter: the iteration's dense linear "
+              "algebra at this machine's single-thread DGEMM rate (GF/s) and "
+              "eigh time (qwise, mmc, slr; see cvxmetric._scaling); x floor: "
+              "s/iter / floor. Every run on one BLAS thread.")
+    return 0
+
+
 def _cmd_bench(args):
     import importlib
 
     from . import bench
 
+    if args.scaling:
+        return _cmd_scaling(args)
     if args.contended:
         return _cmd_contended(args)
     suite = _bench_suite(args)
@@ -917,6 +961,11 @@ def build_parser(solve_family=None):
                         "under the BLAS policy, on 1 and on all threads, idle "
                         "and next to a CPU-bound neighbour process; ratio = "
                         "policy / best (a few minutes)")
+    p.add_argument("--scaling", action="store_true",
+                   help="the scaling benchmark: each family's fast solver over "
+                        "a grid of sizes on one BLAS thread; log-log slopes "
+                        "and seconds per iteration against the machine's "
+                        "floor; --families selects families (several minutes)")
     p.add_argument("--estimators", help="--suite real: comma-separated names")
     p.set_defaults(func=_cmd_bench)
     return parser
