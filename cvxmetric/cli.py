@@ -576,11 +576,11 @@ def _cmd_contended(args):
 
     others = [o for dest, o in _SYNTHETIC_OPTIONS + _REAL_OPTIONS + (
         ("suite", "--suite"), ("family", "--family"), ("only", "--only"),
-        ("methods", "--methods"), ("repeat", "--repeat"),
-        ("no_isolate", "--no-isolate")) if dest != "families"
+        ("methods", "--methods"), ("no_isolate", "--no-isolate"),
+        ("scaling", "--scaling")) if dest != "families"
         and getattr(args, dest) not in (None, False)]
     _refuse(others, "not used with --contended (its options: --families, "
-                    "--max-seconds, --seed, --json).")
+                    "--max-seconds, --repeat, --seed, --json).")
     families = tuple(CASES)
     if args.families:
         families = tuple(f.strip() for f in args.families.split(",") if f.strip())
@@ -592,7 +592,7 @@ def _cmd_contended(args):
           "contended (a few minutes)")
     rows = run_contended(
         families, max_seconds=args.max_seconds or 300.0,
-        seed=0 if args.seed is None else args.seed,
+        seed=0 if args.seed is None else args.seed, repeat=args.repeat or 1,
         callback=lambda r: print(f"done: {r['family']} {r['condition']}: ratio "
                                  f"{r['ratio']:.2f}", file=sys.stderr))
     if args.json:
@@ -629,7 +629,7 @@ def _cmd_scaling(args):
           "one BLAS thread per run (several minutes)")
     result = run_scaling(
         families, max_seconds=args.max_seconds or 300.0,
-        seed=0 if args.seed is None else args.seed,
+        seed=0 if args.seed is None else args.seed, repeat=args.repeat or 1,
         callback=lambda r: print(
             f"done: {r['family']} " + " ".join(f"{k}={v:g}" for k, v in
                                                r["sizes"].items())

@@ -575,6 +575,11 @@ class ConstraintDualSolver(IterativeSolver):
 
     # -- setup -----------------------------------------------------------------
 
+    def blas_flops(self, data):
+        # the Newton-CG products are Gram-type (d x pairs) @ (pairs x d)
+        # products over the working set, at most all pairs
+        return 2.0 * data.n_pairs * data.n_features ** 2
+
     def run(self, data, init=None, *, warn=True):
         """Solve ``data`` (see :meth:`IterativeSolver.run`).
 

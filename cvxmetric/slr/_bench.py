@@ -29,9 +29,9 @@ Methods (``method`` column; ``T`` iterations, rank ``r``, ``m`` sketch):
 * ``oasis(N)``: OASIS with ``N`` triplets (:func:`~.oasis.oasis`), float32.
 * ``newton``: the default ``SLR()`` solver, :class:`~.fast.SemismoothNewton`
   (matrix-free CG at this size): the certified optimum of Eq. 4, the
-  yardstick of the ``gap`` column (measured at ``n = 6000, d = 1000``: 6
-  Newton iterations, 20 Hessian products, certified ``2e-12``, 160 CPU
-  seconds, peak 0.55 GB).
+  yardstick of the ``gap`` column (measured at ``n = 6000, d = 1000`` on
+  the idle machine: 6 Newton iterations, 21 Hessian products, certified
+  ``4.5e-12``, 19.6 s wall, 39 CPU seconds, peak 0.61 GB).
 
 The pair passes of ``slr``, ``slr-c`` and ``alg2-*`` run in float32
 (``dtype="float32"``: half the time, sums in float64).
