@@ -388,7 +388,9 @@ class ConstraintData(FullOrDiagonal):
         with np.errstate(over="ignore", under="ignore"):
             M = np.ldexp(result.M, -2 * k)
         top = float(np.max(np.abs(M)))
-        if not (np.isfinite(top) and top >= np.finfo(float).tiny):
+        # the zero matrix (a run stopped by its budget at the start) is
+        # representable at any scale
+        if not (np.isfinite(top) and (top == 0.0 or top >= np.finfo(float).tiny)):
             raise ValueError(
                 f"X: the pair lengths are about 2^{k}; the learned metric's "
                 f"entries (about 2^{-2 * k} in these units) are outside the "

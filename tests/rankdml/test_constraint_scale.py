@@ -255,6 +255,18 @@ def test_max_time_is_honoured_within_a_round():
     assert elapsed < 0.3 + 1.5  # one inner step plus the final certificate
 
 
+def test_budget_spent_at_the_start_returns_a_result_at_any_scale():
+    # a run stopped before its first step returns the zero matrix; in the
+    # units of large data (pair lengths 2^5) it is representable, and was
+    # once refused as "outside the floating-point range"
+    X, pairs, labels = query_gallery(300, 400, 12, 20, random_state=0)
+    data = ConstraintData.from_pairs(32.0 * X, pairs, labels, hard=False, lam=1e-3)
+    with pytest.warns(Warning, match="time limit"):
+        result = ConstraintDualSolver(max_time=0.0, full_below=10 ** 6).run(data)
+    assert result.status == "time_limit_reached"
+    assert np.all(np.isfinite(result.M))
+
+
 # ---------------------------------------------------------------------------
 # Solver fields
 # ---------------------------------------------------------------------------
