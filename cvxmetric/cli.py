@@ -629,7 +629,7 @@ def _cmd_scaling(args):
           "one BLAS thread per run (several minutes)")
     result = run_scaling(
         families, max_seconds=args.max_seconds or 300.0,
-        seed=0 if args.seed is None else args.seed, repeat=args.repeat or 1,
+        seed=0 if args.seed is None else args.seed,
         callback=lambda r: print(
             f"done: {r['family']} " + " ".join(f"{k}={v:g}" for k, v in
                                                r["sizes"].items())
