@@ -156,7 +156,12 @@ def test_cli_scaling_refusals(capsys):
 def test_cli_scaling_output(capsys, monkeypatch):
     seen = {}
 
+    import inspect
+
+    real = inspect.signature(sc.run_scaling)
+
     def fake(families, **kw):
+        real.bind(families, **kw)  # the CLI passes only what run_scaling takes
         seen.update(families=families, **kw)
         row = sc._row("mmc", {"n": 2000, "d": 50, "pairs": 800}, ["d"],
                       {"seconds": 1.0, "n_iter": 10, "status": "optimal",
