@@ -372,7 +372,7 @@ def _bounded_lstsq(G, rhs, sign):
         return np.clip(np.linalg.lstsq(G, rhs, rcond=None)[0], lb, ub)
 
 
-def _polish(data, u, point, dist):
+def _polish(data, u, point, dist, deadline=None):
     """Primal and dual candidates from the face and active set of ``A(u)``.
 
     At the optimum ``A*`` let ``E`` be the constraints holding with equality
@@ -394,7 +394,8 @@ def _polish(data, u, point, dist):
     converges like the square root of the dual gap there.  Every candidate
     is checked like any other point: ``B`` is projected on the PSD cone and
     repaired into feasibility, and ``nu`` (signs restored) replaces the
-    multipliers of ``E`` in a dual candidate.
+    multipliers of ``E`` in a dual candidate.  The thresholds stop early
+    when ``deadline`` (a :class:`~cvxmetric._solver.Deadline`) expires.
 
     Returns
     -------
@@ -413,6 +414,8 @@ def _polish(data, u, point, dist):
         scale = max(float(wa[-1]), 1e-300)
         X = data.X
     for tau in (1e-3, 1e-5, 1e-7):
+        if deadline is not None and deadline.expired():
+            break  # each threshold is a BVLS solve of up to |E| unknowns
         lin = np.zeros(data.n_pairs)
         E = c[dist[c] <= 1.0 + tau]
         if data.hard:
@@ -662,7 +665,7 @@ class ConstraintDualSolver(IterativeSolver):
             if best.error() > self.tol and not self.deadline.expired():
                 # the dual value converges faster than the primal map (a
                 # degenerate optimum loses a square root): polish on the face
-                f2, A2, g2, u2 = _polish(stage, u, point, dist)
+                f2, A2, g2, u2 = _polish(stage, u, point, dist, self.deadline)
                 best.primal(f2, A2)
                 best.dual(g2, u2)
             return u, dist
