@@ -43,50 +43,25 @@ THREADS = ("policy", 1, "all")
 _NEIGHBOUR = "while True: pass"
 
 
+#: The sizes of each family's case, in :func:`cvxmetric._scaling`'s terms.
+SIZES = {
+    "qwise": {"d": 100, "N": 10_000},
+    "mmc": {"n": 2000, "d": 300, "pairs": 800},
+    "constraintdml": {"n": 1000, "d": 100, "pairs": 5000},
+    "rankdml": {"d": 272, "n_queries": 1000},
+    "slr": {"n": 3000, "d": 500, "classes": 50},
+}
+
+
 def _problem(family, seed):
-    """``(solver, data)`` of ``family``'s case."""
-    rng = np.random.RandomState(seed)
-    if family == "qwise":
-        from .bench import bench_data
-        from .qwise import QwiseDualSolver
+    """``(solver, data)`` of ``family``'s case (the scaling benchmark's
+    generators at :data:`SIZES`)."""
+    from ._scaling import _problem as scaled_problem
 
-        return QwiseDualSolver(), bench_data(100, 10_000, random_state=seed)
-    if family == "mmc":
-        from .constraints import pairs_from_labels
-        from .mmc import MMCData, MMCProjectedGradient
-
-        n, d = 2000, 300
-        y = np.arange(n) % 4
-        means = np.zeros((4, d))
-        means[:, :10] = rng.normal(scale=1.5, size=(4, 10))
-        X = means[y] + rng.normal(size=(n, d))
-        pairs, labels = pairs_from_labels(y, 800, random_state=seed)
-        return MMCProjectedGradient(), MMCData.create(X, pairs, labels)
-    if family == "constraintdml":
-        from .constraints import pairs_from_labels
-        from .rankdml import ConstraintData, ConstraintDualSolver
-
-        n, d = 1000, 100
-        y = np.arange(n) % 5
-        means = np.zeros((5, d))
-        means[:, :10] = rng.normal(scale=1.5, size=(5, 10))
-        X = means[y] + rng.normal(size=(n, d))
-        pairs, labels = pairs_from_labels(y, 5000, random_state=seed)
-        return ConstraintDualSolver(), ConstraintData.from_pairs(X, pairs, labels,
-                                                                 hard=False)
-    if family == "rankdml":
-        from .rankdml._bench import bench_data
-        from .rankdml.fast import DiagonalInteriorPoint
-
-        return DiagonalInteriorPoint(), bench_data("laplacian", True, 272, 1000,
-                                                   random_state=seed)
-    if family == "slr":
-        from .slr import SemismoothNewton, SLRData
-        from .slr._bench import make_synthetic_classes
-
-        X, y = make_synthetic_classes(3000, 500, 50, random_state=seed)
-        return SemismoothNewton(), SLRData.from_labels(X, y)
-    raise ValueError(f"family: unknown {family!r}; expected one of {sorted(CASES)}.")
+    if family not in CASES:
+        raise ValueError(f"family: unknown {family!r}; expected one of "
+                         f"{sorted(CASES)}.")
+    return scaled_problem(family, SIZES[family], seed)
 
 
 def run_case(case):

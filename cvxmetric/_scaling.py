@@ -163,8 +163,8 @@ def _problem(family, sizes, seed):
         from .slr import SemismoothNewton, SLRData
         from .slr._bench import make_synthetic_classes
 
-        X, y = make_synthetic_classes(int(sizes["n"]), int(sizes["d"]), 20,
-                                      random_state=seed)
+        X, y = make_synthetic_classes(int(sizes["n"]), int(sizes["d"]),
+                                      int(sizes.get("classes", 20)), random_state=seed)
         return SemismoothNewton(), SLRData.from_labels(X, y)
     _check_family(family)
 

@@ -571,6 +571,19 @@ def _check_bench_options(args, suite):
                 "only with the synthetic benchmarks (--family F).")
 
 
+def _bench_family_list(text, known):
+    """``--families`` of ``--contended`` / ``--scaling``: a tuple of names
+    among ``known`` (all of them without the option)."""
+    if not text:
+        return tuple(known)
+    families = tuple(f.strip() for f in text.split(",") if f.strip())
+    unknown = [f for f in families if f not in known]
+    if unknown:
+        raise ValueError(f"--families: unknown {unknown}; expected among "
+                         f"{', '.join(known)}.")
+    return families
+
+
 def _cmd_contended(args):
     from ._contended import CASES, format_contended, run_contended
 
@@ -581,13 +594,7 @@ def _cmd_contended(args):
         and getattr(args, dest) not in (None, False)]
     _refuse(others, "not used with --contended (its options: --families, "
                     "--max-seconds, --repeat, --seed, --json).")
-    families = tuple(CASES)
-    if args.families:
-        families = tuple(f.strip() for f in args.families.split(",") if f.strip())
-        unknown = [f for f in families if f not in CASES]
-        if unknown:
-            raise ValueError(f"--families: unknown {unknown}; expected among "
-                             f"{', '.join(CASES)}.")
+    families = _bench_family_list(args.families, CASES)
     _note("bench: threads under the BLAS policy vs 1 and all threads, idle then "
           "contended (a few minutes)")
     rows = run_contended(
@@ -618,13 +625,7 @@ def _cmd_scaling(args):
                     "--max-seconds, --seed, --json).")
     if args.max_seconds is not None:
         check_scalar(args.max_seconds, "--max-seconds", low=0, low_inclusive=False)
-    families = tuple(GRIDS)
-    if args.families:
-        families = tuple(f.strip() for f in args.families.split(",") if f.strip())
-        unknown = [f for f in families if f not in GRIDS]
-        if unknown:
-            raise ValueError(f"--families: unknown {unknown}; expected among "
-                             f"{', '.join(GRIDS)}.")
+    families = _bench_family_list(args.families, GRIDS)
     _note("bench: each family's fast solver over its size grid, one process and "
           "one BLAS thread per run (several minutes)")
     result = run_scaling(

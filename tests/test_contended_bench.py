@@ -1,0 +1,90 @@
+"""``cvxmetric bench --contended``: the threading benchmark (cvxmetric._contended)."""
+
+import inspect
+import json
+
+import pytest
+
+from cvxmetric import _contended as ct
+from cvxmetric.cli import main
+
+
+def run(capsys, *argv):
+    """``main(argv)`` -> (exit code, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _row(family, condition, policy, one, every):
+    return {"family": family, "solver": ct.CASES[family][0],
+            "problem": ct.CASES[family][1], "condition": condition,
+            "policy": policy, "one": one, "all": every,
+            "ratio": policy / min(one, every), "status": "optimal"}
+
+
+def test_every_family_has_a_case_and_sizes():
+    assert set(ct.CASES) == set(ct.SIZES)
+    with pytest.raises(ValueError, match="family"):
+        ct._problem("nope", 0)
+
+
+def test_run_case_times_a_forced_single_thread_solve(monkeypatch):
+    # the smallest real case: MMC at d = 300 takes well under a second
+    out = ct.run_case({"family": "mmc", "threads": 1, "seed": 0})
+    assert out["status"] == "optimal" and out["seconds"] > 0
+    assert out["rel_gap"] <= 1e-6
+
+
+def test_run_contended_ratio_and_neighbour(monkeypatch):
+    # the solves are stubbed: the ratio is policy / best forced time, and
+    # the neighbour process of the loaded condition is gone afterwards
+    times = {"policy": 2.0, 1: 1.0, "all": 4.0}
+    monkeypatch.setattr(ct, "run_isolated", lambda case, *a: {
+        "seconds": times[case["threads"]], "status": "optimal"})
+    started = []
+    real_popen = ct.subprocess.Popen
+
+    def popen(*a, **k):
+        started.append(real_popen(*a, **k))
+        return started[-1]
+
+    monkeypatch.setattr(ct.subprocess, "Popen", popen)
+    monkeypatch.setattr(ct.time, "sleep", lambda s: None)
+    rows = ct.run_contended(("mmc",), repeat=2)
+    assert [r["condition"] for r in rows] == ["idle", "contended"]
+    assert all(r["ratio"] == pytest.approx(2.0) for r in rows)
+    assert len(started) == 1 and started[0].poll() is not None
+    assert "mmc" in ct.format_contended(rows)
+
+
+def test_cli_contended(capsys, monkeypatch):
+    real = inspect.signature(ct.run_contended)
+    seen = {}
+
+    def fake(families, **kw):
+        real.bind(families, **kw)
+        seen.update(families=families, **kw)
+        rows = [_row("mmc", "idle", 1.0, 1.0, 2.0)]
+        kw["callback"](rows[0])
+        return rows
+
+    monkeypatch.setattr(ct, "run_contended", fake)
+    code, out, err = run(capsys, "bench", "--contended", "--families", "mmc",
+                         "--repeat", "2", "--max-seconds", "9")
+    assert code == 0 and seen["families"] == ("mmc",)
+    assert seen["repeat"] == 2 and seen["max_seconds"] == 9.0
+    assert "MMCProjectedGradient" in out and "ratio" in out and "done: mmc" in err
+    code, out, _ = run(capsys, "bench", "--contended", "--json")
+    assert json.loads(out)[0]["ratio"] == pytest.approx(1.0)
+    assert seen["families"] == tuple(ct.CASES)
+
+
+@pytest.mark.parametrize("argv, name", [
+    (("--families", "nope"), "--families"),
+    (("--sizes", "20x1000"), "--sizes"),
+    (("--scaling",), "--scaling"),
+])
+def test_cli_contended_refuses(capsys, argv, name):
+    code, _, err = run(capsys, "bench", "--contended", *argv)
+    assert code == 2 and name in err
