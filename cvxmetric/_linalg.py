@@ -189,9 +189,16 @@ class PairOperator:
             return out
         if G is None:
             w, V = eigh_psd(M)
-            # an indefinite M (a subgradient iterate) still needs exact values
+            # an indefinite M (a subgradient iterate; round-off of a PSD
+            # one) still needs exact values: M = G+ G+^T - G- G-^T, the
+            # negative part with as many columns as negative eigenvalues
             if w[0] < 0:
-                return self._sqdist_full(M)
+                neg = w < 0
+                if 4 * neg.sum() > len(w):
+                    return self._sqdist_full(M)
+                G_neg = V[:, neg] * np.sqrt(-w[neg])
+                return (self.sqdist(G=V[:, w > 0] * np.sqrt(w[w > 0]))
+                        - self.sqdist(G=G_neg))
             keep = w > 0
             G = (V[:, keep] * np.sqrt(w[keep])).astype(self.dtype, copy=False)
         if G.shape[1] == 0:

@@ -237,3 +237,20 @@ def test_pair_operator_single_precision_agrees_and_returns_float64():
                      (ref.quadform(V), single.quadform(V))):
             assert b.dtype == np.float64
             np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4 * np.abs(a).max())
+
+
+def test_sqdist_of_an_indefinite_matrix_is_exact():
+    # a PSD matrix with round-off negative eigenvalues, and a truly
+    # indefinite one: the signed factors give phi^T M phi like the full form
+    from cvxmetric._linalg import PairOperator
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 9))
+    pairs = rng.integers(0, 80, size=(500, 2))
+    B = rng.normal(size=(9, 4))
+    for M in (B @ B.T - 1e-15 * np.eye(9), np.diag([1.0, -0.5] + [0.3] * 7)):
+        for materialize in (True, False):
+            op = PairOperator(X, pairs, materialize=materialize)
+            ref = op.quadform(M)
+            np.testing.assert_allclose(op.sqdist(M), ref, rtol=1e-10,
+                                       atol=1e-10 * np.abs(ref).max())
