@@ -193,9 +193,8 @@ class PairOperator:
             # one) still needs exact values: M = G+ G+^T - G- G-^T, the
             # negative part with as many columns as negative eigenvalues
             if w[0] < 0:
+                # (never more columns than d: the full form's cost)
                 neg = w < 0
-                if 4 * neg.sum() > len(w):
-                    return self._sqdist_full(M)
                 G_neg = V[:, neg] * np.sqrt(-w[neg])
                 return (self.sqdist(G=V[:, w > 0] * np.sqrt(w[w > 0]))
                         - self.sqdist(G=G_neg))
@@ -208,9 +207,6 @@ class PairOperator:
             return np.einsum("pr,pr->p", Z, Z).astype(float, copy=False)
         Z = self.X @ G  # (n, r)
         return self._sample_space(Z, Z)
-
-    def _sqdist_full(self, M):
-        return self.quadform(M)
 
     def quadform(self, V, subset=None):
         """``phi_p^T V phi_p`` for a symmetric, possibly indefinite ``V``.
