@@ -48,18 +48,19 @@ logger = logging.getLogger("cvxmetric")
 #: loaded one, it runs on one thread.  Measured on the 2-core development
 #: machine (OpenBLAS 0.3.31, 2 threads), best of repeated calls:
 #:
-#: ==========================  =======  ==========  ==============
-#: call                         flops   idle: 2t/1t  loaded: 2t/1t
-#: ==========================  =======  ==========  ==============
-#: (2000 x 100) @ (100 x 34)    1.4e7    1.93x       0.75x
-#: (200 x 200) @ (200 x 200)    1.6e7    1.44x       0.65x
-#: (100 x 3446) @ (3446 x 100)  6.9e7    1.50x       0.43x
-#: (174 x 1000) @ (1000 x 6000) 2.1e9    1.79x       1.10x
-#: (1000 x 1000) @ (1000^2)     2.0e9    1.91x       0.99x
-#: eigh(100) / eigh(400)        --       0.98x/1.15x 0.49x/0.55x
-#: ==========================  =======  ==========  ==============
+#: ============================  =======  ===========  ===========
+#: call                          flops    idle         loaded
+#: ============================  =======  ===========  ===========
+#: (2000 x 100) @ (100 x 34)     1.4e7    1.93x        0.75x
+#: (200 x 200) @ (200 x 200)     1.6e7    1.44x        0.65x
+#: (100 x 3446) @ (3446 x 100)   6.9e7    1.50x        0.43x
+#: (174 x 1000) @ (1000 x 6000)  2.1e9    1.79x        1.10x
+#: (1000 x 1000) @ (1000 x 1000) 2.0e9    1.91x        0.99x
+#: eigh(100) / eigh(400)         --       0.98x/1.15x  0.49x/0.55x
+#: ============================  =======  ===========  ===========
 #:
-#: ("loaded": one CPU-bound neighbour process.)  So a second thread pays
+#: (speed-up of two threads over one: time on one / time on two;
+#: "loaded": one CPU-bound neighbour process.)  So a second thread pays
 #: for products from about 1e7 flops when the machine is idle, and never
 #: pays when it is loaded (small calls wait for a core at every call:
 #: 2-7x slower); eigendecompositions gain nothing either way.
