@@ -132,7 +132,7 @@ def _problem(family, sizes, seed):
     """``(solver, data)`` of ``family`` at ``sizes`` (see :data:`GRIDS`)."""
     rng = np.random.RandomState(seed)
     if family == "qwise":
-        from .bench import bench_data
+        from .qwise._bench import bench_data
         from .qwise import QwiseDualSolver
 
         return QwiseDualSolver(), bench_data(int(sizes["d"]), int(sizes["N"]),

@@ -707,8 +707,10 @@ def _cmd_bench(args):
             print(bench.format_table(rows))
         return 0
 
-    sizes = bench.parse_sizes(args.sizes) if args.sizes else bench.DEFAULT_SIZES
-    methods = args.methods.split(",") if args.methods else bench.BENCH_METHODS
+    from .qwise import _bench as qbench
+
+    sizes = qbench.parse_sizes(args.sizes) if args.sizes else qbench.DEFAULT_SIZES
+    methods = args.methods.split(",") if args.methods else qbench.BENCH_METHODS
     if not args.sizes:
         _note("bench: the Qwise scaling benchmark at sizes "
               + ",".join(f"{d}x{N:g}" for d, N in sizes)
@@ -718,7 +720,7 @@ def _cmd_bench(args):
         print(f"done: d={row['d']} N={row['N']} {row['method']}: "
               f"{_num(row['seconds'], '.2f')} s, {row['status']}", file=sys.stderr)
 
-    rows = bench.run_bench(
+    rows = qbench.run_bench(
         sizes, methods, seed=seed, skip_straightforward=args.skip_straightforward,
         max_seconds=args.max_seconds, isolate=not args.no_isolate,
         subgradient_maxiter=args.subgradient_maxiter, callback=progress)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from cvxmetric import bench
+from cvxmetric.qwise import _bench as qbench
 from cvxmetric import collection as col
 from cvxmetric._tolerances import TOLERANCES
 from cvxmetric.cli import main
@@ -337,7 +338,7 @@ def test_make_problems_check(tmp_path, capsys):
 
 
 def test_bench_tiny_in_process():
-    rows = bench.run_bench([(5, 50)], isolate=False, subgradient_maxiter=50)
+    rows = qbench.run_bench([(5, 50)], isolate=False, subgradient_maxiter=50)
     assert [r["method"] for r in rows] == [
         "exact", "straightforward", "fast", "fast@1e-4",
         "subgradient(maxiter=50)"]
@@ -361,28 +362,28 @@ def test_bench_tiny_in_process():
 
 
 def test_bench_isolated_and_certified_gap():
-    rows = bench.run_bench([(4, 30)], methods=("exact",), isolate=True,
+    rows = qbench.run_bench([(4, 30)], methods=("exact",), isolate=True,
                            max_seconds=300)
     (row,) = rows
     assert row["error"] is None, row["error"]
     assert row["status"] == "optimal" and row["peak_mb"] > 0
     # without an exact run the gap column is the solver's certified gap
-    rows = bench.run_bench([(4, 30)], methods=("straightforward",), isolate=False,
+    rows = qbench.run_bench([(4, 30)], methods=("straightforward",), isolate=False,
                            skip_straightforward=True)
     assert rows == []
 
 
 def test_bench_data_is_deterministic():
-    a = bench.bench_data(6, 40, random_state=3)
-    b = bench.bench_data(6, 40, random_state=3)
+    a = qbench.bench_data(6, 40, random_state=3)
+    b = qbench.bench_data(6, 40, random_state=3)
     np.testing.assert_array_equal(a.X, b.X)
     np.testing.assert_array_equal(a.quadruplets.indices, b.quadruplets.indices)
 
 
 def test_bench_cli_and_sizes(capsys):
-    assert bench.parse_sizes("20x1000, 100x1e5") == [(20, 1000), (100, 100000)]
+    assert qbench.parse_sizes("20x1000, 100x1e5") == [(20, 1000), (100, 100000)]
     with pytest.raises(ValueError, match="DxN"):
-        bench.parse_sizes("20-1000")
+        qbench.parse_sizes("20-1000")
     code, out, _ = run(capsys, "bench", "--sizes", "4x30", "--methods", "exact",
                        "--no-isolate")
     assert code == 0 and "qwise-synthetic" in out and "vs exact" in out
@@ -398,11 +399,11 @@ def test_bench_large_sizes_skip_exact(monkeypatch):
         return {"n": 1, "objective": 1.0, "cert_rel_gap": 1e-7, "seconds": 0.1,
                 "status": "optimal", "n_iter": 1, "peak_mb": 1.0, "base_mb": 1.0}
 
-    monkeypatch.setattr(bench, "run_case", fake_case)
-    rows = bench.run_bench([(100, 100_000)], isolate=False)
+    monkeypatch.setattr(qbench, "run_case", fake_case)
+    rows = qbench.run_bench([(100, 100_000)], isolate=False)
     assert [c["method"] for c in seen] == ["fast", "fast@1e-4", "subgradient"]
     # large solves run under the time budget, Algorithm 1 with its defaults
-    assert all(c["max_time"] == bench.LARGE_SOLVER_SECONDS for c in seen)
+    assert all(c["max_time"] == qbench.LARGE_SOLVER_SECONDS for c in seen)
     assert seen[-1]["subgradient_maxiter"] is None
     # the certified fast optimum is the yardstick of the rows after it
     assert rows[0]["gap_kind"] == "certified" and rows[0]["gap"] == 1e-7
@@ -419,8 +420,8 @@ def test_bench_large_sizes_without_certified_fast(monkeypatch):
                 "status": "time_limit_reached", "n_iter": 1, "peak_mb": 1.0,
                 "base_mb": 1.0}
 
-    monkeypatch.setattr(bench, "run_case", fake_case)
-    rows = bench.run_bench([(100, 100_000)], isolate=False)
+    monkeypatch.setattr(qbench, "run_case", fake_case)
+    rows = qbench.run_bench([(100, 100_000)], isolate=False)
     # an uncertified fast run is no yardstick: every row has its own gap
     assert [r["gap_kind"] for r in rows] == ["certified"] * 3
     assert [r["gap"] for r in rows] == [1e-3, 2e-3, 2e-3]

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from cvxmetric import bench
+from cvxmetric.qwise import _bench as qbench
 from cvxmetric import collection as col
 from cvxmetric.cli import build_parser, main
 from cvxmetric.constraints import pairs_from_labels, quadruplets_from_labels
@@ -338,7 +339,7 @@ def recorded_bench(monkeypatch):
         return []
 
     monkeypatch.setattr(bench, "run_collection_bench", collection)
-    monkeypatch.setattr(bench, "run_bench", synthetic)
+    monkeypatch.setattr(qbench, "run_bench", synthetic)
     return calls
 
 
@@ -371,14 +372,14 @@ def test_the_qwise_scaling_benchmark_needs_an_explicit_option(recorded_bench,
                                                               capsys):
     code, _, err = run(capsys, "bench", "--family", "qwise")
     assert code == 0
-    assert recorded_bench[-1][:3] == ("synthetic", tuple(bench.DEFAULT_SIZES),
-                                      tuple(bench.BENCH_METHODS))
+    assert recorded_bench[-1][:3] == ("synthetic", tuple(qbench.DEFAULT_SIZES),
+                                      tuple(qbench.BENCH_METHODS))
     assert "Qwise scaling benchmark" in err
     code, _, _ = run(capsys, "bench", "--sizes", "4x30", "--methods", "exact")
     assert code == 0 and recorded_bench[-1][:3] == ("synthetic", ((4, 30),),
                                                     ("exact",))
     code, _, _ = run(capsys, "bench", "--suite", "synthetic")
-    assert code == 0 and recorded_bench[-1][1] == tuple(bench.DEFAULT_SIZES)
+    assert code == 0 and recorded_bench[-1][1] == tuple(qbench.DEFAULT_SIZES)
 
 
 @pytest.mark.parametrize("argv, match", [

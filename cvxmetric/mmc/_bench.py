@@ -124,7 +124,7 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True):
         Rows with ``problem``, ``method``, ``d``, ``N`` (pairs), ``n``
         (samples), ``objective`` (scale-free), ``gap``, ``gap_kind``,
         ``seconds``, ``peak_mb``, ``base_mb``, ``status``, ``n_iter``,
-        ``error`` -- the shape of :func:`cvxmetric.bench.run_bench`'s rows.
+        ``error`` -- the shape of :func:`cvxmetric.qwise._bench.run_bench`'s rows.
     """
     if max_seconds is not None and not isolate:
         raise ValueError("max_seconds: needs isolate=True (a run in this "

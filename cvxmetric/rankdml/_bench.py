@@ -25,7 +25,7 @@ own certified relative duality gap (``gap_kind`` "certified").
 Each run is a separate process (``python -m cvxmetric.rankdml._bench --case
 JSON``) with an address-space limit of :data:`MEMORY_LIMIT`, so that its
 peak memory (``ru_maxrss``) is its own and it can be stopped.  Rows have the
-shape of :func:`cvxmetric.bench.run_bench`'s.
+shape of :func:`cvxmetric.qwise._bench.run_bench`'s.
 """
 
 import resource

@@ -1,0 +1,305 @@
+"""Qwise's scaling benchmark (``cvxmetric bench --family qwise``).
+
+``cvxmetric bench --family qwise`` (or ``--sizes``) prints, for each size
+``(d, N)`` and method, the objective gap to the exact solution, the
+wall-clock time and the peak memory.  Methods:
+
+``exact``
+    :func:`cvxmetric.qwise.solve_exact` (the default margin-set reduction).
+``straightforward``
+    ``solve_exact(data, reduce=False)``: the declared CVXPY model.
+``fast``
+    :class:`cvxmetric.qwise.QwiseDualSolver` with its default tolerance.
+``fast@1e-4``
+    The same with ``tol=1e-4``: the time to reach a ``1e-4`` relative
+    duality gap.
+``subgradient``
+    :class:`cvxmetric.qwise.ProjectedSubgradient` (Algorithm 1).
+
+Above :data:`EXACT_MAX_N` constraints no exact solve is attempted.  The
+yardstick there is the default fast solver's objective when its certificate
+shows a relative duality gap of at most :data:`~cvxmetric._tolerances.EXACT_GAP`
+(the optimum to that accuracy): the other methods' gaps are measured against
+it (``gap kind`` "vs fast"), and the fast row reports its own certified gap
+("certified").  Without such a yardstick (the fast solve failed, or ran out
+of time) every row reports its own certified relative duality gap, and so
+does every row at smaller sizes when the exact solve failed or timed out.
+Iterative solves above :data:`EXACT_MAX_N` run under the wall-clock budget
+:data:`LARGE_SOLVER_SECONDS`; Algorithm 1 then runs until the budget (or
+its default 20 000 iterations) ends it.
+
+Each run is, by default, a separate Python process (``python -m
+cvxmetric.qwise._bench --case ...``) so that its peak resident memory
+(``ru_maxrss``) is its own and a run exceeding ``max_seconds`` can be
+killed safely.  The peak includes the interpreter and the imported
+libraries (about 150-250 MB); ``base MB`` is the peak before the solve
+started (after building the data), so ``peak - base`` bounds the solve's
+own extra memory from below.
+
+Measured on the 2-core machine (2026-11-24): ``exact`` 0.12 s / 0.96 s /
+4.4 s and ``straightforward`` 2.1 s / 28 s / 178 s (peak 0.2 / 0.5 / 1.1 GB)
+at (20, 1000) / (40, 2000) / (60, 2000); ``fast`` 0.09 / 0.21 / 0.33 s
+there (gap <= 2e-10) and ``fast@1e-4`` 0.06 / 0.15 / 0.21 s; ``fast``
+10.7 s at (100, 1e5) and 70 s at (100, 1e6) (certified 1.7e-10 / 1.6e-10,
+peak 1.0 GB; since then 5.2-5.4 s and about 50 s on one thread, see
+docs/performance.md); Algorithm 1 stops at the :data:`LARGE_SOLVER_SECONDS` budget
+there (4.9e-3 above the fast optimum at 1e6, peak 1.6 GB).  Use
+``--skip-straightforward`` to save the three minutes of the declared model
+at (60, 2000).
+"""
+
+import logging
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from ..bench import _max_rss_mb, bench_row, case_main, run_isolated
+
+__all__ = [
+    "DEFAULT_SIZES",
+    "EXACT_MAX_N",
+    "BENCH_METHODS",
+    "LARGE_SOLVER_SECONDS",
+    "bench_data",
+    "run_case",
+    "run_bench",
+    "parse_sizes",
+]
+
+logger = logging.getLogger("cvxmetric")
+
+#: The sizes ``(d, N)`` of ``cvxmetric bench``.
+DEFAULT_SIZES = ((20, 1000), (40, 2000), (60, 2000), (100, 100_000),
+                 (100, 1_000_000))
+
+#: Largest number of quadruplets with an exact (CVXPY) solve.
+EXACT_MAX_N = 10_000
+
+#: Every method, in run order (the exact solve first: it is the yardstick).
+BENCH_METHODS = ("exact", "straightforward", "fast", "fast@1e-4", "subgradient")
+
+#: Wall-clock budget (seconds) of each iterative solve above ``EXACT_MAX_N``
+#: constraints: with the data set-up (1.6 s at 10^6 quadruplets) and the
+#: final full certificate (about 3 s there), a large run stays within two
+#: minutes.  A solver that needs more stops with status
+#: ``time_limit_reached`` and its certified gap.
+LARGE_SOLVER_SECONDS = 100.0
+
+
+def bench_data(d, N, *, random_state=0):
+    """Deterministic synthetic Qwise data: ``N`` class quadruplets in ``d`` dims.
+
+    ``n = max(200, N // 10)`` points in 5 balanced Gaussian classes whose
+    means differ in the first ``min(d, 10)`` coordinates (the rest is unit
+    noise); quadruplets from :func:`~cvxmetric.quadruplets_from_labels`,
+    margins 1, trace regulariser, ``C_q = 1``.
+
+    Returns
+    -------
+    QwiseData
+    """
+    from ..constraints import Quadruplets, quadruplets_from_labels
+    from ._problem import QwiseData
+
+    n = max(200, N // 10)
+    rng = np.random.RandomState(random_state)
+    n_classes = 5
+    y = np.arange(n) % n_classes
+    k = min(d, 10)
+    means = np.zeros((n_classes, d))
+    means[:, :k] = rng.normal(scale=1.5, size=(n_classes, k))
+    X = means[y] + rng.normal(size=(n, d))
+    quads = quadruplets_from_labels(y, N, random_state=random_state)
+    return QwiseData.from_sets(Quadruplets.create(X, quads, 1.0),
+                               regularizer="trace", C_q=1.0)
+
+
+def _solve(method, data, subgradient_maxiter, max_time=None):
+    from . import ProjectedSubgradient, QwiseDualSolver, solve_exact
+
+    if method == "exact":
+        return solve_exact(data)
+    if method == "straightforward":
+        return solve_exact(data, reduce=False)
+    if method == "fast":
+        return QwiseDualSolver(max_time=max_time).run(data)
+    if method == "fast@1e-4":
+        return QwiseDualSolver(tol=1e-4, max_time=max_time).run(data)
+    if method == "subgradient":
+        if subgradient_maxiter:
+            return ProjectedSubgradient(maxiter=int(subgradient_maxiter),
+                                        max_time=max_time).run(data)
+        return ProjectedSubgradient(max_time=max_time).run(data)
+    raise ValueError(f"method: unknown option {method!r}; expected one of "
+                     f"{BENCH_METHODS}.")
+
+
+def run_case(case):
+    """Run one benchmark case in this process.
+
+    Parameters
+    ----------
+    case : dict
+        ``d``, ``N``, ``method``, ``seed`` and optionally
+        ``subgradient_maxiter``.
+
+    Returns
+    -------
+    dict
+        ``objective``, ``cert_rel_gap``, ``seconds``, ``setup_seconds``,
+        ``status``, ``n_iter``, ``n``, ``peak_mb``, ``base_mb``; or
+        ``error`` when the solve raised.
+    """
+    t0 = time.perf_counter()
+    data = bench_data(case["d"], case["N"], random_state=case.get("seed", 0))
+    out = {"setup_seconds": time.perf_counter() - t0, "n": int(data.X.shape[0]),
+           "base_mb": _max_rss_mb()}
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the status word reports it
+            res = _solve(case["method"], data, case.get("subgradient_maxiter"),
+                         case.get("max_time"))
+    except Exception as exc:  # reported in the table, never a crash
+        out.update(error=f"{type(exc).__name__}: {exc}",
+                   seconds=time.perf_counter() - t0, peak_mb=_max_rss_mb())
+        return out
+    out.update(
+        seconds=time.perf_counter() - t0,
+        objective=float(res.objective),
+        cert_rel_gap=float(res.certificate.rel_gap),
+        status=str(res.status),
+        n_iter=int(res.n_iter),
+        peak_mb=_max_rss_mb(),
+    )
+    return out
+
+
+def _run_isolated(case, max_seconds):
+    return run_isolated(case, max_seconds, "cvxmetric.qwise._bench")
+
+
+def _method_label(method, N, subgradient_maxiter):
+    if method == "subgradient":
+        if subgradient_maxiter:
+            return f"subgradient(maxiter={subgradient_maxiter})"
+        return "subgradient"
+    return method
+
+
+def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
+              skip_straightforward=False, max_seconds=None, isolate=True,
+              subgradient_maxiter=None, callback=None):
+    """Run the benchmark.
+
+    Parameters
+    ----------
+    sizes : sequence of (d, N)
+    methods : sequence of str
+        Among :data:`BENCH_METHODS`.
+    seed : int
+        ``random_state`` of the data.
+    skip_straightforward : bool
+    max_seconds : float, optional
+        Per-run limit (only with ``isolate``): the run's process is killed
+        and the row reports a timeout.
+    isolate : bool
+        Run each case in its own process (own peak memory, killable).
+    subgradient_maxiter : int, optional
+        Default: the solver's default (above :data:`EXACT_MAX_N`
+        constraints the time budget usually ends the run first).
+    callback : callable, optional
+        Called with each row as soon as it is done.
+
+    Returns
+    -------
+    list of dict
+        Rows with ``problem``, ``method``, ``d``, ``N``, ``n``, ``gap``,
+        ``gap_kind`` ("vs exact" or "certified"), ``seconds``,
+        ``speedup_exact`` and ``speedup_declared`` (the ``exact`` /
+        ``straightforward`` run's seconds divided by this run's, ``None``
+        without them), ``peak_mb``, ``base_mb``, ``status``, ``error``.  The
+        yardstick of ``gap`` is described in the module docstring.
+    """
+    from .._tolerances import EXACT_GAP
+
+    unknown = [m for m in methods if m not in BENCH_METHODS]
+    if unknown:
+        raise ValueError(f"methods: unknown {unknown}; expected among "
+                         f"{BENCH_METHODS}.")
+    if max_seconds is not None and not isolate:
+        raise ValueError("max_seconds: needs isolate=True (a run in this process "
+                         "cannot be stopped safely).")
+    order = [m for m in BENCH_METHODS if m in methods]
+    rows = []
+    for d, N in sizes:
+        d, N = int(d), int(N)
+        todo = [m for m in order
+                if not (m in ("exact", "straightforward") and N > EXACT_MAX_N)
+                and not (m == "straightforward" and skip_straightforward)]
+        sub_iter = subgradient_maxiter
+        f_ref, reference = None, "exact"
+        size_rows = []
+        for method in todo:
+            case = {"d": d, "N": N, "method": method, "seed": seed,
+                    "subgradient_maxiter": sub_iter,
+                    "max_time": LARGE_SOLVER_SECONDS if N > EXACT_MAX_N else None}
+            logger.info("bench: d=%d N=%d %s", d, N, method)
+            res = _run_isolated(case, max_seconds) if isolate else run_case(case)
+            row = bench_row(
+                res, f_ref, problem="qwise-synthetic",
+                method=_method_label(method, N,
+                                     sub_iter if method == "subgradient" else None),
+                d=d, N=N, n=res.get("n", max(200, N // 10)), reference=reference)
+            if f_ref is None and res.get("error") is None:
+                if method in ("exact", "straightforward"):
+                    f_ref = res.get("objective")
+                    row["gap"], row["gap_kind"] = 0.0, "vs exact"
+                elif (method == "fast" and res.get("status") == "optimal"
+                      and res.get("cert_rel_gap", np.inf) <= EXACT_GAP):
+                    # no exact solve at this size: the certified fast
+                    # optimum is the yardstick of the rows that follow
+                    f_ref, reference = res.get("objective"), "fast"
+            size_rows.append(row)
+            if callback is not None:
+                callback(row)
+        # speedups need the exact runs' seconds, so they follow the size's runs
+        t_ref = {r["method"]: r["seconds"] for r in size_rows
+                 if r["method"] in ("exact", "straightforward") and r["error"] is None}
+        for row in size_rows:
+            for key, ref in (("speedup_exact", "exact"),
+                             ("speedup_declared", "straightforward")):
+                ok = ref in t_ref and row["error"] is None and row["seconds"]
+                row[key] = t_ref[ref] / row["seconds"] if ok else None
+        rows.extend(size_rows)
+    return rows
+
+
+def parse_sizes(text):
+    """Parse ``"20x1000,40x2000"`` (``1e5`` accepted) into ``[(d, N), ...]``."""
+    out = []
+    for item in text.split(","):
+        item = item.strip().lower()
+        if not item:
+            continue
+        try:
+            d, N = item.split("x")
+            out.append((int(float(d)), int(float(N))))
+        except ValueError:
+            raise ValueError(
+                f"sizes: cannot read {item!r}; expected DxN, e.g. 20x1000 or "
+                f"100x1e5."
+            ) from None
+    if not out:
+        raise ValueError("sizes: no size given.")
+    return out
+
+
+def _case_main(argv=None):
+    return case_main("cvxmetric.qwise._bench", run_case, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(_case_main())
