@@ -104,7 +104,6 @@ import warnings
 import cvxpy as cp
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import BilinearMixin, MahalanobisMixin
 from ._validation import check_finite
@@ -458,8 +457,9 @@ metric_key, data, kind
     # -- the family's side (subclasses) ----------------------------------------
 
     def _family_objective(self, M):
-        """The family's objective at a validated (d, d) ``M``."""
-        raise NotImplementedError
+        """The family's objective at a validated (d, d) ``M`` (by default
+        its data's ``objective``)."""
+        return self.data.objective(M)
 
     def _family_certificate(self, M):
         """The family's certificate of a validated (d, d) ``M``."""
@@ -490,6 +490,16 @@ def _same(a, b):
 # ---------------------------------------------------------------------------
 # Fitted metrics
 # ---------------------------------------------------------------------------
+
+
+class _ModelDeclared(DeclaredProblem):
+    """A declaration built on a family's CVXPY model class (``self.model``),
+    whose ``set_params`` validates hyperparameters (a ValueError naming a
+    bad one) and rebuilds its ``data``."""
+
+    def _update_parameters(self, values):
+        self.model.set_params(**{k: float(v) for k, v in values.items()})
+        self.data = self.model.data
 
 
 class MahalanobisMetric(MahalanobisMixin, BaseEstimator):

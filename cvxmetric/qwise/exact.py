@@ -42,7 +42,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._exact import SOLVERS, solve_certified
-from ..model import DeclaredProblem
+from ..model import _ModelDeclared
 from ..result import SolverError, SolverResult
 from ._problem import QwiseData
 
@@ -341,7 +341,7 @@ def _solve_scale_free(data, *, reduce, init, solvers, tol, max_rounds, verbose):
 # ---------------------------------------------------------------------------
 
 
-class _QwiseDeclared(DeclaredProblem):
+class _QwiseDeclared(_ModelDeclared):
     """Eq. 8 / Eq. 11 as declared by :class:`QwiseModel` on the user's data."""
 
     def __init__(self, model):
@@ -356,14 +356,6 @@ class _QwiseDeclared(DeclaredProblem):
             equation="Eq. 11" if data.pairs is not None else "Eq. 8",
             problem=model.problem, variables=variables, parameters=model.params,
             constraints=model.constraints, metric_key="M", data=data)
-
-    def _update_parameters(self, values):
-        # validates all values first (ValueError naming the parameter)
-        self.model.set_params(**{k: float(v) for k, v in values.items()})
-        self.data = self.model.data
-
-    def _family_objective(self, M):
-        return self.data.objective(M)
 
     def _family_certificate(self, M):
         parts = [self._dual("quadruplets")]

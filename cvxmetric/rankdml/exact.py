@@ -51,7 +51,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._exact import SOLVERS, solve_certified
-from ..model import DeclaredProblem
+from ..model import _ModelDeclared
 from ..result import SolverError, SolverResult
 from ._problem import RankData
 
@@ -261,7 +261,7 @@ class RankDMLModel:
         )
 
 
-class _RankDeclared(DeclaredProblem):
+class _RankDeclared(_ModelDeclared):
     """Eq. 7 / 9 / 11 as declared by :class:`RankDMLModel` on the user's data."""
 
     def __init__(self, model):
@@ -277,14 +277,6 @@ class _RankDeclared(DeclaredProblem):
             family="rankdml", paper=PAPER, equation=equation, problem=model.problem,
             variables=variables, parameters=model.params,
             constraints=model.constraints, metric_key=key, data=data)
-
-    def _update_parameters(self, values):
-        # validates all values first (ValueError naming the parameter)
-        self.model.set_params(**{k: float(v) for k, v in values.items()})
-        self.data = self.model.data
-
-    def _family_objective(self, M):
-        return self.data.objective(M)
 
     def _family_certificate(self, M):
         alpha = self._dual("triplets")

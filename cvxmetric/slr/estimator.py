@@ -349,9 +349,6 @@ class _SLRDeclared(DeclaredProblem):
         d1, d2 = check_thresholds(d1, d2)  # ValueError naming them
         self.data = dataclasses.replace(self.data, delta1=d1, delta2=d2)
 
-    def _family_objective(self, M):
-        return self.data.objective(M)
-
     def _family_certificate(self, M):
         # the bounds of SLRData.lower_bound need no multipliers
         return self.data.certificate(M, **self._certificate_args())
