@@ -77,6 +77,8 @@ __all__ = [
     "FAMILIES",
     "METHODS",
     "register_family",
+    "gaussian_classes",
+    "standardize",
     "CollectionError",
     "InstanceFormatError",
     "ReferenceFormatError",
@@ -1824,6 +1826,21 @@ def verify(root, family=None, methods=None, only=None, *, progress=False):
 # ---------------------------------------------------------------------------
 # Bundled instances
 # ---------------------------------------------------------------------------
+
+
+def gaussian_classes(rng, n, d, n_classes, separation):
+    """``(X, y)``: ``n`` points in ``d`` dims, ``n_classes`` balanced
+    Gaussian classes with means of scale ``separation`` (instance
+    generators; ``rng`` a ``RandomState``)."""
+    y = np.arange(n) % n_classes
+    means = rng.normal(scale=separation, size=(n_classes, d))
+    return means[y] + rng.normal(size=(n, d)), y
+
+
+def standardize(X):
+    """Columns of ``X`` centred and scaled to unit variance (instance
+    generators)."""
+    return (X - X.mean(axis=0)) / X.std(axis=0)
 
 
 #: Generated and stored float arrays that agree to this relative accuracy

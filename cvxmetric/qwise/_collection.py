@@ -10,7 +10,7 @@ restarted PDHG, :class:`~cvxmetric.qwise.QwiseDualSolver`) and
 
 import numpy as np
 
-from ..collection import ArraySpec, FamilySpec, register_family
+from ..collection import ArraySpec, FamilySpec, gaussian_classes, standardize, register_family
 
 __all__ = []  # registers the family on import; nothing public
 
@@ -87,17 +87,6 @@ def _qwise_subgradient(data):
     return ProjectedSubgradient().run(data)
 
 
-def _gaussian_classes(rng, n, d, n_classes, separation):
-    """``n`` points in ``d`` dims, ``n_classes`` balanced Gaussian classes."""
-    y = np.arange(n) % n_classes
-    means = rng.normal(scale=separation, size=(n_classes, d))
-    return means[y] + rng.normal(size=(n, d)), y
-
-
-def _standardize(X):
-    return (X - X.mean(axis=0)) / X.std(axis=0)
-
-
 def _qwise_bundled():
     """The bundled Qwise instances (each a few hundred constraints)."""
     from sklearn.datasets import load_digits, load_iris, load_wine
@@ -113,8 +102,8 @@ def _qwise_bundled():
     out = []
 
     rng = np.random.RandomState(0)
-    X, y = _gaussian_classes(rng, 60, 5, 3, 1.5)
-    X = _standardize(X)
+    X, y = gaussian_classes(rng, 60, 5, 3, 1.5)
+    X = standardize(X)
     q = quadruplets_from_labels(y, 200, random_state=0)
     out.append(dict(
         name="synthetic_trace", source="synthetic", random_state=0,
@@ -125,8 +114,8 @@ def _qwise_bundled():
     ))
 
     rng = np.random.RandomState(1)
-    X, y = _gaussian_classes(rng, 60, 5, 4, 1.5)
-    X = _standardize(X)
+    X, y = gaussian_classes(rng, 60, 5, 4, 1.5)
+    X = standardize(X)
     q = quadruplets_from_labels(y, 120, random_state=1)
     p, lab = pairs_from_labels(y, 80, random_state=1)
     out.append(dict(
@@ -141,7 +130,7 @@ def _qwise_bundled():
     ))
 
     X, y = load_iris(return_X_y=True)
-    X = _standardize(X)
+    X = standardize(X)
     q = quadruplets_from_labels(y, 300, random_state=2)
     out.append(dict(
         name="iris_trace", source="iris", random_state=2,
@@ -152,7 +141,7 @@ def _qwise_bundled():
     ))
 
     X, y = load_wine(return_X_y=True)
-    X = PCA(n_components=8, random_state=0).fit_transform(_standardize(X))
+    X = PCA(n_components=8, random_state=0).fit_transform(standardize(X))
     q = quadruplets_from_labels(y, 300, random_state=3)
     out.append(dict(
         name="wine_similar", source="wine", random_state=3,
@@ -181,7 +170,7 @@ def _qwise_bundled():
     ))
 
     rng = np.random.RandomState(5)
-    Z, y = _gaussian_classes(rng, 40, 3, 3, 1.5)
+    Z, y = gaussian_classes(rng, 40, 3, 3, 1.5)
     X = Z @ rng.normal(size=(3, 6)) / 2  # rank 3 in 6 dims
     q = quadruplets_from_labels(y, 150, random_state=5)
     delta = np.where(np.arange(len(q)) % 3 == 0, 0.0, 1.0)

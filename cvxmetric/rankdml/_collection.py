@@ -13,7 +13,7 @@ query / gallery splits with the critical pair selection of Sec. 5
 
 import numpy as np
 
-from ..collection import ArraySpec, FamilySpec, register_family
+from ..collection import ArraySpec, FamilySpec, standardize, register_family
 
 __all__ = ["RANKDML_ARRAYS", "RANKDML_HP", "synthetic_retrieval", "bundled"]
 
@@ -137,10 +137,6 @@ def _labelled_split(X, y, n_queries, n_relevant, rng):
     return queries, rel, gallery
 
 
-def _standardize(X):
-    return (X - X.mean(axis=0)) / X.std(axis=0)
-
-
 def bundled():
     """The bundled instances (a few hundred triplets each)."""
     from sklearn.datasets import load_digits, load_iris, load_wine
@@ -163,7 +159,7 @@ def bundled():
     ))
 
     X, y = load_iris(return_X_y=True)
-    X = _standardize(X)
+    X = standardize(X)
     rng = np.random.RandomState(1)
     q, r, g = _labelled_split(X, y, 30, 2, rng)
     # prior: the Mahalanobis metric of the gallery (a non-isotropic A0)
@@ -202,7 +198,7 @@ def bundled():
     ))
 
     X, y = load_wine(return_X_y=True)
-    X = PCA(n_components=6, random_state=0).fit_transform(_standardize(X))
+    X = PCA(n_components=6, random_state=0).fit_transform(standardize(X))
     X = X / X.std()
     rng = np.random.RandomState(2)
     q, r, g = _labelled_split(X, y, 30, 2, rng)

@@ -12,7 +12,7 @@ relevant (must-link) or not (cannot-link).
 
 import numpy as np
 
-from ..collection import ArraySpec, FamilySpec, register_family
+from ..collection import ArraySpec, FamilySpec, standardize, register_family
 
 __all__ = [
     "CONSTRAINTDML_ARRAYS",
@@ -149,10 +149,6 @@ def _labelled_retrieval(X, y, n_queries, k, rng):
     return retrieval_pairs(X, queries, gallery, lambda q, items: y[items] == y[q], k)
 
 
-def _standardize(X):
-    return (X - X.mean(axis=0)) / X.std(axis=0)
-
-
 def bundled():
     """The bundled instances (a few hundred pairs each)."""
     from sklearn.datasets import load_iris, load_wine
@@ -174,7 +170,7 @@ def bundled():
         ))
 
     X, y = load_iris(return_X_y=True)
-    X = _standardize(X)
+    X = standardize(X)
     p, lab = _labelled_retrieval(X, y, 30, 6, np.random.RandomState(1))
     out.append(dict(
         name="iris_eq10", source="iris", random_state=1,
@@ -193,7 +189,7 @@ def bundled():
     ))
 
     X, y = load_wine(return_X_y=True)
-    X = PCA(n_components=8, random_state=0).fit_transform(_standardize(X))
+    X = PCA(n_components=8, random_state=0).fit_transform(standardize(X))
     X = X / X.std()
     p, lab = _labelled_retrieval(X, y, 30, 8, np.random.RandomState(2))
     out.append(dict(

@@ -26,7 +26,7 @@ Registered fast methods:
 
 import numpy as np
 
-from ..collection import ArraySpec, FamilySpec, register_family
+from ..collection import ArraySpec, FamilySpec, gaussian_classes, standardize, register_family
 
 __all__ = ["ADAPTIVE_MAXITER", "bundled_instances"]
 
@@ -85,16 +85,6 @@ def _adaptive(data):
                               check_every=50).run(data)
 
 
-def _gaussian_classes(rng, n, d, n_classes, separation):
-    y = np.arange(n) % n_classes
-    means = rng.normal(scale=separation, size=(n_classes, d))
-    return means[y] + rng.normal(size=(n, d)), y
-
-
-def _standardize(X):
-    return (X - X.mean(axis=0)) / X.std(axis=0)
-
-
 def bundled_instances():
     """The bundled SLR instances (n <= 178, d <= 20, all with n > d)."""
     from sklearn.datasets import load_digits, load_iris, load_wine
@@ -123,17 +113,17 @@ def bundled_instances():
     out.append(dict(
         name="iris", source="iris",
         description="Eq. 4: iris (150 x 4, standardised, 3 classes).",
-        arrays={"X": _standardize(X), "y": y}, hyperparameters=dict(_HP)))
+        arrays={"X": standardize(X), "y": y}, hyperparameters=dict(_HP)))
 
     X, y = load_wine(return_X_y=True)
     out.append(dict(
         name="wine", source="wine",
         description="Eq. 4: wine (178 x 13, standardised, 3 classes); "
                     "Algorithm 1 needs about 2000 iterations here.",
-        arrays={"X": _standardize(X), "y": y}, hyperparameters=dict(_HP)))
+        arrays={"X": standardize(X), "y": y}, hyperparameters=dict(_HP)))
 
     rng = np.random.RandomState(4)
-    X, y = _gaussian_classes(rng, 90, 20, 6, 0.5)
+    X, y = gaussian_classes(rng, 90, 20, 6, 0.5)
     out.append(dict(
         name="synthetic_highdim", source="synthetic", random_state=4,
         description="Eq. 4: 6 overlapping Gaussian classes in 20 dims (90 "
@@ -141,7 +131,7 @@ def bundled_instances():
         arrays={"X": X / np.sqrt(20), "y": y}, hyperparameters=dict(_HP)))
 
     rng = np.random.RandomState(5)
-    Z, y = _gaussian_classes(rng, 60, 4, 4, 1.0)
+    Z, y = gaussian_classes(rng, 60, 4, 4, 1.0)
     X = Z @ rng.normal(size=(4, 10)) / 2
     out.append(dict(
         name="rank_deficient", source="synthetic", random_state=5,
@@ -154,7 +144,7 @@ def bundled_instances():
         name="thresholds_2_half", source="iris",
         description="Eq. 4 with delta1=2, delta2=0.5: iris (150 x 4, "
                     "standardised).",
-        arrays={"X": _standardize(load_iris(return_X_y=True)[0]),
+        arrays={"X": standardize(load_iris(return_X_y=True)[0]),
                 "y": load_iris(return_X_y=True)[1]},
         hyperparameters={"delta1": 2.0, "delta2": 0.5}))
     return out
