@@ -542,6 +542,25 @@ class SLRData:
             cols = slice(start, n)
             yield rows, cols, self.y[rows, None] == self.y[None, cols]
 
+    @staticmethod
+    def _upper_weighted(x, b):
+        """``sum`` of a block of :meth:`_upper_blocks` over all ``n^2`` terms
+        it stands for: weight 2 off its first ``b`` columns (the diagonal
+        block), 1 on them."""
+        return 2.0 * float(np.sum(x)) - float(np.sum(x[:, :b]))
+
+    def _upper_value(self, left, right, deadline=None):
+        """``(f, n_active)`` of Eq. 4 at the symmetric ``K = left @ right``
+        (``left`` (n, k), ``right`` (k, n)), over the upper block triangle."""
+        f, n_active = 0.0, 0
+        for rows, cols, same in self._upper_blocks():
+            _tick(deadline)
+            rho = np.maximum(self._args(left[rows] @ right[:, cols], same), 0.0)
+            b = rho.shape[0]
+            f += self._upper_weighted(rho * rho, b)
+            n_active += int(self._upper_weighted(rho > 0, b))
+        return f, n_active
+
     def _U32(self):
         """``U`` in float32 (cached): the Hessian products of inexact CG."""
         U32 = self._cache.get("U32")
@@ -561,12 +580,7 @@ class SLRData:
         XM = Xs @ self._internal_M(M)  # (n, d); X M X^T = Xs (scale^2 M) Xs^T
         if np.array_equal(M, M.T):
             # K = X M X^T is symmetric: the upper block triangle suffices
-            f = 0.0
-            for rows, cols, same in self._upper_blocks():
-                rho = np.maximum(self._args(XM[rows] @ Xs[cols].T, same), 0.0)
-                b = rho.shape[0]
-                f += 2.0 * float(np.sum(rho * rho)) - float(np.sum(rho[:, :b] ** 2))
-            return f
+            return self._upper_value(XM, Xs.T)[0]
         f = 0.0
         for rows, same in self._blocks():
             K = XM[rows] @ Xs.T
@@ -612,15 +626,7 @@ class SLRData:
         W = Z @ U.T  # (r, n): K_B = U_B W
         if not (grad or hessian) and np.array_equal(Z, Z.T):
             # the value alone at a symmetric Z: half the terms suffice
-            f, n_active = 0.0, 0
-            for rows, cols, same in self._upper_blocks():
-                _tick(deadline)
-                rho = np.maximum(self._args(U[rows] @ W[:, cols], same), 0.0)
-                rho2 = rho * rho
-                b = rho.shape[0]
-                f += 2.0 * float(np.sum(rho2)) - float(np.sum(rho2[:, :b]))
-                n_active += 2 * int(np.count_nonzero(rho)) - int(
-                    np.count_nonzero(rho[:, :b]))
+            f, n_active = self._upper_value(U, W, deadline)
             return f, None, None, n_active
         f, n_active = 0.0, 0
         G = np.zeros_like(Z) if grad else None
@@ -746,7 +752,7 @@ class SLRData:
             flat = rho.ravel()
             # weight 2 off the diagonal block, 1 on it
             f += 2.0 * float(flat @ flat) - float(np.sum(rho[:, :b] ** 2))
-            n_active += 2 * int(np.count_nonzero(act)) - int(np.count_nonzero(act[:, :b]))
+            n_active += int(self._upper_weighted(act, b))
             Lam = rho
             Lam *= 2.0
             np.negative(Lam, out=Lam, where=same)
