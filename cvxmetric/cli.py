@@ -571,12 +571,36 @@ def _check_bench_options(args, suite):
                 "only with the synthetic benchmarks (--family F).")
 
 
-def _bench_family_list(text, known):
-    """``--families`` of ``--contended`` / ``--scaling``: a tuple of names
-    among ``known`` (all of them without the option)."""
-    if not text:
+#: Every ``bench`` option, ``(dest, flag)``: what a mode refuses unless it
+#: takes it.
+_BENCH_OPTIONS = _SYNTHETIC_OPTIONS + _REAL_OPTIONS + (
+    ("suite", "--suite"), ("family", "--family"), ("only", "--only"),
+    ("methods", "--methods"), ("repeat", "--repeat"), ("no_isolate", "--no-isolate"),
+    ("contended", "--contended"), ("scaling", "--scaling"))
+
+
+def _bench_mode(args, mode, takes, known):
+    """Check the options of ``bench --<mode>`` and return its families.
+
+    ``takes``: the dests of :data:`_BENCH_OPTIONS` the mode uses besides
+    ``--max-seconds``, ``--seed`` and ``--json``; any other option given is
+    refused (naming it), as is a non-positive ``--max-seconds``.
+    ``--families`` selects among ``known`` (all of them by default).
+    """
+    from ._validation import check_scalar
+
+    flags = dict(_BENCH_OPTIONS)
+    others = [flag for dest, flag in _BENCH_OPTIONS
+              if dest not in takes and dest != mode
+              and getattr(args, dest) not in (None, False)]
+    _refuse(others, f"not used with --{mode} (its options: "
+                    + ", ".join([flags[d] for d in takes]
+                                + ["--max-seconds", "--seed", "--json"]) + ").")
+    if args.max_seconds is not None:
+        check_scalar(args.max_seconds, "--max-seconds", low=0, low_inclusive=False)
+    if not args.families:
         return tuple(known)
-    families = tuple(f.strip() for f in text.split(",") if f.strip())
+    families = tuple(f.strip() for f in args.families.split(",") if f.strip())
     unknown = [f for f in families if f not in known]
     if unknown:
         raise ValueError(f"--families: unknown {unknown}; expected among "
@@ -587,14 +611,7 @@ def _bench_family_list(text, known):
 def _cmd_contended(args):
     from ._contended import CASES, format_contended, run_contended
 
-    others = [o for dest, o in _SYNTHETIC_OPTIONS + _REAL_OPTIONS + (
-        ("suite", "--suite"), ("family", "--family"), ("only", "--only"),
-        ("methods", "--methods"), ("no_isolate", "--no-isolate"),
-        ("scaling", "--scaling")) if dest != "families"
-        and getattr(args, dest) not in (None, False)]
-    _refuse(others, "not used with --contended (its options: --families, "
-                    "--max-seconds, --repeat, --seed, --json).")
-    families = _bench_family_list(args.families, CASES)
+    families = _bench_mode(args, "contended", ("families", "repeat"), CASES)
     _note("bench: threads under the BLAS policy vs 1 and all threads, idle then "
           "contended (a few minutes)")
     rows = run_contended(
@@ -614,18 +631,8 @@ def _cmd_contended(args):
 
 def _cmd_scaling(args):
     from ._scaling import GRIDS, format_scaling, run_scaling
-    from ._validation import check_scalar
 
-    others = [o for dest, o in _SYNTHETIC_OPTIONS + _REAL_OPTIONS + (
-        ("suite", "--suite"), ("family", "--family"), ("only", "--only"),
-        ("methods", "--methods"), ("repeat", "--repeat"),
-        ("no_isolate", "--no-isolate"), ("contended", "--contended"))
-        if dest != "families" and getattr(args, dest) not in (None, False)]
-    _refuse(others, "not used with --scaling (its options: --families, "
-                    "--max-seconds, --seed, --json).")
-    if args.max_seconds is not None:
-        check_scalar(args.max_seconds, "--max-seconds", low=0, low_inclusive=False)
-    families = _bench_family_list(args.families, GRIDS)
+    families = _bench_mode(args, "scaling", ("families",), GRIDS)
     _note("bench: each family's fast solver over its size grid, one process and "
           "one BLAS thread per run (several minutes)")
     result = run_scaling(
