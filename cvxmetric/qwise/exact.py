@@ -43,10 +43,12 @@ import numpy as np
 
 from .._exact import SOLVERS, solve_certified
 from ..model import _ModelDeclared
-from ..result import SolverError, SolverResult
+from ..result import Certificate, SolverError, SolverResult
 from ._problem import QwiseData
+from ._vector import QwiseVectorData
 
-__all__ = ["QwiseModel", "solve_exact", "declared_problem", "PAPER"]
+__all__ = ["QwiseModel", "solve_exact", "declared_problem", "PAPER",
+           "QwiseVectorModel", "solve_vector_exact"]
 
 #: The paper, as :class:`~cvxmetric.model.DeclaredProblem` cites it.
 PAPER = ("Law, Thome, Cord: Learning a distance metric from relative "
@@ -393,3 +395,182 @@ def declared_problem(data):
     if not isinstance(data, QwiseData):
         raise TypeError("data: expected a QwiseData instance.")
     return _QwiseDeclared(QwiseModel(data))
+
+
+# ---------------------------------------------------------------------------
+# The vector model: Eq. 14 (hinge) and Eq. 27-30 (smoothed)
+# ---------------------------------------------------------------------------
+
+
+# [declare:qwise-phi-h]
+def _phi_h_expr(u, h):
+    """``phi_h(u)`` of Eq. 29-30 (see :mod:`cvxmetric.qwise._vector`):
+    ``huber(pos(u + h), 2 h) / (4 h)``.  CVXPY's ``huber(x, M)`` is ``x^2``
+    for ``|x| <= M`` and ``2 M |x| - M^2`` beyond; on ``x = pos(u + h) >= 0``
+    it is increasing, so the composition is convex (DCP)."""
+    return cp.huber(cp.pos(u + h), 2.0 * h) / (4.0 * h)
+# [/declare]
+
+
+class QwiseVectorModel:
+    """The vector model as a CVXPY problem: Eq. 14 or its smoothed Eq. 27.
+
+    ``loss="hinge"`` declares Eq. 14 as printed (slack form)::
+
+        min_{w, b, xi}  0.5 (||w||^2 + b^2) + C_q sum_q xi_q + C_p sum_p xi_p
+        s.t.  w^T (Psi_kl - Psi_ij) >= delta_q - xi_q     q = (i, j, k, l)
+              y_p (w^T Psi_p - b) >= 1 - xi_p              p in S (y=-1), D (y=+1)
+              xi >= 0,  (w, b) in C^{d+1}
+
+    and ``loss="huber"`` the smoothed primal of Appendix A (Eq. 27 with
+    ``L_1^h``, ``L_0^h`` of Eq. 29-30), a convex problem of its own::
+
+        min_{w, b}  0.5 (||w||^2 + b^2)
+                    + C_q sum_q phi_h(c_q - w^T (Psi_kl - Psi_ij))
+                    + C_p sum_p phi_h(1 - y_p (w^T Psi_p - b))
+
+    with ``c_q = 1`` (margin 1, ``L_1^h``) or ``-h`` (margin 0, ``L_0^h``).
+    ``C^{d+1}`` is ``R^{d+1}_+`` for ``psi="squared"`` and ``R^{d+1}`` for
+    ``psi="linear"``.  Changes from the paper: none; ``C_q``, ``C_p`` are
+    ``cp.Parameter`` (the problem is DPP), ``h`` is a constant of the model
+    (it shapes the loss).
+
+    Parameters
+    ----------
+    data : QwiseVectorData
+
+    Attributes
+    ----------
+    problem : cvxpy.Problem
+    w : cvxpy.Variable of shape (d,)
+    b : cvxpy.Variable (scalar)
+    params : dict of cvxpy.Parameter
+        ``C_q``, ``C_p``.
+    constraints : dict of cvxpy.Constraint
+        ``quadruplets``, ``pairs`` (hinge; only non-empty sets), and for
+        ``psi="squared"`` the cone is in the variables' ``nonneg`` attribute.
+    """
+
+    def __init__(self, data):
+        self.data = data
+        nonneg = data.nonneg
+        # [declare:qwise-eq14]
+        w = cp.Variable(data.n_features, nonneg=nonneg, name="w")
+        b = cp.Variable(nonneg=nonneg, name="b")
+        C_q = cp.Parameter(nonneg=True, value=data.C_q, name="C_q")
+        C_p = cp.Parameter(nonneg=True, value=data.C_p, name="C_p")
+        t_q = data.Z @ w                               # (n_quadruplets,)
+        t_p = cp.multiply(data.y, data.P @ w - b)      # (n_pairs,), Eq. 27's sign
+        objective = 0.5 * (cp.sum_squares(w) + cp.square(b))
+        cons = {}
+        if data.loss == "hinge":
+            if data.n_quadruplets:
+                self.xi = cp.Variable(data.n_quadruplets, nonneg=True, name="xi")
+                cons["quadruplets"] = t_q >= data.delta - self.xi
+                objective = objective + C_q * cp.sum(self.xi)
+            if data.n_pairs:
+                self.xi_p = cp.Variable(data.n_pairs, nonneg=True, name="xi_p")
+                cons["pairs"] = t_p >= 1.0 - self.xi_p
+                objective = objective + C_p * cp.sum(self.xi_p)
+        # [/declare]
+        # [declare:qwise-eq27]
+        else:
+            c_q = data.c[:data.n_quadruplets]
+            if data.n_quadruplets:
+                objective = objective + C_q * cp.sum(_phi_h_expr(c_q - t_q, data.h))
+            if data.n_pairs:
+                objective = objective + C_p * cp.sum(_phi_h_expr(1.0 - t_p, data.h))
+        # [/declare]
+        self.w, self.b = w, b
+        self.params = {"C_q": C_q, "C_p": C_p}
+        self.constraints = cons
+        self.problem = cp.Problem(cp.Minimize(objective), list(cons.values()))
+        assert self.problem.is_dpp(), "the vector model must be DPP"
+
+    def set_params(self, **values):
+        """Update ``C_q`` / ``C_p`` (validated; the data follows)."""
+        for key in values:
+            if key not in self.params:
+                raise ValueError(f"{key}: not a parameter of this model; have "
+                                 f"{sorted(self.params)}.")
+        d = self.data
+        new = dict(C_q=d.C_q, C_p=d.C_p, **{k: float(v) for k, v in values.items()})
+        new_data = QwiseVectorData(psi=d.psi, loss=d.loss, h=d.h, Z=d.Z, delta=d.delta,
+                                   P=d.P, y=d.y, **new)
+        for key, val in values.items():
+            self.params[key].value = val
+        self.data = new_data
+
+    def omega(self):
+        """``[w; b]`` from the variables' values."""
+        return np.append(np.asarray(self.w.value, float), float(self.b.value))
+
+    def beta(self):
+        """Dual multipliers divided by the weights (hinge), or ``None``:
+        the smoothed problem's dual point is the slope at ``omega``."""
+        if self.data.loss != "hinge":
+            return None
+        parts = []
+        for key, C, n in (("quadruplets", self.data.C_q, self.data.n_quadruplets),
+                          ("pairs", self.data.C_p, self.data.n_pairs)):
+            if not n:
+                continue
+            lam = self.constraints[key].dual_value
+            if lam is None:
+                return None
+            parts.append(np.ravel(lam) / C if C > 0 else np.zeros(n))
+        return np.concatenate(parts)
+
+    def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
+        """Solve as declared; a certified :class:`SolverResult` whose ``M``
+        is :meth:`QwiseVectorData.matrix` and ``info`` holds ``w``, ``b``."""
+        t0 = time.perf_counter()
+
+        def certify(name, version, opts, times):
+            if self.w.value is None or self.b.value is None:
+                return Certificate.no_point(name, version, opts, times)
+            return self.data.certificate(
+                self.data.project(self.omega()), self.beta(), solver=name,
+                solver_version=version, tolerances=opts, times=times)
+
+        cert, info = solve_certified(self.problem, certify, solvers=solvers, tol=tol,
+                                     verbose=verbose)
+        return vector_result(self.data, self.data.project(self.omega()), cert,
+                             status=info["status"], n_iter=info["n_iter"],
+                             method="exact", info={"attempts": info["attempts"]},
+                             time=time.perf_counter() - t0)
+
+
+def vector_result(data, omega, cert, *, status, n_iter, method, info, time=0.0,
+                  raw_status=""):
+    """The :class:`SolverResult` of a vector-model point ``omega = [w; b]``:
+    ``M`` is :meth:`QwiseVectorData.matrix`, ``info`` gains ``w``, ``b``,
+    ``psi`` and ``loss``."""
+    info = dict(info, w=omega[:-1].copy(), b=float(omega[-1]), psi=data.psi,
+                loss=data.loss, h=data.h)
+    return SolverResult(M=data.matrix(omega), status=status, objective=cert.objective,
+                        n_iter=n_iter, certificate=cert, method=method, info=info,
+                        time=time, raw_status=raw_status)
+
+
+def solve_vector_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
+    """Certified exact solution of Eq. 14 (``loss="hinge"``) or of the smoothed
+    Eq. 27 (``loss="huber"``), see :class:`QwiseVectorModel`.
+
+    Parameters
+    ----------
+    data : QwiseVectorData
+    solvers : sequence of str
+        Clarabel first, SCS as fallback.
+    tol : float
+        Solver tolerance.
+
+    Returns
+    -------
+    SolverResult
+        ``method="exact"``; ``info["w"]``, ``info["b"]``; ``M`` is ``diag(w)``
+        (``psi="squared"``) or ``w w^T`` (``psi="linear"``).
+    """
+    if not isinstance(data, QwiseVectorData):
+        raise TypeError("data: expected a QwiseVectorData instance.")
+    return QwiseVectorModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)

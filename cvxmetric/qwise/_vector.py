@@ -1,0 +1,340 @@
+"""The Qwise vector model (Eq. 12-14) and its smoothed primal (Appendix A).
+
+Notation of the paper's Appendix A.  ``omega = [w; b]`` (``e = d + 1``
+entries), ``Psi_ij = Phi_ij o Phi_ij`` (``psi="squared"``: a diagonal PSD
+metric, ``w, b >= 0``) or ``Psi_ij = Phi_ij`` (``psi="linear"``: one row of
+``L`` per relative attribute, ``w`` and ``b`` free).  Every constraint of
+Eq. 14 is one *term* ``r`` with a vector ``a_r``, a sign ``y_r``, an offset
+``c_r`` and a weight ``C_r``:
+
+=============================  ======================  =====  ============  ====
+term                           ``a_r``                 y_r    c_r           C_r
+=============================  ======================  =====  ============  ====
+quadruplet ``q = (i,j,k,l)``   ``[Psi_kl - Psi_ij; 0]``  +1   ``delta_q``   C_q
+pair ``(i, j)`` in S / D       ``[Psi_ij; -1]``        -1/+1  1             C_p
+=============================  ======================  =====  ============  ====
+
+(``y = +1`` for a dissimilar pair, as in Eq. 27.)  With the signed margin
+``s_r = y_r a_r^T omega`` the hinge problem (Eq. 14 = Eq. 27 with hinges) is
+``min 0.5 ||omega||^2 + sum_r C_r max(0, c_r - s_r)`` over ``omega`` in
+``K`` (``R^e_+`` or ``R^e``), and the smoothed problem (Eq. 27 with the
+losses Eq. 29-30) replaces the hinge by ``phi_h(c_r - s_r)`` with::
+
+    phi_h(v) = 0                    v < -h
+               (v + h)^2 / (4 h)    |v| <= h
+               v                    v > h
+
+and offsets ``c_r = 1`` for ``L_1^h`` (pairs and margin-1 quadruplets) and
+``c_r = -h`` for ``L_0^h`` (margin-0 quadruplets): Eq. 29 is
+``L_1^h(y, t) = phi_h(1 - y t)`` and Eq. 30 is ``L_0^h(y, t) = phi_h(-h - y t)``.
+
+Dual bound (both losses).  For ``beta`` in ``[0, 1]^n`` (``beta_r`` is the
+loss's slope, the multiplier divided by ``C_r``),
+
+    D(beta) = sum_r C_r (beta_r c_r + h beta_r (1 - beta_r))
+              - 0.5 || Pi_K( sum_r C_r beta_r y_r a_r ) ||^2
+
+is a lower bound on the optimum (Fenchel duality; the ``h`` term is the
+conjugate of ``phi_h`` and is absent for the hinge, ``h = 0``), with
+equality at the optimal ``beta``; for the smoothed problem that is the slope
+``phi_h'`` at the optimal ``omega``, so any ``omega`` yields its own bound.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._tolerances import certificate_tolerance
+from .._validation import check_finite, check_option, check_scalar
+from ..result import Certificate
+
+__all__ = ["QwiseVectorData", "PSI", "LOSSES", "psi_features"]
+
+#: Readings of Eq. 13: the feature map and the cone of ``(w, b)``.
+PSI = ("squared", "linear")
+
+#: Losses of Eq. 27: the hinge (Eq. 14 exactly) or the smoothed
+#: ``L_1^h`` / ``L_0^h`` of Eq. 29-30.
+LOSSES = ("hinge", "huber")
+
+#: Range of the smoothing ``h`` the paper allows (Appendix A.2: h in
+#: [0.01, 0.5]); values outside are refused as the losses' shape degrades
+#: (h -> 0: Newton's quadratic band vanishes; h > 0.5: L_0^h bends past the
+#: margin of L_1^h).
+H_RANGE = (1e-6, 0.5)
+
+_CHUNK = 65_536  # rows per block when features are built
+
+
+def psi_features(X, i, j, psi):
+    """``Psi_ij`` for index arrays ``i``, ``j`` (rows), shape (len(i), d)."""
+    diff = X[i] - X[j]
+    if psi == "squared":
+        np.multiply(diff, diff, out=diff)
+    return diff
+
+
+def _quad_features(X, idx, psi):
+    """``Psi_kl - Psi_ij`` of every quadruplet, built in blocks (peak memory
+    a few blocks, not four (N, d) temporaries)."""
+    Z = np.empty((idx.shape[0], X.shape[1]))
+    for s in range(0, idx.shape[0], _CHUNK):
+        b = idx[s:s + _CHUNK]
+        Z[s:s + _CHUNK] = psi_features(X, b[:, 2], b[:, 3], psi)
+        Z[s:s + _CHUNK] -= psi_features(X, b[:, 0], b[:, 1], psi)
+    return Z
+
+
+def phi_h(v, h):
+    """The smoothed hinge ``phi_h`` (module docstring), elementwise."""
+    return np.where(v > h, v, np.where(v < -h, 0.0, (v + h) ** 2 / (4.0 * h)))
+
+
+@dataclass(eq=False)
+class QwiseVectorData:
+    """Eq. 14 / Eq. 27 data: the terms of the module docstring.
+
+    Build with :meth:`from_sets` (quadruplets and pairs over ``X``) or
+    :meth:`from_features` (feature differences given directly).
+
+    Attributes
+    ----------
+    psi : {"squared", "linear"}
+    loss : {"hinge", "huber"}
+    h : float
+        Smoothing of the ``"huber"`` losses (Eq. 29-30).
+    C_q, C_p : float
+    Z : ndarray of shape (n_quadruplets, d)
+        ``Psi_kl - Psi_ij`` per quadruplet.
+    delta : ndarray of shape (n_quadruplets,)
+        Margins (0 or 1 with ``loss="huber"``).
+    P : ndarray of shape (n_pairs, d)
+        ``Psi_ij`` per labelled pair (``n_pairs`` may be 0).
+    y : ndarray of shape (n_pairs,)
+        +1 dissimilar (set D), -1 similar (set S): Eq. 27's sign.
+    """
+
+    psi: str
+    loss: str
+    h: float
+    C_q: float
+    C_p: float
+    Z: np.ndarray
+    delta: np.ndarray
+    P: np.ndarray
+    y: np.ndarray
+
+    def __post_init__(self):
+        check_option(self.psi, "psi", PSI)
+        check_option(self.loss, "loss", LOSSES)
+        self.h = check_scalar(self.h, "h", low=H_RANGE[0], high=H_RANGE[1])
+        self.C_q = check_scalar(self.C_q, "C_q", low=0.0)
+        self.C_p = check_scalar(self.C_p, "C_p", low=0.0)
+        self.Z = check_finite(self.Z, "quadruplets", ndim=2)
+        d = self.Z.shape[1]
+        self.delta = check_finite(self.delta, "delta", shape=(self.Z.shape[0],))
+        self.P = check_finite(self.P, "pairs", shape=(None, d))
+        self.y = check_finite(self.y, "pair_labels", shape=(self.P.shape[0],))
+        if not np.all(np.isin(self.y, (-1.0, 1.0))):
+            raise ValueError("pair_labels: must be +1 or -1.")
+        if self.Z.shape[0] + self.P.shape[0] == 0:
+            raise ValueError("quadruplets: no constraints (no quadruplets and no pairs).")
+        if self.loss == "huber" and not np.all(np.isin(self.delta, (0.0, 1.0))):
+            bad = sorted(set(self.delta[~np.isin(self.delta, (0.0, 1.0))].tolist()))[:3]
+            raise ValueError(
+                f"delta: the smoothed losses L_1^h and L_0^h (Eq. 29-30) are defined "
+                f"for margins 0 and 1 only, got {bad}; use loss='hinge' for other "
+                f"margins.")
+        if self.psi == "squared" and np.any(self.delta < 0):
+            raise ValueError("delta: margins of the squared (diagonal PSD) model must be "
+                             ">= 0 (a negative margin is met by w = 0).")
+        # offsets and weights of the terms (quadruplets first, then pairs)
+        if self.loss == "huber":
+            c_q = np.where(self.delta == 1.0, 1.0, -self.h)
+        else:
+            c_q = self.delta
+        self.c = np.concatenate([c_q, np.ones(self.P.shape[0])])
+        self.C = np.concatenate([np.full(self.Z.shape[0], self.C_q),
+                                 np.full(self.P.shape[0], self.C_p)])
+
+    # -- construction ----------------------------------------------------------
+
+    @classmethod
+    def from_sets(cls, quadruplets, pairs=None, *, psi="squared", loss="hinge",
+                  h=0.05, C_q=1.0, C_p=1.0):
+        """Build from :class:`~cvxmetric.Quadruplets` and optional
+        :class:`~cvxmetric.LabeledPairs` over the same ``X``.
+
+        Pair labels are the package's (+1 similar, -1 dissimilar); they are
+        stored with Eq. 27's sign (``y = -label``).
+        """
+        check_option(psi, "psi", PSI)
+        X = quadruplets.X
+        Z = _quad_features(X, quadruplets.indices, psi)
+        if pairs is None:
+            P, y = np.zeros((0, X.shape[1])), np.zeros(0)
+        else:
+            if pairs.X is not X and not np.array_equal(pairs.X, X):
+                raise ValueError("pairs: refer to a different X than quadruplets.")
+            P = psi_features(X, pairs.indices[:, 0], pairs.indices[:, 1], psi)
+            y = -pairs.labels.astype(float)
+        return cls(psi=psi, loss=loss, h=h, C_q=C_q, C_p=C_p, Z=Z,
+                   delta=quadruplets.delta, P=P, y=y)
+
+    @classmethod
+    def from_features(cls, Z, delta, P=None, y=None, **kwargs):
+        """Build from feature differences (``y`` in Eq. 27's sign)."""
+        Z = np.asarray(Z, dtype=float)
+        if P is None:
+            P, y = np.zeros((0, Z.shape[1])), np.zeros(0)
+        return cls(Z=Z, delta=np.broadcast_to(np.asarray(delta, float), (len(Z),)).copy(),
+                   P=P, y=y, **kwargs)
+
+    def with_loss(self, loss, h=None):
+        """The same terms under another loss (and smoothing)."""
+        return QwiseVectorData(psi=self.psi, loss=loss, h=self.h if h is None else h,
+                               C_q=self.C_q, C_p=self.C_p, Z=self.Z, delta=self.delta,
+                               P=self.P, y=self.y)
+
+    # -- sizes -----------------------------------------------------------------
+
+    @property
+    def n_features(self):
+        return int(self.Z.shape[1])
+
+    @property
+    def n_quadruplets(self):
+        return int(self.Z.shape[0])
+
+    @property
+    def n_pairs(self):
+        return int(self.P.shape[0])
+
+    @property
+    def nonneg(self):
+        """Whether ``omega`` lives in ``R^e_+`` (``psi="squared"``)."""
+        return self.psi == "squared"
+
+    @property
+    def smoothing(self):
+        """``h`` of the loss in use (0 for the hinge)."""
+        return self.h if self.loss == "huber" else 0.0
+
+    # -- the operator of the terms ---------------------------------------------
+
+    def margins(self, omega):
+        """Signed margins ``s_r = y_r a_r^T omega`` of every term."""
+        w, b = omega[:-1], omega[-1]
+        s_q = self.Z @ w
+        s_p = self.y * (self.P @ w - b)
+        return np.concatenate([s_q, s_p])
+
+    def adjoint(self, v):
+        """``sum_r v_r y_r a_r`` (shape (e,)): the adjoint of :meth:`margins`."""
+        nq = self.n_quadruplets
+        vq, vp = v[:nq], v[nq:] * self.y
+        out = np.empty(self.n_features + 1)
+        out[:-1] = self.Z.T @ vq + self.P.T @ vp
+        out[-1] = -np.sum(vp)
+        return out
+
+    def rows(self, index):
+        """The vectors ``y_r a_r`` of terms ``index`` (sorted), (len, e)."""
+        nq = self.n_quadruplets
+        iq, ip = index[index < nq], index[index >= nq] - nq
+        out = np.zeros((len(iq) + len(ip), self.n_features + 1))
+        out[:len(iq), :-1] = self.Z[iq]
+        out[len(iq):, :-1] = self.P[ip] * self.y[ip, None]
+        out[len(iq):, -1] = -self.y[ip]
+        return out
+
+    def project(self, omega):
+        """Projection onto ``K`` (``R^e_+`` or ``R^e``)."""
+        return np.maximum(omega, 0.0) if self.nonneg else omega
+
+    # -- losses ----------------------------------------------------------------
+
+    def losses(self, s):
+        """Per-term loss (unweighted) at margins ``s``."""
+        u = self.c - s
+        if self.loss == "huber":
+            return phi_h(u, self.h)
+        return np.maximum(u, 0.0)
+
+    def slopes(self, s):
+        """Per-term slope ``beta_r`` in [0, 1] of the loss in ``u = c - s``
+        (for the hinge, the subgradient 1 on ``u > 0``)."""
+        u = self.c - s
+        if self.loss == "huber":
+            return np.clip((u + self.h) / (2.0 * self.h), 0.0, 1.0)
+        return (u > 0).astype(float)
+
+    def objective(self, omega, s=None):
+        """Eq. 27 (hinge or smoothed) at ``omega``."""
+        if s is None:
+            s = self.margins(omega)
+        return float(0.5 * omega @ omega + self.C @ self.losses(s))
+
+    def gradient(self, omega, s=None):
+        """Eq. 31 (the smoothed loss): ``omega - sum_r C_r beta_r y_r a_r``."""
+        if s is None:
+            s = self.margins(omega)
+        return omega - self.adjoint(self.C * self.slopes(s))
+
+    def quadratic_set(self, s):
+        """Terms in the quadratic part of their loss (Eq. 32's sums)."""
+        u = self.c - s
+        return np.flatnonzero(np.abs(u) <= self.h)
+
+    def hessian(self, omega, s=None):
+        """Eq. 32: ``I + sum_{r in Q} C_r / (2 h) a_r a_r^T`` (dense (e, e))."""
+        if s is None:
+            s = self.margins(omega)
+        Q = self.quadratic_set(s)
+        A = self.rows(Q) * np.sqrt(self.C[Q] / (2.0 * self.h))[:, None]
+        H = A.T @ A
+        H[np.diag_indices_from(H)] += 1.0
+        return H
+
+    # -- certificate -----------------------------------------------------------
+
+    def dual_bound(self, beta):
+        """``D(beta)`` of the module docstring, ``beta`` clipped to [0, 1]."""
+        beta = np.clip(beta, 0.0, 1.0)
+        hh = self.smoothing
+        lin = float(self.C @ (beta * self.c + hh * beta * (1.0 - beta)))
+        v = self.project(self.adjoint(self.C * beta))
+        return lin - 0.5 * float(v @ v)
+
+    def certificate(self, omega, beta=None, *, solver, solver_version="",
+                    tolerances=None, times=None):
+        """Certificate of ``omega``: objective, dual bound, gap, violation.
+
+        ``beta`` defaults to the slopes at ``omega`` (the smoothed problem's
+        dual point); the hinge needs the multipliers of its solver.
+        """
+        s = self.margins(omega)
+        obj = self.objective(omega, s)
+        if beta is None:
+            beta = self.slopes(s)
+        bound = self.dual_bound(beta)
+        viol = max(0.0, -float(np.min(omega))) if self.nonneg else 0.0
+        min_eig = float(np.min(omega[:-1])) if self.nonneg else 0.0
+        tol_gap, tol_feas = certificate_tolerance("qwise")
+        return Certificate.from_bound(
+            obj, bound, max_violation=viol, min_eig=min_eig, solver=solver,
+            solver_version=solver_version, tolerances=tolerances, times=times,
+            tol_gap=tol_gap, tol_feas=tol_feas)
+
+    def matrix(self, omega):
+        """The Mahalanobis matrix of ``w``: ``diag(w)`` (squared) or
+        ``w w^T`` (linear: ``M = L^T L`` of the one row ``w^T``)."""
+        w = omega[:-1]
+        return np.diag(w) if self.nonneg else np.outer(w, w)
+
+    def smoothing_bounds(self):
+        """``(low, high)`` with ``low <= F_h* - F* <= high`` (docs/qwise.md):
+        ``0 <= L_1^h - L_1 <= h / 4`` and ``-h <= L_0^h - L_0 <= 0`` per term."""
+        h = self.h
+        one = np.concatenate([self.delta == 1.0, np.ones(self.n_pairs, bool)])
+        return (-h * float(self.C[~one].sum()), 0.25 * h * float(self.C[one].sum()))
