@@ -10,7 +10,7 @@ from .constraints import (
 )
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
-from .qwise.estimator import Qwise, QwiseSupervised
+from .qwise.estimator import Qwise, QwiseSupervised, QwiseVector, QwiseVectorSupervised
 from .rankdml.constraint_estimator import ConstraintDML, ConstraintDMLSupervised
 from .rankdml.estimator import RankDML, RankDMLSupervised
 from .result import (
@@ -36,6 +36,8 @@ __all__ = [
     "triplets_from_labels",
     "Qwise",
     "QwiseSupervised",
+    "QwiseVector",
+    "QwiseVectorSupervised",
     "MMC",
     "MMCSupervised",
     "ConstraintDML",

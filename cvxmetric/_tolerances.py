@@ -37,6 +37,9 @@ TOLERANCES = {
     # alternating steps) against the Eq. 4 / Eq. 1 optimum (measured
     # <= 1e-12 on the test instances)
     "slr/lowrank": 1e-6,
+    # Qwise vector model, Algorithm 2 (projected Newton) against the exact
+    # smoothed optimum (Eq. 27-30): certified by its own duality gap
+    "qwise/newton": 1e-8,
 }
 
 #: Clarabel and SCS must agree on the objective to this relative accuracy

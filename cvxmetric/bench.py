@@ -254,6 +254,8 @@ def format_table(rows):
     body = []
     for r in rows:
         status = r["status"] if not r.get("error") else f"{r['status']}: {r['error']}"
+        if r.get("n_cuts") is not None:  # the cutting-plane method's record
+            status += f" ({r['n_cuts']:.0f} cuts, epsilon {r['epsilon']:.1e})"
         body.append([
             r["problem"], r["method"], str(r["d"]), str(r["N"]), str(r["n"]),
             _fmt(r["gap"], ".2e"), r["gap_kind"] or "-", _fmt(r["seconds"], ".2f"),

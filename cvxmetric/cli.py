@@ -716,12 +716,13 @@ def _cmd_bench(args):
 
     from .qwise import _bench as qbench
 
-    sizes = qbench.parse_sizes(args.sizes) if args.sizes else qbench.DEFAULT_SIZES
+    sizes = qbench.parse_sizes(args.sizes) if args.sizes else None
     methods = args.methods.split(",") if args.methods else qbench.BENCH_METHODS
     if not args.sizes:
         _note("bench: the Qwise scaling benchmark at sizes "
-              + ",".join(f"{d}x{N:g}" for d, N in sizes)
-              + " (several minutes; --sizes DxN,... for others)")
+              + "; ".join(f"{model} " + ",".join(f"{d}x{N:g}" for d, N in sz)
+                          for model, sz in qbench.MODEL_SIZES.items())
+              + " (many minutes; --sizes DxN,... and --methods for others)")
 
     def progress(row):
         print(f"done: d={row['d']} N={row['N']} {row['method']}: "

@@ -338,7 +338,8 @@ def test_make_problems_check(tmp_path, capsys):
 
 
 def test_bench_tiny_in_process():
-    rows = qbench.run_bench([(5, 50)], isolate=False, subgradient_maxiter=50)
+    rows = qbench.run_bench([(5, 50)], qbench.MODEL_METHODS["matrix"], isolate=False,
+                            subgradient_maxiter=50)
     assert [r["method"] for r in rows] == [
         "exact", "straightforward", "fast", "fast@1e-4",
         "subgradient(maxiter=50)"]
@@ -359,6 +360,19 @@ def test_bench_tiny_in_process():
     table = bench.format_table(rows)
     assert "peak MB" in table and "subgradient(maxiter=50)" in table
     assert "x exact" in table and "x declared" in table
+
+
+def test_bench_vector_model_in_process():
+    rows = qbench.run_bench([(6, 80)], ("vector-exact", "newton"), isolate=False)
+    assert [(r["problem"], r["method"]) for r in rows] == [
+        ("qwise-vector", "vector-exact"), ("qwise-vector", "newton")]
+    by = {r["method"]: r for r in rows}
+    assert by["vector-exact"]["gap"] == 0.0 and by["newton"]["gap_kind"] == "vs exact"
+    assert abs(by["newton"]["gap"]) <= TOLERANCES["qwise/newton"]
+    assert by["newton"]["status"] == "optimal"
+    # above VECTOR_EXACT_MAX entries no CVXPY solve: Newton's own certificate
+    assert qbench._too_large("vector-exact", 1000, 10_000)
+    assert not qbench._too_large("newton", 1000, 10_000)
 
 
 def test_bench_isolated_and_certified_gap():
@@ -400,7 +414,8 @@ def test_bench_large_sizes_skip_exact(monkeypatch):
                 "status": "optimal", "n_iter": 1, "peak_mb": 1.0, "base_mb": 1.0}
 
     monkeypatch.setattr(qbench, "run_case", fake_case)
-    rows = qbench.run_bench([(100, 100_000)], isolate=False)
+    rows = qbench.run_bench([(100, 100_000)], qbench.MODEL_METHODS["matrix"],
+                            isolate=False)
     assert [c["method"] for c in seen] == ["fast", "fast@1e-4", "subgradient"]
     # large solves run under the time budget, Algorithm 1 with its defaults
     assert all(c["max_time"] == qbench.LARGE_SOLVER_SECONDS for c in seen)
@@ -421,7 +436,8 @@ def test_bench_large_sizes_without_certified_fast(monkeypatch):
                 "base_mb": 1.0}
 
     monkeypatch.setattr(qbench, "run_case", fake_case)
-    rows = qbench.run_bench([(100, 100_000)], isolate=False)
+    rows = qbench.run_bench([(100, 100_000)], qbench.MODEL_METHODS["matrix"],
+                            isolate=False)
     # an uncertified fast run is no yardstick: every row has its own gap
     assert [r["gap_kind"] for r in rows] == ["certified"] * 3
     assert [r["gap"] for r in rows] == [1e-3, 2e-3, 2e-3]

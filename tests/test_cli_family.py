@@ -335,7 +335,9 @@ def recorded_bench(monkeypatch):
         return []
 
     def synthetic(sizes, methods, **kw):
-        calls.append(("synthetic", tuple(sizes), tuple(methods), kw))
+        # sizes None: each model's default sizes (qbench.MODEL_SIZES)
+        calls.append(("synthetic", None if sizes is None else tuple(sizes),
+                      tuple(methods), kw))
         return []
 
     monkeypatch.setattr(bench, "run_collection_bench", collection)
@@ -372,14 +374,13 @@ def test_the_qwise_scaling_benchmark_needs_an_explicit_option(recorded_bench,
                                                               capsys):
     code, _, err = run(capsys, "bench", "--family", "qwise")
     assert code == 0
-    assert recorded_bench[-1][:3] == ("synthetic", tuple(qbench.DEFAULT_SIZES),
-                                      tuple(qbench.BENCH_METHODS))
+    assert recorded_bench[-1][:3] == ("synthetic", None, tuple(qbench.BENCH_METHODS))
     assert "Qwise scaling benchmark" in err
     code, _, _ = run(capsys, "bench", "--sizes", "4x30", "--methods", "exact")
     assert code == 0 and recorded_bench[-1][:3] == ("synthetic", ((4, 30),),
                                                     ("exact",))
     code, _, _ = run(capsys, "bench", "--suite", "synthetic")
-    assert code == 0 and recorded_bench[-1][1] == tuple(qbench.DEFAULT_SIZES)
+    assert code == 0 and recorded_bench[-1][1] is None
 
 
 @pytest.mark.parametrize("argv, match", [

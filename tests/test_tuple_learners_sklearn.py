@@ -27,6 +27,7 @@ from cvxmetric import (
     MMC,
     ConstraintDML,
     Qwise,
+    QwiseVector,
     RankDML,
     pairs_from_labels,
     quadruplets_from_labels,
@@ -54,10 +55,13 @@ def _case(name):
         return ConstraintDML(preprocessor=X, solver="fast"), (P, L)
     if name == "Qwise":
         return Qwise(preprocessor=X, solver="fast"), (quadruplets_from_labels(Y, 80, random_state=0),)
+    if name == "QwiseVector":
+        return (QwiseVector(preprocessor=X, loss="huber", solver="newton"),
+                (quadruplets_from_labels(Y, 80, random_state=0),))
     return RankDML(preprocessor=X, solver="fast"), (triplets_from_labels(Y, 80, random_state=0),)
 
 
-NAMES = ["MMC", "ConstraintDML", "Qwise", "RankDML"]
+NAMES = ["MMC", "ConstraintDML", "Qwise", "QwiseVector", "RankDML"]
 METHODS = ("predict", "decision_function", "score", "transform")
 
 
@@ -109,8 +113,9 @@ def test_clone_params_and_pickle(name):
     c = clone(est)
     assert not hasattr(c, "components_")
     assert c.get_params().keys() == est.get_params().keys()
+    fitted_with = est.solver
     c.set_params(solver="exact")
-    assert c.solver == "exact" and est.solver == "fast"
+    assert c.solver == "exact" and est.solver == fitted_with != "exact"
     back = pickle.loads(pickle.dumps(est))
     for method in METHODS:
         if hasattr(est, method):

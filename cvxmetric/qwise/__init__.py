@@ -1,8 +1,9 @@
 """Qwise: quadruplet-wise metric learning (Law, Thome, Cord, IJCV 2016)."""
 
 from ._problem import C_RANGE, REGULARIZERS, QwiseData, Scaling
-from .exact import QwiseModel, solve_exact
-from .fast import ProjectedSubgradient, QwiseDualSolver
+from ._vector import LOSSES, PSI, QwiseVectorData
+from .exact import QwiseModel, QwiseVectorModel, solve_exact, solve_vector_exact
+from .fast import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
 
 __all__ = [
     "QwiseData",
@@ -13,4 +14,10 @@ __all__ = [
     "QwiseDualSolver",
     "ProjectedSubgradient",
     "REGULARIZERS",
+    "QwiseVectorData",
+    "QwiseVectorModel",
+    "solve_vector_exact",
+    "ProjectedNewton",
+    "PSI",
+    "LOSSES",
 ]

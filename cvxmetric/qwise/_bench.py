@@ -15,6 +15,18 @@ wall-clock time and the peak memory.  Methods:
     duality gap.
 ``subgradient``
     :class:`cvxmetric.qwise.ProjectedSubgradient` (Algorithm 1).
+``vector-exact``
+    :func:`cvxmetric.qwise.solve_vector_exact` on the smoothed vector model
+    (Eq. 27-30, ``psi="squared"``, :func:`vector_bench_data`), up to
+    :data:`VECTOR_EXACT_MAX` entries of the feature matrix.
+``newton``
+    :class:`cvxmetric.qwise.ProjectedNewton` (Algorithm 2) on the same data.
+``structural``
+    The 1-slack cutting-plane method of Sec. 4.4 on quadruplet queries
+    (:mod:`cvxmetric.qwise.structural`): time, number of cuts, final epsilon.
+
+Each model has its own default sizes (:data:`MODEL_SIZES`); ``--sizes``
+runs every selected method at the sizes given.
 
 Above :data:`EXACT_MAX_N` constraints no exact solve is attempted.  The
 yardstick there is the default fast solver's objective when its certificate
@@ -59,6 +71,11 @@ from ..bench import _max_rss_mb, bench_row, case_main, run_isolated
 
 __all__ = [
     "DEFAULT_SIZES",
+    "VECTOR_SIZES",
+    "STRUCTURAL_SIZES",
+    "MODEL_SIZES",
+    "VECTOR_EXACT_MAX",
+    "vector_bench_data",
     "EXACT_MAX_N",
     "BENCH_METHODS",
     "LARGE_SOLVER_SECONDS",
@@ -77,8 +94,32 @@ DEFAULT_SIZES = ((20, 1000), (40, 2000), (60, 2000), (100, 100_000),
 #: Largest number of quadruplets with an exact (CVXPY) solve.
 EXACT_MAX_N = 10_000
 
-#: Every method, in run order (the exact solve first: it is the yardstick).
-BENCH_METHODS = ("exact", "straightforward", "fast", "fast@1e-4", "subgradient")
+#: The vector model's sizes ``(d, N)``: Newton at the paper's largest
+#: vector size (d = 1000 with 10^4 constraints) and at 10^6 constraints.
+VECTOR_SIZES = ((50, 2000), (1000, 10_000), (100, 1_000_000))
+
+#: The structural model's sizes ``(d, N)`` (quadruplets).
+STRUCTURAL_SIZES = ((20, 2000), (50, 100_000))
+
+#: Largest ``N * d`` with an exact (CVXPY) solve of the vector model.
+VECTOR_EXACT_MAX = 2_000_000
+
+#: The methods of each model, in run order (the exact solve first: it is
+#: the yardstick).
+MODEL_METHODS = {
+    "matrix": ("exact", "straightforward", "fast", "fast@1e-4", "subgradient"),
+    "vector": ("vector-exact", "newton"),
+    "structural": ("structural",),
+}
+
+#: Default sizes of each model.
+MODEL_SIZES = {"matrix": DEFAULT_SIZES, "vector": VECTOR_SIZES,
+               "structural": STRUCTURAL_SIZES}
+
+#: Every method, in run order.
+BENCH_METHODS = sum(MODEL_METHODS.values(), ())
+
+_EXACT_METHODS = ("exact", "straightforward", "vector-exact")
 
 #: Wall-clock budget (seconds) of each iterative solve above ``EXACT_MAX_N``
 #: constraints: with the data set-up (1.6 s at 10^6 quadruplets) and the
@@ -100,8 +141,17 @@ def bench_data(d, N, *, random_state=0):
     -------
     QwiseData
     """
-    from ..constraints import Quadruplets, quadruplets_from_labels
+    from ..constraints import Quadruplets
     from ._problem import QwiseData
+
+    X, _, quads = _points(d, N, random_state)
+    return QwiseData.from_sets(Quadruplets.create(X, quads, 1.0),
+                               regularizer="trace", C_q=1.0)
+
+
+def _points(d, N, random_state):
+    """``(X, y, quadruplets)`` of :func:`bench_data`."""
+    from ..constraints import quadruplets_from_labels
 
     n = max(200, N // 10)
     rng = np.random.RandomState(random_state)
@@ -111,13 +161,48 @@ def bench_data(d, N, *, random_state=0):
     means = np.zeros((n_classes, d))
     means[:, :k] = rng.normal(scale=1.5, size=(n_classes, k))
     X = means[y] + rng.normal(size=(n, d))
-    quads = quadruplets_from_labels(y, N, random_state=random_state)
-    return QwiseData.from_sets(Quadruplets.create(X, quads, 1.0),
-                               regularizer="trace", C_q=1.0)
+    return X, y, quadruplets_from_labels(y, N, random_state=random_state)
+
+
+def vector_bench_data(d, N, *, random_state=0):
+    """Deterministic synthetic data of the smoothed vector model.
+
+    The points and quadruplets of :func:`bench_data` (margins alternately 1
+    and 0, as the temporal sets A and B of Sec. 5.1) plus ``N // 10``
+    labelled pairs, ``psi="squared"``, ``loss="huber"``, ``h = 0.05``,
+    ``C_q = C_p = 1``.
+
+    Returns
+    -------
+    QwiseVectorData
+    """
+    from ..constraints import LabeledPairs, Quadruplets, pairs_from_labels
+    from ._vector import QwiseVectorData
+
+    X, y, quads = _points(d, N, random_state)
+    delta = (np.arange(N) % 2 == 0).astype(float)
+    p, lab = pairs_from_labels(y, max(2, N // 10), random_state=random_state + 1)
+    return QwiseVectorData.from_sets(
+        Quadruplets.create(X, quads, delta), LabeledPairs.create(X, p, lab),
+        psi="squared", loss="huber", h=0.05, C_q=1.0, C_p=1.0)
+
+
+def _model(method):
+    return next(m for m, methods in MODEL_METHODS.items() if method in methods)
 
 
 def _solve(method, data, subgradient_maxiter, max_time=None):
-    from . import ProjectedSubgradient, QwiseDualSolver, solve_exact
+    from . import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver, solve_exact
+    from .exact import solve_vector_exact
+
+    if method == "vector-exact":
+        return solve_vector_exact(data)
+    if method == "newton":
+        return ProjectedNewton(max_time=max_time).run(data)
+    if method == "structural":
+        from .structural import bench_solve
+
+        return bench_solve(data, max_time=max_time)
 
     if method == "exact":
         return solve_exact(data)
@@ -153,8 +238,13 @@ def run_case(case):
         ``error`` when the solve raised.
     """
     t0 = time.perf_counter()
-    data = bench_data(case["d"], case["N"], random_state=case.get("seed", 0))
-    out = {"setup_seconds": time.perf_counter() - t0, "n": int(data.X.shape[0]),
+    model = _model(case["method"])
+    make = {"matrix": bench_data, "vector": vector_bench_data}.get(model)
+    if make is None:
+        from .structural import bench_structural_data as make
+    data = make(case["d"], case["N"], random_state=case.get("seed", 0))
+    out = {"setup_seconds": time.perf_counter() - t0,
+           "n": max(200, case["N"] // 10),
            "base_mb": _max_rss_mb()}
     t0 = time.perf_counter()
     try:
@@ -174,6 +264,9 @@ def run_case(case):
         n_iter=int(res.n_iter),
         peak_mb=_max_rss_mb(),
     )
+    for key in ("n_cuts", "epsilon"):
+        if key in res.info:
+            out[key] = float(res.info[key])
     return out
 
 
@@ -189,14 +282,16 @@ def _method_label(method, N, subgradient_maxiter):
     return method
 
 
-def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
+def run_bench(sizes=None, methods=BENCH_METHODS, *, seed=0,
               skip_straightforward=False, max_seconds=None, isolate=True,
               subgradient_maxiter=None, callback=None):
     """Run the benchmark.
 
     Parameters
     ----------
-    sizes : sequence of (d, N)
+    sizes : sequence of (d, N), optional
+        Every selected method at these sizes; default: each model's
+        :data:`MODEL_SIZES`.
     methods : sequence of str
         Among :data:`BENCH_METHODS`.
     seed : int
@@ -223,8 +318,6 @@ def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
         without them), ``peak_mb``, ``base_mb``, ``status``, ``error``.  The
         yardstick of ``gap`` is described in the module docstring.
     """
-    from .._tolerances import EXACT_GAP
-
     unknown = [m for m in methods if m not in BENCH_METHODS]
     if unknown:
         raise ValueError(f"methods: unknown {unknown}; expected among "
@@ -232,12 +325,35 @@ def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
     if max_seconds is not None and not isolate:
         raise ValueError("max_seconds: needs isolate=True (a run in this process "
                          "cannot be stopped safely).")
-    order = [m for m in BENCH_METHODS if m in methods]
     rows = []
+    for model, model_methods in MODEL_METHODS.items():
+        order = [m for m in model_methods if m in methods]
+        if order:
+            rows.extend(_run_model(model, order, MODEL_SIZES[model] if sizes is None
+                                   else sizes, seed, skip_straightforward,
+                                   max_seconds, isolate, subgradient_maxiter,
+                                   callback))
+    return rows
+
+
+def _too_large(method, d, N):
+    """Whether ``method`` is an exact solve beyond its size limit."""
+    if method in ("exact", "straightforward"):
+        return N > EXACT_MAX_N
+    return method == "vector-exact" and N * d > VECTOR_EXACT_MAX
+
+
+def _run_model(model, order, sizes, seed, skip_straightforward, max_seconds,
+               isolate, subgradient_maxiter, callback):
+    """:func:`run_bench`'s rows of one model."""
+    from .._tolerances import EXACT_GAP
+
+    rows = []
+    problem = {"matrix": "qwise-synthetic", "vector": "qwise-vector",
+               "structural": "qwise-structural"}[model]
     for d, N in sizes:
         d, N = int(d), int(N)
-        todo = [m for m in order
-                if not (m in ("exact", "straightforward") and N > EXACT_MAX_N)
+        todo = [m for m in order if not _too_large(m, d, N)
                 and not (m == "straightforward" and skip_straightforward)]
         sub_iter = subgradient_maxiter
         f_ref, reference = None, "exact"
@@ -249,12 +365,15 @@ def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
             logger.info("bench: d=%d N=%d %s", d, N, method)
             res = _run_isolated(case, max_seconds) if isolate else run_case(case)
             row = bench_row(
-                res, f_ref, problem="qwise-synthetic",
+                res, f_ref, problem=problem,
                 method=_method_label(method, N,
                                      sub_iter if method == "subgradient" else None),
                 d=d, N=N, n=res.get("n", max(200, N // 10)), reference=reference)
+            for key in ("n_cuts", "epsilon"):
+                if key in res:
+                    row[key] = res[key]
             if f_ref is None and res.get("error") is None:
-                if method in ("exact", "straightforward"):
+                if method in _EXACT_METHODS:
                     f_ref = res.get("objective")
                     row["gap"], row["gap_kind"] = 0.0, "vs exact"
                 elif (method == "fast" and res.get("status") == "optimal"
@@ -267,9 +386,10 @@ def run_bench(sizes=DEFAULT_SIZES, methods=BENCH_METHODS, *, seed=0,
                 callback(row)
         # speedups need the exact runs' seconds, so they follow the size's runs
         t_ref = {r["method"]: r["seconds"] for r in size_rows
-                 if r["method"] in ("exact", "straightforward") and r["error"] is None}
+                 if r["method"] in _EXACT_METHODS and r["error"] is None}
         for row in size_rows:
-            for key, ref in (("speedup_exact", "exact"),
+            exact = "vector-exact" if model == "vector" else "exact"
+            for key, ref in (("speedup_exact", exact),
                              ("speedup_declared", "straightforward")):
                 ok = ref in t_ref and row["error"] is None and row["seconds"]
                 row[key] = t_ref[ref] / row["seconds"] if ok else None

@@ -157,6 +157,12 @@ class QwiseVectorData:
         self.C = np.concatenate([np.full(self.Z.shape[0], self.C_q),
                                  np.full(self.P.shape[0], self.C_p)])
 
+    def __repr__(self):
+        # sizes, never the arrays
+        return (f"QwiseVectorData(psi={self.psi!r}, loss={self.loss!r}, h={self.h:g}, "
+                f"C_q={self.C_q:g}, C_p={self.C_p:g}, n_features={self.n_features}, "
+                f"n_quadruplets={self.n_quadruplets}, n_pairs={self.n_pairs})")
+
     # -- construction ----------------------------------------------------------
 
     @classmethod
@@ -182,13 +188,20 @@ class QwiseVectorData:
                    delta=quadruplets.delta, P=P, y=y)
 
     @classmethod
-    def from_features(cls, Z, delta, P=None, y=None, **kwargs):
-        """Build from feature differences (``y`` in Eq. 27's sign)."""
-        Z = np.asarray(Z, dtype=float)
+    def from_features(cls, Z, delta=1.0, P=None, y=None, *, psi="squared",
+                      loss="hinge", h=0.05, C_q=1.0, C_p=1.0):
+        """Build from feature differences: ``Z`` (n_quadruplets, d) holds
+        ``Psi_kl - Psi_ij``, ``P`` (n_pairs, d) ``Psi_ij`` and ``y`` the pair
+        signs of Eq. 27 (+1 dissimilar); ``delta`` a scalar or one margin per
+        row of ``Z``."""
+        Z = check_finite(Z, "quadruplets", ndim=2)
+        if (P is None) != (y is None):
+            raise ValueError("pair_labels: P and y must be given together.")
         if P is None:
             P, y = np.zeros((0, Z.shape[1])), np.zeros(0)
-        return cls(Z=Z, delta=np.broadcast_to(np.asarray(delta, float), (len(Z),)).copy(),
-                   P=P, y=y, **kwargs)
+        if np.ndim(delta) == 0:
+            delta = np.full(Z.shape[0], check_scalar(delta, "delta"))
+        return cls(psi=psi, loss=loss, h=h, C_q=C_q, C_p=C_p, Z=Z, delta=delta, P=P, y=y)
 
     def with_loss(self, loss, h=None):
         """The same terms under another loss (and smoothing)."""
@@ -286,12 +299,16 @@ class QwiseVectorData:
         u = self.c - s
         return np.flatnonzero(np.abs(u) <= self.h)
 
-    def hessian(self, omega, s=None):
-        """Eq. 32: ``I + sum_{r in Q} C_r / (2 h) a_r a_r^T`` (dense (e, e))."""
+    def hessian(self, omega, s=None, free=None):
+        """Eq. 32: ``I + sum_{r in Q} C_r / (2 h) a_r a_r^T`` (dense (e, e)),
+        or its rows and columns ``free`` only (a projected Newton step needs
+        no more: (|Q| x |free|) products instead of (|Q| x e))."""
         if s is None:
             s = self.margins(omega)
         Q = self.quadratic_set(s)
         A = self.rows(Q) * np.sqrt(self.C[Q] / (2.0 * self.h))[:, None]
+        if free is not None:
+            A = A[:, free]
         H = A.T @ A
         H[np.diag_indices_from(H)] += 1.0
         return H

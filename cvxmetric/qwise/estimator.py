@@ -49,11 +49,14 @@ from ..constraints import (
     quadruplets_from_labels,
     tuples_to_indices,
 )
+from ..result import Status
 from ._problem import REGULARIZERS, QwiseData
-from .exact import declared_problem, solve_exact
-from .fast import ProjectedSubgradient, QwiseDualSolver
+from ._vector import H_RANGE, LOSSES, PSI, QwiseVectorData
+from .exact import declared_problem, solve_exact, solve_vector_exact
+from .fast import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
 
-__all__ = ["Qwise", "QwiseSupervised", "SOLVER_NAMES"]
+__all__ = ["Qwise", "QwiseSupervised", "SOLVER_NAMES", "QwiseVector",
+           "QwiseVectorSupervised", "VECTOR_SOLVERS"]
 
 logger = logging.getLogger("cvxmetric")
 
@@ -552,3 +555,429 @@ certificate_, result_, n_features_in_
 def _same_point(X, i, j):
     """Boolean mask: rows ``i`` and ``j`` of ``X`` are identical points."""
     return (i == j) | np.all(X[i] == X[j], axis=1)
+
+
+# ---------------------------------------------------------------------------
+# The vector model (Eq. 12-14, Appendix A)
+# ---------------------------------------------------------------------------
+
+#: Values of the vector estimators' ``solver`` parameter.
+VECTOR_SOLVERS = ("exact", "newton")
+
+_VECTOR_CONSTRAINTS = {
+    "C_q": [Interval(Real, 0, None, closed="left")],
+    "C_p": [Interval(Real, 0, None, closed="left")],
+    "loss": [StrOptions(set(LOSSES))],
+    "h": [Interval(Real, H_RANGE[0], H_RANGE[1], closed="both")],
+    "solver": [StrOptions(set(VECTOR_SOLVERS))],
+    "tol": [Interval(Real, 0, None, closed="neither"), None],
+    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+
+class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
+    """Solve the vector model and store ``coef_``, ``intercept_``."""
+
+    def _vector_data(self, quadruplets, pairs, psi):
+        return QwiseVectorData.from_sets(quadruplets, pairs, psi=psi, loss=self.loss,
+                                         h=self.h, C_q=self.C_q, C_p=self.C_p)
+
+    def _solve_one(self, data):
+        """One vector problem: a :class:`SolverResult`."""
+        if self.solver == "exact":
+            return solve_vector_exact(data, verbose=bool(self.verbose))
+        if self.solver == "newton":
+            if data.loss != "huber":
+                raise ValueError(
+                    "loss: solver='newton' (Algorithm 2) solves the smoothed problem "
+                    "of Eq. 27-30; set loss='huber' (the hinge problem, Eq. 14, is "
+                    "solved by solver='exact').")
+            options = {}
+            if self.tol is not None:
+                options["tol"] = self.tol
+            if self.max_iter is not None:
+                options["maxiter"] = self.max_iter
+            return ProjectedNewton(**options).run(data)
+        raise ValueError(  # only reachable when parameter validation was bypassed
+            f"solver: unknown option {self.solver!r}; expected one of "
+            f"{', '.join(repr(s) for s in VECTOR_SOLVERS)}.")
+
+    def _store(self, results, psi, n_features, attributes=None):
+        """Fitted attributes from one result per attribute."""
+        W = np.array([r.info["w"] for r in results])  # (n_attributes, d)
+        b = np.array([r.info["b"] for r in results])
+        self.psi_ = psi
+        self.attributes_ = attributes
+        single = attributes is None
+        self.coef_ = W[0] if single else W
+        self.intercept_ = float(b[0]) if single else b
+        self.results_ = results
+        self.result_ = results[0] if single else None
+        self.objective_ = float(sum(r.objective for r in results))
+        worst = max(results, key=lambda r: r.certificate.rel_gap)
+        self.status_ = worst.status if all(r.status == Status.OPTIMAL for r in results) \
+            else next(r.status for r in results if r.status != Status.OPTIMAL)
+        self.certificate_ = worst.certificate
+        self.n_iter_ = int(sum(r.n_iter for r in results))
+        if psi == "squared":
+            L = np.diag(np.sqrt(np.maximum(W[0], 0.0)))
+        else:
+            L = W
+        self.components_ = L
+        self.mahalanobis_matrix_ = L.T @ L
+        self.n_features_in_ = int(n_features)
+        return self
+
+    # -- the paper's dissimilarity and decision --------------------------------
+
+    def _D(self, points, a, b):
+        """``D_w`` between columns ``a`` and ``b`` of ``points`` (n, width, d):
+        (n,) or (n, n_attributes)."""
+        diff = points[:, a] - points[:, b]  # (n, d)
+        if self.psi_ == "squared":
+            np.multiply(diff, diff, out=diff)
+        return diff @ self.coef_.T  # coef_ is (d,) or (n_attributes, d)
+
+    def _width(self, tuples, name):
+        """2 (pairs) or 4 (quadruplets) from the shape of ``tuples``."""
+        shape = np.shape(tuples) if _ndim(tuples, name) else ()
+        width = shape[1] if len(shape) >= 2 else None
+        if width not in (2, 4):
+            raise ValueError(
+                f"{name}: expected pairs (n, 2) / (n, 2, n_features) or quadruplets "
+                f"(n, 4) / (n, 4, n_features), got shape {shape}.")
+        return width
+
+    def pair_distance(self, pairs):
+        """The learned dissimilarity ``D_w = w^T Psi`` of each pair (Eq. 13).
+
+        For ``psi="squared"`` this is the *squared* Mahalanobis distance with
+        ``M = diag(w)`` (the paper's ``D_w``, on the scale of the threshold
+        ``b``); for ``psi="linear"`` it is signed, ``w^T (x_a - x_b)``, one
+        column per attribute when fitted on several.
+
+        Parameters
+        ----------
+        pairs : array_like
+            Points (n_pairs, 2, n_features) or indices (n_pairs, 2) into
+            ``preprocessor``.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,) or (n_pairs, n_attributes)
+        """
+        return self._D(self._pair_points(pairs), 0, 1)
+
+    def pair_score(self, pairs):
+        """``-pair_distance(pairs)``: higher means more similar."""
+        return -self.pair_distance(pairs)
+
+
+class QwiseVector(_QwiseVectorBase):
+    """The Qwise vector model (Law, Thome, Cord 2016, Eq. 12-14), tuple learner.
+
+    Learns ``omega = [w; b]`` of the dissimilarity ``D_w(i, j) = w^T Psi_ij``
+    and the threshold ``b``::
+
+        min_{w, b}  0.5 (||w||^2 + b^2)
+                    + C_q sum_q  L_{delta_q}(D_w(k, l) - D_w(i, j))
+                    + C_p sum_p  L_1(y_p (D_w(i, j) - b))
+
+    (Eq. 27: ``y_p = +1`` for a dissimilar pair), with hinge losses
+    (``loss="hinge"``: Eq. 14 exactly) or the smoothed ``L_1^h``, ``L_0^h``
+    of Eq. 29-30 (``loss="huber"``, the problem the paper's Newton method
+    solves).
+
+    Parameters
+    ----------
+    psi : {"squared", "linear"}, default="squared"
+        ``"squared"``: ``Psi = Phi o Phi`` with ``w, b >= 0`` -- a diagonal
+        PSD metric ``M = diag(w)`` (Sec. 3.3.1).  ``"linear"``: ``Psi = Phi``
+        with ``w, b`` free -- one row of ``L`` per relative attribute
+        (Sec. 3.3.2); ``fit`` then also takes one constraint set per
+        attribute (a dict) and learns ``L`` row by row.
+    C_q, C_p : float >= 0, default=1.0
+        Weights of the quadruplet and pair losses.
+    loss : {"hinge", "huber"}, default="hinge"
+    h : float in [1e-6, 0.5], default=0.05
+        Smoothing of ``"huber"`` (the paper uses 0.05).
+    solver : {"exact", "newton"}, default="exact"
+        Certified CVXPY solve (either loss) or Algorithm 2, the projected
+        Newton method (``loss="huber"`` only), certified by its own duality
+        gap.
+    tol, max_iter : optional
+        Stopping tolerance (relative duality gap) and iteration cap of
+        ``"newton"``; ignored by ``"exact"``.
+    preprocessor : array_like of shape (n_samples, n_features), optional
+        The sample matrix integer tuples index into.
+    random_state : int, RandomState instance or None, default=None
+        No vector solver is randomised; kept for the shared conventions.
+    verbose : bool or int, default=False
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,) or (n_attributes, n_features)
+        ``w`` (or ``L``, one row per attribute).
+    intercept_ : float or ndarray of shape (n_attributes,)
+        The learned threshold ``b`` (one per attribute).
+    attributes_ : list or None
+        The attribute names when fitted on several constraint sets.
+    components_ : ndarray
+        ``diag(sqrt(w))`` (squared) or ``L`` (linear): :meth:`transform`
+        returns ``X @ components_.T``, i.e. ``h = L x`` for relative
+        attributes.
+    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
+        ``diag(w)`` or ``L^T L``.
+    objective_ : float
+        The objective at the solution (summed over attributes).
+    status_ : str
+        ``"optimal"`` when every attribute's certificate passes.
+    certificate_ : Certificate
+        The certificate with the largest gap.
+    result_ : SolverResult or None
+        The solver's result (one attribute); ``results_`` holds all.
+    n_iter_, n_features_in_, psi_ : int, int, str
+
+    Notes
+    -----
+    ``pair_distance`` returns the paper's ``D_w`` -- for ``psi="squared"``
+    the *squared* distance, on the scale of ``b`` -- rather than its square
+    root as the Mahalanobis learners do.  ``predict`` and ``score`` take
+    pairs (similar / dissimilar from the sign of ``D_w - b``) or
+    quadruplets (whether the ordering holds), told apart by their width.
+    Pair labels are the package's: +1 similar, -1 dissimilar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cvxmetric import QwiseVector
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 3.0]])
+    >>> est = QwiseVector(preprocessor=X).fit([[0, 1, 2, 3]])
+    >>> est.coef_.shape, est.status_
+    ((2,), 'optimal')
+    """
+
+    _parameter_constraints = {
+        **_VECTOR_CONSTRAINTS,
+        "psi": [StrOptions(set(PSI))],
+        "preprocessor": ["array-like", None],
+    }
+
+    def __init__(self, psi="squared", C_q=1.0, C_p=1.0, loss="hinge", h=0.05,
+                 solver="exact", tol=None, max_iter=None, preprocessor=None,
+                 random_state=None, verbose=False):
+        self.psi = psi
+        self.C_q = C_q
+        self.C_p = C_p
+        self.loss = loss
+        self.h = h
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.preprocessor = preprocessor
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def decision_function(self, tuples):
+        """Pairs: ``b - D_w`` (positive: similar).  Quadruplets
+        ``(i, j, k, l)``: ``D_w(k, l) - D_w(i, j)`` (positive: the ordering
+        holds)."""
+        if self._width(tuples, "tuples") == 2:
+            return self.intercept_ - self.pair_distance(tuples)
+        points = self._tuple_points(tuples, "quadruplets", 4)
+        return self._D(points, 2, 3) - self._D(points, 0, 1)
+
+    def predict(self, tuples):
+        """Pairs: +1 similar / -1 dissimilar from the sign of ``D_w - b``
+        (the paper's change detection, Sec. 5.1.2: positive is dissimilar).
+        Quadruplets: +1 where ``D_w(k, l) > D_w(i, j)``, else -1."""
+        return np.where(self.decision_function(tuples) > 0, 1, -1)
+
+    def score(self, tuples, y=None):
+        """Pairs with labels ``y`` (+1 / -1): accuracy of :meth:`predict`.
+        Quadruplets (``y`` None): fraction whose ordering holds."""
+        pred = self.predict(tuples)
+        if self._width(tuples, "tuples") == 2:
+            if y is None:
+                raise ValueError("y: scoring pairs needs their labels (+1 similar, "
+                                 "-1 dissimilar).")
+            y = Qwise._check_pair_labels(y)
+            if pred.ndim > 1 or y.shape[0] != pred.shape[0]:
+                raise ValueError(f"y: expected shape ({pred.shape[0]},) for a model "
+                                 f"of one attribute, got {y.shape}.")
+            return float(np.mean(pred == y))
+        if y is not None:
+            raise ValueError(f"y: {type(self).__name__}.score takes no labels with "
+                             f"quadruplets (the order within each is the label).")
+        return float(np.mean(pred > 0))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, quadruplets, y=None, *, delta=1.0, pairs=None, pair_labels=None):
+        """Learn ``w`` and ``b`` (or ``L`` and one ``b`` per attribute).
+
+        Parameters
+        ----------
+        quadruplets : array_like or dict
+            Integer indices (n, 4) into ``preprocessor`` or points
+            (n, 4, n_features): ``(i, j, k, l)`` asks for
+            ``D_w(k, l) >= D_w(i, j) + delta``.  With ``psi="linear"``, a
+            dict ``{attribute: quadruplets}`` learns one row of ``L`` per
+            attribute (Sec. 3.3.2).
+        y : None
+            Refused (margins go by keyword), as in :class:`Qwise`.
+        delta : float, array_like or dict, default=1.0
+            Margins; with ``loss="huber"`` each must be 0 or 1 (Eq. 29-30).
+            A dict (same keys as ``quadruplets``) gives one per attribute.
+        pairs, pair_labels : array_like or dict, optional
+            Labelled pairs (+1 similar, -1 dissimilar): the threshold ``b``
+            is learned from them (Eq. 14's pair constraints).  Dicts with
+            the same keys as ``quadruplets`` for several attributes.
+
+        Returns
+        -------
+        self : QwiseVector
+        """
+        if y is not None:
+            raise ValueError(
+                "y: QwiseVector.fit takes no labels (each quadruplet (i, j, k, l) "
+                "already says D(k, l) >= D(i, j) + delta); pass margins by keyword.")
+        if (pairs is None) != (pair_labels is None):
+            missing = "pair_labels" if pair_labels is None else "pairs"
+            raise ValueError(f"{missing}: pairs and pair_labels must be given together.")
+        if isinstance(quadruplets, dict):
+            return self._fit_attributes(quadruplets, delta, pairs, pair_labels)
+        for name, value in (("delta", delta), ("pairs", pairs),
+                            ("pair_labels", pair_labels)):
+            if isinstance(value, dict):
+                raise ValueError(f"{name}: a dict (one set per attribute) needs "
+                                 f"quadruplets given as a dict with the same keys.")
+        data = self._sets_data(quadruplets, delta, pairs, pair_labels)
+        return self._store([self._solve_one(data)], self.psi, data.n_features)
+
+    def _sets_data(self, quadruplets, delta, pairs, pair_labels):
+        labels = None if pair_labels is None else Qwise._check_pair_labels(pair_labels)
+        quads, labelled = Qwise._build_sets(self, quadruplets, delta, pairs, labels)
+        return self._vector_data(quads, labelled, self.psi)
+
+    def _fit_attributes(self, quadruplets, delta, pairs, pair_labels):
+        """One row of ``L`` per attribute (``psi="linear"``, Sec. 3.3.2)."""
+        if self.psi != "linear":
+            raise ValueError(
+                "quadruplets: one constraint set per attribute (a dict) learns the rows "
+                "of L and needs psi='linear'; psi='squared' learns one diagonal metric.")
+        keys = list(quadruplets)
+        if not keys:
+            raise ValueError("quadruplets: the dict of attributes is empty.")
+        per = {}
+        for name, value in (("delta", delta), ("pairs", pairs),
+                            ("pair_labels", pair_labels)):
+            if isinstance(value, dict):
+                if list(value) != keys:
+                    raise ValueError(
+                        f"{name}: expected one entry per attribute of quadruplets "
+                        f"({len(keys)}: {keys[:5]}), got {len(value)} "
+                        f"({list(value)[:5]}).")
+                per[name] = value
+            elif name != "delta" and value is not None:
+                raise ValueError(f"{name}: with several attributes, give a dict with "
+                                 f"the keys of quadruplets.")
+            else:
+                per[name] = {k: value for k in keys}
+        results, d = [], None
+        for k in keys:
+            data = self._sets_data(quadruplets[k], per["delta"][k], per["pairs"][k],
+                                   per["pair_labels"][k])
+            if d is not None and data.n_features != d:
+                raise ValueError(f"quadruplets: attribute {k!r} has {data.n_features} "
+                                 f"features, the first has {d}.")
+            d = data.n_features
+            results.append(self._solve_one(data))
+        return self._store(results, "linear", d, attributes=keys)
+
+
+class QwiseVectorSupervised(LabelledMixin, TransformerMixin, _QwiseVectorBase):
+    """The diagonal vector model (``psi="squared"``) learned from class labels.
+
+    Samples ``n_constraints`` quadruplets (same-class pair closer, by margin
+    1, than a different-class pair; :func:`~cvxmetric.quadruplets_from_labels`)
+    and, when ``C_p > 0``, ``n_constraints`` labelled pairs (half similar,
+    half dissimilar) from which the threshold ``b`` is learned, then solves
+    Eq. 14 (or its smoothed form) as :class:`QwiseVector` does.
+
+    Parameters
+    ----------
+    n_constraints : int >= 1, optional
+        Default ``min(1000, 20 * n_samples)``.
+    C_q, C_p, loss, h, solver, tol, max_iter, verbose
+        As in :class:`QwiseVector`.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the constraint sampling.
+
+    Attributes
+    ----------
+    coef_, intercept_, components_, mahalanobis_matrix_, objective_, \
+status_, certificate_, result_, n_iter_, n_features_in_
+        As in :class:`QwiseVector`.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from cvxmetric import QwiseVectorSupervised
+    >>> X, y = load_iris(return_X_y=True)
+    >>> est = QwiseVectorSupervised(n_constraints=100, random_state=0).fit(X, y)
+    >>> est.transform(X).shape
+    (150, 4)
+    """
+
+    _parameter_constraints = {
+        **_VECTOR_CONSTRAINTS,
+        "n_constraints": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(self, n_constraints=None, C_q=1.0, C_p=1.0, loss="hinge", h=0.05,
+                 solver="exact", tol=None, max_iter=None, random_state=None,
+                 verbose=False):
+        self.n_constraints = n_constraints
+        self.C_q = C_q
+        self.C_p = C_p
+        self.loss = loss
+        self.h = h
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Sample constraints from the labels and learn ``w`` and ``b``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+
+        Returns
+        -------
+        self : QwiseVectorSupervised
+        """
+        X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
+        n = self.n_constraints or min(1000, 20 * X.shape[0])
+        rng = check_random_state(self.random_state)
+        quads = quadruplets_from_labels(y, n, random_state=rng)
+        useful = informative(X, quads)
+        if not np.any(useful):
+            raise ValueError(
+                "X: every sampled quadruplet compares identical points or a "
+                "distance with itself; the data has no information on the metric.")
+        quads = Quadruplets.create(X, quads[useful], 1.0)
+        labelled = None
+        if self.C_p > 0:
+            p_idx, p_lab = pairs_from_labels(y, max(n, 2), random_state=rng)
+            keep = ~_same_point(X, p_idx[:, 0], p_idx[:, 1])
+            if np.any(keep):
+                labelled = LabeledPairs.create(X, p_idx[keep], p_lab[keep])
+        data = self._vector_data(quads, labelled, "squared")
+        return self._store([self._solve_one(data)], "squared", X.shape[1])

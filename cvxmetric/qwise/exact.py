@@ -494,7 +494,8 @@ class QwiseVectorModel:
                 raise ValueError(f"{key}: not a parameter of this model; have "
                                  f"{sorted(self.params)}.")
         d = self.data
-        new = dict(C_q=d.C_q, C_p=d.C_p, **{k: float(v) for k, v in values.items()})
+        new = {"C_q": d.C_q, "C_p": d.C_p}
+        new.update({k: float(v) for k, v in values.items()})
         new_data = QwiseVectorData(psi=d.psi, loss=d.loss, h=d.h, Z=d.Z, delta=d.delta,
                                    P=d.P, y=d.y, **new)
         for key, val in values.items():

@@ -899,7 +899,7 @@ class ProjectedSubgradient(IterativeSolver):
 
 class NewtonState(NamedTuple):
     iter_num: int
-    error: float          # relative duality gap of the smoothed problem
+    error: float          # relative duality gap (of the stage's problem)
     s: np.ndarray         # (n_terms,) signed margins at omega
     grad: np.ndarray      # (e,) Eq. 31 at omega
     objective: float
@@ -907,6 +907,8 @@ class NewtonState(NamedTuple):
     eta: float            # the step size taken
     n_free: int
     n_quadratic: int
+    h: float              # the smoothing of the current stage
+    final: bool           # whether the stage is the problem's own h
 
 
 @dataclass
@@ -919,21 +921,34 @@ class ProjectedNewton(IterativeSolver):
         omega_{t+1} = Pi_C(omega_t - eta_t H_t^{-1} grad_t)
 
     with the gradient Eq. 31 and the Hessian Eq. 32 (the identity plus the
-    terms in the quadratic band of their loss), the unit step of the paper
-    (``line_search=False``) or an Armijo backtracking line search along the
-    projection arc (default; Boyd and Vandenberghe, Sec. 9.5.2, as the paper
-    suggests).  For ``psi="linear"`` there is no projection and this is
-    Newton's method as printed.  For ``psi="squared"`` (``omega >= 0``) the
-    Newton system is solved on the *free* variables only -- those not at
-    zero with a gradient pushing outward (Bertsekas' projected Newton,
-    1982): projecting a full Newton step can increase the objective when a
-    bound is active, and the reduced step is the printed one whenever no
-    bound is active.
+    terms in the quadratic band of their loss).
+
+    * ``line_search=False`` is the algorithm as printed: the full Newton
+      step, projected, with the unit step size.  Newton's method on a
+      piecewise quadratic is not globally convergent and this can cycle;
+      the status then says so.
+    * ``line_search=True`` (default): an Armijo backtracking search along
+      the projection arc ``Pi_C(omega + eta d)`` (the paper points to
+      Boyd and Vandenberghe, Sec. 9.5.2), and, for ``psi="squared"``
+      (``omega >= 0``), the Newton system solved on the *free* variables
+      only -- those not at zero with a gradient pushing outward, the rest
+      take a projected gradient step (Bertsekas' projected Newton method,
+      1982).  Projecting a full Newton step can increase the objective
+      when a bound is active; with no bound active the step is the
+      printed one.  For ``psi="linear"`` there is no projection.
+    * ``continuation=True`` (default) first solves the problem with a
+      larger smoothing, ``h_0 = 0.5`` (the paper's largest), then with
+      ``h`` divided by 3 at each stage down to the problem's own ``h``,
+      each stage warm-started from the last.  A larger ``h`` puts more
+      terms in the quadratic band, where Newton's model is exact; on the
+      benchmark at d = 1000 this took 138 -> 74 iterations.  Intermediate
+      stages stop at a relative gap of :attr:`_STAGE_TOL`; only the last
+      stage's gap counts.
 
     Certificate: every iterate has its own dual point (the slopes of the
     smoothed losses, :mod:`cvxmetric.qwise._vector`), so each iteration's
-    ``error`` is a relative duality gap of the smoothed problem; the run
-    stops when it is at most ``tol`` (the paper's ``||omega_t -
+    ``error`` is a relative duality gap; the run stops when the final
+    stage's is at most ``tol`` (the paper's ``||omega_t -
     omega_{t-1}||^2 <= eps`` is kept in the state as ``step_sq``).  The
     objective is piecewise quadratic, so once the partition of the terms
     into zero / quadratic / linear parts is found the Newton step is exact
@@ -942,19 +957,25 @@ class ProjectedNewton(IterativeSolver):
     Attributes
     ----------
     maxiter : int
+        Iterations over all stages.
     tol : float
         Relative duality gap ``(P - D) / max(1, |P|)`` to stop at.
     line_search : bool
-        Armijo backtracking (default) or the unit step.
+        Armijo backtracking with the free-variable Newton step (default),
+        or the printed unit step.
+    continuation : bool
+        Solve a sequence of decreasing ``h`` (default) or the problem's
+        ``h`` directly.
     start : {"zeros", "ones"}
         Starting point (the paper: "e.g. omega = 1"), projected onto the
         cone; a warm start ``init`` (a result of a vector-model solve)
         replaces it.
     """
 
-    maxiter: int = 200
+    maxiter: int = 500
     tol: float = 1e-10
     line_search: bool = True
+    continuation: bool = True
     start: str = "zeros"
 
     name = "newton"
@@ -962,19 +983,26 @@ class ProjectedNewton(IterativeSolver):
     _parameter_constraints = {
         **IterativeSolver._parameter_constraints,
         "line_search": ["boolean"],
+        "continuation": ["boolean"],
         "start": [StrOptions({"zeros", "ones"})],
     }
 
     #: Armijo's sufficient-decrease fraction and the most halvings per step.
     _ARMIJO = 1e-4
     _HALVINGS = 60
+    #: Continuation: the first smoothing, the factor between stages and the
+    #: relative gap at which an intermediate stage ends.
+    _H0 = 0.5
+    _H_FACTOR = 1.0 / 3.0
+    _STAGE_TOL = 1e-4
 
     def blas_flops(self, data):
         # a pass over the terms is a matrix-vector product; the Hessian's
         # (|Q| x e) product is larger still when the band is populated
         return 2.0 * (data.n_quadruplets + data.n_pairs) * (data.n_features + 1)
 
-    def _rel_gap(self, data, omega, s, grad, obj):
+    @staticmethod
+    def _rel_gap(data, omega, s, grad, obj):
         """Relative duality gap at ``omega`` from its own dual point; the
         adjoint ``sum C beta y a`` is ``omega - grad`` (Eq. 31)."""
         beta = data.slopes(s)
@@ -983,6 +1011,10 @@ class ProjectedNewton(IterativeSolver):
         bound = float(data.C @ (beta * data.c + hh * beta * (1.0 - beta))) \
             - 0.5 * float(v @ v)
         return max(obj - bound, 0.0) / max(1.0, abs(obj))
+
+    def _stage(self, data, h):
+        """The problem at smoothing ``h`` (the data itself at its own)."""
+        return data if h == data.h else data.with_loss("huber", h)
 
     def init_state(self, data, init=None):
         if data.loss != "huber":
@@ -999,40 +1031,53 @@ class ProjectedNewton(IterativeSolver):
         else:
             omega = np.zeros(e) if self.start == "zeros" else np.ones(e)
         omega = data.project(omega)
-        return omega, self._state(data, omega, 0, np.inf, 1.0, e, 0)
+        # a warm start is near the optimum already: no continuation
+        h = max(data.h, self._H0) if self.continuation and init is None else data.h
+        state = self._state(self._stage(data, h), omega, 0, np.inf, 1.0, e, 0, h,
+                            h == data.h)
+        return omega, state
 
-    def _state(self, data, omega, it, step_sq, eta, n_free, n_quad, s=None):
+    def converged(self, state):
+        return state.final and state.error <= self.tol
+
+    def _state(self, data, omega, it, step_sq, eta, n_free, n_quad, h, final, s=None):
+        """The state at ``omega`` for ``data`` (already at smoothing ``h``)."""
         if s is None:
             s = data.margins(omega)
         grad = data.gradient(omega, s)
         obj = data.objective(omega, s)
         err = self._rel_gap(data, omega, s, grad, obj)
-        return NewtonState(it, err, s, grad, obj, step_sq, eta, n_free, n_quad)
+        return NewtonState(it, err, s, grad, obj, step_sq, eta, n_free, n_quad, h, final)
 
     def update(self, omega, state, data):
+        stage = self._stage(data, state.h)
+        if not state.final and state.error <= max(self.tol, self._STAGE_TOL):
+            # next stage: the same point, a smaller h
+            h = max(data.h, state.h * self._H_FACTOR)
+            stage = self._stage(data, h)
+            state = self._state(stage, omega, state.iter_num, state.step_sq, state.eta,
+                                state.n_free, state.n_quadratic, h, h == data.h)
         g, s = state.grad, state.s
         e = omega.shape[0]
-        if data.nonneg:
-            # Bertsekas' bound set: at (or within eps of) zero with the
-            # gradient pointing out of the cone
-            eps = min(1e-12 * max(1.0, float(np.max(omega))),
-                      float(np.linalg.norm(omega - data.project(omega - g))))
-            free = ~((omega <= eps) & (g > 0))
+        if self.line_search and stage.nonneg:
+            # Bertsekas' bound set: at zero with the gradient pointing out
+            free = ~((omega <= 0) & (g > 0))
         else:
             free = np.ones(e, bool)
-        H = data.hessian(omega, s)
-        direction = -g.copy()  # bound variables: gradient step, cut by the projection
         F = np.flatnonzero(free)
+        # bound variables: a gradient step, cut back to 0 by the projection
+        direction = -g.copy()
         if F.size:
-            HF = H[np.ix_(F, F)]
-            direction[F] = -scipy.linalg.solve(HF, g[F], assume_a="pos")
+            direction[F] = -scipy.linalg.solve(stage.hessian(omega, s, F), g[F],
+                                               assume_a="pos")
         eta = 1.0
         f0 = state.objective
         for _ in range(self._HALVINGS):
-            new = data.project(omega + eta * direction)
-            s_new = data.margins(new)
-            f_new = data.objective(new, s_new)
-            if not self.line_search or f_new <= f0 + self._ARMIJO * float(g @ (new - omega)):
+            new = stage.project(omega + eta * direction)
+            s_new = stage.margins(new)
+            f_new = stage.objective(new, s_new)
+            if not self.line_search or \
+                    f_new <= f0 + self._ARMIJO * float(g @ (new - omega)):
                 break
             if self.deadline.expired():
                 break
@@ -1041,14 +1086,15 @@ class ProjectedNewton(IterativeSolver):
             # no decrease found at 2^-60: the point is optimal to round-off
             new, s_new = omega, s
         step = new - omega
-        n_quad = int(data.quadratic_set(s).size)
-        return new, self._state(data, new, state.iter_num + 1, float(step @ step), eta,
-                                int(F.size), n_quad, s=s_new)
+        n_quad = int(stage.quadratic_set(s).size)
+        return new, self._state(stage, new, state.iter_num + 1, float(step @ step), eta,
+                                int(F.size), n_quad, state.h, state.final, s=s_new)
 
     def finalize(self, omega, state, data):
         cert = data.certificate(omega, solver=self.name,
                                 tolerances={"tol": self.tol,
-                                            "line_search": self.line_search})
+                                            "line_search": self.line_search,
+                                            "continuation": self.continuation})
         info = {"w": omega[:-1].copy(), "b": float(omega[-1]), "psi": data.psi,
                 "loss": data.loss, "h": data.h, "step_sq": state.step_sq,
                 "eta": state.eta, "n_free": state.n_free,
