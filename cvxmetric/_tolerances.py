@@ -39,7 +39,7 @@ TOLERANCES = {
     "slr/lowrank": 1e-6,
     # Qwise vector model, Algorithm 2 (projected Newton) against the exact
     # smoothed optimum (Eq. 27-30): certified by its own duality gap
-    "qwise/newton": 1e-8,
+    "qwise_vector/newton": 1e-8,
 }
 
 #: Clarabel and SCS must agree on the objective to this relative accuracy

@@ -232,6 +232,10 @@ class FamilySpec:
         Whether the learned matrix is a symmetric PSD metric (default).
         ``verify`` then symmetrises it and rejects a negative eigenvalue;
         families of general matrices (SLR's bilinear ``M``) set ``False``.
+    matrix_dim : callable, optional
+        ``matrix_dim(arrays) -> int``: the order of the stored matrix when it
+        is not ``sizes(arrays)["d"]`` (the Qwise vector model stores
+        ``diag([w; b])``, of order ``d + 1``).
     """
 
     name: str
@@ -245,6 +249,7 @@ class FamilySpec:
     generate: object = None
     applies: object = None
     psd: bool = True
+    matrix_dim: object = None
 
 
 #: Registered families, by name.
@@ -1044,13 +1049,17 @@ def _manifest_entry(path, family):
     return (found, fam) if found is not None else (None, family)
 
 
-def _family_from_arrays(names, where):
+def _family_from_arrays(names, where, hyperparameters=None):
     """The registered family whose arrays a file with arrays ``names`` holds.
 
     A family fits when the file has every array it requires and no array
     it does not know.  When no family fits, the one that knows most of the
     names is taken, so that its own checks say what is wrong (a missing or
-    misspelt array); a tie is refused.
+    misspelt array); a tie is refused.  Families with the same required
+    arrays (``qwise`` and ``qwise_vector``) are told apart by the names of the
+    ``hyperparameters`` given with the file; without any, such a file is
+    read as the first registered of them (``qwise``: files written before
+    the vector model existed keep their meaning).
     """
     names = set(names)
     fits, known = [], {}
@@ -1062,6 +1071,14 @@ def _family_from_arrays(names, where):
         known[fam] = len(names & allowed)
     best = max(known.values(), default=0)
     candidates = fits or [f for f, k in known.items() if k == best and k > 0]
+    required_of = {f: frozenset(a.name for a in FAMILIES[f].arrays if a.required)
+                   for f in candidates}
+    if len(candidates) > 1 and len(set(required_of.values())) == 1:
+        # twins (the same required arrays): the hyperparameters' names
+        # decide, else the first registered
+        hp = {k for k, v in (hyperparameters or {}).items() if v is not None}
+        candidates = ([f for f in candidates if hp <= set(FAMILIES[f].hyperparameters)]
+                      if hp else candidates[:1])
     if len(candidates) == 1:
         return candidates[0]
     raise InstanceFormatError(
@@ -1152,7 +1169,7 @@ def load_instance_file(path, *, family=None, hyperparameters=None):
             f"{entry['sha256'][:12]}...; the file changed without its manifest."
         )
     if family is None:
-        family = _family_from_arrays(arrays, path)
+        family = _family_from_arrays(arrays, path, hyperparameters)
     hp = dict(entry["hyperparameters"]) if entry else {}
     hp.update({k: v for k, v in (hyperparameters or {}).items() if v is not None})
     return _build_instance(
@@ -1490,7 +1507,9 @@ def _check_current(ref, instance):
             f"{ref.record['hyperparameters']}, the manifest now has "
             f"{jsonable(instance.hyperparameters)}."
         )
-    d = instance.spec.sizes(instance.arrays).get("d")
+    spec = instance.spec
+    d = (spec.sizes(instance.arrays).get("d") if spec.matrix_dim is None
+         else spec.matrix_dim(instance.arrays))
     if d is not None and ref.M.shape != (d, d):
         raise StaleReferenceError(
             f"{ref.path}: stale reference: M has shape {ref.M.shape}, the "

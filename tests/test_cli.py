@@ -368,7 +368,7 @@ def test_bench_vector_model_in_process():
         ("qwise-vector", "vector-exact"), ("qwise-vector", "newton")]
     by = {r["method"]: r for r in rows}
     assert by["vector-exact"]["gap"] == 0.0 and by["newton"]["gap_kind"] == "vs exact"
-    assert abs(by["newton"]["gap"]) <= TOLERANCES["qwise/newton"]
+    assert abs(by["newton"]["gap"]) <= TOLERANCES["qwise_vector/newton"]
     assert by["newton"]["status"] == "optimal"
     # above VECTOR_EXACT_MAX entries no CVXPY solve: Newton's own certificate
     assert qbench._too_large("vector-exact", 1000, 10_000)

@@ -28,7 +28,7 @@ from cvxmetric.qwise import (
 from cvxmetric.qwise._vector import phi_h
 from cvxmetric.qwise.exact import declared_problem
 
-NEWTON_RTOL = tolerance("qwise", "newton")
+NEWTON_RTOL = tolerance("qwise_vector", "newton")
 
 
 def _instance(seed=0, n=40, d=5, n_quads=150, n_pairs=50, margins="mixed", sep=1.0):
