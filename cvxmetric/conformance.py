@@ -87,6 +87,7 @@ DATASETS = ("iris", "wine", "breast_cancer", "digits", "digits-pca30")
 #: Family -> estimators (tuple / pair learner first, then the supervised one).
 FAMILIES = {
     "qwise": ("Qwise", "QwiseSupervised"),
+    "qwise_vector": ("QwiseVector", "QwiseVectorSupervised"),
     "mmc": ("MMC", "MMCSupervised"),
     "constraintdml": ("ConstraintDML", "ConstraintDMLSupervised"),
     "rankdml": ("RankDML", "RankDMLSupervised"),
@@ -106,6 +107,14 @@ METHODS = {
         # on these data even Polyak's step with the known optimum stays
         # above it after 20 000 iterations, docs/conformance.md)
         "subgradient": ({"solver": "subgradient"}, "paper", "exact", None),
+    },
+    "qwise_vector": {
+        # Eq. 14 (the estimators' default loss, the hinge) and the smoothed
+        # Eq. 27-30, both certified; Algorithm 2 against the smoothed optimum
+        "exact": ({"solver": "exact"}, "exact", None, None),
+        "exact-huber": ({"solver": "exact", "loss": "huber"}, "exact", None, None),
+        "newton": ({"solver": "newton", "loss": "huber"}, "fast", "exact-huber",
+                   "newton"),
     },
     "mmc": {
         "exact": ({"solver": "exact"}, "exact", None, None),
@@ -200,9 +209,10 @@ def _max_rss_mb():
 
 
 def _fit_args(estimator, X, y, seed, n_tuples):
-    """``(kwargs for the constructor, fit args, n_constraints)`` for a user's
-    constraints: the supervised defaults, metric-learn's ``20 C^2`` pairs,
-    ``n_tuples`` triplets / quadruplets."""
+    """``(kwargs for the constructor, fit args, n_constraints, fit keyword
+    args)`` for a user's constraints: the supervised defaults, metric-learn's
+    ``20 C^2`` pairs, ``n_tuples`` triplets / quadruplets (and, for the
+    Qwise vector model, labelled pairs too)."""
     from cvxmetric import (
         pairs_from_labels,
         quadruplets_from_labels,
@@ -213,16 +223,23 @@ def _fit_args(estimator, X, y, seed, n_tuples):
     n_classes = np.unique(y).size
     if estimator == "Qwise":
         q = quadruplets_from_labels(y, n_tuples, random_state=seed)
-        return {"preprocessor": X}, (q,), len(q)
+        return {"preprocessor": X}, (q,), len(q), {}
+    if estimator == "QwiseVector":
+        # quadruplets and metric-learn's 20 C^2 labelled pairs (the threshold b)
+        q = quadruplets_from_labels(y, n_tuples, random_state=seed)
+        p, lab = pairs_from_labels(y, 20 * n_classes ** 2, random_state=seed)
+        return ({"preprocessor": X}, (q,), len(q) + len(p),
+                {"pairs": p, "pair_labels": lab})
     if estimator == "RankDML":
         t = triplets_from_labels(y, n_tuples, random_state=seed)
-        return {"preprocessor": X}, (t,), len(t)
+        return {"preprocessor": X}, (t,), len(t), {}
     if estimator in ("MMC", "ConstraintDML"):
         # metric-learn's default number of constraints
         p, lab = pairs_from_labels(y, 20 * n_classes ** 2, random_state=seed)
-        return {"preprocessor": X}, (p, lab), len(p)
+        return {"preprocessor": X}, (p, lab), len(p), {}
     kwargs = {"random_state": seed}
-    if estimator in ("QwiseSupervised", "ConstraintDMLSupervised"):
+    if estimator in ("QwiseSupervised", "ConstraintDMLSupervised",
+                     "QwiseVectorSupervised"):
         n_c = min(1000, 20 * n)  # their documented default
     elif estimator == "MMCSupervised":
         n_c = 20 * n_classes ** 2
@@ -230,7 +247,7 @@ def _fit_args(estimator, X, y, seed, n_tuples):
         n_c = None  # known after the fit (n_triplets_)
     else:  # SLR: every ordered pair of samples
         n_c = n * n
-    return kwargs, (X, y), n_c
+    return kwargs, (X, y), n_c, {}
 
 
 def _slr_extra(method, X):
@@ -278,7 +295,7 @@ def run_case(case):
     seed = int(case["seed"])
     X, y = load_dataset(case["dataset"], seed)
     params, _, _, _ = METHODS[family][method]
-    kwargs, args, n_c = _fit_args(estimator, X, y, seed,
+    kwargs, args, n_c, fit_kwargs = _fit_args(estimator, X, y, seed,
                                   int(case.get("n_tuples") or N_TUPLES))
     if family == "slr":
         kwargs.update(_slr_extra(method, X))
@@ -289,7 +306,7 @@ def run_case(case):
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            est.fit(*args)
+            est.fit(*args, **fit_kwargs)
     except Exception as exc:  # a row of the table, never a crash
         out.update(seconds=time.perf_counter() - t0, peak_mb=_max_rss_mb(),
                    error=f"{type(exc).__name__}: {exc}"[:500],
