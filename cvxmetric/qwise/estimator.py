@@ -616,10 +616,11 @@ class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
         self.results_ = results
         self.result_ = results[0] if single else None
         self.objective_ = float(sum(r.objective for r in results))
-        worst = max(results, key=lambda r: r.certificate.rel_gap)
-        self.status_ = worst.status if all(r.status == Status.OPTIMAL for r in results) \
-            else next(r.status for r in results if r.status != Status.OPTIMAL)
-        self.certificate_ = worst.certificate
+        # "optimal" only when every attribute's solve is; else the first
+        # attribute's status that is not
+        self.status_ = next((r.status for r in results if r.status != Status.OPTIMAL),
+                            Status.OPTIMAL)
+        self.certificate_ = max(results, key=lambda r: r.certificate.rel_gap).certificate
         self.n_iter_ = int(sum(r.n_iter for r in results))
         if psi == "squared":
             L = np.diag(np.sqrt(np.maximum(W[0], 0.0)))
