@@ -31,9 +31,9 @@ _QWISE_ARRAYS = (
 _QWISE_HP = {"regularizer": "trace", "C_q": 1.0, "C_p": 1.0, "u": None, "l": None}
 
 
-def _qwise_to_data(arrays, hp):
+def _sets(arrays):
+    """``(Quadruplets, LabeledPairs or None)`` of an instance's arrays."""
     from ..constraints import LabeledPairs, Quadruplets
-    from . import QwiseData
 
     X = arrays["X"]
     if ("pairs" in arrays) != ("pair_labels" in arrays):
@@ -44,6 +44,13 @@ def _qwise_to_data(arrays, hp):
     if "pairs" in arrays:
         pairs = LabeledPairs.create(X, arrays["pairs"], arrays["pair_labels"],
                                     name="pairs")
+    return quads, pairs
+
+
+def _qwise_to_data(arrays, hp):
+    from . import QwiseData
+
+    quads, pairs = _sets(arrays)
     if "A_S" in arrays and hp.get("regularizer") != "similar":
         raise ValueError("array 'A_S' is only used with regularizer='similar'.")
     return QwiseData.from_sets(
@@ -226,18 +233,9 @@ _VECTOR_HP = {"psi": "squared", "loss": "hinge", "h": 0.05, "C_q": 1.0, "C_p": 1
 
 
 def _vector_to_data(arrays, hp):
-    from ..constraints import LabeledPairs, Quadruplets
     from ._vector import QwiseVectorData
 
-    X = arrays["X"]
-    if ("pairs" in arrays) != ("pair_labels" in arrays):
-        raise ValueError("arrays 'pairs' and 'pair_labels' must be given together.")
-    quads = Quadruplets.create(X, arrays["quadruplets"], arrays["delta"],
-                               name="quadruplets")
-    pairs = None
-    if "pairs" in arrays:
-        pairs = LabeledPairs.create(X, arrays["pairs"], arrays["pair_labels"],
-                                    name="pairs")
+    quads, pairs = _sets(arrays)
     return QwiseVectorData.from_sets(quads, pairs, psi=hp["psi"], loss=hp["loss"],
                                      h=hp["h"], C_q=hp["C_q"], C_p=hp["C_p"])
 

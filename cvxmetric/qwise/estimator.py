@@ -527,29 +527,39 @@ certificate_, result_, n_features_in_
                 f"u, l: set both (Eq. 11 with pairs) or neither (Eq. 8), got "
                 f"u={self.u!r}, l={self.l!r}."
             )
-        n = self.n_constraints
-        if n is None:
-            n = min(1000, 20 * X.shape[0])
-        rng = check_random_state(self.random_state)
-        quads = quadruplets_from_labels(y, n, random_state=rng)
-        # with rows duplicated across classes the label sampler can draw
-        # quadruplets that compare nothing: both pairs of zero length, or
-        # both pairs joining the same two points
-        useful = informative(X, quads)
-        if not np.any(useful):
-            raise ValueError(
-                "X: every sampled quadruplet compares identical points or a "
-                "distance with itself; the data has no information on the "
-                "metric."
-            )
-        quads = Quadruplets.create(X, quads[useful], 1.0)
-        labelled = None
-        if self.u is not None:
-            p_idx, p_lab = pairs_from_labels(y, max(n, 2), random_state=rng)
-            keep = ~_same_point(X, p_idx[:, 0], p_idx[:, 1])
-            if np.any(keep):
-                labelled = LabeledPairs.create(X, p_idx[keep], p_lab[keep])
-        return quads, labelled
+        return _label_sets(X, y, self.n_constraints, self.random_state,
+                           with_pairs=self.u is not None)
+
+
+def _label_sets(X, y, n_constraints, random_state, *, with_pairs):
+    """Quadruplets (margin 1) and, ``with_pairs``, labelled pairs sampled
+    from class labels: ``(Quadruplets, LabeledPairs or None)``.
+
+    ``n_constraints`` of each (default ``min(1000, 20 * n_samples)``).
+    """
+    n = n_constraints
+    if n is None:
+        n = min(1000, 20 * X.shape[0])
+    rng = check_random_state(random_state)
+    quads = quadruplets_from_labels(y, n, random_state=rng)
+    # with rows duplicated across classes the label sampler can draw
+    # quadruplets that compare nothing: both pairs of zero length, or
+    # both pairs joining the same two points
+    useful = informative(X, quads)
+    if not np.any(useful):
+        raise ValueError(
+            "X: every sampled quadruplet compares identical points or a "
+            "distance with itself; the data has no information on the "
+            "metric."
+        )
+    quads = Quadruplets.create(X, quads[useful], 1.0)
+    labelled = None
+    if with_pairs:
+        p_idx, p_lab = pairs_from_labels(y, max(n, 2), random_state=rng)
+        keep = ~_same_point(X, p_idx[:, 0], p_idx[:, 1])
+        if np.any(keep):
+            labelled = LabeledPairs.create(X, p_idx[keep], p_lab[keep])
+    return quads, labelled
 
 
 def _same_point(X, i, j):
@@ -965,20 +975,7 @@ status_, certificate_, result_, n_iter_, n_features_in_
         self : QwiseVectorSupervised
         """
         X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
-        n = self.n_constraints or min(1000, 20 * X.shape[0])
-        rng = check_random_state(self.random_state)
-        quads = quadruplets_from_labels(y, n, random_state=rng)
-        useful = informative(X, quads)
-        if not np.any(useful):
-            raise ValueError(
-                "X: every sampled quadruplet compares identical points or a "
-                "distance with itself; the data has no information on the metric.")
-        quads = Quadruplets.create(X, quads[useful], 1.0)
-        labelled = None
-        if self.C_p > 0:
-            p_idx, p_lab = pairs_from_labels(y, max(n, 2), random_state=rng)
-            keep = ~_same_point(X, p_idx[:, 0], p_idx[:, 1])
-            if np.any(keep):
-                labelled = LabeledPairs.create(X, p_idx[keep], p_lab[keep])
+        quads, labelled = _label_sets(X, y, self.n_constraints, self.random_state,
+                                      with_pairs=self.C_p > 0)
         data = self._vector_data(quads, labelled, "squared")
         return self._store([self._solve_one(data)], "squared", X.shape[1])
