@@ -11,6 +11,7 @@ from .constraints import (
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
 from .qwise.estimator import Qwise, QwiseSupervised, QwiseVector, QwiseVectorSupervised
+from .qwise.structural import QwiseStructural, QwiseStructuralSupervised
 from .rankdml.constraint_estimator import ConstraintDML, ConstraintDMLSupervised
 from .rankdml.estimator import RankDML, RankDMLSupervised
 from .result import (
@@ -38,6 +39,8 @@ __all__ = [
     "QwiseSupervised",
     "QwiseVector",
     "QwiseVectorSupervised",
+    "QwiseStructural",
+    "QwiseStructuralSupervised",
     "MMC",
     "MMCSupervised",
     "ConstraintDML",

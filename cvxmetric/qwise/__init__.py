@@ -4,6 +4,12 @@ from ._problem import C_RANGE, REGULARIZERS, QwiseData, Scaling
 from ._vector import LOSSES, PSI, QwiseVectorData
 from .exact import QwiseModel, QwiseVectorModel, solve_exact, solve_vector_exact
 from .fast import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
+from .structural import (
+    StructuralCuttingPlane,
+    StructuralData,
+    solve_structural_enumerated,
+    solve_structural_exact,
+)
 
 __all__ = [
     "QwiseData",
@@ -20,4 +26,8 @@ __all__ = [
     "ProjectedNewton",
     "PSI",
     "LOSSES",
+    "StructuralData",
+    "StructuralCuttingPlane",
+    "solve_structural_exact",
+    "solve_structural_enumerated",
 ]

@@ -21,9 +21,14 @@ wall-clock time and the peak memory.  Methods:
     :data:`VECTOR_EXACT_MAX` entries of the feature matrix.
 ``newton``
     :class:`cvxmetric.qwise.ProjectedNewton` (Algorithm 2) on the same data.
+``structural-exact``
+    :func:`cvxmetric.qwise.solve_structural_exact`: Eq. 16 (AUC loss,
+    trace regulariser, quadruplet queries) in its closed hinge-sum form, up
+    to :data:`EXACT_MAX_N` quadruplets (:func:`structural_bench_data`).
 ``structural``
-    The 1-slack cutting-plane method of Sec. 4.4 on quadruplet queries
-    (:mod:`cvxmetric.qwise.structural`): time, number of cuts, final epsilon.
+    :class:`cvxmetric.qwise.StructuralCuttingPlane`, the 1-slack
+    cutting-plane method of Sec. 4.4, on the same data: time, number of
+    cuts, final epsilon (in the status column).
 
 Each model has its own default sizes (:data:`MODEL_SIZES`); ``--sizes``
 runs every selected method at the sizes given.
@@ -76,6 +81,7 @@ __all__ = [
     "MODEL_SIZES",
     "VECTOR_EXACT_MAX",
     "vector_bench_data",
+    "structural_bench_data",
     "EXACT_MAX_N",
     "BENCH_METHODS",
     "LARGE_SOLVER_SECONDS",
@@ -109,7 +115,7 @@ VECTOR_EXACT_MAX = 2_000_000
 MODEL_METHODS = {
     "matrix": ("exact", "straightforward", "fast", "fast@1e-4", "subgradient"),
     "vector": ("vector-exact", "newton"),
-    "structural": ("structural",),
+    "structural": ("structural-exact", "structural"),
 }
 
 #: Default sizes of each model.
@@ -119,7 +125,7 @@ MODEL_SIZES = {"matrix": DEFAULT_SIZES, "vector": VECTOR_SIZES,
 #: Every method, in run order.
 BENCH_METHODS = sum(MODEL_METHODS.values(), ())
 
-_EXACT_METHODS = ("exact", "straightforward", "vector-exact")
+_EXACT_METHODS = ("exact", "straightforward", "vector-exact", "structural-exact")
 
 #: Wall-clock budget (seconds) of each iterative solve above ``EXACT_MAX_N``
 #: constraints: with the data set-up (1.6 s at 10^6 quadruplets) and the
@@ -187,6 +193,23 @@ def vector_bench_data(d, N, *, random_state=0):
         psi="squared", loss="huber", h=0.05, C_q=1.0, C_p=1.0)
 
 
+def structural_bench_data(d, N, *, random_state=0):
+    """The points and quadruplets of :func:`bench_data` read as structural
+    quadruplet queries (Eq. 16-17), trace regulariser, ``C = 1``.
+
+    Returns
+    -------
+    StructuralData
+    """
+    from ..constraints import Quadruplets, informative
+    from .structural import StructuralData
+
+    X, _, quads = _points(d, N, random_state)
+    quads = quads[informative(X, quads)]
+    return StructuralData.from_quadruplets(Quadruplets.create(X, quads, 1.0),
+                                           regularizer="trace", C=1.0)
+
+
 def _model(method):
     return next(m for m, methods in MODEL_METHODS.items() if method in methods)
 
@@ -199,10 +222,14 @@ def _solve(method, data, subgradient_maxiter, max_time=None):
         return solve_vector_exact(data)
     if method == "newton":
         return ProjectedNewton(max_time=max_time).run(data)
-    if method == "structural":
-        from .structural import bench_solve
+    if method == "structural-exact":
+        from .structural import solve_structural_exact
 
-        return bench_solve(data, max_time=max_time)
+        return solve_structural_exact(data)
+    if method == "structural":
+        from .structural import StructuralCuttingPlane
+
+        return StructuralCuttingPlane(max_time=max_time).run(data)
 
     if method == "exact":
         return solve_exact(data)
@@ -239,9 +266,8 @@ def run_case(case):
     """
     t0 = time.perf_counter()
     model = _model(case["method"])
-    make = {"matrix": bench_data, "vector": vector_bench_data}.get(model)
-    if make is None:
-        from .structural import bench_structural_data as make
+    make = {"matrix": bench_data, "vector": vector_bench_data,
+            "structural": structural_bench_data}[model]
     data = make(case["d"], case["N"], random_state=case.get("seed", 0))
     out = {"setup_seconds": time.perf_counter() - t0,
            "n": max(200, case["N"] // 10),
@@ -338,7 +364,7 @@ def run_bench(sizes=None, methods=BENCH_METHODS, *, seed=0,
 
 def _too_large(method, d, N):
     """Whether ``method`` is an exact solve beyond its size limit."""
-    if method in ("exact", "straightforward"):
+    if method in ("exact", "straightforward", "structural-exact"):
         return N > EXACT_MAX_N
     return method == "vector-exact" and N * d > VECTOR_EXACT_MAX
 
@@ -388,7 +414,8 @@ def _run_model(model, order, sizes, seed, skip_straightforward, max_seconds,
         t_ref = {r["method"]: r["seconds"] for r in size_rows
                  if r["method"] in _EXACT_METHODS and r["error"] is None}
         for row in size_rows:
-            exact = "vector-exact" if model == "vector" else "exact"
+            exact = {"vector": "vector-exact",
+                     "structural": "structural-exact"}.get(model, "exact")
             for key, ref in (("speedup_exact", exact),
                              ("speedup_declared", "straightforward")):
                 ok = ref in t_ref and row["error"] is None and row["seconds"]

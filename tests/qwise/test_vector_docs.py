@@ -1,29 +1,34 @@
-"""The vector-model example of docs/qwise.md runs and prints what the page shows."""
+"""The examples of the vector-model and structural sections of docs/qwise.md
+run and print what the page shows."""
 
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-HEADING = "## The vector model"
+HEADINGS = ("## The vector model", "## Structural metric learning")
 
 #: Relative tolerance of printed decimals (solver round-off across machines).
 RTOL = 1e-5
 
 
-def _section():
-    """The "### Example" subsection of the vector-model section."""
+def _section(heading):
+    """The "### Example" subsection of the section under ``heading``."""
     text = (ROOT / "docs" / "qwise.md").read_text()
-    start = text.index("### Example", text.index(HEADING))
+    start = text.index("### Example", text.index(heading))
     body = start + len("### Example")
     nxt = re.search(r"^##+ ", text[body:], re.MULTILINE)
     return text[start:body + nxt.start()] if nxt else text[start:]
 
 
-def test_vector_example_prints_what_the_page_shows(docs_helpers):
-    pairs = docs_helpers.python_text_pairs(_section(), "docs/qwise.md (vector model)")
+@pytest.mark.parametrize("heading", HEADINGS)
+def test_example_prints_what_the_page_shows(docs_helpers, heading):
+    where = f"docs/qwise.md ({heading[3:]})"
+    pairs = docs_helpers.python_text_pairs(_section(heading), where)
     assert len(pairs) == 1
     code, expected = pairs[0]
-    got = docs_helpers.run_code(code, "docs/qwise.md (vector model)")
+    got = docs_helpers.run_code(code, where)
     want = expected.splitlines()
     assert len(got) == len(want), "\n".join(got)
     for g, w in zip(got, want):
