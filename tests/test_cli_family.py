@@ -33,6 +33,8 @@ BUNDLED = {
     "rankdml": "iris_burg",
     "constraintdml": "iris_eq10",
     "slr": "iris",
+    "qwise_vector": "vector_squared_huber",
+    "qwise_structural": "structural_quadruplets_trace",
 }
 #: Each family's hyperparameter options: one per name in its
 #: ``FamilySpec.hyperparameters`` (``C_q`` -> ``--C-q``).
@@ -117,7 +119,8 @@ def two_family_root(tmp_path):
 def test_solve_help_shows_the_family_of_the_file(capsys, family):
     out = help_text(capsys, "solve", bundled(family), "--help")
     assert f"options of family '{family}'" in out
-    shown = {o for o in ALL_OPTIONS if re.search(rf"^\s+{re.escape(o)}\b", out,
+    # an option ends where no word character or dash follows (--C is not --C-q)
+    shown = {o for o in ALL_OPTIONS if re.search(rf"^\s+{re.escape(o)}(?![\w-])", out,
                                                  re.MULTILINE)}
     assert shown == OPTIONS[family]
     methods = ", ".join(["exact"] + list(col.METHODS[family]))
