@@ -1055,11 +1055,11 @@ def _family_from_arrays(names, where, hyperparameters=None):
     A family fits when the file has every array it requires and no array
     it does not know.  When no family fits, the one that knows most of the
     names is taken, so that its own checks say what is wrong (a missing or
-    misspelt array); a tie is refused.  Families with the same required
-    arrays (``qwise`` and ``qwise_vector``) are told apart by the names of the
-    ``hyperparameters`` given with the file; without any, such a file is
-    read as the first registered of them (``qwise``: files written before
-    the vector model existed keep their meaning).
+    misspelt array); a tie is refused.  The names of the ``hyperparameters``
+    given with the file rule out the families without them; families with
+    the same required arrays (``qwise`` and ``qwise_vector``) that they do
+    not tell apart are read as the first registered (``qwise``: files
+    written before the vector model existed keep their meaning).
     """
     names = set(names)
     fits, known = [], {}
@@ -1069,16 +1069,21 @@ def _family_from_arrays(names, where, hyperparameters=None):
         if required <= names <= allowed:
             fits.append(fam)
         known[fam] = len(names & allowed)
-    best = max(known.values(), default=0)
-    candidates = fits or [f for f, k in known.items() if k == best and k > 0]
+    # hyperparameters given with the file rule out the families without them
+    hp = {k for k, v in (hyperparameters or {}).items() if v is not None}
+
+    def taking_hp(families):
+        return [f for f in families if hp <= set(FAMILIES[f].hyperparameters)]
+
+    fits = taking_hp(fits)
+    best = max((k for f, k in known.items() if f in taking_hp(known)), default=0)
+    candidates = fits or [f for f in taking_hp(known) if known[f] == best and best > 0]
     required_of = {f: frozenset(a.name for a in FAMILIES[f].arrays if a.required)
                    for f in candidates}
     if len(candidates) > 1 and len(set(required_of.values())) == 1:
-        # twins (the same required arrays): the hyperparameters' names
-        # decide, else the first registered
-        hp = {k for k, v in (hyperparameters or {}).items() if v is not None}
-        candidates = ([f for f in candidates if hp <= set(FAMILIES[f].hyperparameters)]
-                      if hp else candidates[:1])
+        # twins (the same required arrays) that the hyperparameters do not
+        # tell apart: the first registered
+        candidates = candidates[:1]
     if len(candidates) == 1:
         return candidates[0]
     raise InstanceFormatError(
