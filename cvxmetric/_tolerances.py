@@ -43,6 +43,9 @@ TOLERANCES = {
     # Qwise structural model (Sec. 4.4): the 1-slack cutting-plane method,
     # certified by its master bound against the closed form, to EXACT_GAP
     "qwise_structural/structural": 1e-6,
+    # ... and its closed form solved by the Qwise dual solver (weighted
+    # Eq. 8), certified on Eq. 16 itself
+    "qwise_structural/fast": 1e-6,
 }
 
 #: Clarabel and SCS must agree on the objective to this relative accuracy

@@ -9,6 +9,7 @@ from .structural import (
     StructuralData,
     solve_structural_enumerated,
     solve_structural_exact,
+    solve_structural_fast,
 )
 
 __all__ = [
@@ -29,5 +30,6 @@ __all__ = [
     "StructuralData",
     "StructuralCuttingPlane",
     "solve_structural_exact",
+    "solve_structural_fast",
     "solve_structural_enumerated",
 ]

@@ -25,6 +25,9 @@ wall-clock time and the peak memory.  Methods:
     :func:`cvxmetric.qwise.solve_structural_exact`: Eq. 16 (AUC loss,
     trace regulariser, quadruplet queries) in its closed hinge-sum form, up
     to :data:`EXACT_MAX_N` quadruplets (:func:`structural_bench_data`).
+``structural-fast``
+    :func:`cvxmetric.qwise.solve_structural_fast`: the closed form as a
+    weighted Qwise Eq. 8 problem, by the Qwise dual solver.
 ``structural``
     :class:`cvxmetric.qwise.StructuralCuttingPlane`, the 1-slack
     cutting-plane method of Sec. 4.4, on the same data: time, number of
@@ -115,7 +118,7 @@ VECTOR_EXACT_MAX = 2_000_000
 MODEL_METHODS = {
     "matrix": ("exact", "straightforward", "fast", "fast@1e-4", "subgradient"),
     "vector": ("vector-exact", "newton"),
-    "structural": ("structural-exact", "structural"),
+    "structural": ("structural-exact", "structural-fast", "structural"),
 }
 
 #: Default sizes of each model.
@@ -226,6 +229,10 @@ def _solve(method, data, subgradient_maxiter, max_time=None):
         from .structural import solve_structural_exact
 
         return solve_structural_exact(data)
+    if method == "structural-fast":
+        from .structural import solve_structural_fast
+
+        return solve_structural_fast(data, max_time=max_time)
     if method == "structural":
         from .structural import StructuralCuttingPlane
 

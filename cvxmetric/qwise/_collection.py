@@ -439,6 +439,12 @@ def _structural_cutting_plane(data):
     return StructuralCuttingPlane().run(data)
 
 
+def _structural_fast(data):
+    from .structural import solve_structural_fast
+
+    return solve_structural_fast(data)
+
+
 def _structural_bundled():
     """The bundled structural instances (a few hundred tuples each)."""
     from sklearn.datasets import load_iris
@@ -485,5 +491,5 @@ register_family(
         sizes=_structural_sizes,
         generate=_structural_bundled,
     ),
-    {"structural": _structural_cutting_plane},
+    {"structural": _structural_cutting_plane, "fast": _structural_fast},
 )

@@ -41,7 +41,7 @@ import scipy.linalg
 
 from .._linalg import PairOperator, eigh_psd, project_psd
 from .._tolerances import certificate_tolerance
-from .._validation import check_option, check_psd_matrix, check_scalar
+from .._validation import check_finite, check_option, check_psd_matrix, check_scalar
 from ..constraints import LabeledPairs, Quadruplets
 from ..result import Certificate
 
@@ -293,6 +293,7 @@ class QwiseData:
     n_quadruplets: int
     scaling: Scaling = Scaling()
     scale_free: bool = False
+    q_weights: np.ndarray = None
 
     @classmethod
     def from_sets(
@@ -306,6 +307,7 @@ class QwiseData:
         u=None,
         l=None,
         A_S=None,
+        weights=None,
     ):
         """Validate and canonicalise.
 
@@ -323,6 +325,11 @@ class QwiseData:
             PSD matrix of the ``"similar"`` regulariser.  Default: the sum of
             ``C_ij`` over the similar pairs when ``pairs`` has any, otherwise
             over the distinct closer pairs ``(i, j)`` of the quadruplets.
+        weights : ndarray of shape (n_quadruplets,), optional
+            Per-quadruplet factors of ``C_q`` (finite, >= 0): quadruplet
+            ``q``'s hinge weighs ``C_q * weights[q]``.  Default: all 1, the
+            paper's Eq. 8.  (The structural model's closed form, whose
+            hinges weigh ``1 / (|X| P_x N_x)``, is solved this way.)
         """
         if not isinstance(quadruplets, Quadruplets):
             raise TypeError("quadruplets: expected a Quadruplets instance.")
@@ -335,7 +342,11 @@ class QwiseData:
         near = [quads[:, :2]]
         far = [quads[:, 2:]]
         delta = [quadruplets.delta]
-        weight = [np.full(len(quads), C_q)]
+        if weights is not None:
+            weights = check_finite(weights, "weights", shape=(len(quads),))
+            if np.any(weights < 0):
+                raise ValueError("weights: must be >= 0.")
+        weight = [C_q * (np.ones(len(quads)) if weights is None else weights)]
         if pairs is not None:
             if not isinstance(pairs, LabeledPairs):
                 raise TypeError("pairs: expected a LabeledPairs instance.")
@@ -434,7 +445,8 @@ class QwiseData:
             R, mu = A_S, 0.0
         kr = _exponent(float(np.max(np.abs(R)))) if regularizer == "similar" else 0
         scaling = Scaling(ks, kt, kr, regularizer == "frobenius")
-        _check_weights(scaling, C_q, C_p if pairs is not None else 0.0)
+        top_q = C_q * (1.0 if weights is None else float(np.max(weights, initial=0.0)))
+        _check_weights(scaling, top_q, C_p if pairs is not None else 0.0)
         if (abs(ks) <= _MILD["s"] and abs(kt) <= _MILD["t"]
                 and abs(kr) <= _MILD["rho"]):
             scaling = Scaling(frobenius=regularizer == "frobenius")
@@ -456,6 +468,7 @@ class QwiseData:
             c_q=weight,
             n_quadruplets=len(quads),
             scaling=scaling,
+            q_weights=weights,
         )
 
     def normalized(self):
@@ -486,7 +499,8 @@ class QwiseData:
         out = QwiseData.from_sets(
             quads, pairs, regularizer=self.regularizer, C_q=weight(self.C_q),
             C_p=weight(self.C_p), u=margin(self.u), l=margin(self.l),
-            A_S=np.ldexp(self.R, -sc.kr) if self.regularizer == "similar" else None)
+            A_S=np.ldexp(self.R, -sc.kr) if self.regularizer == "similar" else None,
+            weights=self.q_weights)
         out.scaling = Scaling(frobenius=sc.frobenius)
         out.scale_free = True
         return out, sc

@@ -110,6 +110,10 @@ class QwiseModel:
         )
         loss = self.params["C_q"] * cp.sum(self.xi)
         # [/declare]
+        if data.q_weights is not None:
+            # per-quadruplet weights (QwiseData.from_sets(weights=)), e.g.
+            # the structural model's closed form; the paper's Eq. 8 has none
+            loss = self.params["C_q"] * (data.q_weights @ self.xi)
         # [declare:qwise-eq11]
         self.xi_S = self.xi_D = None
         if data.pairs is not None:
@@ -160,7 +164,7 @@ class QwiseModel:
             d.quadruplets, d.pairs, regularizer=d.regularizer,
             C_q=current["C_q"], C_p=current.get("C_p", d.C_p),
             u=current.get("u", d.u), l=current.get("l", d.l),
-            A_S=d.R if d.regularizer == "similar" else None,
+            A_S=d.R if d.regularizer == "similar" else None, weights=d.q_weights,
         )
         for key, val in values.items():
             self.params[key].value = val

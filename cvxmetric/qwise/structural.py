@@ -119,6 +119,7 @@ __all__ = [
     "Cut",
     "StructuralCuttingPlane",
     "solve_structural_exact",
+    "solve_structural_fast",
     "solve_structural_enumerated",
     "QwiseStructural",
     "QwiseStructuralSupervised",
@@ -473,6 +474,32 @@ class StructuralData:
                                     self.item_weight[i_item], q_t)
         return self._cache["terms"]
 
+    def as_qwise(self):
+        """The closed form as weighted Qwise data (Eq. 8 with per-hinge
+        weights): term ``t = (x, i, j)`` is the quadruplet (pair of ``c_i``,
+        pair of ``c_j``) with margin 1/2 and weight ``2 C w_t``, since
+        ``C w_t [1 - 2 (d_j - d_i)]_+ = 2 C w_t [1/2 + d_i - d_j]_+``.
+
+        Returns
+        -------
+        qdata : QwiseData
+            Over the terms whose hinge depends on ``M`` (the two pairs
+            differ and are not both of zero length).
+        keep : ndarray of bool, shape (n_terms,)
+            Which terms those are; the others are constants.
+        """
+        from ..constraints import informative
+        from ._problem import QwiseData
+
+        i, j, w, _ = self.terms()
+        op = self.op
+        idx = np.column_stack([op.i[i], op.j[i], op.i[j], op.j[j]])
+        keep = (i != j) & informative(self.X, idx)
+        quads = Quadruplets(self.X, idx[keep], np.full(int(keep.sum()), 0.5))
+        qdata = QwiseData.from_sets(quads, regularizer=self.regularizer,
+                                    C_q=2.0 * self.C, weights=w[keep])
+        return qdata, keep
+
     def hinge_arguments(self, dist):
         """``1 - 2 (d_j - d_i)`` per term (:meth:`terms` order)."""
         i, j, _, _ = self.terms()
@@ -787,6 +814,55 @@ class StructuralCuttingPlane(IterativeSolver):
 # ---------------------------------------------------------------------------
 
 
+def solve_structural_fast(data, *, tol=None, maxiter=None, max_time=None):
+    """Eq. 16 through its closed form, by the Qwise dual solver.
+
+    The closed form ``Omega(M) + C H(M)`` is a Qwise Eq. 8 problem with
+    per-hinge weights (:meth:`StructuralData.as_qwise`), solved by
+    :class:`~cvxmetric.qwise.QwiseDualSolver` (restarted PDHG with its
+    working set; it scales to 10^6 hinges).  Its ``M`` is certified here on
+    Eq. 16 itself: the upper bound is :meth:`StructuralData.objective`, the
+    lower bound :meth:`StructuralData.hinge_dual_bound` of its multipliers
+    (constant hinges at their cap).  Not the paper's algorithm (that is
+    :class:`StructuralCuttingPlane`): the same optimum, reached without
+    cuts.
+
+    Parameters
+    ----------
+    data : StructuralData
+    tol, maxiter, max_time
+        Passed to :class:`~cvxmetric.qwise.QwiseDualSolver` when given.
+
+    Returns
+    -------
+    SolverResult
+        ``method="fast"``.
+    """
+    from .fast import QwiseDualSolver
+
+    if not isinstance(data, StructuralData):
+        raise TypeError("data: expected a StructuralData instance.")
+    t0 = time.perf_counter()
+    qdata, keep = data.as_qwise()
+    options = {k: v for k, v in (("tol", tol), ("maxiter", maxiter),
+                                 ("max_time", max_time)) if v is not None}
+    res = QwiseDualSolver(**options).run(qdata, warn=False)
+    M = _psd_part(res.M)
+    dist = data.distances(M)
+    upper = data.objective(M, dist=dist)
+    # multipliers of the closed form's hinges: the Qwise ones halved
+    # (the hinge weight is 2 C w_t there, C w_t here)
+    alpha = np.zeros(data.n_terms)
+    alpha[keep] = 0.5 * np.asarray(res.info["alpha"], dtype=float)
+    bound = data.hinge_dual_bound(alpha, M, upper, dist=dist)
+    cert = data.certificate(M, bound, solver="fast", tolerances={"tol": tol})
+    cert.times["total"] = time.perf_counter() - t0
+    return SolverResult(M=M, status=res.raw_status, objective=cert.objective,
+                        n_iter=res.n_iter, certificate=cert, method="fast",
+                        info={"qwise_status": res.status},
+                        time=cert.times["total"], raw_status=res.raw_status)
+
+
 def solve_structural_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     """Eq. 16 through its closed form, as one CVXPY problem.
 
@@ -962,7 +1038,7 @@ def solve_structural_enumerated(data, *, max_constraints=MAX_ENUMERATED,
 # ---------------------------------------------------------------------------
 
 #: Values of the estimators' ``solver`` parameter.
-STRUCTURAL_SOLVERS = ("cutting_plane", "exact")
+STRUCTURAL_SOLVERS = ("cutting_plane", "exact", "fast")
 
 _SHARED_CONSTRAINTS = {
     "regularizer": [StrOptions(set(STRUCTURAL_REGULARIZERS))],
@@ -991,6 +1067,8 @@ class _StructuralBase(MahalanobisMixin, BaseEstimator):
             if self.max_iter is not None:
                 options["maxiter"] = self.max_iter
             result = StructuralCuttingPlane(**options).run(data)
+        elif self.solver == "fast":
+            result = solve_structural_fast(data, maxiter=self.max_iter)
         else:  # only reachable when parameter validation was bypassed
             raise ValueError(f"solver: unknown option {self.solver!r}; expected one "
                              f"of {', '.join(map(repr, STRUCTURAL_SOLVERS))}.")
@@ -1032,8 +1110,13 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
         ``D(a, b) < D(a, c)``; the anchor ``a`` is the query.  ``score``,
         ``predict`` and ``decision_function`` take the same kind of tuple
         (the reading is looked up at call time).
-    solver : {"cutting_plane", "exact"}, default="cutting_plane"
-        :class:`StructuralCuttingPlane` or :func:`solve_structural_exact`.
+    solver : {"fast", "cutting_plane", "exact"}, default="fast"
+        :func:`solve_structural_fast` (the closed form by the Qwise dual
+        solver: certified, and the one that scales -- 2 s at 10^5
+        quadruplets in 50 dimensions), :class:`StructuralCuttingPlane` (the
+        paper's 1-slack cutting-plane method: certified when it stops, but
+        it did not within five minutes there, nor on scikit-learn's digits)
+        or :func:`solve_structural_exact` (CVXPY).
     epsilon : float > 0, optional
         Stopping threshold of the cutting-plane method on ``H(M) - xi``
         (``None``: chosen from the objective so that the result is
@@ -1079,7 +1162,7 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
     }
 
     def __init__(self, regularizer="trace", C=1.0, reading="quadruplets",
-                 solver="cutting_plane", epsilon=None, max_iter=None,
+                 solver="fast", epsilon=None, max_iter=None,
                  preprocessor=None, random_state=None, verbose=False):
         self.regularizer = regularizer
         self.C = C
@@ -1179,7 +1262,7 @@ certificate_, result_, n_features_in_
     }
 
     def __init__(self, n_constraints=None, reading="quadruplets", regularizer="trace",
-                 C=1.0, solver="cutting_plane", epsilon=None, max_iter=None,
+                 C=1.0, solver="fast", epsilon=None, max_iter=None,
                  random_state=None, verbose=False):
         self.n_constraints = n_constraints
         self.reading = reading

@@ -268,8 +268,11 @@ def test_estimator_fit_score_and_points(problem, reading):
     tuples = quads if reading == "quadruplets" else trips
     est = QwiseStructural(reading=reading, preprocessor=X).fit(tuples)
     assert est.status_ == "optimal" and est.certificate_.passed
-    assert est.result_.method == "structural"
-    assert est.n_iter_ == est.result_.info["n_cuts"]
+    assert est.result_.method == "fast"  # the default solver
+    cut = clone(est).set_params(solver="cutting_plane").fit(tuples)
+    assert cut.status_ == "optimal" and cut.result_.method == "structural"
+    assert cut.n_iter_ == cut.result_.info["n_cuts"]
+    assert _rel(cut.objective_, est.objective_) <= EXACT_GAP
     data = (StructuralData.from_quadruplets(Quadruplets.create(X, quads, 1.0))
             if reading == "quadruplets"
             else StructuralData.from_triplets(Triplets.create(X, tuples)))
@@ -304,7 +307,7 @@ def test_estimator_deterministic_and_init_stores(problem):
     (dict(C=0.0), "quads", "'C'"),
     (dict(C=-1.0), "quads", "'C'"),
     (dict(regularizer="similar"), "quads", "regularizer"),
-    (dict(solver="fast"), "quads", "solver"),
+    (dict(solver="newton"), "quads", "solver"),
     (dict(epsilon=0.0), "quads", "epsilon"),
     (dict(reading="triplets"), "quads", "triplets: reading='triplets' takes tuples of 3"),
     (dict(), "trips", "quadruplets: reading='quadruplets' takes tuples of 4"),
@@ -328,3 +331,54 @@ def test_bad_tuples_and_labels(problem):
         StructuralData.from_pairs(X, [[0, 1], [2, 3]], [1, 1])
     with pytest.raises(ValueError, match="C: must be > 0"):
         StructuralData.from_triplets(Triplets.create(X, [[0, 1, 2]]), C=0.0)
+
+
+# ---------------------------------------------------------------------------
+# The closed form by the Qwise dual solver (solver="fast")
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("regularizer", ["trace", "frobenius"])
+@pytest.mark.parametrize("reading", ["quadruplets", "triplets"])
+def test_fast_reaches_the_exact_optimum(regularizer, reading):
+    from cvxmetric.qwise import solve_structural_exact, solve_structural_fast
+
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 3, 40)
+    X = rng.normal(size=(40, 5))
+    X[:, 0] += 1.5 * y
+    if reading == "quadruplets":
+        data = StructuralData.from_quadruplets(
+            Quadruplets.create(X, quadruplets_from_labels(y, 300, random_state=7), 1.0),
+            regularizer=regularizer, C=3.0)
+    else:
+        data = StructuralData.from_triplets(
+            Triplets.create(X, triplets_from_labels(y, 300, random_state=7)),
+            regularizer=regularizer, C=3.0)
+    exact = solve_structural_exact(data)
+    fast = solve_structural_fast(data)
+    assert fast.status == "optimal" and fast.certificate.passed
+    assert abs(fast.objective - exact.objective) <= 1e-6 * max(1.0, abs(exact.objective))
+    # the certificate is Eq. 16's own: a valid lower bound
+    assert fast.certificate.dual_bound <= exact.objective + 1e-9
+    est = QwiseStructural(reading=reading, regularizer=regularizer, C=3.0,
+                          solver="fast", preprocessor=X)
+    tuples = (quadruplets_from_labels(y, 300, random_state=7) if reading == "quadruplets"
+              else triplets_from_labels(y, 300, random_state=7))
+    est.fit(tuples)
+    assert est.objective_ == pytest.approx(fast.objective, rel=1e-9)
+
+
+def test_as_qwise_is_the_closed_form():
+    rng = np.random.default_rng(8)
+    y = rng.integers(0, 2, 30)
+    X = rng.normal(size=(30, 4))
+    data = StructuralData.from_quadruplets(
+        Quadruplets.create(X, quadruplets_from_labels(y, 100, random_state=8), 1.0),
+        regularizer="frobenius", C=2.0)
+    qdata, keep = data.as_qwise()
+    assert keep.all()
+    for _ in range(5):
+        A = rng.normal(size=(4, 4))
+        M = A @ A.T
+        assert qdata.objective(M) == pytest.approx(data.objective(M), rel=1e-12)

@@ -15,8 +15,8 @@ FAMILY = "qwise_structural"
 def test_family_is_registered():
     spec = col.FAMILIES[FAMILY]
     assert spec.generate is qc._structural_bundled and spec.psd
-    assert set(col.METHODS[FAMILY]) == {"structural"}
-    assert tolerance(FAMILY, "structural") == 1e-6
+    assert set(col.METHODS[FAMILY]) == {"structural", "fast"}
+    assert tolerance(FAMILY, "structural") == tolerance(FAMILY, "fast") == 1e-6
 
 
 def test_bundled_instances_cover_both_readings():
@@ -49,8 +49,10 @@ def test_bench_rows():
     rows = qbench.run_bench([(5, 200)], qbench.MODEL_METHODS["structural"],
                             isolate=False)
     assert [(r["problem"], r["method"]) for r in rows] == [
-        ("qwise-structural", "structural-exact"), ("qwise-structural", "structural")]
-    cut = rows[1]
+        ("qwise-structural", "structural-exact"), ("qwise-structural", "structural-fast"),
+        ("qwise-structural", "structural")]
+    assert rows[1]["status"] == "optimal" and abs(rows[1]["gap"]) <= 1e-6
+    cut = rows[2]
     assert cut["status"] == "optimal" and abs(cut["gap"]) <= 1e-6
     assert cut["n_cuts"] >= 1 and cut["epsilon"] > 0
     assert "cuts, epsilon" in qbench_table(rows)
