@@ -218,16 +218,8 @@ register_family(
 # (d + 1, d + 1), so that ``b`` (the learned threshold) and the sign of ``w``
 # (``psi="linear"``) are kept.  ``verify`` reads the objective back from it.
 
-_VECTOR_ARRAYS = (
-    ArraySpec("X", "float", ("n", "d"), doc="samples, one per row"),
-    ArraySpec("quadruplets", "int", ("N", 4),
-              doc="(i, j, k, l): want D_w(k, l) >= D_w(i, j) + delta"),
-    ArraySpec("delta", "float", ("N",), doc="margins (0 or 1 with loss='huber')"),
-    ArraySpec("pairs", "int", ("P", 2), required=False,
-              doc="labelled pairs: the threshold b"),
-    ArraySpec("pair_labels", "int", ("P",), required=False,
-              doc="+1 similar, -1 dissimilar"),
-)
+#: Qwise's arrays without ``A_S`` (the vector model has no matrix regulariser).
+_VECTOR_ARRAYS = tuple(a for a in _QWISE_ARRAYS if a.name != "A_S")
 
 _VECTOR_HP = {"psi": "squared", "loss": "hinge", "h": 0.05, "C_q": 1.0, "C_p": 1.0}
 
