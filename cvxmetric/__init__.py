@@ -10,6 +10,7 @@ from .constraints import (
 )
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
+from .omdml.estimator import OMDML
 from .qwise.estimator import Qwise, QwiseSupervised, QwiseVector, QwiseVectorSupervised
 from .qwise.structural import QwiseStructural, QwiseStructuralSupervised
 from .rankdml.constraint_estimator import ConstraintDML, ConstraintDMLSupervised
@@ -48,6 +49,7 @@ __all__ = [
     "RankDML",
     "RankDMLSupervised",
     "SLR",
+    "OMDML",
     "DeclaredProblem",
     "MahalanobisMetric",
     "BilinearMetric",

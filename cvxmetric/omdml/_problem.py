@@ -1,0 +1,172 @@
+"""OMDML data: views, triplets, Eq. 3 at a fixed combination, its dual bound.
+
+Notation of Wu, Hoi et al., *Online multi-modal distance metric learning*
+(TKDE 2016).  ``m`` views (modalities) of the same ``n`` items, view ``i``
+with ``n_i`` features; a triplet ``t = (p, p+, p-)`` asks that ``p`` be
+closer to ``p+`` than to ``p-``.  With ``a_ti = x_p - x_p+`` and
+``b_ti = x_p - x_p-`` in view ``i``, ``V_ti = a a^T - b b^T`` and
+
+    f_ti(M_i) = d_i(p, p+) - d_i(p, p-) = <M_i, V_ti>,
+
+Eq. 3 at a fixed ``theta`` in the simplex is
+
+    F(M; theta) = 0.5 sum_i ||M_i||_F^2 + C sum_t max(0, sum_i theta_i f_ti + 1)
+
+over ``M_i`` PSD: convex in the ``M_i``.  Its Lagrangian dual, for hinge
+multipliers ``0 <= alpha_t <= C``, is
+
+    D(alpha) = sum_t alpha_t - 0.5 sum_i ||Pi_+(-theta_i S_i(alpha))||_F^2,
+    S_i(alpha) = sum_t alpha_t V_ti = A_i^T diag(alpha) A_i - B_i^T diag(alpha) B_i,
+
+a lower bound on the optimum at that ``theta`` for every such ``alpha``
+(the minimiser over ``M_i`` PSD of ``0.5 ||M_i||^2 + theta_i <M_i, S_i>`` is
+``Pi_+(-theta_i S_i)``).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._linalg import project_psd
+from .._tolerances import certificate_tolerance
+from .._validation import check_finite, check_indices, check_scalar
+from ..result import Certificate
+
+__all__ = ["OMDMLData", "check_views", "check_theta"]
+
+
+def check_views(views, name="views"):
+    """``views`` as a list of finite float arrays (n, n_i), the same ``n``."""
+    if isinstance(views, np.ndarray) or not isinstance(views, (list, tuple)):
+        raise ValueError(f"{name}: expected a list of arrays, one (n_samples, "
+                         f"n_features_i) array per modality.")
+    if len(views) == 0:
+        raise ValueError(f"{name}: no modality given.")
+    out = []
+    for k, V in enumerate(views):
+        V = check_finite(V, f"{name}[{k}]", ndim=2)
+        if V.shape[1] == 0:
+            raise ValueError(f"{name}[{k}]: the view is empty (0 features).")
+        if V.shape[0] == 0:
+            raise ValueError(f"{name}[{k}]: no samples.")
+        if out and V.shape[0] != out[0].shape[0]:
+            raise ValueError(f"{name}[{k}]: has {V.shape[0]} samples, {name}[0] has "
+                             f"{out[0].shape[0]}; every view describes the same items.")
+        out.append(V)
+    return out
+
+
+def check_theta(theta, m, name="theta"):
+    """``theta`` as a point of the simplex with ``m`` entries."""
+    theta = check_finite(theta, name, shape=(m,))
+    if np.any(theta < 0) or abs(float(theta.sum()) - 1.0) > 1e-9:
+        raise ValueError(f"{name}: must lie in the simplex (entries >= 0 summing to "
+                         f"1), got entries summing to {float(theta.sum()):.6g} with "
+                         f"minimum {float(theta.min()):.3g}.")
+    return theta / theta.sum()
+
+
+@dataclass(eq=False)
+class OMDMLData:
+    """Views, triplets and ``C`` of Eq. 3 (build with :meth:`from_views`).
+
+    Attributes
+    ----------
+    views : list of ndarray (n, n_i)
+    triplets : ndarray of int, shape (T, 3)
+    C : float
+    A, B : list of ndarray (T, n_i)
+        ``x_p - x_p+`` and ``x_p - x_p-`` per view.
+    """
+
+    views: list
+    triplets: np.ndarray
+    C: float
+    A: list = field(repr=False, default=None)
+    B: list = field(repr=False, default=None)
+
+    def __repr__(self):
+        return (f"OMDMLData(n_views={self.n_views}, dims={self.dims}, "
+                f"n_triplets={self.n_triplets}, C={self.C:g})")
+
+    @classmethod
+    def from_views(cls, views, triplets, *, C=1.0):
+        """Validate and build.
+
+        Parameters
+        ----------
+        views : list of array_like (n, n_i)
+        triplets : array_like of int, shape (T, 3)
+            ``(p, p+, p-)``: ``p`` closer to ``p+`` than to ``p-``.
+        C : float > 0
+        """
+        views = check_views(views)
+        t = check_indices(triplets, "triplets", views[0].shape[0], width=3)
+        C = check_scalar(C, "C", low=0.0, low_inclusive=False)
+        A = [V[t[:, 0]] - V[t[:, 1]] for V in views]
+        B = [V[t[:, 0]] - V[t[:, 2]] for V in views]
+        return cls(views=views, triplets=t, C=C, A=A, B=B)
+
+    def with_C(self, C):
+        """The same data with another ``C``."""
+        C = check_scalar(C, "C", low=0.0, low_inclusive=False)
+        return OMDMLData(views=self.views, triplets=self.triplets, C=C, A=self.A,
+                         B=self.B)
+
+    @property
+    def n_views(self):
+        return len(self.views)
+
+    @property
+    def dims(self):
+        return tuple(int(V.shape[1]) for V in self.views)
+
+    @property
+    def n_triplets(self):
+        return int(self.triplets.shape[0])
+
+    # -- Eq. 3 ---------------------------------------------------------------
+
+    def view_scores(self, Ms):
+        """``f_ti = d_i(p, p+) - d_i(p, p-)`` for every triplet, (T, m)."""
+        return np.column_stack([
+            np.einsum("tj,jk,tk->t", A, M, A) - np.einsum("tj,jk,tk->t", B, M, B)
+            for A, B, M in zip(self.A, self.B, Ms)])
+
+    def objective(self, Ms, theta):
+        """Eq. 3 at fixed ``theta``."""
+        f = self.view_scores(Ms) @ theta
+        reg = 0.5 * sum(float(np.sum(M * M)) for M in Ms)
+        return reg + self.C * float(np.sum(np.maximum(f + 1.0, 0.0)))
+
+    def dual_bound(self, alpha, theta):
+        """``D(alpha)`` of the module docstring (``alpha`` clipped to [0, C])."""
+        alpha = np.clip(alpha, 0.0, self.C)
+        out = float(alpha.sum())
+        for A, B, th in zip(self.A, self.B, theta):
+            S = (A.T * alpha) @ A - (B.T * alpha) @ B
+            P = project_psd(-th * S)
+            out -= 0.5 * float(np.sum(P * P))
+        return out
+
+    def certificate(self, Ms, theta, alpha=None, *, solver, solver_version="",
+                    tolerances=None, times=None):
+        """Certificate of ``Ms`` for Eq. 3 at ``theta``.
+
+        ``alpha`` defaults to the multipliers consistent with ``Ms``
+        (``C`` on active hinges, 0 elsewhere); the larger bound of the two
+        is kept when ``alpha`` is given.
+        """
+        f = self.view_scores(Ms) @ theta + 1.0
+        obj = 0.5 * sum(float(np.sum(M * M)) for M in Ms) \
+            + self.C * float(np.sum(np.maximum(f, 0.0)))
+        bound = self.dual_bound(np.where(f > 0, self.C, 0.0), theta)
+        if alpha is not None:
+            bound = max(bound, self.dual_bound(alpha, theta))
+        eigs = [float(np.linalg.eigvalsh(0.5 * (M + M.T))[0]) for M in Ms]
+        min_eig = min(eigs)
+        tol_gap, tol_feas = certificate_tolerance("omdml")
+        return Certificate.from_bound(
+            obj, bound, max_violation=max(0.0, -min_eig), min_eig=min_eig,
+            solver=solver, solver_version=solver_version, tolerances=tolerances,
+            times=times, tol_gap=tol_gap, tol_feas=tol_feas)
