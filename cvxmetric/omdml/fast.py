@@ -149,9 +149,11 @@ class _Online(IterativeSolver):
         history = list(state.history)
         beta, gamma = self.beta, self.gamma
         m = data.n_views
+        Xs, trip = data.views, data.triplets
         for t in range(data.n_triplets):
-            a = [A[t] for A in data.A]
-            b = [B[t] for B in data.B]
+            p, pp, pm = trip[t]
+            a = [X[p] - X[pp] for X in Xs]
+            b = [X[p] - X[pm] for X in Xs]
             f_i = np.array([self._score(mats[i], a[i], b[i]) for i in range(m)])
             f = float(theta @ f_i)
             if f > 0:
@@ -289,6 +291,46 @@ class LowRankOMDML(_Online):
     def _score(W, a, b):
         qa, qb = W @ a, W @ b
         return float(qa @ qa - qb @ qb)
+
+    def update(self, mats, state, data):
+        # the same stream as _Online.update, every view at once: the W_i
+        # as one block-diagonal (m r, sum_i n_i) matrix, so a triplet costs
+        # a few small numpy calls instead of a few per view
+        m, r = data.n_views, self.rank
+        X = np.hstack(data.views)  # (n, sum_i n_i)
+        W = scipy.linalg.block_diag(*mats)
+        mask = scipy.linalg.block_diag(*[np.ones((r, n)) for n in data.dims])
+        row_view = np.repeat(np.arange(m), r)
+        theta = state.theta.copy()
+        z_counts = state.z_counts.copy()
+        mistakes, n_updates = state.mistakes, state.n_updates
+        history = list(state.history)
+        beta, gamma, step = self.beta, self.gamma, 2.0 * self.eta
+        for p, pp, pm in data.triplets:
+            a, b = X[p] - X[pp], X[p] - X[pm]
+            qa, qb = W @ a, W @ b
+            f_i = np.bincount(row_view, qa * qa - qb * qb, minlength=m)
+            f = float(theta @ f_i)
+            if f > 0:
+                mistakes += 1
+            history.append(mistakes)
+            if f + gamma > 0:
+                n_updates += 1
+                z = f_i > 0
+                z_counts += z
+                theta = theta * np.where(z, beta, 1.0)
+                theta /= theta.sum()
+                act = (f_i + 1.0 > 0)[row_view]  # views with an active hinge
+                if act.any():
+                    W -= step * mask * (np.outer(qa * act, a) - np.outer(qb * act, b))
+            if self.deadline.expired():
+                break
+        offs = np.cumsum((0,) + data.dims)
+        mats = tuple(W[i * r:(i + 1) * r, offs[i]:offs[i + 1]].copy() for i in range(m))
+        state = StreamState(state.iter_num + 1, math.inf, mats, theta,
+                            state.t + data.n_triplets, mistakes, tuple(history),
+                            z_counts, n_updates)
+        return mats, state
 
     def _step(self, W, a, b, f, k):
         if f + 1.0 <= 0.0:  # the view's hinge is inactive: zero gradient
