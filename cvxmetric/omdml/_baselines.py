@@ -52,7 +52,8 @@ from sklearn.utils import check_random_state
 
 from .._validation import check_finite, check_option
 from ..metrics import _check_matrix, _relevance_mask, average_precision
-from ._views import _check_labels, check_views
+from ._problem import check_views
+from ._views import _check_labels
 
 __all__ = ["BASELINES", "METHODS", "FUSIONS", "rca_metric", "squared_distances",
            "top_k_precision", "retrieval_scores", "fit_view_metric", "Evaluation",

@@ -31,10 +31,10 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
-from .._validation import check_finite
+from ._problem import check_views
 
 __all__ = ["DIGITS_VIEW_NAMES", "digits_views", "synthetic_views", "scale_views",
-           "retrieval_split", "check_views"]
+           "retrieval_split"]
 
 #: Names of the modalities :func:`digits_views` returns, in order.
 DIGITS_VIEW_NAMES = ("pixels", "intensity histogram", "gradient orientations",
@@ -60,39 +60,6 @@ def _check_int(value, name, low, high=None):
         bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
         raise ValueError(f"{name}: must be {bound}, got {value}.")
     return value
-
-
-def check_views(views, name="views", *, n_samples=None):
-    """Validate a list of views: ``m >= 1`` finite 2-D arrays, same rows.
-
-    Parameters
-    ----------
-    views : sequence of array_like, each of shape (n, n_i)
-    name : str
-        Argument name used in error messages.
-    n_samples : int, optional
-        Required number of rows.
-
-    Returns
-    -------
-    list of ndarray of float
-    """
-    if isinstance(views, np.ndarray) or not isinstance(views, (list, tuple)):
-        raise TypeError(f"{name}: expected a list of 2-D arrays (one per "
-                        f"modality), got {type(views).__name__}.")
-    if len(views) == 0:
-        raise ValueError(f"{name}: expected at least one view, got none.")
-    out = [check_finite(v, f"{name}[{i}]", ndim=2) for i, v in enumerate(views)]
-    rows = {v.shape[0] for v in out}
-    if len(rows) != 1:
-        raise ValueError(f"{name}: every view needs the same number of rows, got "
-                         f"{[v.shape[0] for v in out]}.")
-    n = rows.pop()
-    if n == 0 or any(v.shape[1] == 0 for v in out):
-        raise ValueError(f"{name}: empty view(s), shapes {[v.shape for v in out]}.")
-    if n_samples is not None and n != n_samples:
-        raise ValueError(f"{name}: expected {n_samples} rows, got {n}.")
-    return out
 
 
 def _check_labels(y, name="y"):
