@@ -18,16 +18,17 @@ precision at K = 10 on the test queries, the learning time, -B's chosen
 modality, OMDML's and LOMDML's modality weights theta and online mistake
 rates.
 
-    python examples/omdml_digits.py                    # one split (about 30 s)
-    python examples/omdml_digits.py --quick            # 900 images, 2000 triplets
-    python examples/omdml_digits.py --full             # 5 splits, mean +- std
+    python examples/omdml_digits.py                    # one split (about 8 s)
+    python examples/omdml_digits.py --quick            # 900 images, 2000 triplets (5 s)
+    python examples/omdml_digits.py --full             # 5 splits, mean +- std (30 s)
     python examples/omdml_digits.py --figures docs/img # also the two figures
 
 ``--figures DIR`` writes DIR/omdml_topk.png (top-K precision curves, the
 paper's Fig. 2) and DIR/omdml_mistakes.png (online cumulative mistake rate
 of OMDML and LOMDML and of LOMDML on each single modality, the paper's
 Fig. 3); it needs matplotlib (``pip install cvxmetric[plot]``).  BLAS runs
-single-threaded (``--threads``): every product here is small.
+single-threaded (``--threads``): every product here is small.  Durations
+measured on the 2-core development machine.
 """
 
 import argparse
