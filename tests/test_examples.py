@@ -26,6 +26,7 @@ EXPECTED = {
     "slr_real_data.py": "certified optimal",
     "rankdml_digits_cmc.py": "rank-1",
     "knn_accuracy.py": "5-NN accuracy",
+    "omdml_digits.py": "mAP",
 }
 FAST = {"metric_learn_migration.py"}
 
