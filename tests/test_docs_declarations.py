@@ -38,10 +38,12 @@ SOURCES = (
     "cvxmetric/rankdml/exact.py",
     "cvxmetric/rankdml/_constraint.py",
     "cvxmetric/slr/estimator.py",
+    "cvxmetric/omdml/exact.py",
 )
 
 #: Family pages, each with a "## The CVXPY declaration" section.
-PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/slr.md")
+PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/slr.md",
+         "docs/omdml.md")
 
 HEADING = "## The CVXPY declaration"
 JOIN = "# ..."

@@ -1,6 +1,7 @@
 """OMDML: online multi-modal distance metric learning (Wu, Hoi et al., TKDE 2016)."""
 
 from ._problem import OMDMLData
+from ._views import digits_views, retrieval_split, scale_views, synthetic_views
 from .exact import (
     OMDMLModel,
     solve_exact,
@@ -22,4 +23,8 @@ __all__ = [
     "project_rank2",
     "mistake_bound",
     "OMDML",
+    "digits_views",
+    "synthetic_views",
+    "scale_views",
+    "retrieval_split",
 ]
