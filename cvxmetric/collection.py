@@ -1960,3 +1960,4 @@ from .mmc import _collection as _mmc_collection  # noqa: E402,F401
 from .rankdml import _collection as _rankdml_collection  # noqa: E402,F401
 from .rankdml import _constraint_collection as _cdml_collection  # noqa: E402,F401
 from .slr import _collection as _slr_collection  # noqa: E402,F401
+from .omdml import _collection as _omdml_collection  # noqa: E402,F401
