@@ -273,7 +273,7 @@ class LowRankOMDML(_Online):
         **_Online._parameter_constraints,
         "rank": [Interval(Integral, 1, None, closed="left")],
         "eta": [Interval(Real, 0, None, closed="neither")],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", None],
     }
 
     def _init_mats(self, data):
