@@ -55,6 +55,9 @@ from ..metrics import _check_matrix, _relevance_mask, average_precision
 from ._problem import check_views
 from ._views import _check_labels
 
+# one implementation of the (query, item) distance matrix in the package
+from ..rankdml.retrieval import squared_distances  # noqa: E402
+
 __all__ = ["BASELINES", "METHODS", "FUSIONS", "rca_metric", "squared_distances",
            "top_k_precision", "retrieval_scores", "fit_view_metric", "Evaluation",
            "evaluate"]
@@ -120,33 +123,6 @@ def rca_metric(X, y, *, shrinkage=1e-2):
         raise ValueError("X: the within-class covariance is singular; pass "
                          "shrinkage > 0.") from None
     return 0.5 * (M + M.T)
-
-
-def squared_distances(Q, X, M=None):
-    """``(q - x)^T M (q - x)`` for every query row ``q`` and item row ``x``.
-
-    Parameters
-    ----------
-    Q : array_like of shape (n_queries, d)
-    X : array_like of shape (n_items, d)
-    M : array_like of shape (d, d), optional
-        Symmetric PSD; default the identity (squared Euclidean distance).
-
-    Returns
-    -------
-    ndarray of shape (n_queries, n_items), ``>= 0``
-    """
-    Q = check_finite(Q, "Q", ndim=2)
-    X = check_finite(X, "X", ndim=2, shape=(None, Q.shape[1]))
-    if M is None:
-        QM, XM = Q, X
-    else:
-        M = check_finite(M, "M", shape=(Q.shape[1], Q.shape[1]))
-        QM, XM = Q @ M, X @ M
-    D = (np.einsum("ij,ij->i", QM, Q)[:, None] + np.einsum("ij,ij->i", XM, X)[None, :]
-         - 2.0 * QM @ X.T)
-    # the expansion loses the sign of tiny distances to round-off
-    return np.maximum(D, 0.0)
 
 
 def top_k_precision(distances, relevant, ks=DEFAULT_KS):

@@ -91,7 +91,7 @@ def test_squared_distances_by_brute_force():
                        np.einsum("qia,ab,qib->qi", diff, M, diff))
     assert np.allclose(squared_distances(Q, X), (diff ** 2).sum(axis=2))
     assert np.all(squared_distances(X, X) >= 0)
-    with pytest.raises(ValueError, match="X"):
+    with pytest.raises(ValueError, match="G: has 2 features"):
         squared_distances(Q, rng.randn(5, 2))
     with pytest.raises(ValueError, match="M"):
         squared_distances(Q, X, np.eye(2))
