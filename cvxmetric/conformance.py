@@ -9,6 +9,9 @@ by PCA), over several seeds, with constraints generated as a user would:
   ``QwiseStructuralSupervised``, ``MMCSupervised``,
   ``ConstraintDMLSupervised``, ``RankDMLSupervised``, ``SLR``) with their
   own default constraint generation;
+* ``OMDML`` on the dataset's features scaled to [0, 1] (the paper's
+  protocol) and split into (at most) three contiguous groups, its views,
+  with :data:`N_TUPLES` triplets;
 * the pair learners (``MMC``, ``ConstraintDML``) on metric-learn's
   ``20 * n_classes^2`` pairs from :func:`~cvxmetric.pairs_from_labels`;
 * the tuple learners (``Qwise``, ``QwiseVector`` -- with metric-learn's
@@ -95,6 +98,7 @@ FAMILIES = {
     "constraintdml": ("ConstraintDML", "ConstraintDMLSupervised"),
     "rankdml": ("RankDML", "RankDMLSupervised"),
     "slr": ("SLR",),
+    "omdml": ("OMDML",),
 }
 
 #: Family -> methods: ``name: (estimator parameters, role, reference
@@ -143,6 +147,14 @@ METHODS = {
     "rankdml": {
         "exact": ({"solver": "exact"}, "exact", None, None),
         "fast": ({"solver": "fast"}, "fast", "exact", "fast"),
+    },
+    "omdml": {
+        # Eq. 3 at uniform theta (certified), and the two online algorithms,
+        # whose Eq. 3 value at their own theta is reported against it (an
+        # online learner does not claim the optimum)
+        "exact": ({"solver": "exact"}, "exact", None, None),
+        "online": ({"solver": "online"}, "paper", "exact", None),
+        "lowrank": ({"solver": "online"}, "paper", "exact", None),
     },
     "slr": {
         "exact": ({"solver": "exact"}, "exact", None, None),
@@ -237,6 +249,17 @@ def _fit_args(estimator, X, y, seed, n_tuples):
     if estimator in ("Qwise", "QwiseStructural"):
         q = quadruplets_from_labels(y, n_tuples, random_state=seed)
         return {"preprocessor": X}, (q,), len(q), {}
+    if estimator == "OMDML":
+        # the dataset's features in (at most) three contiguous groups: the
+        # views of a multi-modal learner; n_tuples triplets from the labels
+        # scaled to [0, 1] per feature as the paper does (Sec. 5.3): its
+        # constant learning rates assume it
+        m = min(3, X.shape[1] // 2)
+        span = np.ptp(X, axis=0)
+        Xs = (X - X.min(axis=0)) / np.where(span > 0, span, 1.0)
+        views = [np.ascontiguousarray(v) for v in np.array_split(Xs, m, axis=1)]
+        t = triplets_from_labels(y, n_tuples, random_state=seed)
+        return {}, (views, t), len(t), {}
     if estimator == "QwiseVector":
         # quadruplets and metric-learn's 20 C^2 labelled pairs (the threshold b)
         q = quadruplets_from_labels(y, n_tuples, random_state=seed)
@@ -312,6 +335,9 @@ def run_case(case):
                                   int(case.get("n_tuples") or N_TUPLES))
     if family == "slr":
         kwargs.update(_slr_extra(method, X))
+    if family == "omdml" and method == "lowrank":
+        # Algorithm 2 at the smallest view's dimension (full rank there)
+        kwargs.update(rank=min(v.shape[1] for v in args[0]), random_state=seed)
     est = getattr(cvxmetric, estimator)(**params, **kwargs)
     out = {"n": int(X.shape[0]), "d": int(X.shape[1]), "n_constraints": n_c,
            "base_mb": _max_rss_mb()}

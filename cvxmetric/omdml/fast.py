@@ -28,10 +28,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._linalg import project_psd
 from .._solver import IterativeSolver
+from ..result import SolverError
 from ._problem import check_theta
 from .exact import omdml_result
 
 logger = logging.getLogger("cvxmetric")
+
+#: A factor entry beyond this means online gradient descent diverged (its
+#: starting rows are orthonormal: entries at most 1).
+_DIVERGED = 1e8
 
 __all__ = ["OMDMLOnline", "LowRankOMDML", "pa_step", "project_rank2",
            "mistake_bound", "StreamState"]
@@ -325,6 +330,11 @@ class LowRankOMDML(_Online):
                     W -= step * mask * (np.outer(qa * act, a) - np.outer(qb * act, b))
             if self.deadline.expired():
                 break
+        if not np.all(np.isfinite(W)) or float(np.max(np.abs(W))) > _DIVERGED:
+            raise SolverError(
+                f"eta: LOMDML diverged (|W| reached {float(np.max(np.abs(W))):.3g}) "
+                f"with the constant learning rate eta={self.eta:g}; lower it, or "
+                f"scale the features to [0, 1] as the paper does.")
         offs = np.cumsum((0,) + data.dims)
         mats = tuple(W[i * r:(i + 1) * r, offs[i]:offs[i + 1]].copy() for i in range(m))
         state = StreamState(state.iter_num + 1, math.inf, mats, theta,

@@ -242,3 +242,12 @@ def test_bad_input():
         OMDML().fit(views[0], t)
     with pytest.raises(ValueError, match="solver"):
         OMDML(solver="exact").partial_fit(views, t)
+
+
+def test_lomdml_divergence_is_an_error():
+    from cvxmetric import SolverError
+
+    views, _, t = _views(9)
+    big = [10.0 * v for v in views]  # far from the paper's [0, 1] features
+    with pytest.raises(SolverError, match="eta: LOMDML diverged"):
+        OMDML(rank=2, eta=1.0, random_state=0).fit(big, t)
