@@ -237,7 +237,7 @@ def test_dual_newton_honours_max_time(reg):
     data = _wine_data(reg)
     t0 = time.perf_counter()
     with pytest.warns(ConvergenceWarning):
-        res = RankDualSolver(max_time=0.05, tol=1e-15).run(data)
+        res = RankDualSolver(max_time=0.001, tol=1e-15).run(data)
     took = time.perf_counter() - t0
     assert res.status == "time_limit_reached" and not res.certificate.passed
     assert took < 2.0, took
