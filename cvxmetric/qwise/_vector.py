@@ -123,6 +123,7 @@ class QwiseVectorData:
     delta: np.ndarray
     P: np.ndarray
     y: np.ndarray
+    w_weight: float = 1.0
 
     def __post_init__(self):
         check_option(self.psi, "psi", PSI)
@@ -156,6 +157,9 @@ class QwiseVectorData:
         self.c = np.concatenate([c_q, np.ones(self.P.shape[0])])
         self.C = np.concatenate([np.full(self.Z.shape[0], self.C_q),
                                  np.full(self.P.shape[0], self.C_p)])
+        # the regulariser 0.5 sum_j reg_j omega_j^2: 1 everywhere as printed;
+        # the scaled twin (scaled()) weighs w by 1 / sigma^2
+        self.reg = np.append(np.full(self.Z.shape[1], float(self.w_weight)), 1.0)
 
     def __repr__(self):
         # sizes, never the arrays
@@ -207,7 +211,30 @@ class QwiseVectorData:
         """The same terms under another loss (and smoothing)."""
         return QwiseVectorData(psi=self.psi, loss=loss, h=self.h if h is None else h,
                                C_q=self.C_q, C_p=self.C_p, Z=self.Z, delta=self.delta,
-                               P=self.P, y=self.y)
+                               P=self.P, y=self.y, w_weight=self.w_weight)
+
+    def feature_scale(self):
+        """``2^k`` nearest the largest ``|Psi|`` entry, or 1 when that is
+        within a factor 4 of 1.  Solvers lose the optimum on features far
+        from unit scale (digits' pixels times 100: ``Psi`` up to 2.6e6);
+        :meth:`scaled` gives the same problem in units where they are
+        of order 1."""
+        top = max(float(np.max(np.abs(self.Z), initial=0.0)),
+                  float(np.max(np.abs(self.P), initial=0.0)))
+        if top <= 0.0:
+            return 1.0
+        k = int(np.round(np.log2(top)))
+        return 1.0 if abs(k) <= 2 else float(np.ldexp(1.0, k))
+
+    def scaled(self, sigma):
+        """The same problem over ``Psi / sigma`` and ``w~ = sigma w``
+        (``||w||^2 = ||w~||^2 / sigma^2``): its optimum maps back by
+        ``w = w~ / sigma``, with the same ``b``, losses and objective.
+        ``sigma`` a power of two keeps the rescaling exact."""
+        return QwiseVectorData(psi=self.psi, loss=self.loss, h=self.h, C_q=self.C_q,
+                               C_p=self.C_p, Z=self.Z / sigma, delta=self.delta,
+                               P=self.P / sigma, y=self.y,
+                               w_weight=self.w_weight / sigma ** 2)
 
     # -- sizes -----------------------------------------------------------------
 
@@ -286,13 +313,13 @@ class QwiseVectorData:
         """Eq. 27 (hinge or smoothed) at ``omega``."""
         if s is None:
             s = self.margins(omega)
-        return float(0.5 * omega @ omega + self.C @ self.losses(s))
+        return float(0.5 * (self.reg * omega) @ omega + self.C @ self.losses(s))
 
     def gradient(self, omega, s=None):
         """Eq. 31 (the smoothed loss): ``omega - sum_r C_r beta_r y_r a_r``."""
         if s is None:
             s = self.margins(omega)
-        return omega - self.adjoint(self.C * self.slopes(s))
+        return self.reg * omega - self.adjoint(self.C * self.slopes(s))
 
     def quadratic_set(self, s):
         """Terms in the quadratic part of their loss (Eq. 32's sums)."""
@@ -307,10 +334,11 @@ class QwiseVectorData:
             s = self.margins(omega)
         Q = self.quadratic_set(s)
         A = self.rows(Q) * np.sqrt(self.C[Q] / (2.0 * self.h))[:, None]
+        reg = self.reg
         if free is not None:
-            A = A[:, free]
+            A, reg = A[:, free], reg[free]
         H = A.T @ A
-        H[np.diag_indices_from(H)] += 1.0
+        H[np.diag_indices_from(H)] += reg
         return H
 
     # -- certificate -----------------------------------------------------------
@@ -320,8 +348,13 @@ class QwiseVectorData:
         beta = np.clip(beta, 0.0, 1.0)
         hh = self.smoothing
         lin = float(self.C @ (beta * self.c + hh * beta * (1.0 - beta)))
-        v = self.project(self.adjoint(self.C * beta))
-        return lin - 0.5 * float(v @ v)
+        return lin - self.conjugate_reg(self.adjoint(self.C * beta))
+
+    def conjugate_reg(self, v):
+        """``max_{omega in K} v^T omega - 0.5 sum_j reg_j omega_j^2``
+        ``= 0.5 sum_j Pi_K(v)_j^2 / reg_j``."""
+        v = self.project(v)
+        return 0.5 * float((v / self.reg) @ v)
 
     def certificate(self, omega, beta=None, *, solver, solver_version="",
                     tolerances=None, times=None):

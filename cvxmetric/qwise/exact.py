@@ -455,9 +455,16 @@ class QwiseVectorModel:
         ``psi="squared"`` the cone is in the variables' ``nonneg`` attribute.
     """
 
-    def __init__(self, data):
+    def __init__(self, data, *, _feature_scale=1.0):
+        # _feature_scale = sigma (a power of two): the internal twin of
+        # solve_vector_exact, over Psi / sigma and w~ = sigma w, so that
+        # ||w||^2 = ||w~||^2 / sigma^2; 1 declares the problem as printed
         self.data = data
+        self.sigma = float(_feature_scale)
         nonneg = data.nonneg
+        twin = self.sigma != 1.0
+        if twin:
+            data = data.scaled(self.sigma)
         # [declare:qwise-eq14]
         w = cp.Variable(data.n_features, nonneg=nonneg, name="w")
         b = cp.Variable(nonneg=nonneg, name="b")
@@ -466,6 +473,8 @@ class QwiseVectorModel:
         t_q = data.Z @ w                               # (n_quadruplets,)
         t_p = cp.multiply(data.y, data.P @ w - b)      # (n_pairs,), Eq. 27's sign
         objective = 0.5 * (cp.sum_squares(w) + cp.square(b))
+        if twin:
+            objective = 0.5 * (cp.sum_squares(w) / self.sigma ** 2 + cp.square(b))
         cons = {}
         if data.loss == "hinge":
             if data.n_quadruplets:
@@ -507,8 +516,9 @@ class QwiseVectorModel:
         self.data = new_data
 
     def omega(self):
-        """``[w; b]`` from the variables' values."""
-        return np.append(np.asarray(self.w.value, float), float(self.b.value))
+        """``[w; b]`` from the variables' values (in the user's units)."""
+        w = np.asarray(self.w.value, float) / self.sigma
+        return np.append(w, float(self.b.value))
 
     def beta(self):
         """Dual multipliers divided by the weights (hinge), or ``None``:
@@ -575,7 +585,16 @@ def solve_vector_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     SolverResult
         ``method="exact"``; ``info["w"]``, ``info["b"]``; ``M`` is ``diag(w)``
         (``psi="squared"``) or ``w w^T`` (``psi="linear"``).
+
+    Notes
+    -----
+    Features far from unit scale are solved through a twin over
+    ``Psi / 2^k`` (:meth:`QwiseVectorData.feature_scale`,
+    :meth:`QwiseVectorData.scaled`); the declared problem is
+    :class:`QwiseVectorModel` as printed, and the result is certified on
+    it.
     """
     if not isinstance(data, QwiseVectorData):
         raise TypeError("data: expected a QwiseVectorData instance.")
-    return QwiseVectorModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+    return QwiseVectorModel(data, _feature_scale=data.feature_scale()).solve(
+        solvers=solvers, tol=tol, verbose=verbose)
