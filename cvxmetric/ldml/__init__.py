@@ -1,0 +1,9 @@
+"""LDML / MildML (Guillaumin, Verbeek, Schmid, ECCV 2010): the parts built so far.
+
+Today: the instance labelling of Sec. 2.3 (Eq. 9-11) by per-bag bipartite
+matching.  The metric learners themselves are not built yet.
+"""
+
+from ._naming import assign_bag, clustering_objective, label_instances
+
+__all__ = ["assign_bag", "label_instances", "clustering_objective"]
