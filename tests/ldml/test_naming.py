@@ -109,3 +109,52 @@ def test_bad_input():
         label_instances(Z, [[0]], [[-2]], 1.0)
     with pytest.raises(ValueError, match="G"):
         assign_bag(np.array([[np.nan]]))
+
+
+# ---------------------------------------------------------------------------
+# labelled bags from the digits (Sec. 4.1 settings)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("setting", ["instances", "bags", "noisy"])
+def test_digits_bags(setting):
+    from cvxmetric.ldml import digits_bags
+
+    A, B = digits_bags(setting, n_per_class=30, random_state=0)
+    assert set(np.unique(A.y)).isdisjoint(np.unique(B.y))
+    for S in (A, B):
+        cover = np.sort(np.concatenate(S.bags))
+        np.testing.assert_array_equal(cover, np.arange(len(S.y)))  # a partition
+        assert max(len(b) for b in S.bags) <= (1 if setting == "instances" else 4)
+        assert S.X.min() >= 0 and S.X.max() <= 1
+        for b, cap in zip(S.bags, S.captions):
+            true = set(S.y[b].tolist())
+            if setting in ("instances", "bags"):
+                assert set(cap.tolist()) == true
+            else:
+                assert set(cap.tolist()) <= set(np.unique(S.y).tolist())
+    again = digits_bags(setting, n_per_class=30, random_state=0)[0]
+    assert all(np.array_equal(a, b) for a, b in zip(A.bags, again.bags))
+
+
+def test_noisy_rates():
+    from cvxmetric.ldml import digits_bags
+
+    A, _ = digits_bags("noisy", p_missing=0.3, p_spurious=0.0, random_state=1)
+    true = sum(len(set(A.y[b].tolist())) for b in A.bags)
+    kept = sum(len(set(c.tolist()) & set(A.y[b].tolist()))
+               for b, c in zip(A.bags, A.captions))
+    assert 0.6 < kept / true < 0.8  # about 70 % of the true names kept
+
+
+def test_digits_bags_bad_input():
+    from cvxmetric.ldml import digits_bags
+
+    with pytest.raises(ValueError, match="setting"):
+        digits_bags("captions")
+    with pytest.raises(ValueError, match="max_bag"):
+        digits_bags(max_bag=0)
+    with pytest.raises(ValueError, match="p_missing"):
+        digits_bags("noisy", p_missing=1.5)
+    with pytest.raises(ValueError, match="classes_A, classes_B"):
+        digits_bags(classes_A=(0, 1), classes_B=(1, 2))

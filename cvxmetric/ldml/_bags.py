@@ -1,0 +1,140 @@
+"""Labelled bags from scikit-learn's digits, in the manner of *Labeled Yahoo!
+News* (Guillaumin, Verbeek, Schmid 2010, Sec. 3 and 4.1).
+
+A document is a bag of 1-4 instances (the faces of a news photo) with a
+caption: a set of labels (the names).  The digits' classes stand in for
+people.  Three annotation settings, as in Sec. 4.1:
+
+``"instances"`` (a)
+    every instance carries its own label;
+``"bags"`` (b)
+    only the caption, and it is correct: the set of the bag's true labels;
+``"noisy"`` (c)
+    the caption misses each true label with probability ``p_missing``
+    and gains a spurious label with probability ``p_spurious``.
+
+Two sets ``A`` and ``B`` with disjoint classes (the paper's sets share no
+person), so that a metric learned on one is tested on the other.
+"""
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from .._validation import check_scalar
+
+__all__ = ["SETTINGS", "LabelledBags", "digits_bags"]
+
+#: The annotation settings of Sec. 4.1.
+SETTINGS = ("instances", "bags", "noisy")
+
+
+class LabelledBags:
+    """Documents: bags of instances with captions.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_instances, n_features)
+    y : ndarray of int, shape (n_instances,)
+        The true class of each instance (for evaluation only).
+    bags : list of ndarray of int
+        The instances of each document (disjoint, covering ``X``).
+    captions : list of ndarray of int
+        The label set of each document in the chosen setting.
+    setting : str
+    """
+
+    def __init__(self, X, y, bags, captions, setting):
+        self.X, self.y, self.bags, self.captions = X, y, bags, captions
+        self.setting = setting
+
+    def __repr__(self):
+        return (f"LabelledBags(setting={self.setting!r}, n_instances={len(self.y)}, "
+                f"n_bags={len(self.bags)}, n_features={self.X.shape[1]})")
+
+    def __len__(self):
+        return len(self.bags)
+
+
+def _bags_of(y, max_size, rng):
+    """Shuffle the instances and cut them into bags of 1..max_size."""
+    order = rng.permutation(len(y))
+    sizes = []
+    total = 0
+    while total < len(y):
+        s = int(rng.integers(1, max_size + 1))
+        sizes.append(min(s, len(y) - total))
+        total += sizes[-1]
+    cuts = np.cumsum(sizes)[:-1]
+    return [np.sort(b) for b in np.split(order, cuts)]
+
+
+def digits_bags(setting="bags", *, n_per_class=None, max_bag=4, p_missing=0.1,
+                p_spurious=0.2, classes_A=(0, 1, 2, 3, 4), classes_B=(5, 6, 7, 8, 9),
+                random_state=None):
+    """Two disjoint sets of labelled bags built from the digits.
+
+    Parameters
+    ----------
+    setting : {"instances", "bags", "noisy"}
+    n_per_class : int, optional
+        Instances per class (default: all, about 180).
+    max_bag : int >= 1
+        Bags hold 1..max_bag instances (the paper's documents: mostly 1-4
+        faces).
+    p_missing, p_spurious : float in [0, 1]
+        Setting ``"noisy"``: the probability that a true label is missing
+        from the caption, and that a caption gains one spurious label of
+        the same set.
+    classes_A, classes_B : sequences of int
+        Disjoint digit classes of the two sets.
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    A, B : LabelledBags
+        Features are the 64 pixels scaled to [0, 1].
+    """
+    from sklearn.datasets import load_digits
+
+    if setting not in SETTINGS:
+        raise ValueError(f"setting: unknown option {setting!r}; expected one of "
+                         f"{SETTINGS}.")
+    if isinstance(max_bag, bool) or not isinstance(max_bag, (int, np.integer)) \
+            or max_bag < 1:
+        raise ValueError(f"max_bag: expected an integer >= 1, got {max_bag!r}.")
+    p_missing = check_scalar(p_missing, "p_missing", low=0.0, high=1.0)
+    p_spurious = check_scalar(p_spurious, "p_spurious", low=0.0, high=1.0)
+    cA, cB = set(int(c) for c in classes_A), set(int(c) for c in classes_B)
+    if not cA or not cB or cA & cB or not (cA | cB) <= set(range(10)):
+        raise ValueError("classes_A, classes_B: expected two non-empty disjoint sets "
+                         "of digit classes 0-9.")
+    rng = check_random_state(random_state)
+    gen = np.random.default_rng(rng.randint(2 ** 31 - 1))
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    out = []
+    for classes in (sorted(cA), sorted(cB)):
+        idx = np.flatnonzero(np.isin(y, classes))
+        if n_per_class is not None:
+            idx = np.concatenate([gen.permutation(np.flatnonzero(y == c))[:n_per_class]
+                                  for c in classes])
+            idx.sort()
+        Xs, ys = X[idx], y[idx]
+        bags = _bags_of(ys, int(max_bag), gen)
+        captions = []
+        for b in bags:
+            true = np.unique(ys[b])
+            if setting == "noisy":
+                keep = gen.uniform(size=true.size) >= p_missing
+                cap = set(true[keep].tolist())
+                if gen.uniform() < p_spurious:
+                    cap.add(int(gen.choice(classes)))
+                captions.append(np.array(sorted(cap), dtype=int))
+            else:
+                captions.append(true)
+        if setting == "instances":
+            # every instance its own bag with its own label
+            bags = [np.array([i]) for i in range(len(ys))]
+            captions = [np.array([c]) for c in ys]
+        out.append(LabelledBags(Xs, ys, bags, captions, setting))
+    return out[0], out[1]
