@@ -92,6 +92,11 @@ def project_rank2(M):
     return 0.5 * (out + out.T)
 
 
+def _outer_gradient(qa, qb, a, b):
+    """``2 (q_a a^T - q_b b^T)`` with ``q = W a``: Eq. 7's gradient."""
+    return 2.0 * (np.outer(qa, a) - np.outer(qb, b))
+
+
 def mistake_bound(beta, z_counts, m):
     """Theorem 4.1's first bound: ``2 ln(1/beta) / (1 - beta) min_i sum_t
     z_t^(i) + 2 ln m / (1 - beta)``."""
@@ -113,7 +118,12 @@ class StreamState(NamedTuple):
 
 @dataclass
 class _Online(IterativeSolver):
-    """Shared stream loop (one :meth:`update` = one pass over the triplets)."""
+    """Shared stream loop (one :meth:`update` = one pass over the triplets).
+
+    A subclass states its model through ``_init_mats``, ``_open`` (the
+    working form of the matrices), ``_scores`` (the ``f_t^(i)`` of a
+    triplet), ``_learn`` (its step on an update round), ``_close`` and
+    ``_metric``."""
 
     maxiter: int = 1  # passes over the stream
     tol: float = 1e-6
@@ -147,37 +157,35 @@ class _Online(IterativeSolver):
         return state.mats, state
 
     def update(self, mats, state, data):
-        mats = list(mats)
+        # the stream of Algorithms 1 and 2 (lines 3-17): predict, count the
+        # mistake, and on f_t + gamma > 0 the Hedge update (Eq. 6) and the
+        # subclass's own step on the views (_open/_scores/_learn/_close)
+        model = self._open(mats, data)
         theta = state.theta.copy()
         z_counts = state.z_counts.copy()
         mistakes, n_updates = state.mistakes, state.n_updates
         history = list(state.history)
         beta, gamma = self.beta, self.gamma
-        m = data.n_views
-        Xs, trip = data.views, data.triplets
-        for t in range(data.n_triplets):
-            p, pp, pm = trip[t]
-            a = [X[p] - X[pp] for X in Xs]
-            b = [X[p] - X[pm] for X in Xs]
-            f_i = np.array([self._score(mats[i], a[i], b[i]) for i in range(m)])
+        for p, pp, pm in data.triplets:
+            f_i, ctx = self._scores(model, p, pp, pm)
             f = float(theta @ f_i)
             if f > 0:
                 mistakes += 1
             history.append(mistakes)
-            if f + gamma > 0:  # Algorithm 1 / 2, line 7
+            if f + gamma > 0:  # line 7
                 n_updates += 1
                 z = f_i > 0
                 z_counts += z
                 theta = theta * np.where(z, beta, 1.0)  # Eq. 6, then normalised
                 theta /= theta.sum()
-                for i in range(m):
-                    mats[i] = self._step(mats[i], a[i], b[i], f_i[i], n_updates)
+                self._learn(model, ctx, f_i, n_updates)
             if self.deadline.expired():
                 break
-        state = StreamState(state.iter_num + 1, math.inf, tuple(mats), theta,
+        mats = self._close(model, data)
+        state = StreamState(state.iter_num + 1, math.inf, mats, theta,
                             state.t + data.n_triplets, mistakes, tuple(history),
                             z_counts, n_updates)
-        return tuple(mats), state
+        return mats, state
 
     def finalize(self, mats, state, data):
         Ms = [self._metric(X) for X in mats]
@@ -235,10 +243,27 @@ class OMDMLOnline(_Online):
         return [np.eye(n) for n in data.dims]  # M_1 = I (line 2)
 
     @staticmethod
-    def _score(M, a, b):
-        return float(a @ M @ a - b @ M @ b)
+    def _open(mats, data):
+        return {"mats": list(mats), "views": data.views}
 
-    def _step(self, M, a, b, f, k):
+    @staticmethod
+    def _scores(model, p, pp, pm):
+        a = [X[p] - X[pp] for X in model["views"]]
+        b = [X[p] - X[pm] for X in model["views"]]
+        f_i = np.array([float(ai @ M @ ai - bi @ M @ bi)
+                        for M, ai, bi in zip(model["mats"], a, b)])
+        return f_i, (a, b)
+
+    def _learn(self, model, ctx, f_i, k):
+        mats = model["mats"]
+        for i, (ai, bi) in enumerate(zip(*ctx)):
+            mats[i] = self._step(mats[i], ai, bi, k)
+
+    @staticmethod
+    def _close(model, data):
+        return tuple(model["mats"])
+
+    def _step(self, M, a, b, k):
         M, tau, _ = pa_step(M, a, b, self.C)
         if tau == 0.0 or k % self.project_every:
             return M
@@ -292,63 +317,50 @@ class LowRankOMDML(_Online):
             out.append(Q.T.copy())  # (r, n) orthonormal rows
         return out
 
-    @staticmethod
-    def _score(W, a, b):
-        qa, qb = W @ a, W @ b
-        return float(qa @ qa - qb @ qb)
+    def _open(self, mats, data):
+        # every view at once: the W_i as one block-diagonal (m r, sum_i n_i)
+        # matrix, so a triplet costs a few small numpy calls, not a few per view
+        r = self.rank
+        return {"X": np.hstack(data.views),  # (n, sum_i n_i)
+                "W": scipy.linalg.block_diag(*mats),
+                "mask": scipy.linalg.block_diag(*[np.ones((r, n)) for n in data.dims]),
+                "row_view": np.repeat(np.arange(data.n_views), r)}
 
-    def update(self, mats, state, data):
-        # the same stream as _Online.update, every view at once: the W_i
-        # as one block-diagonal (m r, sum_i n_i) matrix, so a triplet costs
-        # a few small numpy calls instead of a few per view
-        m, r = data.n_views, self.rank
-        X = np.hstack(data.views)  # (n, sum_i n_i)
-        W = scipy.linalg.block_diag(*mats)
-        mask = scipy.linalg.block_diag(*[np.ones((r, n)) for n in data.dims])
-        row_view = np.repeat(np.arange(m), r)
-        theta = state.theta.copy()
-        z_counts = state.z_counts.copy()
-        mistakes, n_updates = state.mistakes, state.n_updates
-        history = list(state.history)
-        beta, gamma, step = self.beta, self.gamma, 2.0 * self.eta
-        for p, pp, pm in data.triplets:
-            a, b = X[p] - X[pp], X[p] - X[pm]
-            qa, qb = W @ a, W @ b
-            f_i = np.bincount(row_view, qa * qa - qb * qb, minlength=m)
-            f = float(theta @ f_i)
-            if f > 0:
-                mistakes += 1
-            history.append(mistakes)
-            if f + gamma > 0:
-                n_updates += 1
-                z = f_i > 0
-                z_counts += z
-                theta = theta * np.where(z, beta, 1.0)
-                theta /= theta.sum()
-                act = (f_i + 1.0 > 0)[row_view]  # views with an active hinge
-                if act.any():
-                    W -= step * mask * (np.outer(qa * act, a) - np.outer(qb * act, b))
-            if self.deadline.expired():
-                break
+    @staticmethod
+    def _scores(model, p, pp, pm):
+        X, W = model["X"], model["W"]
+        a, b = X[p] - X[pp], X[p] - X[pm]
+        qa, qb = W @ a, W @ b
+        f_i = np.bincount(model["row_view"], qa * qa - qb * qb,
+                          minlength=int(model["row_view"][-1]) + 1)
+        return f_i, (a, b, qa, qb)
+
+    def _learn(self, model, ctx, f_i, k):
+        act = (f_i + 1.0 > 0)[model["row_view"]]  # views with an active hinge
+        if act.any():
+            a, b, qa, qb = ctx
+            # the gradient on the rows of the active views, from the scores'
+            # own projections q = W a
+            model["W"] -= self.eta * model["mask"] * _outer_gradient(
+                qa * act, qb * act, a, b)
+
+    def _close(self, model, data):
+        W, r = model["W"], self.rank
         if not np.all(np.isfinite(W)) or float(np.max(np.abs(W))) > _DIVERGED:
             raise SolverError(
                 f"eta: LOMDML diverged (|W| reached {float(np.max(np.abs(W))):.3g}) "
                 f"with the constant learning rate eta={self.eta:g}; lower it, or "
                 f"scale the features to [0, 1] as the paper does.")
         offs = np.cumsum((0,) + data.dims)
-        mats = tuple(W[i * r:(i + 1) * r, offs[i]:offs[i + 1]].copy() for i in range(m))
-        state = StreamState(state.iter_num + 1, math.inf, mats, theta,
-                            state.t + data.n_triplets, mistakes, tuple(history),
-                            z_counts, n_updates)
-        return mats, state
+        return tuple(W[i * r:(i + 1) * r, offs[i]:offs[i + 1]].copy()
+                     for i in range(data.n_views))
 
-    def _step(self, W, a, b, f, k):
-        if f + 1.0 <= 0.0:  # the view's hinge is inactive: zero gradient
-            return W
-        # Eq. 7's gradient of max(0, d_i(p, p+) - d_i(p, p-) + 1):
-        # 2 W a a^T - 2 W b b^T (the paper's three-term form, expanded)
-        grad = 2.0 * (np.outer(W @ a, a) - np.outer(W @ b, b))
-        return W - self.eta * grad
+    @staticmethod
+    def _gradient(W, a, b):
+        """Eq. 7's gradient of ``max(0, d(p, p+) - d(p, p-) + 1)`` where the
+        hinge is active: ``2 W a a^T - 2 W b b^T`` (the paper's three-term
+        form, expanded)."""
+        return _outer_gradient(W @ a, W @ b, a, b)
 
     @staticmethod
     def _metric(W):
