@@ -165,9 +165,12 @@ class OMDMLData:
 
     def objective(self, Ms, theta):
         """Eq. 3 at fixed ``theta``."""
-        f = self.view_scores(Ms) @ theta
+        return self._objective(Ms, self.view_scores(Ms) @ theta + 1.0)
+
+    def _objective(self, Ms, arg):
+        """Eq. 3 from the hinges' arguments ``sum_i theta_i f_ti + 1``."""
         reg = 0.5 * sum(float(np.sum(M * M)) for M in Ms)
-        return reg + self.C * float(np.sum(np.maximum(f + 1.0, 0.0)))
+        return reg + self.C * float(np.sum(np.maximum(arg, 0.0)))
 
     def dual_bound(self, alpha, theta):
         """``D(alpha)`` of the module docstring (``alpha`` clipped to [0, C])."""
@@ -192,8 +195,7 @@ class OMDMLData:
         is kept when ``alpha`` is given.
         """
         f = self.view_scores(Ms) @ theta + 1.0
-        obj = 0.5 * sum(float(np.sum(M * M)) for M in Ms) \
-            + self.C * float(np.sum(np.maximum(f, 0.0)))
+        obj = self._objective(Ms, f)  # f also fixes the default multipliers
         bound = self.dual_bound(np.where(f > 0, self.C, 0.0), theta)
         if alpha is not None:
             bound = max(bound, self.dual_bound(alpha, theta))

@@ -261,12 +261,6 @@ def _vector_reference_solve(data, solver, tol):
     return _omega_matrix(solve_vector_exact(data, solvers=(solver,), tol=tol))
 
 
-def _vector_sizes(arrays):
-    n, d = arrays["X"].shape
-    return {"n": int(n), "d": int(d), "n_quadruplets": int(len(arrays["delta"])),
-            "n_pairs": int(len(arrays["pairs"])) if "pairs" in arrays else 0}
-
-
 def _vector_newton(data):
     from .fast import ProjectedNewton
 
@@ -364,7 +358,7 @@ register_family(
         objective=_vector_objective,
         exact=_vector_exact,
         reference_solve=_vector_reference_solve,
-        sizes=_vector_sizes,
+        sizes=_qwise_sizes,  # the same arrays
         generate=_vector_bundled,
         applies=_vector_applies,
         psd=False,

@@ -376,6 +376,12 @@ class QwiseVectorData:
             solver_version=solver_version, tolerances=tolerances, times=times,
             tol_gap=tol_gap, tol_feas=tol_feas)
 
+    def point_info(self, omega):
+        """What a result of ``omega = [w; b]`` reports beside ``M``: ``w``,
+        ``b`` and the model (``psi``, ``loss``, ``h``)."""
+        return {"w": omega[:-1].copy(), "b": float(omega[-1]), "psi": self.psi,
+                "loss": self.loss, "h": self.h}
+
     def matrix(self, omega):
         """The Mahalanobis matrix of ``w``: ``diag(w)`` (squared) or
         ``w w^T`` (linear: ``M = L^T L`` of the one row ``w^T``)."""

@@ -561,8 +561,7 @@ def vector_result(data, omega, cert, *, status, n_iter, method, info, time=0.0,
     """The :class:`SolverResult` of a vector-model point ``omega = [w; b]``:
     ``M`` is :meth:`QwiseVectorData.matrix`, ``info`` gains ``w``, ``b``,
     ``psi`` and ``loss``."""
-    info = dict(info, w=omega[:-1].copy(), b=float(omega[-1]), psi=data.psi,
-                loss=data.loss, h=data.h)
+    info = dict(info, **data.point_info(omega))
     return SolverResult(M=data.matrix(omega), status=status, objective=cert.objective,
                         n_iter=n_iter, certificate=cert, method=method, info=info,
                         time=time, raw_status=raw_status)

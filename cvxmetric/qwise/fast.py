@@ -1141,8 +1141,6 @@ class ProjectedNewton(IterativeSolver):
                                 tolerances={"tol": self.tol,
                                             "line_search": self.line_search,
                                             "continuation": self.continuation})
-        info = {"w": omega[:-1].copy(), "b": float(omega[-1]), "psi": data.psi,
-                "loss": data.loss, "h": data.h, "step_sq": state.step_sq,
-                "eta": state.eta, "n_free": state.n_free,
-                "n_quadratic": state.n_quadratic}
+        info = dict(data.point_info(omega), step_sq=state.step_sq, eta=state.eta,
+                    n_free=state.n_free, n_quadratic=state.n_quadratic)
         return data.matrix(omega), cert, info
