@@ -32,13 +32,28 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .._exact import SOLVERS, solve_certified
-from .._linalg import PairOperator
+from .._linalg import PairOperator, project_psd
 from .._validation import check_indices, check_option, check_samples, check_scalar
 from ..result import Certificate, NotAttainedError, SolverError, SolverResult
 
 __all__ = ["LDMLData", "solve_exact", "REGULARIZERS"]
 
 REGULARIZERS = ("trace", "frobenius")
+
+
+def _attempts(prob, solvers):
+    """Solve ``prob`` with each solver in turn, yielding after each solve
+    that did not fail; the caller judges the status and stops when it has
+    what it needs.  CVXPY's "inaccurate" warning is silenced: the status is
+    judged."""
+    for name in solvers:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                prob.solve(solver=name)
+        except cp.error.SolverError:
+            continue
+        yield name
 
 
 def _logistic(u):
@@ -126,13 +141,7 @@ class LDMLData:
             cache = self._level = (kappa, prob, Sp)
         _, prob, Sp = cache
         Sp.value = 0.5 * (S + S.T)
-        for name in solvers:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UserWarning)
-                    prob.solve(solver=name)
-            except cp.error.SolverError:
-                continue
+        for _ in _attempts(prob, solvers):
             if prob.status == cp.OPTIMAL:
                 v = float(prob.value)
                 return v - 1e-9 * (1.0 + abs(v))
@@ -172,18 +181,10 @@ class LDMLData:
         arg = cp.multiply(self.s, cp.sum(cp.multiply(self.Phi @ dM, self.Phi), axis=1)
                           - db)
         prob = cp.Problem(cp.Maximize(-cp.sum(arg)), [arg <= 0, cp.trace(dM) <= 1])
-        for name in solvers:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UserWarning)
-                    prob.solve(solver=name)
-            except cp.error.SolverError:
-                continue
+        for _ in _attempts(prob, solvers):
             if prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and dM.value is not None:
                 # judged on the returned direction itself, not on the status
-                D = 0.5 * (dM.value + dM.value.T)
-                w, V = np.linalg.eigh(D)
-                D = (V * np.maximum(w, 0.0)) @ V.T
+                D = project_psd(dM.value)
                 a = self.s * (self.distances(D) - float(db.value))
                 scale = float(np.max(np.sum(self.Phi ** 2, axis=1)))
                 if float(np.max(a)) <= 1e-7 * scale:
@@ -220,13 +221,7 @@ class LDMLData:
         # {s_p (d_p - b) <= kappa} holds M*, so its largest trace bounds tr(M*)
         prob = cp.Problem(cp.Maximize(cp.trace(M)),
                           [cp.multiply(self.s, dist - b) <= kappa])
-        for name in solvers:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UserWarning)
-                    prob.solve(solver=name)
-            except cp.error.SolverError:
-                continue
+        for _ in _attempts(prob, solvers):
             if prob.status == cp.OPTIMAL:
                 return min(cap, 1.01 * float(prob.value) + 1e-9)
         if math.isfinite(cap):
