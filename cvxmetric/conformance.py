@@ -254,9 +254,10 @@ def _fit_args(estimator, X, y, seed, n_tuples):
         # views of a multi-modal learner; n_tuples triplets from the labels
         # scaled to [0, 1] per feature as the paper does (Sec. 5.3): its
         # constant learning rates assume it
+        from cvxmetric.omdml import scale_views
+
         m = min(3, X.shape[1] // 2)
-        span = np.ptp(X, axis=0)
-        Xs = (X - X.min(axis=0)) / np.where(span > 0, span, 1.0)
+        (Xs,) = scale_views([X])
         views = [np.ascontiguousarray(v) for v in np.array_split(Xs, m, axis=1)]
         t = triplets_from_labels(y, n_tuples, random_state=seed)
         return {}, (views, t), len(t), {}
