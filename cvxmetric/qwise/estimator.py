@@ -598,12 +598,7 @@ class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
         """One vector problem: a :class:`SolverResult`."""
         if self.solver == "exact":
             return solve_vector_exact(data, verbose=bool(self.verbose))
-        if self.solver == "newton":
-            if data.loss != "huber":
-                raise ValueError(
-                    "loss: solver='newton' (Algorithm 2) solves the smoothed problem "
-                    "of Eq. 27-30; set loss='huber' (the hinge problem, Eq. 14, is "
-                    "solved by solver='exact').")
+        if self.solver == "newton":  # refuses loss="hinge" itself, naming loss
             options = {}
             if self.tol is not None:
                 options["tol"] = self.tol

@@ -1067,8 +1067,8 @@ class ProjectedNewton(IterativeSolver):
         if data.loss != "huber":
             raise ValueError(
                 "loss: the projected Newton method (Algorithm 2) solves the smoothed "
-                "problem; build the data with loss='huber' (the hinge problem is "
-                "solved by the exact path).")
+                "problem of Eq. 27-30; set loss='huber' (the hinge problem, Eq. 14, "
+                "is solved by the exact path, solver='exact').")
         e = data.n_features + 1
         if init is not None:
             omega = np.append(np.asarray(init.info["w"], float), float(init.info["b"]))
