@@ -575,12 +575,6 @@ def _omega_expr(regularizer, M):
     return 0.5 * cp.sum_squares(M)
 
 
-def _psd_part(M):
-    """``M`` symmetrised and projected onto the PSD cone (round-off of a
-    conic solver's PSD constraint)."""
-    return project_psd(0.5 * (M + M.T))
-
-
 # ---------------------------------------------------------------------------
 # The 1-slack cutting-plane method
 # ---------------------------------------------------------------------------
@@ -678,7 +672,7 @@ class StructuralCuttingPlane(IterativeSolver):
         d = data.n_features
         M = np.zeros((d, d))
         if init is not None:
-            M = _psd_part(np.asarray(init.M, dtype=float))
+            M = project_psd(np.asarray(init.M, dtype=float))
         cut = data.oracle(M)
         upper = data.regularizer_value(M) + data.C * cut.violation
         state = CuttingPlaneState(
@@ -744,7 +738,7 @@ class StructuralCuttingPlane(IterativeSolver):
         def certify(name, version, opts, times):
             Mv = 0.5 * (M.value + M.value.T)
             lam = multipliers()
-            upper = master_value(_psd_part(Mv))
+            upper = master_value(project_psd(Mv))
             S = np.tensordot(lam, Gs, axes=1)
             bound = data.dual_bound(S, float(lam @ delta), upper)
             min_eig = float(np.linalg.eigvalsh(Mv)[0])
@@ -763,7 +757,7 @@ class StructuralCuttingPlane(IterativeSolver):
                 raise
             info = exc.result[1] if exc.result is not None else {"n_iter": 0}
             logger.info("structural master not certified: %s", exc)
-        return _psd_part(M.value), multipliers(), delta, info
+        return project_psd(M.value), multipliers(), delta, info
 
     def update(self, M, state, data):
         t0 = time.perf_counter()
@@ -847,7 +841,7 @@ def solve_structural_fast(data, *, tol=None, maxiter=None, max_time=None):
     options = {k: v for k, v in (("tol", tol), ("maxiter", maxiter),
                                  ("max_time", max_time)) if v is not None}
     res = QwiseDualSolver(**options).run(qdata, warn=False)
-    M = _psd_part(res.M)
+    M = project_psd(res.M)
     dist = data.distances(M)
     upper = data.objective(M, dist=dist)
     # multipliers of the closed form's hinges: the Qwise ones halved
@@ -907,7 +901,7 @@ def solve_structural_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     # [/declare]
 
     def certify(name, version, opts, times):
-        Mv = _psd_part(M.value)
+        Mv = project_psd(M.value)
         upper = data.objective(Mv)
         bound = data.hinge_dual_bound(np.ravel(con.dual_value), Mv, upper)
         return data.certificate(Mv, bound, solver=name, solver_version=version,
@@ -916,7 +910,7 @@ def solve_structural_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     cert, info = solve_certified(problem, certify, solvers=solvers, tol=tol,
                                  verbose=verbose)
     return SolverResult(
-        M=_psd_part(M.value), status=info["status"], objective=cert.objective,
+        M=project_psd(M.value), status=info["status"], objective=cert.objective,
         n_iter=info["n_iter"], certificate=cert, method="exact",
         info={"alpha": np.ravel(con.dual_value).copy(), "attempts": info["attempts"],
               "n_terms": len(i)},
@@ -1015,7 +1009,7 @@ def solve_structural_enumerated(data, *, max_constraints=MAX_ENUMERATED,
                          [con, M >> 0])
 
     def certify(name, version, opts, times):
-        Mv = _psd_part(M.value)
+        Mv = project_psd(M.value)
         lam = np.maximum(np.ravel(con.dual_value), 0.0)
         if lam.sum() > data.C:
             lam *= data.C / lam.sum()
@@ -1026,7 +1020,7 @@ def solve_structural_enumerated(data, *, max_constraints=MAX_ENUMERATED,
 
     cert, info = solve_certified(problem, certify, solvers=solvers, tol=tol)
     return SolverResult(
-        M=_psd_part(M.value), status=info["status"], objective=cert.objective,
+        M=project_psd(M.value), status=info["status"], objective=cert.objective,
         n_iter=info["n_iter"], certificate=cert, method="enumerated",
         info={"n_constraints": len(delta), "xi": float(xi.value),
               "attempts": info["attempts"]},
