@@ -274,7 +274,7 @@ class OMDMLOnline(_Online):
     @staticmethod
     def _metric(M):
         # a last projection when the stream ended between projections
-        return project_psd(0.5 * (M + M.T))
+        return project_psd(M)  # symmetrises too
 
 
 @dataclass
