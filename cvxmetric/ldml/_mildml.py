@@ -1,0 +1,306 @@
+"""MildML: multiple-instance LDML (Guillaumin, Verbeek, Schmid 2010, Sec. 2.2).
+
+Bags ``X_d`` of instances with caption label sets ``Y_d``; a pair of bags is
+positive (``t_de = 1``) when the captions share a label.  The bag distance is
+the smallest instance distance (Eq. 7) and the objective is LDML's over bag
+pairs (Eq. 8), minimised here as a negative log-likelihood::
+
+    F(L, b) = sum_{d < e} g(s_de (min_{x in X_d, x' in X_e} ||L (x - x')||^2 - b))
+              + lam R(L^T L)
+
+with ``s_de = 2 t_de - 1`` and ``g(u) = log(1 + e^u)``.  The optimisation
+alternates, as the paper does, (i) the pair selection by the min operator
+for the current metric and (ii) one line search along the negative gradient
+of the LDML objective of the selected instance pairs (Eq. 6, through
+:class:`~cvxmetric.ldml.fast.PairSet`).  The line search accepts a step only
+when Eq. 8 itself -- with the selection redone at the trial point -- falls
+by Armijo's amount, so ``F`` never increases.  For a fixed selection the
+inner problem is LDML on the selected pairs (:func:`~cvxmetric.ldml.solve_exact`);
+with singleton bags the selection is fixed and MildML minimises LDML's
+objective over all pairs.
+
+Cost of a selection: one pass over all instance pairs, ``O(N^2 d)`` flops in
+blocks of bags (no N x N array).
+"""
+
+import math
+import time
+from dataclasses import dataclass
+from numbers import Integral
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+
+from .._solver import IterativeSolver
+from .._validation import check_finite
+from ..result import Certificate
+from .fast import PairSet, _random_start
+
+__all__ = ["BagPairs", "MildMLSolver", "check_bags", "fit_mildml"]
+
+# Bags per block of the selection (the block's (rows * m, N) distances).
+_BAG_BLOCK = 256
+
+
+def check_bags(bags, bag_labels, n_instances, *, labels_name="bag_labels"):
+    """Validated bags (list of int arrays) and label sets (list of int arrays).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: an empty bag, an index out of range, a label
+        set count that does not match, labels that are not integers or
+        hashable, a label set no other bag shares nothing with (fine) --
+        and label sets that name nothing at all.
+    """
+    if isinstance(bags, np.ndarray) and bags.ndim == 2:
+        bags = list(bags)
+    if not hasattr(bags, "__len__") or len(bags) < 2:
+        raise ValueError("bags: expected a sequence of at least two bags.")
+    out = []
+    for k, B in enumerate(bags):
+        B = np.asarray(B)
+        if B.ndim != 1:
+            raise ValueError(f"bags[{k}]: expected a 1-d array of instance indices, "
+                             f"got {B.ndim} dimensions.")
+        if B.size == 0:
+            raise ValueError(f"bags[{k}]: the bag is empty.")
+        if not np.issubdtype(B.dtype, np.integer):
+            raise ValueError(f"bags[{k}]: expected integer indices, got dtype {B.dtype}.")
+        if B.min() < 0 or B.max() >= n_instances:
+            bad = int(B.min()) if B.min() < 0 else int(B.max())
+            raise ValueError(f"bags[{k}]: index {bad} is out of range for "
+                             f"{n_instances} instances.")
+        if np.unique(B).size != B.size:
+            raise ValueError(f"bags[{k}]: an instance is listed twice.")
+        out.append(B.astype(np.intp))
+    if bag_labels is None or not hasattr(bag_labels, "__len__") \
+            or isinstance(bag_labels, str) or len(bag_labels) != len(out):
+        n = None if bag_labels is None or not hasattr(bag_labels, "__len__") \
+            else len(bag_labels)
+        raise ValueError(f"{labels_name}: expected one label set per bag ({len(out)}), "
+                         f"got {n}.")
+    sets = []
+    for k, s in enumerate(bag_labels):
+        if np.isscalar(s):
+            s = [s]
+        try:
+            s = np.asarray(list(s))
+        except TypeError:
+            raise ValueError(f"{labels_name}[{k}]: expected a set of labels.") from None
+        if s.ndim != 1:
+            raise ValueError(f"{labels_name}[{k}]: expected a flat set of labels.")
+        sets.append(s)
+    everything = np.concatenate([s for s in sets if s.size] or [np.array([], dtype=int)])
+    if everything.size == 0:
+        raise ValueError(f"{labels_name}: every label set is empty; the labels "
+                         f"refer to nothing.")
+    if everything.dtype.kind == "f" and not np.all(np.isfinite(everything)):
+        raise ValueError(f"{labels_name}: labels must be finite.")
+    classes, inv = np.unique(everything, return_inverse=True)
+    coded, start = [], 0
+    for s in sets:
+        coded.append(np.unique(inv[start:start + s.size]).astype(np.intp))
+        start += s.size
+    return out, coded, classes
+
+
+class BagPairs:
+    """Every pair of bags ``d < e`` with its label ``t_de`` (Eq. 7-8).
+
+    Parameters
+    ----------
+    X : array_like (N, D)
+    bags : sequence of array_like of int
+        Instance indices of each bag (1-d, non-empty).
+    bag_labels : sequence of sequence
+        The caption label set of each bag (any hashable labels).
+    lam, regularizer, gram : as in :class:`~cvxmetric.ldml.fast.AllPairs`
+    """
+
+    def __init__(self, X, bags, bag_labels, *, lam=0.0, regularizer="trace", gram=None):
+        X = check_finite(X, "X", ndim=2)
+        self.bags, self.captions, self.classes = check_bags(bags, bag_labels, X.shape[0])
+        nb = len(self.bags)
+        self.sizes = np.array([B.size for B in self.bags])
+        m = int(self.sizes.max())
+        self.pad = np.full((nb, m), -1, dtype=np.intp)
+        for k, B in enumerate(self.bags):
+            self.pad[k, :B.size] = B
+        self.mask = self.pad >= 0
+        # caption overlap of every bag pair: t = [Y_d . Y_e >= 1]
+        Y = np.zeros((nb, len(self.classes)), dtype=np.float32)
+        for k, s in enumerate(self.captions):
+            Y[k, s] = 1.0
+        d, e = np.triu_indices(nb, 1)
+        self.d, self.e = d, e
+        self.s = np.where(np.einsum("pc,pc->p", Y[d], Y[e]) >= 1, 1.0, -1.0)
+        if np.all(self.s > 0) or np.all(self.s < 0):
+            raise ValueError("bag_labels: the bag pairs must include both pairs that "
+                             "share a label and pairs that do not.")
+        self.loss = PairSet(X, np.zeros((1, 2), dtype=np.intp), [1.0], lam=lam,
+                            regularizer=regularizer, gram=gram)
+        self.X = self.loss.X
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @property
+    def n_pairs(self):
+        return len(self.s)
+
+    def select(self, Z):
+        """Eq. 7 for every bag pair at the coordinates ``Z = X L^T``.
+
+        Returns
+        -------
+        pairs : ndarray of int, shape (n_bag_pairs, 2)
+            The closest instance pair of each bag pair (in the order of
+            ``(self.d, self.e)``).
+        dist : ndarray of shape (n_bag_pairs,)
+        """
+        nb, m = self.pad.shape
+        q = np.einsum("nd,nd->n", Z, Z)
+        flat = self.pad.ravel()  # (nb m,), -1 padded
+        Zf, qf = Z[flat], np.where(flat >= 0, q[flat], np.inf)
+        best = np.empty(len(self.s))
+        arg = np.empty(len(self.s), dtype=np.intp)
+        # pair p = (d, e), d < e, in row-major order: offsets per row d
+        offset = np.concatenate([[0], np.cumsum(nb - 1 - np.arange(nb))])
+        for a in range(0, nb, _BAG_BLOCK):
+            r = slice(a, min(a + _BAG_BLOCK, nb))
+            rows = self.pad[r].ravel()
+            Zr, qr = Z[rows], np.where(rows >= 0, q[rows], np.inf)
+            cols = slice(a * m, nb * m)
+            Dm = qr[:, None] + qf[None, cols] - 2.0 * (Zr @ Zf[cols].T)
+            Dm = Dm.reshape(r.stop - a, m, nb - a, m).transpose(0, 2, 1, 3)
+            Dm = Dm.reshape(r.stop - a, nb - a, m * m)  # (rows, bags >= a, m*m)
+            k = np.argmin(Dm, axis=2)
+            dmin = np.take_along_axis(Dm, k[..., None], axis=2)[..., 0]
+            for t in range(r.stop - a):
+                dd = a + t
+                lo, hi = offset[dd], offset[dd + 1]
+                # bags e > dd sit at columns e - a
+                best[lo:hi] = dmin[t, dd + 1 - a:]
+                arg[lo:hi] = k[t, dd + 1 - a:]
+        i = self.pad[self.d, arg // m]
+        j = self.pad[self.e, arg % m]
+        return np.column_stack([i, j]), np.maximum(best, 0.0)
+
+    def objective(self, L, b):
+        """Eq. 8 (negated, with the regulariser) at ``(L, b)``."""
+        pairs, _ = self.select(self.X @ L.T)
+        self.loss.set_pairs(pairs, self.s)
+        return self.loss.value_grad(L, b, grad=False)
+
+
+class MildState(NamedTuple):
+    iter_num: int
+    error: float        # relative decrease of F in the last iteration
+    b: float
+    f: float
+    step: float
+    n_changed: int      # bag pairs whose selection changed
+
+
+@dataclass
+class MildMLSolver(IterativeSolver):
+    """The paper's schedule: select pairs, one line search, repeat.
+
+    Attributes
+    ----------
+    rank : int
+        Rows of ``L``.
+    maxiter, tol, max_time : see :class:`~cvxmetric._solver.IterativeSolver`
+        ``error`` is the relative decrease ``(F_prev - F) / max(1, |F|)`` of
+        the last iteration.
+    """
+
+    rank: int = 1
+    maxiter: int = 300
+    tol: float = 1e-7
+
+    name = "mildml"
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "rank": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def init_state(self, data, init=None):
+        if not isinstance(data, BagPairs):
+            raise TypeError(f"data: expected BagPairs, got {type(data).__name__}.")
+        L, b = np.array(init[0], dtype=float), float(init[1])
+        if L.shape != (self.rank, data.n_features):
+            raise ValueError(f"init: L0 must have shape ({self.rank}, "
+                             f"{data.n_features}), got {L.shape}.")
+        self._pairs = data.select(data.X @ L.T)[0]
+        f = data.objective(L, b)
+        return L, MildState(0, math.inf, b, f, 1.0, 0)
+
+    def update(self, L, state, data):
+        # (i) the selection at the current metric
+        pairs, _ = data.select(data.X @ L.T)
+        changed = int(np.sum(np.any(pairs != self._pairs, axis=1)))
+        self._pairs = pairs
+        data.loss.set_pairs(pairs, data.s)
+        f, gL, gb = data.loss.value_grad(L, state.b)
+        gnorm2 = float(np.sum(gL * gL)) + gb * gb
+        if state.iter_num == 0:
+            step = max(1.0, float(np.linalg.norm(L))) / max(math.sqrt(gnorm2), 1e-300)
+        else:
+            step = 2.0 * state.step
+        # (ii) one line search on Eq. 8 itself (selection redone at each trial)
+        while True:
+            L_new, b_new = L - step * gL, state.b - step * gb
+            f_new = data.objective(L_new, b_new)
+            if f_new <= f - 1e-4 * step * gnorm2:
+                break
+            step *= 0.5
+            if step * math.sqrt(gnorm2) < 1e-14 * (1.0 + float(np.linalg.norm(L))) \
+                    or self.deadline.expired():
+                # no decrease left at this selection: stay
+                return L, state._replace(iter_num=state.iter_num + 1, error=0.0,
+                                         n_changed=changed)
+        err = (state.f - f_new) / max(1.0, abs(f_new))
+        return L_new, MildState(state.iter_num + 1, err, b_new, f_new, step, changed)
+
+    def finalize(self, L, state, data):
+        # a non-convex, non-smooth problem: no lower bound is known
+        cert = Certificate.from_bound(state.f, -math.inf, max_violation=0.0, min_eig=0.0,
+                                      solver=self.name, tolerances={"tol": self.tol})
+        pairs, dist = data.select(data.X @ L.T)
+        return L.T @ L, cert, {"L": L, "b": state.b, "selected": pairs,
+                               "stationarity": state.error, "n_changed": state.n_changed}
+
+
+def fit_mildml(data, rank, *, n_init=1, random_state=None, maxiter=300, tol=1e-7,
+               max_time=None, init=None):
+    """MildML from ``n_init`` random starts (or ``init=(L0, b0)``); the lowest
+    Eq. 8 value is kept.  Returns a :class:`~cvxmetric.result.SolverResult`
+    with ``info["L"]``, ``info["b"]``, ``info["selected"]`` (the closest
+    instance pair of each bag pair) and ``info["objectives"]``."""
+    if isinstance(rank, bool) or not isinstance(rank, Integral) or rank < 1:
+        raise ValueError(f"rank: expected an integer >= 1, got {rank!r}.")
+    if rank > data.n_features:
+        raise ValueError(f"rank: {rank} exceeds the {data.n_features} input dimensions.")
+    if isinstance(n_init, bool) or not isinstance(n_init, Integral) or n_init < 1:
+        raise ValueError(f"n_init: expected an integer >= 1, got {n_init!r}.")
+    rng = check_random_state(random_state)
+    gen = np.random.default_rng(rng.randint(2 ** 31 - 1))
+    t0 = time.perf_counter()
+    best, objectives = None, []
+    for k in range(int(n_init)):
+        left = None if max_time is None else max(0.0, max_time - (time.perf_counter() - t0))
+        start = init if (init is not None and k == 0) else _random_start(data.loss, rank, gen)
+        res = MildMLSolver(rank=int(rank), maxiter=maxiter, tol=tol,
+                           max_time=left).run(data, start, warn=False)
+        objectives.append(res.objective)
+        if best is None or res.objective < best.objective:
+            best = res
+    best.info["objectives"] = objectives
+    best.time = time.perf_counter() - t0
+    return best
+

@@ -1,0 +1,584 @@
+"""LDML, fast: the full-rank projected gradient and the low-rank gradient
+method of Eq. 4-6 (Guillaumin, Verbeek, Schmid 2010, Sec. 2.1).
+
+Both solve the formulation of :mod:`cvxmetric.ldml.exact` (Eq. 2, the
+negative log-likelihood minimised, with its optional regulariser)::
+
+    F(M, b) = sum_p g(s_p (d_M(x_i, x_j) - b)) + lam R(M),   g(u) = log(1 + e^u)
+
+:class:`ProjectedGradient` (full rank, ``method="fast"``)
+    Accelerated projected gradient on ``f(M) = min_b F(M, b)`` -- convex,
+    smooth, with gradient ``sum_p sigma(u_p) s_p C_p + lam R'(M)`` at the
+    optimal ``b`` (one root, :meth:`LDMLData.best_b`) -- with backtracking
+    and adaptive restart; each step projects onto the PSD cone by one
+    eigendecomposition.  Certified by the same entropy dual as the exact
+    path, at the package's tolerance.
+
+:class:`LowRankLDML` (``method="lowrank"``)
+    The paper's low-rank LDML: ``M = L^T L`` with ``L`` (d, D), gradient
+    descent on ``(L, b)`` with Barzilai-Borwein steps safeguarded by an
+    Armijo line search, several random starts (:func:`fit_lowrank`).  The
+    gradient is Eq. 6, ``dF/dL = 2 L X^T H X`` (rows are samples here, the
+    paper's ``X`` transposed) with ``H`` the weighted Laplacian of the pairs
+    -- never one outer product per pair: with ``Z = X L^T`` (N, d) it is
+    ``2 (H Z)^T X``, O(N (N + D) d) for all pairs of N instances.
+    :class:`AllPairs` evaluates it over every pair of N labelled instances
+    block by block (no N x N array), :class:`PairSet` over an explicit list
+    of pairs (sparse ``H``).  Non-convex in ``L``; at full rank (d = D) a
+    stationary point is the convex optimum, and the run is certified against
+    it.  Replacing ``X`` by a kernel matrix ``K`` learns ``L = A X^T``
+    (the kernel form; ``gram=K`` makes the regulariser that of ``M``).
+"""
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from numbers import Integral
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+
+from .._linalg import project_psd
+from .._solver import IterativeSolver, stop_message
+from .._validation import check_finite, check_option, check_scalar
+from ..result import Certificate, SolverResult, Status
+from .exact import REGULARIZERS, LDMLData, _logistic, _sigmoid
+
+__all__ = ["ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet", "fit_lowrank"]
+
+# Rows of one block of the all-pairs loops: the (block, N) arrays of a step
+# stay near 64 MB at N = 15 000.
+_BLOCK = 512
+
+
+def _loss_and_slope(u):
+    """``g(u) = log(1 + e^u)`` and ``g'(u) = sigma(u)`` with one ``exp``."""
+    e = np.exp(-np.abs(u))
+    loss = np.maximum(u, 0.0) + np.log1p(e)
+    slope = np.where(u >= 0, 1.0, e) / (1.0 + e)
+    return loss, slope
+
+
+# ---------------------------------------------------------------------------
+# Full rank: accelerated projected gradient on f(M) = min_b F(M, b)
+# ---------------------------------------------------------------------------
+
+class PGState(NamedTuple):
+    iter_num: int
+    error: float        # relative gradient-mapping norm (0 once certified)
+    b: float
+    f: float
+    step: float
+    Y: np.ndarray       # extrapolated point
+    theta: float
+    n_restarts: int
+
+
+#: Up to this input dimension a certificate that does not pass with the
+#: trace bound is sharpened by one small SDP (:meth:`LDMLData.level_min`).
+LEVEL_SDP_MAX = 100
+
+
+def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
+    """The certificate of :func:`~cvxmetric.ldml.solve_exact` at ``(M, b)``
+    (``b`` re-optimised), for a hand-written solver.
+
+    The PSD deficit of ``S(alpha)`` is charged at a bound ``tau >= tr(M*)``
+    (the trace regulariser: ``F(M) / lam``; without it the level-set SDP of
+    :meth:`LDMLData.trace_bound`, computed once per data and cached); when
+    that does not pass and ``D <= LEVEL_SDP_MAX``, by the level-set SDP of
+    :meth:`LDMLData.level_min` (every term of an optimum is at most ``F``
+    here, so the level set ``{terms <= F(M, b)}`` holds it); ``sharpen=False``
+    skips that SDP.
+
+    Returns
+    -------
+    (Certificate, b)
+    """
+    M = 0.5 * (M + M.T)
+    b = data.best_b(data.distances(M))
+    f = data.objective(M, b)
+    if data.lam > 0 and data.regularizer == "trace":
+        tau = f / data.lam
+    elif data.lam > 0:
+        tau = math.inf  # the Frobenius conjugate needs none
+    else:
+        tau = getattr(data, "_tau_cache", None)
+        if tau is None:
+            f0 = float(np.sum(_logistic(-data.s * data.best_b(np.zeros(len(data.s))))))
+            tau = data._tau_cache = data.trace_bound(f0)
+    min_eig = float(np.linalg.eigvalsh(M)[0])
+    opts = {} if tol is None else {"tol": tol}
+
+    def cert(bound):
+        return Certificate.from_bound(f, bound, max_violation=max(0.0, -min_eig),
+                                      min_eig=min_eig, solver=solver, tolerances=opts)
+
+    c = cert(data.dual_bound(M, b, tau))
+    if sharpen and not c.passed and data.d <= LEVEL_SDP_MAX:
+        c = cert(data.dual_bound(M, b, tau, f))
+    return c, b
+
+
+@dataclass
+class ProjectedGradient(IterativeSolver):
+    """Accelerated projected gradient for LDML Eq. 2 at full rank.
+
+    Solves the formulation of :func:`cvxmetric.ldml.solve_exact` (same
+    objective, same certificate, :func:`certify_point`).  ``b`` is
+    eliminated: ``f(M) = min_b F(M, b)`` is convex and smooth (a partial
+    minimum of a jointly convex function, with a unique minimiser in ``b``
+    when both labels occur); its gradient is ``S(alpha) + lam R'(M)`` at the
+    optimal ``b``.  Steps backtrack until the quadratic upper bound holds;
+    the momentum restarts whenever ``f`` increases.
+
+    Attributes
+    ----------
+    maxiter, tol, max_time : see :class:`~cvxmetric._solver.IterativeSolver`
+        ``error`` is the first-order measure ``||G|| max(1, ||M||) /
+        max(1, |f|)`` with ``G`` the gradient mapping; it drops to 0 when a
+        certificate with the trace bound passes (checked every
+        ``check_every`` iterations).
+    check_every : int
+    """
+
+    maxiter: int = 20000
+    tol: float = 1e-10
+    check_every: int = 25
+
+    name = "fast"
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "check_every": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def _value(self, data, M):
+        dist = data.distances(M)
+        b = data.best_b(dist)
+        return data.objective(M, b), b, dist
+
+    def _grad(self, data, M, b, dist):
+        a = _sigmoid(data.s * (dist - b))
+        S = data.op.gram(a * data.s)
+        S = 0.5 * (S + S.T)
+        if data.lam > 0:
+            S = S + data.lam * (np.eye(data.d) if data.regularizer == "trace" else M)
+        return S
+
+    def init_state(self, data, init=None):
+        if data.lam == 0:
+            # attainment decided (NotAttainedError) before any iteration
+            certify_point(data, np.zeros((data.d, data.d)), 0.0, solver=self.name)
+        if init is not None:
+            M = project_psd(np.asarray(init.M, dtype=float))
+        else:
+            M = np.zeros((data.d, data.d))
+        f, b, _ = self._value(data, M)
+        # first step: the inverse of a bound on the curvature along M,
+        # sum_p sigma' phi_p^4 <= 1/4 sum ||phi_p||^4; backtracking corrects it
+        curv = 0.25 * float(np.sum(np.sum(data.Phi ** 2, axis=1) ** 2)) + data.lam
+        return M, PGState(0, math.inf, b, f, 1.0 / max(curv, 1e-300), M.copy(), 1.0, 0)
+
+    def update(self, M, state, data):
+        Y = state.Y
+        fY, bY, distY = self._value(data, Y)
+        G = self._grad(data, Y, bY, distY)
+        step = state.step
+        while True:
+            M_new = project_psd(Y - step * G)
+            D = M_new - Y
+            f_new, b_new, _ = self._value(data, M_new)
+            if f_new <= fY + float(np.sum(G * D)) + 0.5 / step * float(np.sum(D * D)) \
+                    + 1e-13 * abs(fY) or step < 1e-300 or self.deadline.expired():
+                break
+            step *= 0.5
+        theta, restarts = state.theta, state.n_restarts
+        if f_new > state.f:
+            # adaptive restart (O'Donoghue and Candes): drop the momentum
+            theta, Y_next, restarts = 1.0, M_new, restarts + 1
+        else:
+            theta_next = 0.5 * (1 + math.sqrt(1 + 4 * theta * theta))
+            Y_next = M_new + ((theta - 1) / theta_next) * (M_new - M)
+            theta = theta_next
+        it = state.iter_num + 1
+        error = float(np.linalg.norm(D)) / step * max(1.0, float(np.linalg.norm(M_new))) \
+            / max(1.0, abs(f_new))
+        if it % self.check_every == 0 and error < 1e-4:
+            cert, _ = certify_point(data, M_new, b_new, solver=self.name, sharpen=False)
+            if cert.passed:
+                error = 0.0
+        return M_new, PGState(it, error, b_new, f_new, step * 1.25, Y_next, theta,
+                              restarts)
+
+    def finalize(self, M, state, data):
+        cert, b = certify_point(data, M, state.b, solver=self.name, tol=self.tol)
+        return M, cert, {"b": b, "n_restarts": state.n_restarts}
+
+
+# ---------------------------------------------------------------------------
+# Low rank: the losses over pairs, in Z = X L^T coordinates
+# ---------------------------------------------------------------------------
+
+class _Loss:
+    """Shared part of :class:`AllPairs` and :class:`PairSet`: the data,
+    the regulariser on ``L`` and the chain rule back from ``Z``."""
+
+    def _init_common(self, X, lam, regularizer, gram):
+        self.X = check_finite(X, "X", ndim=2)
+        if self.X.shape[0] < 2:
+            raise ValueError("X: at least two instances are needed.")
+        self.lam = check_scalar(lam, "lam", low=0.0)
+        self.regularizer = check_option(regularizer, "regularizer", REGULARIZERS)
+        D = self.X.shape[1]
+        if gram is not None:
+            gram = check_finite(gram, "gram", shape=(D, D))
+        self.gram = gram
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    def _reg(self, L):
+        """``lam R(M)`` at ``M = L^T L`` (``L Q L^T`` with the kernel's
+        ``Q``) and its gradient in ``L``."""
+        if self.lam == 0:
+            return 0.0, 0.0
+        LQ = L if self.gram is None else L @ self.gram  # (d, D)
+        if self.regularizer == "trace":  # tr(L Q L^T)
+            return self.lam * float(np.sum(L * LQ)), 2.0 * self.lam * LQ
+        K = LQ @ L.T  # (d, d): ||L^T L||_F = ||L L^T||_F (Q = I)
+        return 0.5 * self.lam * float(np.sum(K * K)), 2.0 * self.lam * (K @ LQ)
+
+    def value_grad(self, L, b, grad=True):
+        """``F(L^T L, b)``, and ``(dF/dL, dF/db)`` when ``grad``."""
+        Z = self.X @ L.T  # (N, d)
+        out = self._pairs(Z, b, grad)
+        r, gr = self._reg(L)
+        if not grad:
+            return out + r
+        f, HZ, gb = out
+        # Eq. 6: dF/dL = 2 L X^T H X = 2 (H Z)^T X
+        return f + r, 2.0 * (HZ.T @ self.X) + gr, gb
+
+
+class AllPairs(_Loss):
+    """Every pair ``i < j`` of N labelled instances, block by block.
+
+    ``t_ij = 1`` when the labels agree.  One evaluation with the gradient
+    costs about ``3 N^2 d`` flops for the pairs and ``2 N D d`` for ``Z``
+    and Eq. 6; memory ``O(block N + N (D + d))``, no N x N array.
+
+    Parameters
+    ----------
+    X : array_like (N, D)
+        Instances (or the kernel matrix ``K``, N x N, for the kernel form).
+    labels : array_like of int (N,)
+    lam : float >= 0
+    regularizer : {"trace", "frobenius"}
+    gram : array_like (D, D), optional
+        ``Q`` of the regulariser ``R(L Q L^T)`` (the kernel matrix in the
+        kernel form; identity by default).
+    block : int
+        Rows per block.
+    """
+
+    def __init__(self, X, labels, *, lam=0.0, regularizer="trace", gram=None,
+                 block=_BLOCK):
+        self._init_common(X, lam, regularizer, gram)
+        labels = np.asarray(labels)
+        if labels.shape != (self.X.shape[0],):
+            raise ValueError(f"labels: expected one label per instance "
+                             f"({self.X.shape[0]}), got shape {labels.shape}.")
+        _, self.labels = np.unique(labels, return_inverse=True)
+        counts = np.bincount(self.labels)
+        if counts.size < 2 or not np.any(counts > 1):
+            raise ValueError("labels: all pairs must include both same-label and "
+                             "different-label pairs.")
+        self.block = int(block)
+        N = self.X.shape[0]
+        self.n_pairs = N * (N - 1) // 2
+
+    def _pairs(self, Z, b, grad):
+        N = Z.shape[0]
+        q = np.einsum("nd,nd->n", Z, Z)
+        total = 0.0
+        HZ = np.zeros_like(Z) if grad else None
+        gb = 0.0
+        y = self.labels
+        for a in range(0, N, self.block):
+            r = slice(a, min(a + self.block, N))
+            Zr, Zc = Z[r], Z[a:]
+            dist = q[r, None] + q[None, a:] - 2.0 * (Zr @ Zc.T)  # (rows, N - a)
+            np.maximum(dist, 0.0, out=dist)
+            same = y[r, None] == y[None, a:]
+            s = np.where(same, 1.0, -1.0)
+            u = s * (dist - b)
+            loss, slope = _loss_and_slope(u)
+            # the block's own square: keep j > i only
+            rows = np.arange(r.stop - r.start)
+            tri = np.arange(dist.shape[1])[None, :] > rows[:, None]
+            total += float(np.sum(loss, where=tri))
+            if grad:
+                w = np.where(tri, s * slope, 0.0)  # dF/dd_ij
+                gb -= float(np.sum(w))
+                # H Z for the block's pairs: H = sum_ij w_ij (e_i - e_j)(e_i - e_j)^T
+                HZ[r] += w.sum(axis=1)[:, None] * Zr - w @ Zc
+                HZ[a:] += w.sum(axis=0)[:, None] * Zc - w.T @ Zr
+        if not grad:
+            return total
+        return total, HZ, gb
+
+    def pair_data(self):
+        """The same loss as explicit pairs (:class:`~cvxmetric.ldml.LDMLData`,
+        for certificates and exact references; O(N^2 D) memory)."""
+        i, j = np.triu_indices(self.X.shape[0], 1)
+        y = np.where(self.labels[i] == self.labels[j], 1, -1)
+        return LDMLData(self.X, np.column_stack([i, j]), y, lam=self.lam,
+                        regularizer=self.regularizer)
+
+
+class PairSet(_Loss):
+    """An explicit list of labelled pairs (sparse ``H``).
+
+    Parameters
+    ----------
+    X : array_like (N, D)
+    pairs : array_like of int (P, 2)
+    s : array_like (P,)
+        +1 same, -1 different.
+    lam, regularizer, gram : as in :class:`AllPairs`
+    """
+
+    def __init__(self, X, pairs, s, *, lam=0.0, regularizer="trace", gram=None):
+        self._init_common(X, lam, regularizer, gram)
+        self.set_pairs(pairs, s)
+
+    def set_pairs(self, pairs, s):
+        """Replace the pairs (MildML's selection step)."""
+        pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+        self.i, self.j = pairs[:, 0], pairs[:, 1]
+        self.s = np.asarray(s, dtype=float)
+        self.n_pairs = len(self.s)
+        self._n = self.X.shape[0]
+
+    def _pairs(self, Z, b, grad):
+        diff = Z[self.i] - Z[self.j]  # (P, d)
+        dist = np.einsum("pd,pd->p", diff, diff)
+        u = self.s * (dist - b)
+        loss, slope = _loss_and_slope(u)
+        if not grad:
+            return float(np.sum(loss))
+        w = self.s * slope  # dF/dd_p
+        # H Z with H = sum_p w_p (e_i - e_j)(e_i - e_j)^T = diag(W 1 + W^T 1) - W - W^T
+        W = sp.csr_matrix((w, (self.i, self.j)), shape=(self._n, self._n))
+        deg = np.asarray(W.sum(axis=1)).ravel() + np.asarray(W.sum(axis=0)).ravel()
+        HZ = deg[:, None] * Z - W @ Z - W.T @ Z
+        return float(np.sum(loss)), HZ, -float(np.sum(w))
+
+    def pair_data(self):
+        """The same loss as :class:`~cvxmetric.ldml.LDMLData`."""
+        return LDMLData(self.X, np.column_stack([self.i, self.j]),
+                        self.s.astype(int), lam=self.lam, regularizer=self.regularizer)
+
+
+# ---------------------------------------------------------------------------
+# Low rank: gradient descent on (L, b)
+# ---------------------------------------------------------------------------
+
+class LRState(NamedTuple):
+    iter_num: int
+    error: float        # ||grad|| / max(1, |F|) (stationarity)
+    b: float
+    f: float
+    gL: np.ndarray
+    gb: float
+    step: float
+    stalled: bool = False  # no step lowers F beyond round-off
+
+
+def _check_loss(loss):
+    if not isinstance(loss, _Loss):
+        raise TypeError(f"loss: expected AllPairs or PairSet, got {type(loss).__name__}.")
+
+
+@dataclass
+class LowRankLDML(IterativeSolver):
+    """Gradient descent on ``L`` (d, D) and ``b``: the paper's low-rank LDML.
+
+    Each iteration takes a Barzilai-Borwein step along the negative gradient
+    (Eq. 6) and backtracks until Armijo's condition holds, so ``F`` never
+    increases.  ``error`` is the stationarity ``||(dF/dL, dF/db)|| /
+    max(1, |F|)``; the run also stops when no step lowers ``F`` by more than
+    round-off (``1e-15 |F|``).  The result's ``M`` is ``L^T L``; ``info["L"]`` and
+    ``info["b"]`` hold the factor and the threshold.
+
+    At full rank (``rank == D``) a stationary point is the optimum of the
+    convex problem, and the final iterate is certified against it (the
+    certificate of :func:`~cvxmetric.ldml.solve_exact`, which needs ``D``
+    small enough for one eigendecomposition and, without a regulariser, one
+    small SDP bounding the trace).  Below full rank nothing bounds the
+    rank-constrained optimum: the status is ``optimal_inaccurate`` at a
+    stationary point (``raw_status`` ``optimal``).
+
+    Attributes
+    ----------
+    rank : int
+        ``d``, the number of rows of ``L``.
+    maxiter, tol, max_time : see :class:`~cvxmetric._solver.IterativeSolver`
+    certify : bool
+        Certify at full rank (default).
+    """
+
+    rank: int = 1
+    maxiter: int = 5000
+    tol: float = 1e-8
+    certify: bool = True
+
+    name = "lowrank"
+    _parameter_constraints = {
+        **IterativeSolver._parameter_constraints,
+        "rank": [Interval(Integral, 1, None, closed="left")],
+        "certify": ["boolean"],
+    }
+
+    def blas_flops(self, loss):
+        return 2.0 * _BLOCK * loss.X.shape[0] * self.rank
+
+    def converged(self, state):
+        return state.error <= self.tol or state.stalled
+
+    def init_state(self, loss, init=None):
+        _check_loss(loss)
+        if self.rank > loss.n_features:
+            raise ValueError(f"rank: {self.rank} exceeds the {loss.n_features} "
+                             f"input dimensions.")
+        if init is None or not isinstance(init, tuple):
+            raise ValueError("init: expected (L0, b0) (see fit_lowrank).")
+        L, b = np.array(init[0], dtype=float), float(init[1])
+        if L.shape != (self.rank, loss.n_features):
+            raise ValueError(f"init: L0 must have shape ({self.rank}, "
+                             f"{loss.n_features}), got {L.shape}.")
+        f, gL, gb = loss.value_grad(L, b)
+        gnorm2 = float(np.sum(gL * gL)) + gb * gb
+        step = 1.0 / max(math.sqrt(gnorm2), 1e-300) * max(1.0, float(np.linalg.norm(L)))
+        err = math.sqrt(gnorm2) / max(1.0, abs(f))
+        return L, LRState(0, err, b, f, gL, gb, step)
+
+    def update(self, L, state, loss):
+        f, gL, gb, step = state.f, state.gL, state.gb, state.step
+        gnorm2 = float(np.sum(gL * gL)) + gb * gb
+        while True:
+            L_new, b_new = L - step * gL, state.b - step * gb
+            f_new = loss.value_grad(L_new, b_new, grad=False)
+            if f_new <= f - 1e-4 * step * gnorm2 or step < 1e-300:
+                break
+            if f_new >= f - 1e-15 * abs(f) and step * math.sqrt(gnorm2) < 1e-12 * (
+                    1.0 + float(np.linalg.norm(L))):
+                # the step no longer moves F beyond round-off
+                return L, state._replace(iter_num=state.iter_num + 1, stalled=True)
+            step *= 0.5
+            if self.deadline.expired():
+                break
+        f_new, gL_new, gb_new = loss.value_grad(L_new, b_new)
+        # Barzilai-Borwein: the next trial step from the last secant
+        dx = np.concatenate([(L_new - L).ravel(), [b_new - state.b]])
+        dg = np.concatenate([(gL_new - gL).ravel(), [gb_new - gb]])
+        curv = float(dx @ dg)
+        nxt = float(dx @ dx) / curv if curv > 0 else 2.0 * step
+        err = math.sqrt(float(np.sum(gL_new ** 2)) + gb_new ** 2) / max(1.0, abs(f_new))
+        return L_new, LRState(state.iter_num + 1, err, b_new, f_new, gL_new, gb_new, nxt)
+
+    def finalize(self, L, state, loss):
+        M = L.T @ L
+        cert = Certificate.from_bound(state.f, -math.inf, max_violation=0.0, min_eig=0.0,
+                                      solver=self.name, tolerances={"tol": self.tol})
+        info = {"L": L, "b": state.b, "stationarity": state.error}
+        if self.certify and self.rank == loss.n_features and loss.gram is None:
+            cert, b = certify_point(loss.pair_data(), M, state.b, solver=self.name,
+                                    tol=self.tol)
+            if cert.objective <= state.f:  # b re-optimised: never worse
+                info["b"] = b
+        return M, cert, info
+
+
+def _random_start(loss, rank, rng):
+    """A random ``L`` scaled so that the mean squared distance of a sample
+    of pairs is 1, and ``b = 1``."""
+    N, D = loss.X.shape
+    L = rng.standard_normal((rank, D))
+    idx = rng.integers(0, N, size=(min(2000, N * N), 2))
+    idx = idx[idx[:, 0] != idx[:, 1]]
+    diff = (loss.X[idx[:, 0]] - loss.X[idx[:, 1]]) @ L.T
+    scale = float(np.mean(np.sum(diff * diff, axis=1))) if len(idx) else 1.0
+    return L / math.sqrt(max(scale, 1e-300)), 1.0
+
+
+def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e-8,
+                max_time=None, certify=True, warn=True):
+    """Low-rank LDML from ``n_init`` random starts; the lowest ``F`` is kept.
+
+    Parameters
+    ----------
+    loss : AllPairs or PairSet
+    rank : int
+        ``d``; at most ``D``.
+    n_init : int >= 1
+        Random starts (the paper's "multiple random initializations").
+    random_state : int, RandomState instance or None
+    maxiter, tol, max_time, certify : as in :class:`LowRankLDML`
+        ``max_time`` is shared by all the starts.
+    warn : bool
+        ``ConvergenceWarning`` when the kept run is not stationary.
+
+    Returns
+    -------
+    SolverResult
+        ``info["L"]``, ``info["b"]``, ``info["objectives"]`` (each start's
+        final ``F``), ``info["best_init"]``.
+    """
+    _check_loss(loss)
+    if isinstance(n_init, bool) or not isinstance(n_init, Integral) or n_init < 1:
+        raise ValueError(f"n_init: expected an integer >= 1, got {n_init!r}.")
+    if isinstance(rank, bool) or not isinstance(rank, Integral) or rank < 1:
+        raise ValueError(f"rank: expected an integer >= 1, got {rank!r}.")
+    if rank > loss.n_features:
+        raise ValueError(f"rank: {rank} exceeds the {loss.n_features} input dimensions.")
+    rng = check_random_state(random_state)
+    gen = np.random.default_rng(rng.randint(2 ** 31 - 1))
+    t0 = time.perf_counter()
+    best, objectives = None, []
+    for k in range(int(n_init)):
+        left = None if max_time is None else max(0.0, max_time - (time.perf_counter() - t0))
+        solver = LowRankLDML(rank=int(rank), maxiter=maxiter, tol=tol, max_time=left,
+                             certify=False)
+        res = solver.run(loss, _random_start(loss, int(rank), gen), warn=False)
+        res.info["init"] = k
+        objectives.append(res.objective)
+        if best is None or res.objective < best.objective:
+            best = res
+        if left is not None and time.perf_counter() - t0 >= max_time:
+            break
+    if certify:
+        M, cert, info = LowRankLDML(rank=int(rank), certify=True).finalize(
+            best.info["L"], _final_state(best), loss)
+        best = SolverResult(M=M, status=best.raw_status, objective=cert.objective,
+                            n_iter=best.n_iter, certificate=cert, method="lowrank",
+                            info={**best.info, **info}, raw_status=best.raw_status)
+    best.info["objectives"] = objectives
+    best.info["best_init"] = best.info.pop("init", 0)
+    best.time = time.perf_counter() - t0
+    if warn and best.raw_status != Status.OPTIMAL and best.status != Status.OPTIMAL:
+        warnings.warn(stop_message("lowrank LDML", best, max_time), ConvergenceWarning,
+                      stacklevel=2)
+    return best
+
+
+def _final_state(res):
+    """The parts of a finished run's state :meth:`LowRankLDML.finalize` reads."""
+    return LRState(res.n_iter, res.info["stationarity"], res.info["b"], res.objective,
+                   None, 0.0, 0.0)
