@@ -8,6 +8,7 @@ from .constraints import (
     quadruplets_from_labels,
     triplets_from_labels,
 )
+from .ldml.estimator import LDML, LDMLStar, LDMLSupervised, MildML
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
 from .omdml.estimator import OMDML
@@ -50,6 +51,10 @@ __all__ = [
     "RankDMLSupervised",
     "SLR",
     "OMDML",
+    "LDML",
+    "LDMLSupervised",
+    "MildML",
+    "LDMLStar",
     "DeclaredProblem",
     "MahalanobisMetric",
     "BilinearMetric",

@@ -59,6 +59,11 @@ class LabelledMixin:
         tags.target_tags.required = True
         return tags
 
+    def _embed(self, X):
+        """Validated samples in the learned coordinates (``X L^T``; a
+        kernel learner overrides it)."""
+        return X @ self.components_.T
+
     def score(self, X, y):
         """ROC-AUC of same-class vs different-class pairs of ``(X, y)``.
 
@@ -98,7 +103,7 @@ class LabelledMixin:
         if same.all() or not same.any():
             raise ValueError(
                 "y: scoring needs both same-class and different-class pairs.")
-        Z = X @ self.components_.T
+        Z = self._embed(X)
         diff = Z[i] - Z[j]
         return float(roc_auc_score(same, -np.sqrt(np.sum(diff * diff, axis=1))))
 

@@ -1,7 +1,8 @@
 """Labelled bags from scikit-learn's digits, in the manner of *Labeled Yahoo!
 News* (Guillaumin, Verbeek, Schmid 2010, Sec. 3 and 4.1).
 
-A document is a bag of 1-4 instances (the faces of a news photo) with a
+A document is a bag of 1-4 instances of distinct classes (the faces of a
+news photo, different people) with a
 caption: a set of labels (the names).  The digits' classes stand in for
 people.  Three annotation settings, as in Sec. 4.1:
 
@@ -56,16 +57,24 @@ class LabelledBags:
 
 
 def _bags_of(y, max_size, rng):
-    """Shuffle the instances and cut them into bags of 1..max_size."""
-    order = rng.permutation(len(y))
-    sizes = []
-    total = 0
-    while total < len(y):
-        s = int(rng.integers(1, max_size + 1))
-        sizes.append(min(s, len(y) - total))
-        total += sizes[-1]
-    cuts = np.cumsum(sizes)[:-1]
-    return [np.sort(b) for b in np.split(order, cuts)]
+    """Cut the instances into bags of 1..max_size instances of distinct
+    classes (the faces of one photo are different people): each bag draws
+    its classes without replacement, in proportion to what each class has
+    left."""
+    queues = {c: list(rng.permutation(np.flatnonzero(y == c))) for c in np.unique(y)}
+    bags = []
+    while queues:
+        classes = np.array(sorted(queues))
+        left = np.array([len(queues[c]) for c in classes], dtype=float)
+        size = min(int(rng.integers(1, max_size + 1)), classes.size)
+        pick = rng.choice(classes, size=size, replace=False, p=left / left.sum())
+        bag = []
+        for c in pick:
+            bag.append(queues[c].pop())
+            if not queues[c]:
+                del queues[c]
+        bags.append(np.sort(np.array(bag, dtype=int)))
+    return bags
 
 
 def digits_bags(setting="bags", *, n_per_class=None, max_bag=4, p_missing=0.1,

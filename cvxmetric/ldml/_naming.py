@@ -27,7 +27,7 @@ from .._validation import check_finite, check_scalar
 __all__ = ["assign_bag", "label_instances", "clustering_objective"]
 
 
-def assign_bag(G):
+def assign_bag(G, *, name_all=False):
     """The best assignment of a bag's instances to its classes.
 
     Parameters
@@ -35,6 +35,11 @@ def assign_bag(G):
     G : array_like of shape (n_instances, n_classes)
         ``G[i, k]``: the gain of giving instance ``i`` the bag's ``k``-th
         class; "no name" gains 0.
+    name_all : bool
+        Name as many instances as the classes allow (``min(n_instances,
+        n_classes)``), the best such assignment -- the training step of
+        Sec. 2.3, where "each instance is assigned to exactly one class"
+        whenever the caption has room; by default "no name" competes.
 
     Returns
     -------
@@ -45,6 +50,10 @@ def assign_bag(G):
     """
     G = check_finite(G, "G", ndim=2)
     F, K = G.shape
+    if name_all and G.size:
+        # a bonus above any total gain: the matching names as many
+        # instances as it can first, then maximises the gain among those
+        G = G + (1.0 + 2.0 * F * float(np.max(np.abs(G))))
     # gains of the K classes, then one private zero-gain "no name" column
     # per instance (a -inf elsewhere keeps it private)
     gains = np.full((F, K + F), -np.inf)
@@ -77,7 +86,7 @@ def clustering_objective(Z, labels, b):
     return total
 
 
-def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5):
+def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False):
     """LDML*'s label step: coordinate ascent on Eq. 11, one bag at a time.
 
     Starts as the paper does, every instance in every class of its bag,
@@ -97,6 +106,10 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5):
     b : float
         The threshold of Eq. 3 / Eq. 10.
     n_sweeps : int
+    name_all : bool
+        Passed to :func:`assign_bag`: name every instance the caption has
+        room for (training), instead of letting "no name" compete (the
+        naming experiment, where ``b`` sets how many are named).
 
     Returns
     -------
@@ -133,7 +146,7 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5):
                 W = b - D
                 # gain of class k: w_ii + 2 sum over the members outside B
                 G = b + 2.0 * (W @ member[:, s])
-                choice = assign_bag(G)
+                choice = assign_bag(G, name_all=name_all)
                 named = choice >= 0
                 member[B[named], s[choice[named]]] = True
             changed |= not np.array_equal(old, member[B])

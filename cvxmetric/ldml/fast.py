@@ -49,7 +49,8 @@ from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate, SolverResult, Status
 from .exact import REGULARIZERS, LDMLData, _logistic, _sigmoid
 
-__all__ = ["ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet", "fit_lowrank"]
+__all__ = ["ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet", "fit_lowrank",
+           "certify_point", "LEVEL_SDP_MAX"]
 
 # Rows of one block of the all-pairs loops: the (block, N) arrays of a step
 # stay near 64 MB at N = 15 000.

@@ -1,0 +1,590 @@
+"""LDML, MildML and LDML* estimators (scikit-learn / metric-learn conventions).
+
+:class:`LDML` is a pairs learner: ``fit(pairs, y)`` with pairs as indices
+into ``preprocessor=X`` or as points (n_pairs, 2, n_features) and ``y`` in
+{+1 same, -1 different}.  :class:`LDMLSupervised` takes ``fit(X, y)`` and
+uses every pair of samples (Eq. 2's sum over ``i, j``).  :class:`MildML`
+takes ``fit(bags, bag_labels)`` (Eq. 7-8) and :class:`LDMLStar` the same
+input, estimating instance labels by the constrained clustering of Sec. 2.3
+and learning LDML on them, repeatedly.
+
+``solver`` of the LDML estimators:
+
+============  ==================================================  ===========
+``solver``    what runs                                           guarantee
+============  ==================================================  ===========
+``"exact"``   :func:`~cvxmetric.ldml.solve_exact` (CVXPY)         certified
+``"fast"``    :class:`~cvxmetric.ldml.ProjectedGradient`          certified
+``"lowrank"`` :func:`~cvxmetric.ldml.fit_lowrank` (Eq. 4-6),      stationary;
+              ``M = L^T L`` of rank ``n_components``              certified
+                                                                  at full rank
+============  ==================================================  ===========
+
+Threshold.  LDML learns ``b`` with it: ``p(same) = sigma(b - d_M)`` (Eq. 3),
+``d_M`` the squared distance.  ``b_`` is that threshold; ``predict_proba``
+uses it; ``threshold_`` is the same decision in the units of
+:meth:`pair_distance` (``sqrt(max(b, 0))``): ``predict`` says +1 exactly
+when ``p >= 1/2``.  :meth:`calibrate_threshold` (or ``calibration_params``
+in ``fit``) moves ``threshold_`` only, as metric-learn does; ``b_`` and
+``predict_proba`` keep the model's value.
+"""
+
+import logging
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._base import LabelledMixin, MahalanobisMixin, PairsClassifierMixin, validate_labelled
+from .._validation import check_finite, check_pair_labels, check_samples
+from ..constraints import tuples_to_indices
+from ._mildml import BagPairs, check_bags, fit_mildml
+from ._naming import label_instances
+from .exact import REGULARIZERS, LDMLData, _sigmoid, solve_exact
+from .fast import AllPairs, PairSet, ProjectedGradient, fit_lowrank
+
+__all__ = ["LDML", "LDMLSupervised", "MildML", "LDMLStar", "SOLVER_NAMES"]
+
+logger = logging.getLogger("cvxmetric")
+
+#: Values of the LDML estimators' ``solver``.
+SOLVER_NAMES = ("exact", "fast", "lowrank")
+
+_SHARED = {
+    "lam": [Interval(Real, 0, None, closed="left")],
+    "regularizer": [StrOptions(set(REGULARIZERS))],
+    "n_components": [Interval(Integral, 1, None, closed="left"), None],
+    "n_init": [Interval(Integral, 1, None, closed="left")],
+    "tol": [Interval(Real, 0, None, closed="neither"), None],
+    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    "max_time": [Interval(Real, 0, None, closed="neither"), None],
+    "random_state": ["random_state"],
+}
+
+
+def _options(est):
+    out = {}
+    if est.tol is not None:
+        out["tol"] = est.tol
+    if est.max_iter is not None:
+        out["maxiter"] = est.max_iter
+    if est.max_time is not None:
+        out["max_time"] = est.max_time
+    return out
+
+
+class _LDMLBase(MahalanobisMixin, BaseEstimator):
+    """Solve, store, and the probability of Eq. 3: what the LDML-family
+    estimators share."""
+
+    def _rank(self, D):
+        """``n_components`` checked against the input dimension ``D``."""
+        d = D if self.n_components is None else int(self.n_components)
+        if d > D:
+            raise ValueError(f"n_components: {d} exceeds the {D} input dimensions.")
+        return d
+
+    def _check_solver(self, D):
+        d = self._rank(D)
+        if d < D and self.solver != "lowrank":
+            raise ValueError(f"n_components: a rank below the input dimension ({d} < "
+                             f"{D}) needs solver='lowrank', not {self.solver!r}.")
+        return d
+
+    def _store(self, result, D, L=None):
+        """Fitted attributes from a :class:`~cvxmetric.result.SolverResult`."""
+        self.result_ = result
+        if L is None:
+            self._set_metric(result.M)
+        else:
+            self.components_ = np.asarray(L, dtype=float)
+            self.mahalanobis_matrix_ = self.components_.T @ self.components_
+        self.b_ = float(result.info["b"])
+        self.threshold_ = math.sqrt(max(self.b_, 0.0))
+        self.objective_ = float(result.objective)
+        self.status_ = result.status
+        self.n_iter_ = int(result.n_iter)
+        self.certificate_ = result.certificate
+        self.n_features_in_ = int(D)
+        logger.debug("%s: status=%s objective=%.6g rel_gap=%.3g n_iter=%d",
+                     type(self).__name__, self.status_, self.objective_,
+                     self.certificate_.rel_gap, self.n_iter_)
+        return self
+
+    def _solve_pairs(self, X, pairs, s):
+        """LDML on explicit pairs with the chosen solver."""
+        D = X.shape[1]
+        d = self._check_solver(D)
+        if self.solver == "lowrank":
+            loss = PairSet(X, pairs, s, lam=self.lam, regularizer=self.regularizer)
+            res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
+                              **_options(self))
+            return self._store(res, D, res.info["L"])
+        data = LDMLData(X, pairs, s, lam=self.lam, regularizer=self.regularizer)
+        if self.solver == "exact":
+            return self._store(solve_exact(data), D)
+        return self._store(ProjectedGradient(**_options(self)).run(data), D)
+
+    def predict_proba(self, pairs):
+        """Eq. 3: ``[p(different), p(same)]`` of each pair, ``p(same) =
+        sigma(b_ - d_M)``.
+
+        Parameters
+        ----------
+        pairs : array_like
+            Points (n_pairs, 2, n_features), or indices (n_pairs, 2) into
+            ``preprocessor``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_pairs, 2)
+            Columns in the order of ``classes_`` (``[-1, 1]``).
+        """
+        check_is_fitted(self, "b_")
+        p = _sigmoid(self.b_ - self.pair_distance(pairs) ** 2)
+        return np.column_stack([1.0 - p, p])
+
+
+class LDML(PairsClassifierMixin, _LDMLBase):
+    """Logistic Discriminant Metric Learning (Guillaumin et al.), pairs learner.
+
+    Minimises the negative log-likelihood of Eq. 2::
+
+        sum_p log(1 + exp(s_p (d_M(x_i, x_j) - b))) + lam R(M)
+
+    over ``M`` PSD and ``b``, with ``R = tr`` or ``0.5 ||.||_F^2``.  With
+    ``lam = 0`` and pairs that a metric separates the maximum likelihood is
+    not attained: ``"exact"`` and ``"fast"`` raise
+    :class:`~cvxmetric.result.NotAttainedError` (set ``lam > 0``).
+
+    Parameters
+    ----------
+    lam : float >= 0, default=0.0
+    regularizer : {"trace", "frobenius"}, default="trace"
+    n_components : int, optional
+        Rank ``d`` of ``M = L^T L`` (``solver="lowrank"``; default full).
+    solver : {"exact", "fast", "lowrank"}, default="fast"
+    n_init : int >= 1, default=3
+        Random starts of ``"lowrank"``.
+    preprocessor : array_like of shape (n_samples, n_features), optional
+    tol, max_iter, max_time : optional
+        Of the iterative solvers (``None``: their defaults).
+    random_state : int, RandomState instance or None
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+    b_ : float
+        The learned threshold of Eq. 3 (squared-distance units).
+    threshold_ : float
+        Of :meth:`predict`, in :meth:`pair_distance` units.
+    objective_, status_, n_iter_, certificate_, result_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cvxmetric import LDML
+    >>> X = np.array([[0.0, 0.0], [0.3, 1.0], [1.0, 0.1], [1.2, 1.3], [0.1, 0.4]])
+    >>> est = LDML(lam=0.1, preprocessor=X).fit(
+    ...     [[0, 4], [1, 3], [0, 2], [1, 2], [3, 4]], [1, 1, -1, -1, -1])
+    >>> est.predict_proba([[0, 4]]).shape
+    (1, 2)
+    """
+
+    _parameter_constraints = {
+        **_SHARED,
+        "solver": [StrOptions(set(SOLVER_NAMES))],
+        "preprocessor": ["array-like", None],
+    }
+
+    def __init__(self, lam=0.0, regularizer="trace", n_components=None, solver="fast",
+                 n_init=3, preprocessor=None, tol=None, max_iter=None, max_time=None,
+                 random_state=None):
+        self.lam = lam
+        self.regularizer = regularizer
+        self.n_components = n_components
+        self.solver = solver
+        self.n_init = n_init
+        self.preprocessor = preprocessor
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, pairs, y, calibration_params=None):
+        """Learn ``(M, b)`` from labelled pairs.
+
+        Parameters
+        ----------
+        pairs : array_like
+            Indices (n_pairs, 2) into ``preprocessor``, or points
+            (n_pairs, 2, n_features).
+        y : array_like of shape (n_pairs,)
+            +1 same, -1 different; both must occur.
+        calibration_params : dict, optional
+            If given, :meth:`calibrate_threshold` on the training pairs with
+            these arguments; by default ``threshold_`` is the learned ``b``.
+
+        Returns
+        -------
+        self : LDML
+        """
+        if calibration_params is not None:
+            self._check_calibration_params(calibration_params)
+        X = self.preprocessor
+        if X is not None:
+            X = check_samples(X, "preprocessor")
+        X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
+        y = check_pair_labels(y, idx.shape[0], "y")
+        if np.all(y == y[0]):
+            raise ValueError("y: both similar (+1) and dissimilar (-1) pairs are needed.")
+        self._solve_pairs(X, idx, y)
+        self.classes_ = np.array([-1, 1])
+        if calibration_params is not None:
+            self.calibrate_threshold(pairs, y, **calibration_params)
+        return self
+
+
+class LDMLSupervised(LabelledMixin, TransformerMixin, _LDMLBase):
+    """LDML from class labels: every pair of samples, ``t_ij = [y_i = y_j]``.
+
+    ``"exact"`` and ``"fast"`` hold the ``N (N - 1) / 2`` difference
+    vectors (small data); ``"lowrank"`` evaluates all pairs block by block
+    (:class:`~cvxmetric.ldml.AllPairs`) and scales to tens of thousands of
+    samples.  ``kernel`` (``"lowrank"`` only) learns ``L = A X^T`` on the
+    kernel matrix instead (Sec. 2.1); ``transform`` then maps through
+    ``k(x, X_fit)``.
+
+    Parameters
+    ----------
+    lam, regularizer, n_components, n_init, tol, max_iter, max_time, random_state
+        As in :class:`LDML`.
+    solver : {"exact", "fast", "lowrank"}, default="lowrank"
+    kernel : str, optional
+        A kernel of :func:`sklearn.metrics.pairwise.pairwise_kernels`
+        (``"rbf"``, ``"poly"``, ...), with ``kernel_params``.
+    kernel_params : dict, optional
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        ``L`` (``A`` in the kernel form: (n_components, n_samples_fit)).
+    b_, threshold_, objective_, status_, n_iter_, certificate_, result_, \
+n_features_in_
+        As in :class:`LDML`.
+    """
+
+    _parameter_constraints = {
+        **_SHARED,
+        "solver": [StrOptions(set(SOLVER_NAMES))],
+        "kernel": [StrOptions(set(PAIRWISE_KERNEL_FUNCTIONS)), None],
+        "kernel_params": [dict, None],
+    }
+
+    def __init__(self, lam=0.0, regularizer="trace", n_components=None, solver="lowrank",
+                 n_init=3, kernel=None, kernel_params=None, tol=None, max_iter=None,
+                 max_time=None, random_state=None):
+        self.lam = lam
+        self.regularizer = regularizer
+        self.n_components = n_components
+        self.solver = solver
+        self.n_init = n_init
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.random_state = random_state
+
+    def _kernel(self, A, B):
+        return pairwise_kernels(A, B, metric=self.kernel, filter_params=True,
+                                **(self.kernel_params or {}))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn ``(M, b)`` from every pair of samples.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+
+        Returns
+        -------
+        self : LDMLSupervised
+        """
+        X, y, _, codes = validate_labelled(self, X, y, ensure_min_samples=2)
+        D = X.shape[1]
+        if self.kernel is not None:
+            if self.solver != "lowrank":
+                raise ValueError(f"kernel: the kernel form needs solver='lowrank', not "
+                                 f"{self.solver!r}.")
+            self._rank(D)
+            K = self._kernel(X, X)
+            d = D if self.n_components is None else int(self.n_components)
+            loss = AllPairs(K, codes, lam=self.lam, regularizer=self.regularizer, gram=K)
+            res = fit_lowrank(loss, min(d, K.shape[1]), n_init=self.n_init,
+                              random_state=self.random_state, **_options(self))
+            self.X_fit_ = X
+            self._store(res, D, res.info["L"])
+            self.n_features_in_ = D
+            return self
+        self.X_fit_ = None
+        if self.solver == "lowrank":
+            d = self._check_solver(D)
+            loss = AllPairs(X, codes, lam=self.lam, regularizer=self.regularizer)
+            res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
+                              **_options(self))
+            return self._store(res, D, res.info["L"])
+        i, j = np.triu_indices(X.shape[0], 1)
+        keep = ~np.all(X[i] == X[j], axis=1)  # duplicate samples: no pair
+        i, j = i[keep], j[keep]
+        s = np.where(codes[i] == codes[j], 1, -1)
+        return self._solve_pairs(X, np.column_stack([i, j]), s)
+
+    def transform(self, X):
+        """``L x`` (``A k(x, X_fit)`` in the kernel form).
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self, "components_")
+        if self.X_fit_ is None:
+            return super().transform(X)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._embed(X)
+
+    def _embed(self, X):
+        if self.X_fit_ is None:
+            return X @ self.components_.T
+        return self._kernel(X, self.X_fit_) @ self.components_.T
+
+    def _distances(self, points, a, b):
+        if self.X_fit_ is None:
+            return super()._distances(points, a, b)
+        diff = self.transform(points[:, a]) - self.transform(points[:, b])
+        return np.sqrt(np.sum(diff * diff, axis=1))
+
+
+def _bag_input(bags, preprocessor):
+    """``(X, bags as index arrays)`` from index arrays into ``preprocessor``
+    or from a list of (n_d, n_features) point arrays."""
+    if preprocessor is not None:
+        X = check_samples(preprocessor, "preprocessor")
+        return X, bags
+    if not hasattr(bags, "__len__") or len(bags) == 0:
+        raise ValueError("bags: expected a non-empty sequence of bags.")
+    pts = []
+    for k, B in enumerate(bags):
+        B = np.asarray(B)
+        if B.ndim != 2:
+            raise ValueError(f"bags[{k}]: without preprocessor a bag is an array of "
+                             f"points (n_instances, n_features); got {B.ndim} "
+                             f"dimensions (index arrays need preprocessor=X).")
+        if B.shape[0] == 0:
+            raise ValueError(f"bags[{k}]: the bag is empty.")
+        pts.append(check_finite(B, f"bags[{k}]", ndim=2))
+    widths = {P.shape[1] for P in pts}
+    if len(widths) != 1:
+        raise ValueError(f"bags: the bags' points have different widths {sorted(widths)}.")
+    X = np.vstack(pts)
+    ends = np.cumsum([P.shape[0] for P in pts])
+    return X, [np.arange(e - P.shape[0], e) for P, e in zip(pts, ends)]
+
+
+class _BagsLearner(PairsClassifierMixin, _LDMLBase):
+    """``fit(bags, bag_labels)``: shared input handling."""
+
+    def _bags(self, bags, bag_labels):
+        X, idx = _bag_input(bags, self.preprocessor)
+        idx, sets, classes = check_bags(idx, bag_labels, X.shape[0])
+        return X, idx, sets, classes
+
+
+class MildML(_BagsLearner):
+    """Multiple-instance LDML (Guillaumin et al. 2010, Sec. 2.2, Eq. 7-8).
+
+    Learns ``L`` (n_components, n_features) and ``b`` from bags of instances
+    whose captions are label sets: two bags are a positive pair when their
+    captions share a label; the bag distance is the smallest instance
+    distance.  Alternates the selection of the closest instance pair of
+    every bag pair with one line search along the negative gradient
+    (:class:`~cvxmetric.ldml.MildMLSolver`).
+
+    Parameters
+    ----------
+    n_components : int, optional
+        Rank of the metric (default: the input dimension).
+    lam : float >= 0, default=0.0
+    regularizer : {"trace", "frobenius"}, default="trace"
+    n_init : int >= 1, default=1
+    preprocessor : array_like of shape (n_samples, n_features), optional
+        When given, bags are index arrays into it.
+    tol, max_iter, max_time : optional
+    random_state : int, RandomState instance or None
+
+    Attributes
+    ----------
+    components_, b_, threshold_, objective_, status_, n_iter_, result_, \
+n_features_in_
+        As in :class:`LDML` (``status_`` is at best ``optimal_inaccurate``:
+        Eq. 8 is not convex and has no certificate).
+    """
+
+    _parameter_constraints = {**_SHARED, "preprocessor": ["array-like", None]}
+
+    def __init__(self, n_components=None, lam=0.0, regularizer="trace", n_init=1,
+                 preprocessor=None, tol=None, max_iter=None, max_time=None,
+                 random_state=None):
+        self.n_components = n_components
+        self.lam = lam
+        self.regularizer = regularizer
+        self.n_init = n_init
+        self.preprocessor = preprocessor
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, bags, bag_labels):
+        """Learn ``(L, b)`` from labelled bags.
+
+        Parameters
+        ----------
+        bags : sequence
+            Index arrays into ``preprocessor``, or (without it) arrays of
+            points of shape (n_instances_d, n_features).
+        bag_labels : sequence of sequences
+            The label set of each bag's caption (any hashable labels; may
+            be empty).
+
+        Returns
+        -------
+        self : MildML
+        """
+        X, idx, sets, _ = self._bags(bags, bag_labels)
+        D = X.shape[1]
+        d = self._rank(D)
+        data = BagPairs(X, idx, [s for s in sets], lam=self.lam,
+                        regularizer=self.regularizer)
+        res = fit_mildml(data, d, n_init=self.n_init, random_state=self.random_state,
+                         **_options(self))
+        self.classes_ = np.array([-1, 1])
+        return self._store(res, D, res.info["L"])
+
+
+class LDMLStar(_BagsLearner):
+    """LDML from labelled bags through instance labels (Sec. 2.3): LDML*.
+
+    Names the instances by the constrained clustering of Eq. 11 (each bag
+    solved exactly as a bipartite matching, :func:`~cvxmetric.ldml.label_instances`),
+    first with the Euclidean metric, then learns low-rank LDML on every pair
+    of instances with those labels (an instance left without a name is its
+    own class), and -- LDML* -- re-estimates the labels with the learned
+    metric and threshold and learns again, until the labels no longer
+    change or ``n_rounds`` rounds.  ``n_rounds=1`` is the paper's "LDML"
+    row of Table 1 (labels from the Euclidean clustering only).
+
+    Parameters
+    ----------
+    n_components : int, optional
+    lam, regularizer, n_init, tol, max_iter, max_time, random_state
+        As in :class:`MildML`.
+    n_rounds : int >= 1, default=5
+    b0 : float, optional
+        The threshold of Eq. 10 for the Euclidean clustering (default: the
+        median squared distance of the instances).
+    preprocessor : array_like, optional
+
+    Attributes
+    ----------
+    labels_ : ndarray of int, shape (n_instances,)
+        The instance labels of the last round, as indices into
+        ``classes_seen_`` (``-1``: no name).
+    classes_seen_ : ndarray
+        The distinct caption labels.
+    n_rounds_ : int
+    components_, b_, threshold_, objective_, status_, n_iter_, result_, \
+n_features_in_
+        As in :class:`LDML`.
+    """
+
+    _parameter_constraints = {
+        **_SHARED,
+        "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "b0": [Interval(Real, None, None, closed="neither"), None],
+        "preprocessor": ["array-like", None],
+    }
+
+    def __init__(self, n_components=None, lam=0.0, regularizer="trace", n_init=1,
+                 n_rounds=5, b0=None, preprocessor=None, tol=None, max_iter=None,
+                 max_time=None, random_state=None):
+        self.n_components = n_components
+        self.lam = lam
+        self.regularizer = regularizer
+        self.n_init = n_init
+        self.n_rounds = n_rounds
+        self.b0 = b0
+        self.preprocessor = preprocessor
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, bags, bag_labels):
+        """Alternate instance labelling (Eq. 11) and low-rank LDML.
+
+        Parameters
+        ----------
+        bags, bag_labels
+            As in :meth:`MildML.fit`.
+
+        Returns
+        -------
+        self : LDMLStar
+        """
+        X, idx, sets, classes = self._bags(bags, bag_labels)
+        N, D = X.shape
+        d = self._rank(D)
+        rng = check_random_state(self.random_state)
+        if self.b0 is None:
+            sub = rng.choice(N, size=min(N, 2000), replace=False)
+            Z = X[sub]
+            sq = np.einsum("nd,nd->n", Z, Z)
+            d2 = sq[:, None] + sq[None, :] - 2.0 * Z @ Z.T
+            b = float(np.median(d2[np.triu_indices(len(sub), 1)]))
+        else:
+            b = float(self.b0)
+        Z, labels, res = X, None, None
+        for k in range(int(self.n_rounds)):
+            new = label_instances(Z, idx, sets, b, name_all=True)
+            if labels is not None and np.array_equal(new, labels):
+                break
+            labels = new
+            # an unnamed instance is its own class (different from every other)
+            train = labels.copy()
+            free = np.flatnonzero(train < 0)
+            train[free] = labels.max() + 1 + np.arange(free.size)
+            loss = AllPairs(X, train, lam=self.lam, regularizer=self.regularizer)
+            res = fit_lowrank(loss, d, n_init=self.n_init, random_state=rng,
+                              **_options(self))
+            L, b = res.info["L"], float(res.info["b"])
+            Z = X @ L.T
+        self.n_rounds_ = k + 1
+        self.labels_ = labels
+        self.classes_seen_ = classes
+        self.classes_ = np.array([-1, 1])
+        return self._store(res, D, res.info["L"])
