@@ -130,6 +130,10 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
             return self._store(solve_exact(data), D)
         return self._store(ProjectedGradient(**_options(self)).run(data), D)
 
+
+class _PairProba:
+    """``predict_proba`` on pairs: Eq. 3 with the learned ``b_``."""
+
     def predict_proba(self, pairs):
         """Eq. 3: ``[p(different), p(same)]`` of each pair, ``p(same) =
         sigma(b_ - d_M)``.
@@ -146,11 +150,11 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
             Columns in the order of ``classes_`` (``[-1, 1]``).
         """
         check_is_fitted(self, "b_")
-        p = _sigmoid(self.b_ - self.pair_distance(pairs) ** 2)
-        return np.column_stack([1.0 - p, p])
+        u = self.b_ - self.pair_distance(pairs) ** 2
+        return np.column_stack([_sigmoid(-u), _sigmoid(u)])
 
 
-class LDML(PairsClassifierMixin, _LDMLBase):
+class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
     """Logistic Discriminant Metric Learning (Guillaumin et al.), pairs learner.
 
     Minimises the negative log-likelihood of Eq. 2::
@@ -403,7 +407,7 @@ def _bag_input(bags, preprocessor):
     return X, [np.arange(e - P.shape[0], e) for P, e in zip(pts, ends)]
 
 
-class _BagsLearner(PairsClassifierMixin, _LDMLBase):
+class _BagsLearner(_PairProba, PairsClassifierMixin, _LDMLBase):
     """``fit(bags, bag_labels)``: shared input handling."""
 
     def _bags(self, bags, bag_labels):

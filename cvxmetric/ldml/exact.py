@@ -30,6 +30,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 from scipy.optimize import brentq
+from scipy.special import expit
 
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, project_psd
@@ -61,7 +62,8 @@ def _logistic(u):
 
 
 def _sigmoid(u):
-    return 0.5 * (1.0 + np.tanh(0.5 * u))
+    # scipy's expit: exact in both tails (1 - p would lose the small one)
+    return expit(u)
 
 
 class LDMLData:
