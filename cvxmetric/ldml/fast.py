@@ -324,20 +324,32 @@ class AllPairs(_Loss):
         for a in range(0, N, self.block):
             r = slice(a, min(a + self.block, N))
             Zr, Zc = Z[r], Z[a:]
-            dist = q[r, None] + q[None, a:] - 2.0 * (Zr @ Zc.T)  # (rows, N - a)
-            np.maximum(dist, 0.0, out=dist)
-            same = y[r, None] == y[None, a:]
-            s = np.where(same, 1.0, -1.0)
-            u = s * (dist - b)
-            loss, slope = _loss_and_slope(u)
-            # the block's own square: keep j > i only
-            rows = np.arange(r.stop - r.start)
-            tri = np.arange(dist.shape[1])[None, :] > rows[:, None]
+            # u = s (d - b), built in place in one (rows, N - a) array
+            u = Zr @ Zc.T
+            u *= -2.0
+            u += q[r, None]
+            u += q[None, a:]
+            np.maximum(u, 0.0, out=u)
+            u -= b
+            diff = y[r, None] != y[None, a:]  # s = -1
+            np.negative(u, out=u, where=diff)
+            # the block's own square: keep j > i only (and no identical rows)
+            keep = np.arange(u.shape[1])[None, :] > np.arange(u.shape[0])[:, None]
             if self._has_dups:
-                tri &= self._rows[r, None] != self._rows[None, a:]
-            total += float(np.sum(loss, where=tri))
+                keep &= self._rows[r, None] != self._rows[None, a:]
+            e = np.abs(u)
+            np.negative(e, out=e)
+            np.exp(e, out=e)                       # exp(-|u|)
+            # g(u) = max(u, 0) + log1p(exp(-|u|))
+            total += float(np.sum(np.log1p(e), where=keep)) \
+                + float(np.sum(np.maximum(u, 0.0), where=keep))
             if grad:
-                w = np.where(tri, s * slope, 0.0)  # dF/dd_ij
+                # w = dF/dd = s sigma(u) = s (u >= 0 ? 1 : e) / (1 + e)
+                w = np.where(u >= 0, 1.0, e)
+                e += 1.0
+                w /= e
+                np.negative(w, out=w, where=diff)
+                w[~keep] = 0.0
                 gb -= float(np.sum(w))
                 # H Z for the block's pairs: H = sum_ij w_ij (e_i - e_j)(e_i - e_j)^T
                 HZ[r] += w.sum(axis=1)[:, None] * Zr - w @ Zc
