@@ -39,11 +39,12 @@ SOURCES = (
     "cvxmetric/rankdml/_constraint.py",
     "cvxmetric/slr/estimator.py",
     "cvxmetric/omdml/exact.py",
+    "cvxmetric/ldml/exact.py",
 )
 
 #: Family pages, each with a "## The CVXPY declaration" section.
 PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/slr.md",
-         "docs/omdml.md")
+         "docs/omdml.md", "docs/ldml.md")
 
 HEADING = "## The CVXPY declaration"
 JOIN = "# ..."
