@@ -48,12 +48,16 @@ from ._naming import label_instances
 from .exact import REGULARIZERS, LDMLData, _sigmoid, solve_exact
 from .fast import AllPairs, PairSet, ProjectedGradient, fit_lowrank
 
-__all__ = ["LDML", "LDMLSupervised", "MildML", "LDMLStar", "SOLVER_NAMES"]
+__all__ = ["LDML", "LDMLSupervised", "MildML", "LDMLStar", "SOLVER_NAMES", "PAIRS_MAX"]
 
 logger = logging.getLogger("cvxmetric")
 
 #: Values of the LDML estimators' ``solver``.
 SOLVER_NAMES = ("exact", "fast", "lowrank")
+
+#: ``LDMLSupervised`` with ``solver="exact"`` or ``"fast"`` holds the
+#: difference vectors of all pairs: at most this many floats (400 MB).
+PAIRS_MAX = 50_000_000
 
 _SHARED = {
     "lam": [Interval(Real, 0, None, closed="left")],
@@ -346,6 +350,13 @@ n_features_in_
             res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
                               **_options(self))
             return self._store(res, D, res.info["L"])
+        n_pairs = X.shape[0] * (X.shape[0] - 1) // 2
+        if n_pairs * D > PAIRS_MAX:
+            raise ValueError(
+                f"solver: {self.solver!r} holds every pair's difference vector "
+                f"({n_pairs} pairs x {D} features here, above {PAIRS_MAX:.0e} "
+                f"floats); use solver='lowrank', which evaluates all pairs block "
+                f"by block (n_components=None keeps the full rank).")
         i, j = np.triu_indices(X.shape[0], 1)
         keep = ~np.all(X[i] == X[j], axis=1)  # duplicate samples: no pair
         i, j = i[keep], j[keep]

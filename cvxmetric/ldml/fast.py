@@ -50,7 +50,7 @@ from ..result import Certificate, SolverResult, Status
 from .exact import REGULARIZERS, LDMLData, _logistic, _sigmoid
 
 __all__ = ["ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet", "fit_lowrank",
-           "certify_point", "LEVEL_SDP_MAX"]
+           "certify_point", "LEVEL_SDP_MAX", "CERTIFY_MAX"]
 
 # Rows of one block of the all-pairs loops: the (block, N) arrays of a step
 # stay near 64 MB at N = 15 000.
@@ -79,6 +79,13 @@ class PGState(NamedTuple):
     theta: float
     n_restarts: int
 
+
+#: The low-rank method certifies a full-rank run only when the pairs'
+#: difference vectors (``n_pairs * D`` floats) stay within this many: the
+#: certificate holds them (and, without a regulariser, solves an SDP over
+#: them).  Beyond, the status stays ``optimal_inaccurate`` at a stationary
+#: point.
+CERTIFY_MAX = 5_000_000
 
 #: Up to this input dimension a certificate that does not pass with the
 #: trace bound is sharpened by one small SDP (:meth:`LDMLData.level_min`).
@@ -450,9 +457,9 @@ class LowRankLDML(IterativeSolver):
 
     At full rank (``rank == D``) a stationary point is the optimum of the
     convex problem, and the final iterate is certified against it (the
-    certificate of :func:`~cvxmetric.ldml.solve_exact`, which needs ``D``
-    small enough for one eigendecomposition and, without a regulariser, one
-    small SDP bounding the trace).  Below full rank nothing bounds the
+    certificate of :func:`~cvxmetric.ldml.solve_exact`, which holds the
+    pairs' difference vectors: up to :data:`CERTIFY_MAX` floats, and,
+    without a regulariser, solves one SDP bounding the trace).  Below full rank nothing bounds the
     rank-constrained optimum: the status is ``optimal_inaccurate`` at a
     stationary point (``raw_status`` ``optimal``).
 
@@ -563,7 +570,8 @@ class LowRankLDML(IterativeSolver):
         cert = Certificate.from_bound(state.f, -math.inf, max_violation=0.0, min_eig=0.0,
                                       solver=self.name, tolerances={"tol": self.tol})
         info = {"L": L, "b": state.b, "stationarity": state.error}
-        if self.certify and self.rank == loss.n_features and loss.gram is None:
+        if self.certify and self.rank == loss.n_features and loss.gram is None \
+                and loss.n_pairs * loss.n_features <= CERTIFY_MAX:
             cert, b = certify_point(loss.pair_data(), M, state.b, solver=self.name,
                                     tol=self.tol, sharpen=self.converged(state))
             if cert.objective <= state.f:  # b re-optimised: never worse
