@@ -14,7 +14,7 @@ metric learning from automatically labeled bags of faces".
   :class:`LDMLStar`.
 """
 
-from ._bags import SETTINGS, LabelledBags, digits_bags
+from ._bags import SETTINGS, LabelledBags, digit_people_bags, digits_bags
 from ._mildml import BagPairs, MildMLSolver, fit_mildml
 from ._naming import assign_bag, clustering_objective, label_instances
 from .estimator import LDML, LDMLStar, LDMLSupervised, MildML
@@ -24,5 +24,5 @@ from .fast import AllPairs, LowRankLDML, PairSet, ProjectedGradient, certify_poi
 __all__ = ["LDMLData", "solve_exact", "ProjectedGradient", "LowRankLDML", "AllPairs",
            "PairSet", "fit_lowrank", "certify_point", "BagPairs", "MildMLSolver",
            "fit_mildml", "assign_bag", "label_instances", "clustering_objective",
-           "digits_bags", "LabelledBags", "SETTINGS", "LDML", "LDMLSupervised",
+           "digits_bags", "digit_people_bags", "LabelledBags", "SETTINGS", "LDML", "LDMLSupervised",
            "MildML", "LDMLStar"]

@@ -23,7 +23,7 @@ from sklearn.utils import check_random_state
 
 from .._validation import check_scalar
 
-__all__ = ["SETTINGS", "LabelledBags", "digits_bags"]
+__all__ = ["SETTINGS", "LabelledBags", "digits_bags", "digit_people_bags"]
 
 #: The annotation settings of Sec. 4.1.
 SETTINGS = ("instances", "bags", "noisy")
@@ -77,6 +77,38 @@ def _bags_of(y, max_size, rng):
     return bags
 
 
+def _documents(X, y, setting, max_bag, p_missing, p_spurious, names, gen):
+    """Bags of distinct labels and their captions in one setting."""
+    bags = _bags_of(y, max_bag, gen)
+    captions = []
+    for b in bags:
+        true = np.unique(y[b])
+        if setting == "noisy":
+            keep = gen.uniform(size=true.size) >= p_missing
+            cap = set(true[keep].tolist())
+            if gen.uniform() < p_spurious:
+                cap.add(int(gen.choice(names)))
+            captions.append(np.array(sorted(cap), dtype=int))
+        else:
+            captions.append(true)
+    if setting == "instances":
+        # every instance its own bag with its own label
+        bags = [np.array([i]) for i in range(len(y))]
+        captions = [np.array([c]) for c in y]
+    return LabelledBags(X, y, bags, captions, setting)
+
+
+def _check_common(setting, max_bag, p_missing, p_spurious):
+    if setting not in SETTINGS:
+        raise ValueError(f"setting: unknown option {setting!r}; expected one of "
+                         f"{SETTINGS}.")
+    if isinstance(max_bag, bool) or not isinstance(max_bag, (int, np.integer)) \
+            or max_bag < 1:
+        raise ValueError(f"max_bag: expected an integer >= 1, got {max_bag!r}.")
+    return (check_scalar(p_missing, "p_missing", low=0.0, high=1.0),
+            check_scalar(p_spurious, "p_spurious", low=0.0, high=1.0))
+
+
 def digits_bags(setting="bags", *, n_per_class=None, max_bag=4, p_missing=0.1,
                 p_spurious=0.2, classes_A=(0, 1, 2, 3, 4), classes_B=(5, 6, 7, 8, 9),
                 random_state=None):
@@ -105,14 +137,7 @@ def digits_bags(setting="bags", *, n_per_class=None, max_bag=4, p_missing=0.1,
     """
     from sklearn.datasets import load_digits
 
-    if setting not in SETTINGS:
-        raise ValueError(f"setting: unknown option {setting!r}; expected one of "
-                         f"{SETTINGS}.")
-    if isinstance(max_bag, bool) or not isinstance(max_bag, (int, np.integer)) \
-            or max_bag < 1:
-        raise ValueError(f"max_bag: expected an integer >= 1, got {max_bag!r}.")
-    p_missing = check_scalar(p_missing, "p_missing", low=0.0, high=1.0)
-    p_spurious = check_scalar(p_spurious, "p_spurious", low=0.0, high=1.0)
+    p_missing, p_spurious = _check_common(setting, max_bag, p_missing, p_spurious)
     cA, cB = set(int(c) for c in classes_A), set(int(c) for c in classes_B)
     if not cA or not cB or cA & cB or not (cA | cB) <= set(range(10)):
         raise ValueError("classes_A, classes_B: expected two non-empty disjoint sets "
@@ -129,21 +154,93 @@ def digits_bags(setting="bags", *, n_per_class=None, max_bag=4, p_missing=0.1,
                                   for c in classes])
             idx.sort()
         Xs, ys = X[idx], y[idx]
-        bags = _bags_of(ys, int(max_bag), gen)
-        captions = []
-        for b in bags:
-            true = np.unique(ys[b])
-            if setting == "noisy":
-                keep = gen.uniform(size=true.size) >= p_missing
-                cap = set(true[keep].tolist())
-                if gen.uniform() < p_spurious:
-                    cap.add(int(gen.choice(classes)))
-                captions.append(np.array(sorted(cap), dtype=int))
-            else:
-                captions.append(true)
-        if setting == "instances":
-            # every instance its own bag with its own label
-            bags = [np.array([i]) for i in range(len(ys))]
-            captions = [np.array([c]) for c in ys]
-        out.append(LabelledBags(Xs, ys, bags, captions, setting))
+        out.append(_documents(Xs, ys, setting, int(max_bag), p_missing, p_spurious,
+                              np.array(classes), gen))
+    return out[0], out[1]
+
+
+def _photo(img, shift, contrast, noise, gen):
+    """One "photo" of an 8 x 8 image: shifted by up to ``shift`` pixels
+    (each axis moves with probability 1/2, zeros enter), contrast-scaled,
+    with Gaussian noise."""
+    out = img
+    for axis in (0, 1):
+        k = int(gen.integers(1, shift + 1)) * int(gen.choice((-1, 1))) \
+            if shift and gen.uniform() < 0.5 else 0
+        if k:
+            out = np.roll(out, k, axis=axis)
+            idx = [slice(None), slice(None)]
+            idx[axis] = slice(0, k) if k > 0 else slice(k, None)
+            out[tuple(idx)] = 0.0
+    return out * gen.uniform(*contrast) + gen.normal(0.0, noise, size=out.shape)
+
+
+def digit_people_bags(setting="bags", *, n_people=150, photos=(2, 6), max_bag=4,
+                      shift=1, contrast=(0.8, 1.2), noise=0.05, p_missing=0.1,
+                      p_spurious=0.2, random_state=None):
+    """Labelled bags of "people": each person one digit image, each instance
+    a photo of it (Sec. 3-4.1's faces, with pose and lighting as shift,
+    contrast and noise).
+
+    What a face metric must learn is what separates people while ignoring
+    how their photos vary; here the variation (shift, contrast, noise) is
+    shared by all people, so a metric learned on one set of people applies
+    to another -- the situation of the paper's disjoint sets A and B, which
+    the digits' ten classes cannot give (a metric learned on five digit
+    classes ranks pairs of the other five worse than L2).
+
+    Parameters
+    ----------
+    setting : {"instances", "bags", "noisy"}
+    n_people : int >= 2
+        People per set (distinct digit images; the two sets share none).
+    photos : (int, int)
+        Each person has ``photos[0]..photos[1]`` photos (uniform).
+    max_bag : int >= 1
+    shift : int >= 0
+        Largest shift in pixels.
+    contrast : (float, float)
+        Range of the contrast factor.
+    noise : float >= 0
+        Standard deviation of the pixel noise (pixels in [0, 1]).
+    p_missing, p_spurious : float in [0, 1]
+        As in :func:`digits_bags`.
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    A, B : LabelledBags
+        ``y`` is the person (a label of its set); features are 64 pixels.
+    """
+    from sklearn.datasets import load_digits
+
+    p_missing, p_spurious = _check_common(setting, max_bag, p_missing, p_spurious)
+    if isinstance(n_people, bool) or not isinstance(n_people, (int, np.integer)) \
+            or not 2 <= n_people <= 898:
+        raise ValueError(f"n_people: expected an integer in [2, 898], got {n_people!r}.")
+    lo, hi = photos
+    if not (isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer))
+            and 1 <= lo <= hi):
+        raise ValueError(f"photos: expected integers 1 <= low <= high, got {photos!r}.")
+    if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)) \
+            or not 0 <= shift <= 3:
+        raise ValueError(f"shift: expected an integer in [0, 3], got {shift!r}.")
+    c0 = check_scalar(contrast[0], "contrast", low=0.0, low_inclusive=False)
+    c1 = check_scalar(contrast[1], "contrast", low=c0)
+    noise = check_scalar(noise, "noise", low=0.0)
+    rng = check_random_state(random_state)
+    gen = np.random.default_rng(rng.randint(2 ** 31 - 1))
+    X, _ = load_digits(return_X_y=True)
+    images = (X / 16.0).reshape(-1, 8, 8)
+    order = gen.permutation(len(images))
+    out = []
+    for s in range(2):
+        people = order[s * n_people:(s + 1) * n_people]
+        feats, ys = [], []
+        for k, i in enumerate(people):
+            for _ in range(int(gen.integers(lo, hi + 1))):
+                feats.append(_photo(images[i], int(shift), (c0, c1), noise, gen).ravel())
+                ys.append(k + s * n_people)
+        out.append(_documents(np.array(feats), np.array(ys), setting, int(max_bag),
+                              p_missing, p_spurious, np.unique(ys), gen))
     return out[0], out[1]

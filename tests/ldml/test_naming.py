@@ -158,3 +158,46 @@ def test_digits_bags_bad_input():
         digits_bags("noisy", p_missing=1.5)
     with pytest.raises(ValueError, match="classes_A, classes_B"):
         digits_bags(classes_A=(0, 1), classes_B=(1, 2))
+
+
+@pytest.mark.parametrize("setting", ["instances", "bags", "noisy"])
+def test_digit_people_bags(setting):
+    from cvxmetric.ldml import digit_people_bags
+
+    A, B = digit_people_bags(setting, n_people=20, photos=(2, 4), random_state=0)
+    assert set(np.unique(A.y)).isdisjoint(np.unique(B.y))
+    for S in (A, B):
+        assert len(np.unique(S.y)) == 20 and S.X.shape[1] == 64
+        counts = np.bincount(S.y - S.y.min())
+        assert counts.min() >= 2 and counts.max() <= 4
+        cover = np.sort(np.concatenate(S.bags))
+        np.testing.assert_array_equal(cover, np.arange(len(S.y)))
+        for b, cap in zip(S.bags, S.captions):
+            # the people of one photo are distinct
+            assert len(set(S.y[b].tolist())) == len(b)
+            if setting != "noisy":
+                assert set(cap.tolist()) == set(S.y[b].tolist())
+    again = digit_people_bags(setting, n_people=20, photos=(2, 4), random_state=0)[0]
+    np.testing.assert_array_equal(again.X, A.X)
+    # photos of one person differ (pose and lighting), but stay closer to
+    # each other than to other people on average
+    A0 = digit_people_bags("instances", n_people=30, noise=0.0, shift=0,
+                           contrast=(1.0, 1.0), random_state=1)[0]
+    same = A0.y[:, None] == A0.y[None, :]
+    D = np.sum((A0.X[:, None] - A0.X[None]) ** 2, axis=2)
+    assert np.allclose(D[same], 0.0)
+
+
+def test_digit_people_bags_bad_input():
+    from cvxmetric.ldml import digit_people_bags
+
+    with pytest.raises(ValueError, match="n_people"):
+        digit_people_bags(n_people=1)
+    with pytest.raises(ValueError, match="photos"):
+        digit_people_bags(photos=(3, 2))
+    with pytest.raises(ValueError, match="shift"):
+        digit_people_bags(shift=5)
+    with pytest.raises(ValueError, match="noise"):
+        digit_people_bags(noise=-1.0)
+    with pytest.raises(ValueError, match="setting"):
+        digit_people_bags("faces")
