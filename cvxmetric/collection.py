@@ -1961,3 +1961,4 @@ from .rankdml import _collection as _rankdml_collection  # noqa: E402,F401
 from .rankdml import _constraint_collection as _cdml_collection  # noqa: E402,F401
 from .slr import _collection as _slr_collection  # noqa: E402,F401
 from .omdml import _collection as _omdml_collection  # noqa: E402,F401
+from .ldml import _collection as _ldml_collection  # noqa: E402,F401
