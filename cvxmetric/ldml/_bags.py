@@ -56,6 +56,12 @@ class LabelledBags:
         return len(self.bags)
 
 
+def _streams(random_state, n):
+    """``n`` independent generators from one ``random_state``."""
+    seed = check_random_state(random_state).randint(2 ** 31 - 1)
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n)]
+
+
 def _bags_of(y, max_size, rng):
     """Cut the instances into bags of 1..max_size instances of distinct
     classes (the faces of one photo are different people): each bag draws
@@ -142,12 +148,12 @@ def digits_bags(setting="bags", *, n_per_class=None, max_bag=4, p_missing=0.1,
     if not cA or not cB or cA & cB or not (cA | cB) <= set(range(10)):
         raise ValueError("classes_A, classes_B: expected two non-empty disjoint sets "
                          "of digit classes 0-9.")
-    rng = check_random_state(random_state)
-    gen = np.random.default_rng(rng.randint(2 ** 31 - 1))
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     out = []
-    for classes in (sorted(cA), sorted(cB)):
+    # one stream per set: a set is the same data in every setting and
+    # whatever the other set draws
+    for classes, gen in zip((sorted(cA), sorted(cB)), _streams(random_state, 2)):
         idx = np.flatnonzero(np.isin(y, classes))
         if n_per_class is not None:
             idx = np.concatenate([gen.permutation(np.flatnonzero(y == c))[:n_per_class]
@@ -228,13 +234,12 @@ def digit_people_bags(setting="bags", *, n_people=150, photos=(2, 6), max_bag=4,
     c0 = check_scalar(contrast[0], "contrast", low=0.0, low_inclusive=False)
     c1 = check_scalar(contrast[1], "contrast", low=c0)
     noise = check_scalar(noise, "noise", low=0.0)
-    rng = check_random_state(random_state)
-    gen = np.random.default_rng(rng.randint(2 ** 31 - 1))
     X, _ = load_digits(return_X_y=True)
     images = (X / 16.0).reshape(-1, 8, 8)
-    order = gen.permutation(len(images))
+    pick, *gens = _streams(random_state, 3)
+    order = pick.permutation(len(images))
     out = []
-    for s in range(2):
+    for s, gen in enumerate(gens):
         people = order[s * n_people:(s + 1) * n_people]
         feats, ys = [], []
         for k, i in enumerate(people):

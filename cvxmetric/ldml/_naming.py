@@ -86,7 +86,7 @@ def clustering_objective(Z, labels, b):
     return total
 
 
-def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False):
+def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False, init=None):
     """LDML*'s label step: coordinate ascent on Eq. 11, one bag at a time.
 
     Starts as the paper does, every instance in every class of its bag,
@@ -110,6 +110,12 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False):
         Passed to :func:`assign_bag`: name every instance the caption has
         room for (training), instead of letting "no name" compete (the
         naming experiment, where ``b`` sets how many are named).
+    init : array_like of int, shape (n_instances,), optional
+        Labels to start from (a class of the instance's bag label set, or
+        ``-1``) instead of the paper's start.  At a small ``b`` the paper's
+        start empties every class in the first sweep, and the few instances
+        then named are picked by ties; starting from the labels of a larger
+        ``b`` (a continuation in ``b``) avoids that.
 
     Returns
     -------
@@ -134,8 +140,19 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False):
         raise ValueError("bag_labels: classes must be non-negative integers.")
     n_classes = int(max((s.max() + 1 for s in sets if s.size), default=0))
     member = np.zeros((n, max(n_classes, 1)), dtype=bool)
-    for B, s in zip(bags, sets):
-        member[np.ix_(B, s)] = True  # the paper's start: every permitted class
+    if init is None:
+        for B, s in zip(bags, sets):
+            member[np.ix_(B, s)] = True  # the paper's start: every permitted class
+    else:
+        init = np.asarray(init)
+        if init.shape != (n,) or not np.issubdtype(init.dtype, np.integer):
+            raise ValueError(f"init: expected {n} integer labels, got shape {init.shape}.")
+        for k, (B, s) in enumerate(zip(bags, sets)):
+            lab = init[B]
+            named = lab >= 0
+            if not np.all(np.isin(lab[named], s)) or np.any(lab < -1):
+                raise ValueError(f"init: bags[{k}] has a label outside its label set.")
+            member[B[named], lab[named]] = True
     for _ in range(int(n_sweeps)):
         changed = False
         for B, s in zip(bags, sets):

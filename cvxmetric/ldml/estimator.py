@@ -531,6 +531,7 @@ class LDMLStar(_BagsLearner):
     classes_seen_ : ndarray
         The distinct caption labels.
     n_rounds_ : int
+        LDML fits run (a round whose labels did not change is not counted).
     components_, b_, threshold_, objective_, status_, n_iter_, result_, \
 n_features_in_
         As in :class:`LDML`.
@@ -583,12 +584,13 @@ n_features_in_
             b = float(np.median(d2[np.triu_indices(len(sub), 1)]))
         else:
             b = float(self.b0)
-        Z, labels, res = X, None, None
-        for k in range(int(self.n_rounds)):
+        Z, labels, res, rounds = X, None, None, 0
+        for _ in range(int(self.n_rounds)):
             new = label_instances(Z, idx, sets, b, name_all=True)
             if labels is not None and np.array_equal(new, labels):
-                break
+                break  # the labels are a fixed point: no new fit
             labels = new
+            rounds += 1
             # an unnamed instance is its own class (different from every other)
             train = labels.copy()
             free = np.flatnonzero(train < 0)
@@ -598,7 +600,7 @@ n_features_in_
                               **_options(self))
             L, b = res.info["L"], float(res.info["b"])
             Z = X @ L.T
-        self.n_rounds_ = k + 1
+        self.n_rounds_ = rounds
         self.labels_ = labels
         self.classes_seen_ = classes
         self.classes_ = np.array([-1, 1])

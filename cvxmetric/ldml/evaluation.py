@@ -579,7 +579,10 @@ def naming_curve(Z, bags, captions, y_true, *, n_points=50, named_range=(0.05, 1
     between ``named_range[0]`` and ``named_range[1]`` times the nameable
     count.  The predicted class of an instance is the caption label it is
     given, compared directly with ``y_true`` (the captions hold the class
-    labels themselves).
+    labels themselves).  The clustering at the top threshold starts as the
+    paper's; every smaller threshold starts from the labels of the nearest
+    larger one evaluated (a continuation: from the paper's start, a small
+    ``b`` empties every class in the first sweep and names by ties).
 
     Parameters
     ----------
@@ -635,14 +638,22 @@ def naming_curve(Z, bags, captions, y_true, *, n_points=50, named_range=(0.05, 1
     tol = max(0.5, 0.3 * spacing)
 
     cache = {}  # b -> (n_named, precision)
+    labels = {}  # b -> the labels found
 
-    def run(b):
+    def run(b, warm=True):
         if b not in cache:
-            lab = label_instances(Z, bags, caps, b, n_sweeps=n_sweeps, name_all=False)
+            # continuation in b: start from the labels of the nearest larger
+            # threshold evaluated (the paper's start at a small b empties
+            # every class in its first sweep and names by ties)
+            above = [c for c in labels if c > b] if warm else []
+            init = labels[min(above)] if above else None
+            lab = label_instances(Z, bags, caps, b, n_sweeps=n_sweeps, name_all=False,
+                                  init=init)
             named = lab >= 0
             k = int(named.sum())
             prec = float(np.mean(lab[named] == y_true[named])) if k else float("nan")
             cache[b] = (k, prec)
+            labels[b] = lab
         return cache[b][0]
 
     # scale of b: the median squared distance of a fixed sample of pairs
@@ -656,12 +667,15 @@ def naming_curve(Z, bags, captions, y_true, *, n_points=50, named_range=(0.05, 1
     if not scale > 0:
         scale = float(np.max(d2)) if d2.size and np.max(d2) > 0 else 1.0
     # brackets: b = 0 names nothing; double until the top target is reached
-    run(0.0)
     b_hi = scale
     for _ in range(200):
-        if run(b_hi) >= hi_t - tol or len(cache) >= max_evals:
+        if run(b_hi, warm=False) >= hi_t - tol or len(cache) >= max_evals:
             break
         b_hi *= 2.0
+    # the search proper descends from b_hi: forget the cold starts below it
+    for c in [c for c in cache if c < b_hi]:
+        del cache[c], labels[c]
+    run(0.0)
 
     for t in targets:
         while len(cache) < max_evals:

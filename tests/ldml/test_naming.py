@@ -201,3 +201,23 @@ def test_digit_people_bags_bad_input():
         digit_people_bags(noise=-1.0)
     with pytest.raises(ValueError, match="setting"):
         digit_people_bags("faces")
+
+
+def test_label_step_from_given_labels():
+    from cvxmetric.ldml import digits_bags
+
+    A, _ = digits_bags("bags", max_bag=3, random_state=0)
+    cold = label_instances(A.X, A.bags, A.captions, 3.0)
+    high = label_instances(A.X, A.bags, A.captions, 100.0)
+    warm = label_instances(A.X, A.bags, A.captions, 3.0, init=high)
+    # continuation in b: a better local optimum of Eq. 11 than the paper's
+    # start, which at this small b empties every class in its first sweep
+    assert clustering_objective(A.X, warm, 3.0) > clustering_objective(A.X, cold, 3.0)
+    named = warm >= 0
+    assert np.mean(warm[named] == A.y[named]) > 0.9
+    with pytest.raises(ValueError, match="init"):
+        label_instances(A.X, A.bags, A.captions, 3.0, init=high[:5])
+    bad = high.copy()
+    bad[A.bags[0][0]] = 9 if 9 not in A.captions[0] else 8
+    with pytest.raises(ValueError, match=r"init: bags\[0\]"):
+        label_instances(A.X, A.bags, A.captions, 3.0, init=bad)
