@@ -193,6 +193,15 @@ class LDMLData:
                     return float(-np.sum(np.minimum(a, 0.0))) / scale
         return math.nan
 
+    def trace_bound_at_zero(self, solvers=SOLVERS):
+        """:meth:`trace_bound` at ``F(0, b_0)`` (the value at ``M = 0``),
+        computed once and kept: the bound the fast solvers charge the PSD
+        deficit at without a regulariser."""
+        if getattr(self, "_tau0", None) is None:
+            f0 = float(np.sum(_logistic(-self.s * self.best_b(np.zeros(len(self.s))))))
+            self._tau0 = self.trace_bound(f0, solvers)
+        return self._tau0
+
     def trace_bound(self, f_upper, solvers=SOLVERS):
         """``tau >= tr(M*)`` (module docstring), or NotAttainedError."""
         if np.all(self.s > 0) or np.all(self.s < 0):

@@ -10,14 +10,15 @@ negative log-likelihood minimised, with its optional regulariser)::
     Accelerated projected gradient on ``f(M) = min_b F(M, b)`` -- convex,
     smooth, with gradient ``sum_p sigma(u_p) s_p C_p + lam R'(M)`` at the
     optimal ``b`` (one root, :meth:`LDMLData.best_b`) -- with backtracking
-    and adaptive restart; each step projects onto the PSD cone by one
+    and gradient restarts; each step projects onto the PSD cone by one
     eigendecomposition.  Certified by the same entropy dual as the exact
     path, at the package's tolerance.
 
 :class:`LowRankLDML` (``method="lowrank"``)
-    The paper's low-rank LDML: ``M = L^T L`` with ``L`` (d, D), gradient
-    descent on ``(L, b)`` with Barzilai-Borwein steps safeguarded by an
-    Armijo line search, several random starts (:func:`fit_lowrank`).  The
+    The paper's low-rank LDML: ``M = L^T L`` with ``L`` (d, D), descent on
+    ``(L, b)`` along L-BFGS directions (``memory=0``: the paper's gradient
+    descent) with an Armijo line search, several random starts
+    (:func:`fit_lowrank`).  The
     gradient is Eq. 6, ``dF/dL = 2 L X^T H X`` (rows are samples here, the
     paper's ``X`` transposed) with ``H`` the weighted Laplacian of the pairs
     -- never one outer product per pair: with ``Z = X L^T`` (N, d) it is
@@ -47,13 +48,13 @@ from .._linalg import project_psd
 from .._solver import IterativeSolver, stop_message
 from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate, SolverResult, Status
-from .exact import REGULARIZERS, LDMLData, _logistic, _sigmoid
+from .exact import REGULARIZERS, LDMLData, _sigmoid
 
 __all__ = ["ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet", "fit_lowrank",
            "certify_point", "LEVEL_SDP_MAX", "CERTIFY_MAX"]
 
-# Rows of one block of the all-pairs loops: the (block, N) arrays of a step
-# stay near 64 MB at N = 15 000.
+# Rows of one block of the all-pairs loops: each (block, N) array of a step
+# is 61 MB at N = 15 000 (a handful are alive at once).
 _BLOCK = 512
 
 
@@ -116,10 +117,7 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
     elif data.lam > 0:
         tau = math.inf  # the Frobenius conjugate needs none
     else:
-        tau = getattr(data, "_tau_cache", None)
-        if tau is None:
-            f0 = float(np.sum(_logistic(-data.s * data.best_b(np.zeros(len(data.s))))))
-            tau = data._tau_cache = data.trace_bound(f0)
+        tau = data.trace_bound_at_zero()
     min_eig = float(np.linalg.eigvalsh(M)[0])
     opts = {} if tol is None else {"tol": tol}
 
