@@ -599,7 +599,8 @@ def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e
     rank : int
         ``d``; at most ``D``.
     n_init : int >= 1
-        Random starts (the paper's "multiple random initializations").
+        Random starts (the paper's "multiple random initializations");
+        one at full rank, where the problem is convex in ``M``.
     random_state : int, RandomState instance or None
     maxiter, tol, max_time, certify : as in :class:`LowRankLDML`
         ``max_time`` is shared by all the starts.
@@ -623,6 +624,10 @@ def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e
     gen = np.random.default_rng(rng.randint(2 ** 31 - 1))
     t0 = time.perf_counter()
     best, objectives = None, []
+    if rank == loss.n_features:
+        # full rank: the problem is convex in M, and the descent from a
+        # random start ends at its optimum -- one start is enough
+        n_init = 1
     for k in range(int(n_init)):
         left = None if max_time is None else max(0.0, max_time - (time.perf_counter() - t0))
         solver = LowRankLDML(rank=int(rank), maxiter=maxiter, tol=tol, max_time=left,
