@@ -11,7 +11,9 @@ resident memory is its own and it can be stopped):
     classes (:func:`step_data`): one :meth:`~cvxmetric.ldml.AllPairs.value_grad`
     with the gradient and one value-only evaluation (one Armijo trial of
     :class:`~cvxmetric.ldml.LowRankLDML`).  Target: under 10 s and 4 GiB.
-    The status gives both times, the setup's (drawing ``X``, building
+    The status gives both times, the step's CPU time (all threads: on a
+    shared machine the wall time also counts waiting for a core), the
+    setup's (drawing ``X``, building
     :class:`~cvxmetric.ldml.AllPairs`) and, where Linux lets the peak be
     reset (``/proc/self/clear_refs``), the step's own peak resident memory.
 ``ldml-allpairs-fit``
@@ -165,6 +167,7 @@ def _vm_hwm_mb():
 
 def _step(loss, L, b):
     reset = _reset_peak()
+    c0 = time.process_time()
     t0 = time.perf_counter()
     f, gL, gb = loss.value_grad(L, b)
     t1 = time.perf_counter()
@@ -173,7 +176,8 @@ def _step(loss, L, b):
                                                           + gb * gb), 1e-300)
     f_trial = loss.value_grad(L - step * gL, b - step * gb, grad=False)
     t2 = time.perf_counter()
-    return {"objective": float(f_trial), "f_start": float(f),
+    cpu = time.process_time() - c0
+    return {"cpu_seconds": cpu, "objective": float(f_trial), "f_start": float(f),
             "grad_seconds": t1 - t0, "value_seconds": t2 - t1, "n_iter": 1,
             "step_peak_mb": _vm_hwm_mb() if reset else None, "status": "ok"}
 
@@ -261,6 +265,7 @@ def _status(problem, res):
         own = res.get("step_peak_mb")
         return (f"{status} (gradient {res['grad_seconds']:.2f} s + trial "
                 f"{res['value_seconds']:.2f} s"
+                + f", {res['cpu_seconds']:.2f} CPU s"
                 + ("" if own is None else f", step's own peak {own:.0f} MB")
                 + f"; setup {res['setup_seconds']:.1f} s; target {t_max:g} s, "
                 f"{b_max / 1024 ** 3:g} GiB: {'met' if met else 'NOT met'})")
