@@ -19,9 +19,17 @@ from ._mildml import BagPairs, MildMLSolver, fit_mildml
 from ._naming import assign_bag, clustering_objective, label_instances
 from .estimator import LDML, LDMLStar, LDMLSupervised, MildML
 from .exact import LDMLData, solve_exact
-from .fast import AllPairs, LowRankLDML, PairSet, ProjectedGradient, certify_point, fit_lowrank
+from .fast import (
+    AllPairs,
+    LowRankLDML,
+    PairSet,
+    ProjectedGradient,
+    certify_point,
+    fit_lowrank,
+    solve_fast,
+)
 
-__all__ = ["LDMLData", "solve_exact", "ProjectedGradient", "LowRankLDML", "AllPairs",
+__all__ = ["LDMLData", "solve_exact", "solve_fast", "ProjectedGradient", "LowRankLDML", "AllPairs",
            "PairSet", "fit_lowrank", "certify_point", "BagPairs", "MildMLSolver",
            "fit_mildml", "assign_bag", "label_instances", "clustering_objective",
            "digits_bags", "digit_people_bags", "LabelledBags", "SETTINGS", "LDML", "LDMLSupervised",

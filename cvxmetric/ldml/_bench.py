@@ -31,7 +31,7 @@ resident memory is its own and it can be stopped):
     certified, SCS's was; 3 000 pairs took 185 s, 4 000 more than 400 s),
     ``P = 8 000`` with the Frobenius one (46 s).  Methods ``exact``
     (:func:`~cvxmetric.ldml.solve_exact`), ``fast``
-    (:class:`~cvxmetric.ldml.ProjectedGradient`) and ``lowrank``
+    (:func:`~cvxmetric.ldml.solve_fast`) and ``lowrank``
     (:func:`~cvxmetric.ldml.fit_lowrank` at full rank, as in the
     collection); ``gap`` is against the exact objective.
 
@@ -184,13 +184,13 @@ def _step(loss, L, b):
 
 def _solve(method, problem, data, max_time):
     from .exact import solve_exact
-    from .fast import PairSet, ProjectedGradient, fit_lowrank
+    from .fast import PairSet, fit_lowrank, solve_fast
     from ._collection import LOWRANK_MAXITER
 
     if method == "exact":
         return solve_exact(data)
     if method == "fast":
-        return ProjectedGradient(max_time=max_time).run(data, warn=False)
+        return solve_fast(data, max_time=max_time, warn=False)
     if method == "lowrank" and problem.startswith("ldml-pairs"):
         loss = PairSet(data.X, data.pairs, data.s, lam=data.lam,
                        regularizer=data.regularizer)

@@ -15,7 +15,7 @@ column are not ``(0, ..., 0, b)`` has objective ``inf``.  ``b`` may be
 negative (mostly dissimilar pairs and a strong regulariser), so the stored
 matrix is not itself a metric (``FamilySpec.psd = False``).
 
-Methods: ``"fast"`` (:class:`~cvxmetric.ldml.ProjectedGradient`, default
+Methods: ``"fast"`` (:func:`~cvxmetric.ldml.solve_fast`, default
 settings) and ``"lowrank"`` (:func:`~cvxmetric.ldml.fit_lowrank` at full
 rank ``d = D`` on the explicit pairs, one start from ``random_state=0``,
 :data:`LOWRANK_MAXITER` iterations): at full rank the low-rank gradient
@@ -95,9 +95,9 @@ def _reference_solve(data, solver, tol):
 
 
 def _fast(data):
-    from .fast import ProjectedGradient
+    from .fast import solve_fast
 
-    return _stored(ProjectedGradient().run(data))
+    return _stored(solve_fast(data))
 
 
 def _lowrank(data):

@@ -14,7 +14,7 @@ and learning LDML on them, repeatedly.
 ``solver``    what runs                                           guarantee
 ============  ==================================================  ===========
 ``"exact"``   :func:`~cvxmetric.ldml.solve_exact` (CVXPY)         certified
-``"fast"``    :class:`~cvxmetric.ldml.ProjectedGradient`          certified
+``"fast"``    :func:`~cvxmetric.ldml.solve_fast`                  certified
 ``"lowrank"`` :func:`~cvxmetric.ldml.fit_lowrank` (Eq. 4-6),      stationary;
               ``M = L^T L`` of rank ``n_components``              certified
                                                                   at full rank
@@ -46,7 +46,7 @@ from ..constraints import tuples_to_indices
 from ._mildml import BagPairs, check_bags, fit_mildml
 from ._naming import label_instances
 from .exact import REGULARIZERS, LDMLData, _sigmoid, solve_exact
-from .fast import AllPairs, PairSet, ProjectedGradient, fit_lowrank
+from .fast import AllPairs, PairSet, fit_lowrank, solve_fast
 
 __all__ = ["LDML", "LDMLSupervised", "MildML", "LDMLStar", "SOLVER_NAMES", "PAIRS_MAX"]
 
@@ -80,6 +80,11 @@ def _options(est):
     if est.max_time is not None:
         out["max_time"] = est.max_time
     return out
+
+
+def _fast_options(est):
+    """:func:`~cvxmetric.ldml.solve_fast`'s keywords from the estimator's."""
+    return {"tol": est.tol, "maxiter": est.max_iter, "max_time": est.max_time}
 
 
 class _LDMLBase(MahalanobisMixin, BaseEstimator):
@@ -132,7 +137,7 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         data = LDMLData(X, pairs, s, lam=self.lam, regularizer=self.regularizer)
         if self.solver == "exact":
             return self._store(solve_exact(data), D)
-        return self._store(ProjectedGradient(**_options(self)).run(data), D)
+        return self._store(solve_fast(data, **_fast_options(self)), D)
 
 
 class _PairProba:

@@ -99,6 +99,10 @@ class LDMLData:
     def d(self):
         return self.X.shape[1]
 
+    @property
+    def n_pairs(self):
+        return len(self.s)
+
     def distances(self, M):
         return np.sum((self.Phi @ M) * self.Phi, axis=1)
 

@@ -50,7 +50,8 @@ from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate, SolverResult, Status
 from .exact import REGULARIZERS, LDMLData, _sigmoid
 
-__all__ = ["ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet", "fit_lowrank",
+__all__ = ["solve_fast", "ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet",
+           "fit_lowrank",
            "certify_point", "LEVEL_SDP_MAX", "CERTIFY_MAX"]
 
 # Rows of one block of the all-pairs loops: each (block, N) array of a step
@@ -392,6 +393,7 @@ class PairSet(_Loss):
 
     def set_pairs(self, pairs, s):
         """Replace the pairs (MildML's selection step)."""
+        self._data = None
         pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
         self.i, self.j = pairs[:, 0], pairs[:, 1]
         self.s = np.asarray(s, dtype=float)
@@ -412,8 +414,19 @@ class PairSet(_Loss):
         HZ = deg[:, None] * Z - W @ Z - W.T @ Z
         return float(np.sum(loss)), HZ, -float(np.sum(w))
 
+    @classmethod
+    def from_data(cls, data):
+        """The loss of an :class:`~cvxmetric.ldml.LDMLData` (which
+        :meth:`pair_data` then returns, with what it has computed)."""
+        loss = cls(data.X, data.pairs, data.s, lam=data.lam, regularizer=data.regularizer)
+        loss._data = data
+        return loss
+
     def pair_data(self):
         """The same loss as :class:`~cvxmetric.ldml.LDMLData`."""
+        data = getattr(self, "_data", None)
+        if data is not None and data.n_pairs == self.n_pairs:
+            return data
         return LDMLData(self.X, np.column_stack([self.i, self.j]),
                         self.s.astype(int), lam=self.lam, regularizer=self.regularizer)
 
@@ -658,3 +671,48 @@ def _final_state(res):
     """The parts of a finished run's state :meth:`LowRankLDML.finalize` reads."""
     return LRState(res.n_iter, res.info["stationarity"], res.info["b"], res.objective,
                    None, 0.0, 0.0, stalled=res.raw_status == Status.OPTIMAL)
+
+
+def solve_fast(data, *, maxiter=None, tol=None, max_time=None, warn=True):
+    """LDML Eq. 2 at full rank, certified: the package's fast path.
+
+    L-BFGS on the square factor (:func:`fit_lowrank` at ``rank = D``, one
+    start, a fixed seed), which reaches the optimum in tens to hundreds of
+    iterations; when its certificate does not pass, the accelerated
+    projected gradient (:class:`ProjectedGradient`) continues from that
+    point until it does.  Without a regulariser, attainment is decided
+    first (:class:`~cvxmetric.result.NotAttainedError`).
+
+    Parameters
+    ----------
+    data : LDMLData
+    maxiter, tol, max_time : optional
+        Of both phases (``max_time`` is shared).
+    warn : bool
+        ``ConvergenceWarning`` when the result is not certified.
+
+    Returns
+    -------
+    SolverResult
+        Method ``"fast"``; ``info["phases"]`` names the phases run.
+    """
+    if not isinstance(data, LDMLData):
+        raise TypeError(f"data: expected LDMLData, got {type(data).__name__}.")
+    t0 = time.perf_counter()
+    if data.lam == 0:
+        data.trace_bound_at_zero()  # NotAttainedError before any iteration
+    opts = {k: v for k, v in (("maxiter", maxiter), ("tol", tol)) if v is not None}
+    res = fit_lowrank(PairSet.from_data(data), data.d, n_init=1, random_state=0,
+                      max_time=max_time, warn=False, **opts)
+    phases = ["lbfgs"]
+    if not res.certificate.passed:
+        left = None if max_time is None else max(1e-3, max_time - (time.perf_counter() - t0))
+        res = ProjectedGradient(max_time=left, **opts).run(data, res, warn=False)
+        phases.append("projected_gradient")
+    res.method = "fast"
+    res.info["phases"] = phases
+    res.time = time.perf_counter() - t0
+    if warn and res.status != Status.OPTIMAL:
+        warnings.warn(stop_message("LDML fast", res, max_time), ConvergenceWarning,
+                      stacklevel=2)
+    return res
