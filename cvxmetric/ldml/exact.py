@@ -217,17 +217,20 @@ class LDMLData:
             cap = f_upper / self.lam
         elif self.lam > 0:
             cap = math.sqrt(self.d * 2.0 * f_upper / self.lam)
-        if not math.isfinite(cap):
-            gain = self.recession(solvers)
-            if not math.isfinite(gain):
-                raise SolverError("pairs: attainment of Eq. 2 could not be decided "
-                                  "(no solver answered the recession problem).")
-            if gain > 1e-6:
-                raise NotAttainedError(
-                    "pairs: a metric separates the similar from the dissimilar "
-                    "pairs (a direction of (M, b) lowers every term of Eq. 2 "
-                    f"forever, relative decrease {gain:.3g}); without a "
-                    "regulariser the likelihood has no maximiser. Set lam > 0.")
+        if math.isfinite(cap):
+            # the regulariser bounds the trace already; the certificate
+            # sharpens a loose bound by its own level-set SDP when needed
+            return cap
+        gain = self.recession(solvers)
+        if not math.isfinite(gain):
+            raise SolverError("pairs: attainment of Eq. 2 could not be decided "
+                              "(no solver answered the recession problem).")
+        if gain > 1e-6:
+            raise NotAttainedError(
+                "pairs: a metric separates the similar from the dissimilar "
+                "pairs (a direction of (M, b) lowers every term of Eq. 2 "
+                f"forever, relative decrease {gain:.3g}); without a "
+                "regulariser the likelihood has no maximiser. Set lam > 0.")
         kappa = math.log(math.expm1(f_upper)) if f_upper < 700 else f_upper
         M = cp.Variable((self.d, self.d), PSD=True)
         b = cp.Variable()
@@ -238,9 +241,7 @@ class LDMLData:
                           [cp.multiply(self.s, dist - b) <= kappa])
         for _ in _attempts(prob, solvers):
             if prob.status == cp.OPTIMAL:
-                return min(cap, 1.01 * float(prob.value) + 1e-9)
-        if math.isfinite(cap):
-            return cap
+                return 1.01 * float(prob.value) + 1e-9
         raise SolverError("pairs: the level set of Eq. 2 could not be bounded (no "
                           "solver answered); no certificate can be given.")
 
