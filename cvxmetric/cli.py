@@ -80,7 +80,7 @@ def _note(msg):
 #: ``_parameter_constraints`` each family's ``solve`` options obey.  A family
 #: without one gets the checks its ``FamilySpec.to_data`` makes.
 _ESTIMATORS = {"qwise": "Qwise", "mmc": "MMC", "rankdml": "RankDML",
-               "constraintdml": "ConstraintDML", "slr": "SLR"}
+               "constraintdml": "ConstraintDML", "slr": "SLR", "ldml": "LDML"}
 
 
 @dataclass(frozen=True)
