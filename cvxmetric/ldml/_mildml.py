@@ -35,7 +35,7 @@ from sklearn.utils._param_validation import Interval
 
 from .._solver import IterativeSolver
 from .._validation import check_finite
-from ..result import Certificate
+from ..result import Certificate, NotAttainedError
 from .fast import PairSet, _random_start
 
 __all__ = ["BagPairs", "MildMLSolver", "check_bags", "fit_mildml"]
@@ -264,6 +264,15 @@ class MildMLSolver(IterativeSolver):
                 # no decrease left at this selection: stay
                 return L, state._replace(iter_num=state.iter_num + 1, error=0.0,
                                          n_changed=changed)
+        if data.loss.lam == 0 and data.loss.worst_margin < 0:
+            # Eq. 7 scales with M: every bag pair on its side of b now stays
+            # so, each term falling, as (M, b) grows
+            raise NotAttainedError(
+                f"bag_labels: the metric reached at iteration {state.iter_num + 1} "
+                f"puts every bag pair on its side of b (largest s (d - b) = "
+                f"{data.loss.worst_margin:.3g} < 0): scaling it up lowers every "
+                f"term of Eq. 8 forever, so without a regulariser the likelihood "
+                f"has no maximiser. Set lam > 0.")
         err = (state.f - f_new) / max(1.0, abs(f_new))
         return L_new, MildState(state.iter_num + 1, err, b_new, f_new, step, changed)
 

@@ -47,7 +47,7 @@ from sklearn.utils._param_validation import Interval
 from .._linalg import project_psd
 from .._solver import IterativeSolver, stop_message
 from .._validation import check_finite, check_option, check_scalar
-from ..result import Certificate, SolverResult, Status
+from ..result import Certificate, NotAttainedError, SolverResult, Status
 from .exact import REGULARIZERS, LDMLData, _sigmoid
 
 __all__ = ["solve_fast", "ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet",
@@ -236,7 +236,15 @@ class ProjectedGradient(IterativeSolver):
 
 class _Loss:
     """Shared part of :class:`AllPairs` and :class:`PairSet`: the data,
-    the regulariser on ``L`` and the chain rule back from ``Z``."""
+    the regulariser on ``L`` and the chain rule back from ``Z``.
+
+    After each evaluation ``worst_margin`` is ``max_p s_p (d_p - b)``: when
+    it is negative every pair is on its side of ``b``, and scaling ``(M,
+    b)`` up lowers every term forever (the infimum is not attained without
+    a regulariser).
+    """
+
+    worst_margin = np.inf
 
     def _init_common(self, X, lam, regularizer, gram):
         self.X = check_finite(X, "X", ndim=2)
@@ -350,7 +358,7 @@ class AllPairs(_Loss):
     def _pairs(self, Z, b, grad):
         N = Z.shape[0]
         q = np.einsum("nd,nd->n", Z, Z)
-        total = 0.0
+        total, worst = 0.0, -np.inf
         HZ = np.zeros_like(Z) if grad else None
         gb = 0.0
         y = self.labels
@@ -376,6 +384,7 @@ class AllPairs(_Loss):
             # g(u) = max(u, 0) + log1p(exp(-|u|))
             total += float(np.sum(np.log1p(e), where=keep)) \
                 + float(np.sum(np.maximum(u, 0.0), where=keep))
+            worst = max(worst, float(np.max(u, where=keep, initial=-np.inf)))
             if grad:
                 # w = dF/dd = s sigma(u) = s (u >= 0 ? 1 : e) / (1 + e)
                 w = np.where(u >= 0, 1.0, e)
@@ -387,6 +396,7 @@ class AllPairs(_Loss):
                 # H Z for the block's pairs: H = sum_ij w_ij (e_i - e_j)(e_i - e_j)^T
                 HZ[r] += w.sum(axis=1)[:, None] * Zr - w @ Zc
                 HZ[a:] += w.sum(axis=0)[:, None] * Zc - w.T @ Zr
+        self.worst_margin = worst
         if not grad:
             return total
         return total, HZ, gb
@@ -431,6 +441,7 @@ class PairSet(_Loss):
         diff = Z[self.i] - Z[self.j]  # (P, d)
         dist = np.einsum("pd,pd->p", diff, diff)
         u = self.s * (dist - b)
+        self.worst_margin = float(np.max(u)) if u.size else -np.inf
         loss, slope = _loss_and_slope(u)
         if not grad:
             return float(np.sum(loss))
@@ -592,6 +603,13 @@ class LowRankLDML(IterativeSolver):
                 break
         L_new, b_new = x_new[:-1].reshape(shape), float(x_new[-1])
         f_new, gL_new, gb_new = loss.value_grad(L_new, b_new)
+        if loss.lam == 0 and loss.worst_margin < 0:
+            raise NotAttainedError(
+                f"pairs: the rank-{self.rank} metric reached at iteration "
+                f"{state.iter_num + 1} puts every pair on its side of b (largest "
+                f"s (d - b) = {loss.worst_margin:.3g} < 0): scaling it up lowers "
+                f"every term of Eq. 2 forever, so without a regulariser the "
+                f"likelihood has no maximiser. Set lam > 0.")
         g_new = np.append(gL_new.ravel(), gb_new)
         s_, y_ = x_new - x, g_new - g
         curv = float(s_ @ y_)

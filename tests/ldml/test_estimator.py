@@ -74,13 +74,13 @@ def test_bags_learners():
     X = np.vstack([A.X[b] for b in A.bags])
     ends = np.cumsum([len(b) for b in A.bags])
     idx = [np.arange(e - len(b), e) for b, e in zip(A.bags, ends)]
-    mil = MildML(n_components=4, preprocessor=X, max_iter=20, random_state=0)
+    mil = MildML(n_components=4, lam=0.1, preprocessor=X, max_iter=20, random_state=0)
     mil.fit(idx, A.captions)
     assert mil.components_.shape == (4, 64)
-    mil2 = MildML(n_components=4, max_iter=20, random_state=0).fit(
+    mil2 = MildML(n_components=4, lam=0.1, max_iter=20, random_state=0).fit(
         [A.X[b] for b in A.bags], A.captions)
     assert np.isclose(mil.objective_, mil2.objective_, rtol=1e-10)
-    star = LDMLStar(n_components=4, preprocessor=A.X, n_rounds=2, max_iter=50,
+    star = LDMLStar(n_components=4, lam=0.1, preprocessor=A.X, n_rounds=2, max_iter=50,
                     random_state=0).fit(A.bags, A.captions)
     assert star.labels_.shape == (len(A.y),) and 1 <= star.n_rounds_ <= 2
     named = star.labels_ >= 0
@@ -116,3 +116,16 @@ def test_bad_input_names_the_argument():
         MildML(n_components=3, preprocessor=P).fit([[0], [1], [2]], [[0], [1], [0]])
     with pytest.raises(ValueError, match="index arrays need preprocessor"):
         MildML().fit([[0], [1], [2]], [[0], [1], [0]])
+
+
+def test_separable_without_regulariser_is_refused_at_low_rank():
+    # every pair on its side of b at an iterate: scaling (M, b) up lowers
+    # every term forever -- refused, naming lam, whatever the rank
+    from cvxmetric import NotAttainedError
+
+    A, _ = digits_bags("instances", n_per_class=30, random_state=0)
+    with pytest.raises(NotAttainedError, match="lam > 0"):
+        LDMLSupervised(n_components=4, random_state=0).fit(A.X, A.y)
+    B, _ = digits_bags("bags", n_per_class=30, random_state=0)
+    with pytest.raises(NotAttainedError, match="lam > 0"):
+        MildML(n_components=4, preprocessor=B.X, random_state=0).fit(B.bags, B.captions)
