@@ -27,6 +27,7 @@ EXPECTED = {
     "rankdml_digits_cmc.py": "rank-1",
     "knn_accuracy.py": "5-NN accuracy",
     "omdml_digits.py": "mAP",
+    "ldml_bags.py": "verification mAP",
 }
 FAST = {"metric_learn_migration.py"}
 
