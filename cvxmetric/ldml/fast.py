@@ -52,7 +52,7 @@ from .exact import REGULARIZERS, LDMLData, _sigmoid
 
 __all__ = ["solve_fast", "ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet",
            "fit_lowrank",
-           "certify_point", "LEVEL_SDP_MAX", "CERTIFY_MAX"]
+           "certify_point", "LEVEL_SDP_MAX", "LEVEL_SDP_PAIRS", "CERTIFY_MAX"]
 
 # Rows of one block of the all-pairs loops: each (block, N) array of a step
 # is 61 MB at N = 15 000 (a handful are alive at once).
@@ -89,6 +89,10 @@ class PGState(NamedTuple):
 #: point.
 CERTIFY_MAX = 5_000_000
 
+#: ... and up to this many pairs (one conic constraint each: 15 000 pairs
+#: took minutes).
+LEVEL_SDP_PAIRS = 5000
+
 #: Up to this input dimension a certificate that does not pass with the
 #: trace bound is sharpened by one small SDP (:meth:`LDMLData.level_min`).
 LEVEL_SDP_MAX = 100
@@ -101,7 +105,8 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
     The PSD deficit of ``S(alpha)`` is charged at a bound ``tau >= tr(M*)``
     (the trace regulariser: ``F(M) / lam``; without it the level-set SDP of
     :meth:`LDMLData.trace_bound`, computed once per data and cached); when
-    that does not pass and ``D <= LEVEL_SDP_MAX``, by the level-set SDP of
+    that does not pass, ``D <= LEVEL_SDP_MAX`` and there are at most
+    ``LEVEL_SDP_PAIRS`` pairs, by the level-set SDP of
     :meth:`LDMLData.level_min` (every term of an optimum is at most ``F``
     here, so the level set ``{terms <= F(M, b)}`` holds it); ``sharpen=False``
     skips that SDP.
@@ -127,7 +132,8 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
                                       min_eig=min_eig, solver=solver, tolerances=opts)
 
     c = cert(data.dual_bound(M, b, tau))
-    if sharpen and not c.passed and data.d <= LEVEL_SDP_MAX:
+    if sharpen and not c.passed and data.d <= LEVEL_SDP_MAX \
+            and data.n_pairs <= LEVEL_SDP_PAIRS:
         c = cert(data.dual_bound(M, b, tau, f))
     return c, b
 
