@@ -11,9 +11,16 @@ import pytest
 from sklearn.metrics import average_precision_score
 
 from cvxmetric.metrics import (
+    ap_dissimilar,
+    ap_similar,
     average_precision,
     cmc_curve,
+    hierarchy_accuracy,
+    knn_accuracy,
+    knn_predict,
     mean_average_precision,
+    mean_class_accuracy,
+    pair_map,
     rank_k_accuracy,
 )
 
@@ -309,3 +316,315 @@ def test_inputs_are_not_modified():
     average_precision(S, mask, higher_is_better=False)
     np.testing.assert_array_equal(D, GOOD_D)
     np.testing.assert_array_equal(S, GOOD_D)
+
+
+# ---------------------------------------------------------------------------
+# Qwise pair metrics (Law, Thome and Cord 2016, Sec. 5.3)
+# ---------------------------------------------------------------------------
+
+
+PAIR_D = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+PAIR_S = np.array([True, False, True, False, False])
+
+
+def test_pair_ap_by_hand():
+    # ascending: S D S D D -> AP_S = (1/1 + 2/3) / 2 = 5/6
+    assert ap_similar(PAIR_D, PAIR_S) == pytest.approx(5 / 6, abs=ROUNDOFF)
+    # descending: D D S D S (0.5, 0.4, 0.3, 0.2, 0.1), D relevant at ranks 1, 2, 4
+    # -> AP_D = (1/1 + 2/2 + 3/4) / 3 = 11/12
+    assert ap_dissimilar(PAIR_D, PAIR_S) == pytest.approx(11 / 12, abs=ROUNDOFF)
+    # MAP = (5/6 + 11/12) / 2 = (10/12 + 11/12) / 2 = 21/24 = 7/8
+    assert pair_map(PAIR_D, PAIR_S) == pytest.approx(7 / 8, abs=ROUNDOFF)
+    assert isinstance(pair_map(PAIR_D, PAIR_S), float)
+
+
+def test_pair_ap_ties_are_pessimistic():
+    d = np.array([0.2, 0.2, 0.5])
+    s = np.array([True, False, False])
+    # ascending, the similar pair after the tied dissimilar one: D S D
+    # -> AP_S = 1/2
+    assert ap_similar(d, s) == pytest.approx(0.5, abs=ROUNDOFF)
+    # descending: 0.5 (D, rank 1), then the tie at 0.2 with S first: D S D
+    # -> AP_D = (1/1 + 2/3) / 2 = 5/6
+    assert ap_dissimilar(d, s) == pytest.approx(5 / 6, abs=ROUNDOFF)
+
+
+def test_pair_ap_constant_distance_is_worst_case():
+    s = np.array([True, False, False, True])
+    # every pair tied: the relevant ones come last, D D S S / S S D D
+    # -> AP = (1/3 + 2/4) / 2 = 5/12 for both classes
+    assert ap_similar(np.ones(4), s) == pytest.approx(5 / 12, abs=ROUNDOFF)
+    assert ap_dissimilar(np.ones(4), s) == pytest.approx(5 / 12, abs=ROUNDOFF)
+    assert pair_map(np.ones(4), s) == pytest.approx(5 / 12, abs=ROUNDOFF)
+
+
+def test_perfect_separation_gives_one():
+    d = np.array([0.3, 0.1, 0.9, 0.7])
+    s = np.array([True, True, False, False])
+    assert ap_similar(d, s) == ap_dissimilar(d, s) == pair_map(d, s) == 1.0
+    # any threshold between the classes classifies every pair right
+    assert mean_class_accuracy(d, s, 0.5) == 1.0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pair_ap_match_sklearn_without_ties(seed):
+    rng = np.random.RandomState(seed)
+    d = rng.random_sample(60)  # continuous: no ties
+    s = rng.random_sample(60) < 0.3
+    s[:2] = [True, False]
+    assert ap_similar(d, s) == pytest.approx(
+        average_precision_score(s, -d), abs=ROUNDOFF)
+    assert ap_dissimilar(d, s) == pytest.approx(
+        average_precision_score(~s, d), abs=ROUNDOFF)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pair_ap_with_ties_match_brute_force(seed):
+    rng = np.random.RandomState(seed)
+    d = rng.randint(0, 4, 40).astype(float)  # many ties
+    s = rng.random_sample(40) < 0.4
+    s[:2] = [True, False]
+    assert ap_similar(d, s) == pytest.approx(
+        brute_ap(d, s, higher_is_better=False), abs=ROUNDOFF)
+    assert ap_dissimilar(d, s) == pytest.approx(
+        brute_ap(d, ~s, higher_is_better=True), abs=ROUNDOFF)
+
+
+def test_mean_class_accuracy_by_hand():
+    # b = 0.3: predicted similar = d < 0.3 = [T, T, F, F, F]
+    # similar pairs (0.1, 0.3): 1 of 2 right; the pair at exactly b is
+    # predicted dissimilar; dissimilar pairs (0.2, 0.4, 0.5): 2 of 3 right
+    # -> (1/2 + 2/3) / 2 = 7/12
+    assert mean_class_accuracy(PAIR_D, PAIR_S, 0.3) == pytest.approx(
+        7 / 12, abs=ROUNDOFF)
+    # b = 0.35: similar 2/2, dissimilar 2/3 -> (1 + 2/3) / 2 = 5/6, while the
+    # plain accuracy would be 4/5: the classes are weighted equally
+    assert mean_class_accuracy(PAIR_D, PAIR_S, 0.35) == pytest.approx(
+        5 / 6, abs=ROUNDOFF)
+    # b below every distance: all predicted dissimilar -> (0 + 1) / 2
+    assert mean_class_accuracy(PAIR_D, PAIR_S, np.float64(0.0)) == 0.5
+    assert isinstance(mean_class_accuracy(PAIR_D, PAIR_S, 1), float)
+
+
+PAIR_FNS = [ap_similar, ap_dissimilar, pair_map,
+            lambda d, s: mean_class_accuracy(d, s, 0.3)]
+
+
+@pytest.mark.parametrize("fn", PAIR_FNS)
+@pytest.mark.parametrize("d, s, match", [
+    (np.array([0.1, np.nan, 0.3, 0.4, 0.5]), PAIR_S, "distances: contains NaN"),
+    (np.array([0.1, np.inf, 0.3, 0.4, 0.5]), PAIR_S, "distances: contains NaN"),
+    (PAIR_D[None, :], PAIR_S, "distances: expected a non-empty 1-D"),
+    (np.zeros(0), np.zeros(0, dtype=bool), "distances: expected a non-empty 1-D"),
+    (PAIR_S, PAIR_S, "distances: expected real numbers"),
+    (np.array(list("abcde")), PAIR_S, "distances: expected real numbers"),
+    ([[0.1, 0.2], [0.3]], PAIR_S, "distances: cannot be read"),
+    (PAIR_D, PAIR_S[:4], r"similar: expected shape \(5,\)"),
+    (PAIR_D, PAIR_S.astype(int), "similar: expected a boolean"),
+    (PAIR_D, np.where(PAIR_S, 1, -1), "similar: expected a boolean"),
+    (PAIR_D, np.ones(5, dtype=bool), "similar: no dissimilar pair"),
+    (PAIR_D, np.zeros(5, dtype=bool), "similar: no similar pair"),
+])
+def test_pair_metrics_bad_input(fn, d, s, match):
+    with pytest.raises(ValueError, match=match):
+        fn(d, s)
+
+
+@pytest.mark.parametrize("b", [np.nan, np.inf, "0.3", None, True, [0.3]])
+def test_mean_class_accuracy_bad_threshold(b):
+    with pytest.raises(ValueError, match="b: expected a finite real number"):
+        mean_class_accuracy(PAIR_D, PAIR_S, b)
+
+
+# ---------------------------------------------------------------------------
+# k-NN (Sec. 6.3)
+# ---------------------------------------------------------------------------
+
+
+KNN_Y = np.array([0, 1, 1, 2, 0])
+KNN_D = np.array([
+    [0.5, 0.1, 0.4, 0.2, 0.3],  # order 1(c1) 3(c2) 4(c0) 2(c1) 0(c0)
+    [0.1, 0.2, 0.3, 0.9, 0.4],  # order 0(c0) 1(c1) 2(c1) 4(c0) 3(c2)
+    [0.3, 0.3, 0.1, 0.3, 0.3],  # order 2(c1), then the tie by index: 0 1 3 4
+    [0.2, 0.2, 0.2, 0.2, 0.2],  # all tied: training order 0(c0) 1(c1) 2(c1) ...
+])
+
+
+@pytest.mark.parametrize("k, expected", [
+    # row 0: c1 | c1:c2 1-1, c1 nearer | 1-1-1, c1 nearest | c1 2 votes
+    #        | 5: c0 2, c1 2, c2 1, c1 nearer
+    # row 1: c0 | c0:c1 1-1, c0 nearer | c1 2 votes | c0:c1 2-2, c0 nearer
+    #        | c0 2, c1 2, c2 1, c0 nearer
+    # row 2: c1 | c1, c0 1-1 -> c1 | c1, c0, c1 -> c1 | c1 2, c0 1, c2 1 -> c1
+    #        | c0 2, c1 2, c2 1 -> c1 (index 2 nearest)
+    # row 3: c0 | c0:c1 1-1 -> c0 (index 0 first) | c1 2 votes | c1 2 votes
+    #        | c0 2, c1 2 -> c0 (index 0 first)
+    (1, [1, 0, 1, 0]),
+    (2, [1, 0, 1, 0]),
+    (3, [1, 1, 1, 1]),
+    (4, [1, 0, 1, 1]),
+    (5, [1, 0, 1, 0]),
+])
+def test_knn_predict_by_hand(k, expected):
+    np.testing.assert_array_equal(knn_predict(KNN_D, KNN_Y, k=k), expected)
+
+
+def test_knn_string_labels_and_accuracy():
+    y = np.array(["frog", "toad", "toad", "newt", "frog"])
+    pred = knn_predict(KNN_D, y, k=3)
+    np.testing.assert_array_equal(pred, ["toad"] * 4)
+    assert pred.dtype == y.dtype
+    # k = 4 predicts [c1, c0, c1, c1]; y_test agrees on rows 0 and 3 -> 2/4
+    assert knn_accuracy(KNN_D, KNN_Y, [1, 2, 0, 1], k=4) == 0.5
+    assert knn_accuracy(KNN_D, y, ["toad", "frog", "toad", "toad"], k=4) == 1.0
+
+
+def _brute_knn(D, y, k):
+    """One row at a time: sort by (distance, index), count votes, break a
+    tie by the earliest neighbour of the tied classes."""
+    out = []
+    for row in D:
+        order = sorted(range(len(row)), key=lambda j: (row[j], j))[:k]
+        votes = {}
+        for pos, j in enumerate(order):
+            n, first = votes.get(y[j], (0, pos))
+            votes[y[j]] = (n + 1, first)
+        out.append(max(votes, key=lambda c: (votes[c][0], -votes[c][1])))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("k", [1, 2, 4, 7])
+def test_knn_matches_brute_force_with_ties(seed, k):
+    rng = np.random.RandomState(seed)
+    D = rng.randint(0, 5, (30, 12)).astype(float)  # many distance ties
+    y = rng.randint(0, 3, 12)
+    np.testing.assert_array_equal(knn_predict(D, y, k=k), _brute_knn(D, y, k))
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_knn_matches_sklearn_without_ties(k):
+    from sklearn.neighbors import KNeighborsClassifier
+    rng = np.random.RandomState(0)
+    Xtr, Xte = rng.randn(40, 3), rng.randn(25, 3)
+    y = rng.randint(0, 2, 40)  # two classes, odd k: no vote ties
+    D = np.sqrt(((Xte[:, None, :] - Xtr[None, :, :]) ** 2).sum(-1))
+    ref = KNeighborsClassifier(n_neighbors=k).fit(Xtr, y).predict(Xte)
+    np.testing.assert_array_equal(knn_predict(D, y, k=k), ref)
+
+
+def test_knn_chunking_over_many_queries():
+    rng = np.random.RandomState(1)
+    D = rng.randint(0, 3, (2100, 6)).astype(float)
+    y = rng.randint(0, 3, 6)
+    np.testing.assert_array_equal(knn_predict(D, y, k=3), _brute_knn(D, y, 3))
+
+
+@pytest.mark.parametrize("k", [0, 6, -1, 2.0, True, "1", None])
+def test_knn_bad_k(k):
+    with pytest.raises(ValueError, match=r"k: expected an integer in \[1, n_train=5\]"):
+        knn_predict(KNN_D, KNN_Y, k=k)
+
+
+@pytest.mark.parametrize("D, y, match", [
+    (np.where(KNN_D == 0.5, np.nan, KNN_D), KNN_Y, "distances: contains NaN"),
+    (KNN_D[0], KNN_Y, "distances: expected a non-empty 2-D"),
+    (KNN_D, KNN_Y[:4], "y_train: expected 5 labels, got 4"),
+    (KNN_D, KNN_Y[None, :], "y_train: expected a non-empty 1-D"),
+    (KNN_D, np.array([0, 1, np.nan, 2, 0]), "y_train: contains NaN"),
+    (KNN_D, np.array([0, 1, None, 2, 0], dtype=object), "y_train: labels must be"),
+])
+def test_knn_bad_input(D, y, match):
+    with pytest.raises(ValueError, match=match):
+        knn_predict(D, y)
+
+
+@pytest.mark.parametrize("y_test, match", [
+    ([0, 1, 2], "y_test: expected 4 labels, got 3"),
+    (["0", "1", "2", "0"], "y_test: labels of dtype"),
+    ([0.0, np.nan, 1.0, 2.0], "y_test: contains NaN"),
+])
+def test_knn_accuracy_bad_y_test(y_test, match):
+    with pytest.raises(ValueError, match=match):
+        knn_accuracy(KNN_D, KNN_Y, y_test)
+
+
+# ---------------------------------------------------------------------------
+# Hierarchy-aware accuracy (Eq. 24)
+# ---------------------------------------------------------------------------
+
+
+H_PARENT = {0: "A", 1: "A", 2: "B", 3: "B"}  # siblings: {0, 1} and {2, 3}
+H_TRUE = [0, 0, 0, 0, 1, 1, 2]
+H_PRED = [0, 1, 2, 0, 1, 3, 2]
+
+
+def test_hierarchy_accuracy_by_hand():
+    # class 0: Delta = 0, 0.5 (sibling 1), 1 (2 is under B), 0 -> Acc = 1 - 1.5/4 = 0.625
+    # class 1: Delta = 0, 1 (3 is under B)                     -> Acc = 1 - 1/2   = 0.5
+    # class 2: Delta = 0                                       -> Acc = 1
+    # class 3 only predicted: not a class of y_true, not averaged
+    expected = {0: 0.625, 1: 0.5, 2: 1.0}
+    got = hierarchy_accuracy(H_TRUE, H_PRED, H_PARENT, per_class=True)
+    assert got.keys() == expected.keys()
+    for c in expected:
+        assert got[c] == pytest.approx(expected[c], abs=ROUNDOFF)
+    # mean over classes: (0.625 + 0.5 + 1) / 3 = 2.125 / 3
+    assert hierarchy_accuracy(H_TRUE, H_PRED, H_PARENT) == pytest.approx(
+        2.125 / 3, abs=ROUNDOFF)
+    # ... not the mean over examples: 1 - (0.5 + 1 + 1) / 7 = 4.5 / 7
+    assert hierarchy_accuracy(H_TRUE, H_PRED, H_PARENT) != pytest.approx(4.5 / 7)
+
+
+def test_hierarchy_accuracy_array_parent_and_string_labels():
+    par = np.array([10, 10, 20, 20])  # parent of class c is par[c]
+    assert hierarchy_accuracy(H_TRUE, H_PRED, par) == pytest.approx(
+        2.125 / 3, abs=ROUNDOFF)
+    names = np.array(["frog", "toad", "carp", "pike"])
+    sp = {"frog": "amphibian", "toad": "amphibian", "carp": "fish",
+          "pike": "fish"}
+    got = hierarchy_accuracy(names[H_TRUE], names[H_PRED], sp, per_class=True)
+    assert got == pytest.approx({"frog": 0.625, "toad": 0.5, "carp": 1.0},
+                                abs=ROUNDOFF)
+
+
+def test_hierarchy_accuracy_bounds_and_plain_accuracy():
+    y = np.array([0, 1, 2, 3])
+    assert hierarchy_accuracy(y, y, H_PARENT) == 1.0
+    # every prediction a sibling: Delta = 0.5 everywhere
+    assert hierarchy_accuracy(y, np.array([1, 0, 3, 2]), H_PARENT) == 0.5
+    # every prediction in the other subtree: Delta = 1
+    assert hierarchy_accuracy(y, np.array([2, 3, 0, 1]), H_PARENT) == 0.0
+    # every class its own parent: Eq. 24 is the per-class accuracy
+    flat = {c: c for c in range(4)}
+    assert hierarchy_accuracy(y, np.array([1, 0, 3, 2]), flat) == 0.0
+
+
+@pytest.mark.parametrize("y_true, y_pred, parent, match", [
+    (H_TRUE, [0, 1, 2, 0, 1, 4, 2], H_PARENT, "parent: no entry for label.*4"),
+    ([5] + H_TRUE[1:], H_PRED, H_PARENT, "parent: no entry for label.*5"),
+    (H_TRUE, H_PRED, np.array([10, 10, 20]), "parent: no entry for label.*3"),
+    ([-1] + H_TRUE[1:], H_PRED, np.array([10, 10, 20, 20]),
+     "parent: no entry for label.*-1"),
+    (["a", "b"], ["a", "a"], np.array([0, 0]), "parent: an array parent needs integer"),
+    (H_TRUE, H_PRED, np.zeros((2, 2)), "parent: expected a dict"),
+    (H_TRUE, H_PRED[:6], H_PARENT, "y_pred: expected 7 labels, got 6"),
+    ([], [], H_PARENT, "y_true: expected a non-empty 1-D"),
+    (H_TRUE, [str(c) for c in H_PRED], H_PARENT, "y_pred: labels of dtype"),
+    ([0.0, np.nan], [0.0, 1.0], H_PARENT, "y_true: contains NaN"),
+])
+def test_hierarchy_accuracy_bad_input(y_true, y_pred, parent, match):
+    with pytest.raises(ValueError, match=match):
+        hierarchy_accuracy(y_true, y_pred, parent)
+
+
+def test_new_metrics_do_not_modify_inputs():
+    d, s = PAIR_D.copy(), PAIR_S.copy()
+    pair_map(d, s)
+    mean_class_accuracy(d, s, 0.3)
+    np.testing.assert_array_equal(d, PAIR_D)
+    np.testing.assert_array_equal(s, PAIR_S)
+    D, y = KNN_D.copy(), KNN_Y.copy()
+    knn_accuracy(D, y, [0, 0, 0, 0], k=3)
+    np.testing.assert_array_equal(D, KNN_D)
+    np.testing.assert_array_equal(y, KNN_Y)
