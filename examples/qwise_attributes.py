@@ -1,0 +1,278 @@
+"""Relative attributes on the digits with Qwise constraints: the paper's Table 8 / Fig. 11 setting.
+
+Law, Thome, Cord, "Learning a distance metric from relative comparisons
+between quadruplets of images" (IJCV 2016), Sec. 7.2.1, on scikit-learn's
+8x8 digits instead of OSR / PubFig.  Four relative attributes, each a class
+ordering with ties (as Table 7), computed once from the class means of a
+hand-made per-image measure over all 1 797 images (the "annotation"):
+
+* ``width``: ink-weighted standard deviation of the column index;
+* ``height``: the same over the row index;
+* ``low``: ink-weighted mean row index (how low the ink sits);
+* ``slant``: minus the ink-weighted correlation of row and column (/ or \\).
+
+Classes are sorted by their mean; a class joins the current level ``~``
+when its mean is within ``tau`` pooled within-class standard deviations of
+the level's first (lowest) class, else it opens the next level ``<``.
+
+Learning (Sec. 7.2.1): ``N`` training images per class (the rest is the
+test set), one row ``w_m`` of ``L`` per attribute from the constraints of a
+method (:mod:`cvxmetric.qwise.attributes`), ``QwiseVector(psi="linear",
+loss="huber", solver="newton", C_q)``; then one Gaussian per class on
+``h = L x`` of the training images and maximum likelihood
+(:class:`~cvxmetric.qwise.attributes.AttributeGaussianClassifier`); the
+score is the mean per-class accuracy on the test images, mean +- std over
+``--seeds`` random splits.  ``B`` class pairs per attribute (all usable
+ones by default; fewer when a method can use fewer), every ``N x N`` image
+pair of each.
+
+Methods: the pairwise ranking-SVM baseline of Parikh and Grauman with and
+without its equivalence constraints, QWSL-p (equivalences by Eq. 26),
+OQWSL-p (quadruplets only, Eq. 25-26) and OQWSL-1 + border pairs (Table 8's
+PubFig "Qwise + Pairwise").
+
+Settings (the columns): ``clean`` (``tau = 0.25``, all class pairs),
+``B=5`` (five class pairs per attribute, drawn per seed), ``noisy``
+(imprecise annotation: each seed perturbs the class means by
+``sigma = 0.5`` pooled standard deviations before ranking them, and
+``tau = 1`` declares ties between classes that differ).
+
+    python examples/qwise_attributes.py          # N = 20, 3 seeds (~15-25 s)
+    python examples/qwise_attributes.py --full   # N = 30, 10 seeds, B sweep, figure
+    python examples/qwise_attributes.py --json out.json
+
+``--full`` (or ``--plot``) also sweeps ``B`` on the clean and noisy
+annotations (Fig. 11) and writes docs/img/qwise_attributes.png (needs
+matplotlib).  BLAS runs single-threaded (``--threads``).  Durations on the
+2-core development machine next to other jobs: the default run 20-30 s,
+``--full`` about 15 minutes.
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.metrics import balanced_accuracy_score
+from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
+
+from cvxmetric.constraints import informative
+from cvxmetric.qwise.attributes import (
+    AttributeGaussianClassifier,
+    AttributeOrdering,
+    oqwsl_constraints,
+    pairwise_constraints,
+    qwsl_constraints,
+    usable_class_pairs,
+)
+from cvxmetric.qwise.estimator import QwiseVector
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SAMPLERS = {"pairwise": pairwise_constraints, "qwsl": qwsl_constraints,
+            "oqwsl": oqwsl_constraints}
+
+#: name -> (method, the sampler's keyword arguments)
+METHODS = {
+    "pairwise (RA baseline)": ("pairwise", {}),
+    "pairwise, no ~": ("pairwise", {"equivalences": False}),
+    "QWSL-1": ("qwsl", {"p": 1}),
+    "QWSL-2": ("qwsl", {"p": 2}),
+    "OQWSL-1": ("oqwsl", {"p": 1}),
+    "OQWSL-2": ("oqwsl", {"p": 2}),
+    "OQWSL-1 + border pairs": ("oqwsl", {"p": 1, "border_pairs": True}),
+}
+
+#: setting -> (tau, sigma, B)
+SETTINGS = {
+    "clean": (0.25, 0.0, None),
+    "B=5": (0.25, 0.0, 5),
+    "noisy": (1.0, 0.5, None),
+}
+
+
+def digit_measures(X):
+    """The four per-image attribute measures of the module docstring."""
+    img = X.reshape(-1, 8, 8)
+    r = np.arange(8.0)
+    ink = img.sum(axis=(1, 2))
+    cols, rows = img.sum(axis=1), img.sum(axis=2)
+    cm, rm = cols @ r / ink, rows @ r / ink
+    width = np.sqrt(np.maximum(cols @ r**2 / ink - cm**2, 0.0))
+    height = np.sqrt(np.maximum(rows @ r**2 / ink - rm**2, 0.0))
+    R, C = np.meshgrid(r, r, indexing="ij")
+    cov = np.einsum("nij,nij->n", img, (R[None] - rm[:, None, None])
+                    * (C[None] - cm[:, None, None])) / ink
+    slant = -cov / np.maximum(width * height, 1e-12)
+    return {"width": width, "height": height, "low": rm, "slant": slant}
+
+
+def class_ordering(values, y, tau, sigma=0.0, random_state=None):
+    """Rank the classes by their mean ``values`` (perturbed by ``sigma``
+    pooled within-class standard deviations); ties within ``tau`` of a
+    level's first class."""
+    classes = np.unique(y)
+    means = np.array([values[y == c].mean() for c in classes])
+    s = np.sqrt(np.mean([values[y == c].var() for c in classes]))
+    if sigma:
+        means = means + sigma * s * check_random_state(random_state).randn(len(means))
+    order = np.argsort(means, kind="stable")
+    levels, first = [[order[0]]], means[order[0]]
+    for c in order[1:]:
+        if means[c] - first < tau * s:
+            levels[-1].append(c)
+        else:
+            levels.append([c])
+            first = means[c]
+    return AttributeOrdering([tuple(int(classes[c]) for c in g) for g in levels])
+
+
+def fit_L(X, y, orderings, method, kwargs, B, C_q, rng):
+    """One row of L per attribute; ``B`` capped per attribute at the class
+    pairs the method can use.  None when an attribute has none."""
+    quads, deltas = {}, {}
+    for name, o in orderings.items():
+        n_usable = len(usable_class_pairs(o, method, **kwargs))
+        if n_usable == 0:
+            return None
+        b = None if B is None else min(B, n_usable)
+        idx, delta = SAMPLERS[method](y, o, n_class_pairs=b, random_state=rng, **kwargs)
+        keep = informative(X, idx)
+        quads[name], deltas[name] = idx[keep], delta[keep]
+    est = QwiseVector(psi="linear", C_q=C_q, C_p=0.0, loss="huber", solver="newton",
+                      preprocessor=X)
+    return est.fit(quads, delta=deltas)
+
+
+def split(y, n_train, rng):
+    tr = np.concatenate([rng.choice(np.flatnonzero(y == c), n_train, replace=False)
+                         for c in np.unique(y)])
+    te = np.setdiff1d(np.arange(len(y)), tr)
+    return tr, te
+
+
+def run_setting(X, y, measures, tau, sigma, B, methods, seeds, n_train, C_q):
+    """Accuracies (n_seeds,) per method (NaN where a method has no usable pair)."""
+    acc = {m: [] for m in methods}
+    for seed in seeds:
+        rng = np.random.RandomState(seed)
+        orderings = {k: class_ordering(v, y, tau, sigma, rng) for k, v in measures.items()}
+        tr, te = split(y, n_train, rng)
+        for m in methods:
+            method, kwargs = METHODS[m]
+            est = fit_L(X[tr], y[tr], orderings, method, kwargs, B, C_q,
+                        np.random.RandomState([seed, 1]))
+            if est is None:
+                acc[m].append(np.nan)
+                continue
+            g = AttributeGaussianClassifier().fit(est.transform(X[tr]), y[tr])
+            pred = g.predict(est.transform(X[te]))
+            acc[m].append(balanced_accuracy_score(y[te], pred))
+    return {m: np.array(v) for m, v in acc.items()}
+
+
+def _cell(v):
+    if np.all(np.isnan(v)):
+        return "n/a"
+    return f"{100 * np.nanmean(v):.1f} +- {100 * np.nanstd(v):.1f}"
+
+
+def print_table(results, settings):
+    head = f"{'method':24s}" + "".join(f"{s:>16s}" for s in settings)
+    print("Gaussian-model accuracy (%), mean +- std over seeds")
+    print(head)
+    print("-" * len(head))
+    for m in next(iter(results.values())):
+        print(f"{m:24s}" + "".join(f"{_cell(results[s][m]):>16s}" for s in settings))
+
+
+def plot_sweep(sweep, Bs, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(sweep), figsize=(5.5 * len(sweep), 4), sharey=True)
+    for ax, (setting, res) in zip(np.atleast_1d(axes), sweep.items()):
+        for m, curve in res.items():
+            mean = [100 * np.nanmean(curve[b]) for b in Bs]
+            std = [100 * np.nanstd(curve[b]) for b in Bs]
+            ax.errorbar(Bs, mean, yerr=std, marker="o", capsize=2, label=m)
+        ax.set_xlabel("B (class pairs per attribute)")
+        ax.set_title(f"{setting} orderings")
+        ax.grid(alpha=0.3)
+    np.atleast_1d(axes)[0].set_ylabel("mean per-class accuracy (%)")
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true",
+                        help="N = 30, 10 seeds, the B sweep and the figure")
+    parser.add_argument("--plot", action="store_true", help="the B sweep and the figure")
+    parser.add_argument("--n-train", type=int, default=None,
+                        help="training images per class (default 20; --full 30)")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="random splits (default 3; --full 10)")
+    parser.add_argument("--C-q", type=float, default=0.01, help="quadruplet weight")
+    parser.add_argument("--json", default=None, metavar="PATH")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="BLAS threads (0: the library default)")
+    args = parser.parse_args(argv)
+    n_train = args.n_train or (30 if args.full else 20)
+    seeds = list(range(args.seeds or (10 if args.full else 3)))
+    X, y = load_digits(return_X_y=True)
+    measures = digit_measures(X)
+    X = X / 16.0
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=args.threads or None, user_api="blas"):
+        print("class orderings (clean annotation, tau = 0.25):")
+        for k, v in measures.items():
+            print(f"  {k:7s} {class_ordering(v, y, 0.25)}")
+        results = {s: run_setting(X, y, measures, tau, sigma, B, list(METHODS), seeds,
+                                  n_train, args.C_q)
+                   for s, (tau, sigma, B) in SETTINGS.items()}
+        print(f"\nN = {n_train} training images per class, {len(seeds)} seeds, "
+              f"C_q = {args.C_q}")
+        print_table(results, list(SETTINGS))
+        sweep, Bs = None, [1, 3, 5, 10, 20, 45]
+        if args.full or args.plot:
+            chosen = ["pairwise (RA baseline)", "QWSL-1", "QWSL-2", "OQWSL-1", "OQWSL-2"]
+            sweep = {}
+            for setting in ("clean", "noisy"):
+                tau, sigma, _ = SETTINGS[setting]
+                per_b = {b: run_setting(X, y, measures, tau, sigma, b, chosen, seeds,
+                                        n_train, args.C_q) for b in Bs}
+                sweep[setting] = {m: {b: per_b[b][m] for b in Bs} for m in chosen}
+                print(f"\nB sweep, {setting} orderings (B capped at the usable pairs)")
+                head = f"{'method':24s}" + "".join(f"{b:>8d}" for b in Bs)
+                print(head)
+                for m in chosen:
+                    print(f"{m:24s}" + "".join(
+                        f"{100 * np.nanmean(sweep[setting][m][b]):8.1f}"
+                        if not np.all(np.isnan(sweep[setting][m][b])) else f"{'n/a':>8s}"
+                        for b in Bs))
+    print(f"\n{time.perf_counter() - t0:.1f} s")
+    if sweep is not None:
+        try:
+            plot_sweep(sweep, Bs, ROOT / "docs" / "img" / "qwise_attributes.png")
+        except ImportError:
+            print("matplotlib is not installed; no figure")
+    if args.json:
+        out = {"n_train": n_train, "seeds": seeds, "C_q": args.C_q,
+               "table": {s: {m: v.tolist() for m, v in r.items()}
+                         for s, r in results.items()}}
+        if sweep is not None:
+            out["sweep"] = {s: {m: {str(b): v.tolist() for b, v in c.items()}
+                                for m, c in r.items()} for s, r in sweep.items()}
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return results
+
+
+if __name__ == "__main__":
+    main()
