@@ -48,6 +48,7 @@ from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..constraints import informative
@@ -761,6 +762,7 @@ class AttributeGaussianClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         H, y = validate_data(self, H, y, ensure_min_samples=2)
+        check_classification_targets(y)
         self.classes_, codes, counts = np.unique(y, return_inverse=True,
                                                  return_counts=True)
         if self.classes_.size < 2:
@@ -817,4 +819,5 @@ class AttributeGaussianClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, H):
         """The class of highest likelihood for every row of ``H``."""
-        return self.classes_[np.argmax(self.log_likelihood(H), axis=1)]
+        best = np.argmax(self.log_likelihood(H), axis=1)  # checks fitted first
+        return self.classes_[best]

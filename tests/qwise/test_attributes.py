@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvxmetric.qwise.attributes import (
     AttributeGaussianClassifier,
@@ -304,6 +305,11 @@ def test_gaussian_classifier_uses_the_covariance_not_the_mean_distance():
     y = [0, 0, 0, 0, 1, 1, 1, 1]
     g = AttributeGaussianClassifier().fit(H, y)
     assert g.predict([[1.5, 0.05]])[0] == 0
+
+
+@parametrize_with_checks([AttributeGaussianClassifier()])
+def test_gaussian_classifier_is_a_scikit_learn_classifier(estimator, check):
+    check(estimator)
 
 
 def test_gaussian_classifier_bad_inputs():
