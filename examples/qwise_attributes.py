@@ -175,18 +175,38 @@ def run_setting(X, y, measures, tau, sigma, B, methods, seeds, n_train, C_q):
 
 
 def _cell(v):
-    if np.all(np.isnan(v)):
+    ok = ~np.isnan(v)
+    if not np.any(ok):
         return "n/a"
-    return f"{100 * np.nanmean(v):.1f} +- {100 * np.nanstd(v):.1f}"
+    cell = f"{100 * np.mean(v[ok]):.1f} +- {100 * np.std(v[ok]):.1f}"
+    return cell if np.all(ok) else f"{cell} ({int(ok.sum())}/{len(v)})"
 
 
 def print_table(results, settings):
-    head = f"{'method':24s}" + "".join(f"{s:>16s}" for s in settings)
+    head = f"{'method':24s}" + "".join(f"{s:>20s}" for s in settings)
     print("Gaussian-model accuracy (%), mean +- std over seeds")
     print(head)
     print("-" * len(head))
     for m in next(iter(results.values())):
-        print(f"{m:24s}" + "".join(f"{_cell(results[s][m]):>16s}" for s in settings))
+        print(f"{m:24s}" + "".join(f"{_cell(results[s][m]):>20s}" for s in settings))
+    print("n/a: some attribute leaves the method no usable class pair (every pair "
+          "touches a border level);\n(k/n): the mean over the k seeds where it had one.")
+
+
+def print_paired(results, settings, baseline="pairwise (RA baseline)"):
+    """Per-seed differences to the baseline (same split, same orderings)."""
+    print(f"\npaired difference to the {baseline} (points; mean +- std, seeds won)")
+    for m in next(iter(results.values())):
+        if m == baseline:
+            continue
+        cells = []
+        for s in settings:
+            d = 100 * (results[s][m] - results[s][baseline])
+            ok = ~np.isnan(d)
+            cells.append("n/a" if not np.any(ok) else
+                         f"{np.mean(d[ok]):+.1f} +- {np.std(d[ok]):.1f} "
+                         f"{int(np.sum(d[ok] > 0))}/{int(ok.sum())}")
+        print(f"{m:24s}" + "".join(f"{c:>20s}" for c in cells))
 
 
 def plot_sweep(sweep, Bs, path):
@@ -240,6 +260,7 @@ def main(argv=None):
         print(f"\nN = {n_train} training images per class, {len(seeds)} seeds, "
               f"C_q = {args.C_q}")
         print_table(results, list(SETTINGS))
+        print_paired(results, list(SETTINGS))
         sweep, Bs = None, [1, 3, 5, 10, 20, 45]
         if args.full or args.plot:
             chosen = ["pairwise (RA baseline)", "QWSL-1", "QWSL-2", "OQWSL-1", "OQWSL-2"]
