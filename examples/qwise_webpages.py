@@ -24,6 +24,9 @@ gradient orientations on an ``m x m`` grid (``d_regions``, Sec. 5.2).
   (``D(v_t, v_{t+1}) + 1 <= D(v_r, v_{t+1})``);
 * Qwise ``D_w``: the same model on ``N = A u B`` (Eq. 18-19, ``gamma = 4``,
   ``r >= t - 6``, ``s <= t + 7``, Sec. 5.4), Eq. 22;
+* Qwise ``D_M``: the full-matrix model of Eq. 23 on the same quadruplets
+  (``Qwise(regularizer="frobenius", solver="fast")`` on
+  ``c = d_regions^{o 1/2}``);
 * Qwise ``D_w`` + labels: ``A u B`` and ``--labelled`` human-labelled
   training pairs per class (Eq. 20-21), so that the threshold ``b`` is
   learned.
@@ -39,15 +42,15 @@ detector on ``D_w`` alone and in late fusion with the Jaccard distance of
 the hyperlink sets (non-negative SVM weights).  Fig. 8: its accuracy
 against the grid resolution ``m``.
 
-    python examples/qwise_webpages.py               # 3 seeds x 2 splits, 20 days (~5 s)
+    python examples/qwise_webpages.py               # 3 seeds x 2 splits, 20 days (~10 s)
     python examples/qwise_webpages.py --full        # 5 seeds x 10 splits, 50 days; figures
     python examples/qwise_webpages.py --json r.json # also the numbers as JSON
 
 ``--full`` (or ``--plot``) writes docs/img/qwise_importance.png (Fig. 5:
 page and learned weights) and docs/img/qwise_grid.png (Fig. 8), with
 matplotlib.  BLAS runs single-threaded (``--threads``).  Durations on the
-2-core development machine next to other jobs: the default run 4-6 s,
-``--full`` about 40 s.
+2-core development machine next to other jobs: the default run 10-23 s,
+``--full`` 2.5-4 minutes (220 s next to another job).
 """
 
 import argparse
@@ -60,9 +63,8 @@ from threadpoolctl import threadpool_limits
 
 from cvxmetric.metrics import ap_dissimilar, ap_similar, mean_class_accuracy
 from cvxmetric.qwise._pages import make_page_versions
-from cvxmetric.qwise.estimator import QwiseVector
+from cvxmetric.qwise.estimator import Qwise, QwiseVector
 from cvxmetric.qwise.temporal import (
-    _cell_sums,
     jaccard_distances,
     region_distances,
     successive_pairs,
@@ -73,7 +75,7 @@ from cvxmetric.qwise.temporal import (
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = 120  # 5 days of hourly versions
-METHODS = ("Euclidean", "Triplet-based", "Qwise D_w", "Qwise D_w + labels")
+METHODS = ("Euclidean", "Triplet-based", "Qwise D_w", "Qwise D_M", "Qwise D_w + labels")
 FUSION = ("visual (D_w)", "visual + structural (D_w, D_H)")
 
 
@@ -85,6 +87,18 @@ def fit_metric(versions, quads, delta, grid, pairs=None, pair_labels=None):
     est.fit(prob.quadruplets, delta=prob.delta, pairs=prob.pairs,
             pair_labels=prob.pair_labels)
     return est
+
+
+def fit_full_matrix(versions, quads, delta, grid):
+    """Eq. 23: ``D_M^2 = c^T M c`` on the same samples ``c = d_regions^{o 1/2}``."""
+    prob = temporal_problem(versions, quads, delta, grid=grid)
+    est = Qwise(regularizer="frobenius", solver="fast", preprocessor=prob.X)
+    return est.fit(prob.quadruplets, delta=prob.delta).mahalanobis_matrix_
+
+
+def full_distance(d_regions, M):
+    c = np.sqrt(d_regions)
+    return np.einsum("pi,ij,pj->p", c, M, c)
 
 
 def triplet_subset(quads, delta):
@@ -134,10 +148,12 @@ def run_split(args, pages, start, seed):
                          pair_labels=np.where(truth[labelled], 1, -1))
         tq, td = triplet_subset(quads, delta)
         w_trip = fit_metric(versions, tq, td, grid).coef_
+        M = fit_full_matrix(versions, quads, delta, grid)
         for name, dc, dt, b in (
                 ("Euclidean", d_cand.sum(axis=1), eucl, None),
                 ("Triplet-based", d_cand @ w_trip, d_test @ w_trip, None),
                 ("Qwise D_w", d_cand @ w, d_test @ w, None),
+                ("Qwise D_M", full_distance(d_cand, M), full_distance(d_test, M), None),
                 ("Qwise D_w + labels", None, d_test @ sup.coef_, sup.intercept_)):
             acc = (detector_accuracy(dc, dt) if b is None
                    else mean_class_accuracy(dt, similar, float(b)))
@@ -170,7 +186,7 @@ def run(args):
             if first is None:
                 first = (pages, res["w"])
     n_runs = len(per)
-    tab = np.array([[r[m] for m in METHODS] for r in per])        # (runs, 4, 3)
+    tab = np.array([[r[m] for m in METHODS] for r in per])        # (runs, methods, 3)
     fus = np.array([r["fusion"] for r in per])                     # (runs, 2)
     gr = np.array([[[pg[g]["Euclidean"], pg[g]["Qwise D_w"]] for g in args.grids]
                    for pg in per_grid])                             # (runs, grids, 2)
@@ -287,8 +303,7 @@ def figures(args, first, gr):
     plt.close(fig)
     print(f"\nfigures: {p1}, {p2}")
     # the importance check of Sec. 5.4, printed with the figure
-    frac = _cell_sums(pages.masks["news"].astype(float), m, m)
-    news = frac > 0.5
+    news = pages.cell_fraction("news", m) > 0.5
     print(f"news cells: mean weight {np.mean(np.asarray(w)[news]):.3g}, other cells "
           f"{np.mean(np.asarray(w)[~news]):.3g}")
     return [str(p1), str(p2)]

@@ -107,6 +107,19 @@ class PageVersions:
             raise ValueError(f"pairs: version indices must be in [0, {len(self)}).")
         return self.news_id[pairs[:, 0]] == self.news_id[pairs[:, 1]]
 
+    def cell_fraction(self, region, grid):
+        """Fraction of each cell of an ``m x m`` grid (row-major, as
+        :func:`~cvxmetric.qwise.temporal.region_distances`) covered by
+        ``region`` (a key of :attr:`masks`), shape (m * m,)."""
+        from .temporal import _cell_sums, _check_grid
+
+        if region not in self.masks:
+            raise ValueError(f"region: unknown region {region!r}; expected one of "
+                             f"{', '.join(map(repr, self.masks))}.")
+        mask = self.masks[region].astype(float)
+        rows, cols = _check_grid(grid, *mask.shape)
+        return _cell_sums(mask, rows, cols)
+
     def identical_pairs(self, pairs):
         """True where the two versions of a pair are exactly the same image."""
         pairs = np.asarray(pairs)

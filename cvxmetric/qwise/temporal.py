@@ -33,6 +33,7 @@ on the same samples is Eq. 23's ``D_M``.  The sample matrix is
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
 from .._validation import check_finite, check_option, check_pair_labels, check_scalar
@@ -531,7 +532,7 @@ def pseudo_label_pairs(distances, k, *, exclude=None):
     return order[:k], order[::-1][:k]
 
 
-class LateFusionSVM:
+class LateFusionSVM(BaseEstimator):
     """Linear SVM over distances with non-negative weights (Sec. 5.2, 5.5).
 
     The late fusion ``D_M(v_i, v_j) = alpha_1 D_w + alpha_2 D_H + ...`` with

@@ -1,5 +1,6 @@
 """Temporal metric learning for webpage versions (Law et al. 2016, Sec. 5)."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,6 @@ from cvxmetric.qwise._pages import PAGE_LAYOUT, make_page_versions
 from cvxmetric.qwise.estimator import QwiseVector
 from cvxmetric.qwise.temporal import (
     LateFusionSVM,
-    _cell_sums,
     cell_descriptors,
     jaccard_distances,
     pseudo_label_pairs,
@@ -272,7 +272,7 @@ def test_unsupervised_metric_weights_the_news_cells():
     est = QwiseVector(psi="squared", loss="huber", solver="newton",
                       preprocessor=prob.X).fit(prob.quadruplets, delta=prob.delta)
     w = est.coef_
-    frac = {k: _cell_sums(m.astype(float), grid, grid) for k, m in pages.masks.items()}
+    frac = {k: pages.cell_fraction(k, grid) for k in pages.masks}
     news = frac["news"] > 0.5
     ads = frac["ads"] > 0.5
     menus = (frac["top_menu"] + frac["left_menu"]) > 0.5
@@ -285,6 +285,11 @@ def test_unsupervised_metric_weights_the_news_cells():
     assert w[ads].mean() < 0.3 * w[news].mean()
     assert w[menus].mean() < 0.15 * w[news].mean()
     assert set(PAGE_LAYOUT) == set(pages.masks)
+    # cell fractions by hand: the 40 x 40 top menu covers rows 0-5 (6 pixels)
+    top = pages.cell_fraction("top_menu", 4)
+    assert np.allclose(top, [0.6] * 4 + [0.0] * 12)
+    with pytest.raises(ValueError, match="region"):
+        pages.cell_fraction("footer", 4)
 
 
 # ---------------------------------------------------------------------------
@@ -352,8 +357,11 @@ def test_unsupervised_detector():
 def test_example_runs_small(tmp_path):
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "qwise_webpages.py"), "--seeds", "1",
-         "--grids", "4,8", "--json", str(tmp_path / "r.json")],
+         "--splits", "1", "--days", "10", "--grids", "4,8", "--json",
+         str(tmp_path / "r.json")],
         capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert "Table 1 (synthetic page)" in out.stdout
-    assert (tmp_path / "r.json").exists()
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert set(saved["results"]["grid"]) == {"4", "8", "10"}
+    assert all(min(a) >= 0 for a in saved["results"]["alpha"])
