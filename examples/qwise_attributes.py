@@ -44,8 +44,11 @@ Settings (the columns): ``clean`` (``tau = 0.25``, all class pairs),
 ``--full`` (or ``--plot``) also sweeps ``B`` on the clean and noisy
 annotations (Fig. 11) and writes docs/img/qwise_attributes.png (needs
 matplotlib).  BLAS runs single-threaded (``--threads``).  Durations on the
-2-core development machine next to other jobs: the default run 20-30 s,
-``--full`` about 15 minutes.
+2-core development machine next to other jobs: the default run 15-25 s
+(67 s when sharing the machine with a ``--full`` run), ``--seeds 10
+--n-train 30`` (the table of ``--full``) 181 s, ``--plot`` (the B sweep at
+the default N = 20, 3 seeds) 68 s; ``--full`` runs both at N = 30 with 10
+seeds, about 10 times the latter.
 """
 
 import argparse
@@ -217,6 +220,8 @@ def plot_sweep(sweep, Bs, path):
     fig, axes = plt.subplots(1, len(sweep), figsize=(5.5 * len(sweep), 4), sharey=True)
     for ax, (setting, res) in zip(np.atleast_1d(axes), sweep.items()):
         for m, curve in res.items():
+            if all(np.all(np.isnan(curve[b])) for b in Bs):
+                continue  # no usable class pair in these orderings
             mean = [100 * np.nanmean(curve[b]) for b in Bs]
             std = [100 * np.nanstd(curve[b]) for b in Bs]
             ax.errorbar(Bs, mean, yerr=std, marker="o", capsize=2, label=m)
