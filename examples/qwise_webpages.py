@@ -141,9 +141,9 @@ def run_split(args, pages, start, seed):
             continue
         rng = np.random.RandomState(seed * 1000 + start)
         truth = pages.similar(cand)
-        labelled = np.concatenate([
-            rng.choice(np.flatnonzero(truth & ~cand_identical), args.labelled, False),
-            rng.choice(np.flatnonzero(~truth), args.labelled, False)])
+        pools = [np.flatnonzero(truth & ~cand_identical), np.flatnonzero(~truth)]
+        labelled = np.concatenate([rng.choice(p, min(args.labelled, p.size), False)
+                                   for p in pools])
         sup = fit_metric(versions, quads, delta, grid, pairs=cand_local[labelled],
                          pair_labels=np.where(truth[labelled], 1, -1))
         tq, td = triplet_subset(quads, delta)

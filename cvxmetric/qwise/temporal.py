@@ -573,8 +573,27 @@ class LateFusionSVM(BaseEstimator):
         self.nonnegative = nonnegative
 
     def fit(self, distances, y):
-        """Fit on distances (n_pairs, n_distances) and labels y (+1 similar,
-        -1 dissimilar, the package's convention)."""
+        """Learn ``alpha >= 0`` and the threshold from labelled pairs.
+
+        Parameters
+        ----------
+        distances : array_like of shape (n_pairs,) or (n_pairs, n_distances)
+            One column per distance (``D_w``, ``D_H``, ...).
+        y : array_like of int, shape (n_pairs,)
+            +1 similar (S), -1 dissimilar (D), the package's convention;
+            both classes are needed.
+
+        Returns
+        -------
+        self : LateFusionSVM
+
+        Raises
+        ------
+        ValueError
+            Bad ``distances``, ``y``, ``C`` or ``nonnegative``.
+        RuntimeError
+            The conic solver fails.
+        """
         import cvxpy as cp
 
         C = check_scalar(self.C, "C", low=0.0, low_inclusive=False)
