@@ -28,6 +28,9 @@ EXPECTED = {
     "knn_accuracy.py": "5-NN accuracy",
     "omdml_digits.py": "mAP",
     "ldml_bags.py": "verification mAP",
+    "qwise_webpages.py": "Table 1 (synthetic page)",
+    "qwise_taxonomy.py": "Table 6-like: Eq. 24 hierarchy accuracy, 10-NN",
+    "qwise_attributes.py": "Gaussian-model accuracy (%)",
 }
 FAST = {"metric_learn_migration.py"}
 
