@@ -94,14 +94,17 @@ def temporal_quadruplets(n_versions, gamma, *, r_min_offset=-6, s_max_offset=7,
     compares a distance with itself and is left out.  The enclosing pair is
     restricted to the window ``t + r_min_offset <= r`` and
     ``s <= t + s_max_offset`` (the paper's ``r >= t - 6``, ``s <= t + 7``,
-    Sec. 5.4), clipped at the ends of the sequence.
+    Sec. 5.4), which spans ``s_max_offset - r_min_offset + 1`` versions.
+    The sequence must hold the whole window; near its first and last
+    versions the window is clipped at the ends of the sequence.
 
     Parameters
     ----------
     n_versions : int
-        Number ``T`` of successive versions, indexed ``0 .. T - 1``; must
-        exceed ``gamma`` (otherwise no pair spans a change period and ``A``
-        is empty, leaving the trivial solution ``D = 0``).
+        Number ``T`` of successive versions, indexed ``0 .. T - 1``; at least
+        the window, ``s_max_offset - r_min_offset + 1`` versions (14 with the
+        paper's window).  This also makes ``T > gamma``, so that some pair
+        spans a change period and ``A`` is not empty.
     gamma : int >= 2
         The change period ``gamma`` of Sec. 5.1.1 (the paper requires
         ``gamma > 1``; with ``gamma = 1`` Eq. 19 would demand
@@ -130,9 +133,11 @@ def temporal_quadruplets(n_versions, gamma, *, r_min_offset=-6, s_max_offset=7,
     Examples
     --------
     >>> from cvxmetric.qwise.temporal import temporal_quadruplets
-    >>> quads, delta = temporal_quadruplets(3, 2)
-    >>> quads.tolist(), delta.tolist()
-    ([[0, 1, 0, 2], [1, 2, 0, 2]], [1.0, 1.0])
+    >>> quads, delta = temporal_quadruplets(4, 2, r_min_offset=-1, s_max_offset=2)
+    >>> quads.tolist()
+    [[0, 1, 0, 2], [1, 2, 0, 2], [1, 2, 0, 3], [1, 2, 1, 3], [2, 3, 1, 3]]
+    >>> delta.tolist()
+    [1.0, 1.0, 1.0, 1.0, 1.0]
     """
     T = _check_int(n_versions, "n_versions", low=2)
     gamma = _check_int(gamma, "gamma", low=2)
@@ -143,10 +148,15 @@ def temporal_quadruplets(n_versions, gamma, *, r_min_offset=-6, s_max_offset=7,
             f"gamma: a change period of {gamma} does not fit in the window "
             f"[t {r_min:+d}, t {s_max:+d}]; need gamma <= s_max_offset - "
             f"r_min_offset = {s_max - r_min}.")
-    if T <= gamma:
+    window = s_max - r_min + 1
+    if T < window:
+        # a sequence shorter than the window would clip it for every t, and
+        # the quadruplets would no longer be the paper's window; T >= window
+        # also gives T > gamma, so the set A of Eq. 19 is not empty
         raise ValueError(
-            f"n_versions: {T} versions do not span the change period gamma = "
-            f"{gamma}; need n_versions > gamma (else the set A of Eq. 19 is empty).")
+            f"n_versions: {T} versions are shorter than the sampling window of "
+            f"{window} versions (t {r_min:+d} .. t {s_max:+d}); need n_versions >= "
+            f"s_max_offset - r_min_offset + 1 = {window}, or a smaller window.")
     t, dr, ds = np.meshgrid(np.arange(T - 1), np.arange(r_min, 1),
                             np.arange(1, s_max + 1), indexing="ij")
     t, r, s = t.ravel(), (t + dr).ravel(), (t + ds).ravel()

@@ -30,19 +30,33 @@ ROOT = Path(__file__).resolve().parents[2]
 # ---------------------------------------------------------------------------
 
 def test_quadruplets_t5_gamma2_by_hand():
-    # r <= t < s, (r, s) != (t, t+1); A: r + 2 >= t + 1 and s >= r + 2
-    a = [(0, 1, 0, 2), (0, 1, 0, 3), (0, 1, 0, 4),
-         (1, 2, 0, 2), (1, 2, 0, 3), (1, 2, 0, 4), (1, 2, 1, 3), (1, 2, 1, 4),
+    # window r >= t - 2, s <= t + 2 (5 versions, the whole sequence), clipped
+    # at both ends; r <= t < s, (r, s) != (t, t+1);
+    # A: r + 2 >= t + 1 and s >= r + 2
+    a = [(0, 1, 0, 2),
+         (1, 2, 0, 2), (1, 2, 0, 3), (1, 2, 1, 3),
          (2, 3, 1, 3), (2, 3, 1, 4), (2, 3, 2, 4),
          (3, 4, 2, 4)]
     b = [(2, 3, 0, 3), (2, 3, 0, 4),  # r + gamma = 2 < t + 1 = 3
-         (3, 4, 0, 4), (3, 4, 1, 4)]
-    quads, delta = temporal_quadruplets(5, 2)
+         (3, 4, 1, 4)]                # r + gamma = 3 < t + 1 = 4
+    quads, delta = temporal_quadruplets(5, 2, r_min_offset=-2, s_max_offset=2)
     got = {tuple(q): m for q, m in zip(quads.tolist(), delta.tolist())}
-    assert len(got) == len(quads) == 16
+    assert len(got) == len(quads) == 11
     assert got == {**{q: 1.0 for q in a}, **{q: 0.0 for q in b}}
     # sorted by t, then r, then s
     assert quads.tolist() == sorted(quads.tolist(), key=lambda q: (q[0], q[2], q[3]))
+
+
+def test_quadruplets_sequence_as_long_as_the_window():
+    # the paper's window spans 14 versions: 14 are enough, 13 are refused
+    quads, delta = temporal_quadruplets(14, 4)
+    t, _, r, s = quads.T
+    assert r.min() == 0 and s.max() == 13
+    assert np.sum(t == 6) == 7 * 7 - 1  # the one t whose window is not clipped
+    assert np.any(delta == 1.0) and np.any(delta == 0.0)
+    with pytest.raises(ValueError, match="n_versions: 13 versions are shorter than "
+                                         "the sampling window of 14"):
+        temporal_quadruplets(13, 4)
 
 
 def test_quadruplets_window_by_hand():
@@ -93,6 +107,8 @@ def test_quadruplets_subsampling_deterministic():
     (dict(n_versions=True, gamma=2), "n_versions"),
     (dict(n_versions=4, gamma=4), "n_versions"),
     (dict(n_versions=1, gamma=2), "n_versions"),
+    (dict(n_versions=5, gamma=2), "n_versions"),  # shorter than the window
+    (dict(n_versions=4, gamma=2, r_min_offset=-2, s_max_offset=2), "n_versions"),
     (dict(n_versions=30, gamma=4, r_min_offset=1), "r_min_offset"),
     (dict(n_versions=30, gamma=4, s_max_offset=0), "s_max_offset"),
     (dict(n_versions=30, gamma=4, r_min_offset=-1, s_max_offset=2), "gamma"),
@@ -182,7 +198,7 @@ def test_region_distances_bad_input(call, match):
 def test_temporal_problem_reduction_is_eq22():
     rng = np.random.RandomState(1)
     imgs = rng.rand(6, 8, 8)
-    quads, delta = temporal_quadruplets(6, 2)
+    quads, delta = temporal_quadruplets(6, 2, r_min_offset=-2, s_max_offset=3)
     prob = temporal_problem(imgs, quads, delta, grid=2, descriptor="pixels",
                             pairs=[[0, 1], [4, 2]], pair_labels=[1, -1])
     assert prob.kept.all() and len(prob.quadruplets) == len(quads)
