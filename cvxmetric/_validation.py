@@ -18,7 +18,67 @@ __all__ = [
     "check_psd_matrix",
     "check_option",
     "check_pair_labels",
+    "check_int",
+    "describe",
 ]
+
+
+def check_int(value, name, *, low=None, high=None):
+    """Validate an integer (a Python or NumPy integer, not a bool) within
+    optional bounds; the message names ``name`` and never prints an array.
+
+    Parameters
+    ----------
+    value : object
+    name : str
+        The argument's name, for the message.
+    low, high : int, optional
+        Inclusive bounds.
+
+    Returns
+    -------
+    int
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}: expected an integer, got {describe(value)}.")
+    value = int(value)
+    if low is not None and value < low:
+        raise ValueError(f"{name}: must be >= {low}, got {value}.")
+    if high is not None and value > high:
+        raise ValueError(f"{name}: must be <= {high}, got {value}.")
+    return value
+
+
+def describe(value):
+    """A short description of a bad argument, for an error message.
+
+    The repr of a scalar, ``None`` or a short string; otherwise the type and
+    shape (or length): never the values of an array, whose repr can run to
+    thousands of characters.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    str
+    """
+    if value is None or isinstance(value, (bool, numbers.Number, np.generic)):
+        text = repr(value)
+        if len(text) <= 40:
+            return text
+    if isinstance(value, (str, bytes)):
+        text = repr(value)
+        return text if len(text) <= 40 else \
+            f"a {type(value).__name__} of length {len(value)}"
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple):
+        return f"{type(value).__name__} of shape {shape}"
+    try:
+        return f"{type(value).__name__} of length {len(value)}"
+    except TypeError:
+        return type(value).__name__
 
 
 def check_finite(a, name, *, ndim=None, shape=None, dtype=float):

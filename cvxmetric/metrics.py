@@ -22,6 +22,8 @@ import numbers
 
 import numpy as np
 
+from ._validation import describe
+
 __all__ = ["cmc_curve", "rank_k_accuracy", "average_precision",
            "mean_average_precision", "ap_similar", "ap_dissimilar",
            "pair_map", "mean_class_accuracy", "knn_predict", "knn_accuracy",
@@ -108,7 +110,7 @@ def cmc_curve(distances, relevant, max_rank=None):
             or not isinstance(max_rank, (int, np.integer))
             or not 1 <= max_rank <= n_items):
         raise ValueError(f"max_rank: expected an integer in [1, {n_items}], got "
-                         f"{max_rank!r}.")
+                         f"{describe(max_rank)}.")
     rank = _first_relevant_rank(D, mask)
     ks = np.arange(1, max_rank + 1)
     return (rank[None, :] <= ks[:, None]).mean(axis=1)
@@ -131,7 +133,7 @@ def rank_k_accuracy(distances, relevant, k=1):
     if (isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer))
             or (n_items is not None and not 1 <= k <= n_items)):
         raise ValueError(f"k: expected an integer in [1, n_items={n_items}], "
-                         f"got {k!r}.")
+                         f"got {describe(k)}.")
     return float(cmc_curve(distances, relevant, max_rank=k)[-1])
 
 
@@ -315,7 +317,7 @@ def mean_class_accuracy(distances, similar, b):
     d, s = _check_pairs(distances, similar)
     if (isinstance(b, (bool, np.bool_)) or not isinstance(b, numbers.Real)
             or not np.isfinite(b)):
-        raise ValueError(f"b: expected a finite real number, got {b!r}.")
+        raise ValueError(f"b: expected a finite real number, got {describe(b)}.")
     pred = d < b
     acc_s = np.mean(pred[s])
     acc_d = np.mean(~pred[~s])
@@ -362,7 +364,7 @@ def _check_k(k, n_train):
     if (isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer))
             or not 1 <= k <= n_train):
         raise ValueError(f"k: expected an integer in [1, n_train={n_train}], got "
-                         f"{k!r}.")
+                         f"{describe(k)}.")
     return int(k)
 
 

@@ -13,10 +13,12 @@ import pytest
 from cvxmetric._validation import (
     check_finite,
     check_indices,
+    check_int,
     check_option,
     check_psd_matrix,
     check_samples,
     check_scalar,
+    describe,
 )
 from cvxmetric.constraints import LabeledPairs
 from cvxmetric.qwise import QwiseData
@@ -270,3 +272,34 @@ def test_quadruplets_data_is_canonical(quads, pairs, u_l):
     want += [l - D(i, j) for i, j in pairs.dissimilar]
     np.testing.assert_allclose(data.margins(M), want, rtol=1e-12, atol=1e-12)
 
+
+
+# ---------------------------------------------------------------------------
+# check_int, describe
+# ---------------------------------------------------------------------------
+
+
+def test_check_int_accepts_python_and_numpy_integers():
+    assert check_int(3, "n") == 3 and type(check_int(np.int64(3), "n")) is int
+    assert check_int(0, "n", low=0, high=0) == 0
+
+
+@pytest.mark.parametrize("value, match", [
+    (True, "n: expected an integer, got True"),
+    (2.0, "n: expected an integer, got 2.0"),
+    ("3", "n: expected an integer, got '3'"),
+    (np.arange(500), r"n: expected an integer, got ndarray of shape \(500,\)"),
+    (1, "n: must be >= 2, got 1"),
+    (9, "n: must be <= 8, got 9"),
+])
+def test_check_int_refuses(value, match):
+    with pytest.raises(ValueError, match=match):
+        check_int(value, "n", low=2, high=8)
+
+
+def test_describe_never_prints_an_array():
+    assert describe(np.arange(10 ** 4)) == "ndarray of shape (10000,)"
+    assert describe(list(range(10 ** 4))) == "list of length 10000"
+    assert describe("x" * 100) == "a str of length 100"
+    assert describe(object()) == "object"
+    assert describe(None) == "None" and describe(2.5) == "2.5" and describe("ab") == "'ab'"

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._validation import check_scalar
+from .._validation import check_int, check_scalar
 
 __all__ = ["PageVersions", "make_page_versions", "PAGE_LAYOUT"]
 
@@ -184,20 +184,11 @@ def make_page_versions(n_versions, *, size=40, news_period=4.0, n_stories=3, n_a
     >>> pages.images.shape
     (24, 40, 40)
     """
-    for name, value in (("n_versions", n_versions), ("size", size), ("block", block),
-                        ("n_ads", n_ads), ("n_stories", n_stories)):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise ValueError(f"{name}: expected an integer, got {value!r}.")
-    if n_versions < 2:
-        raise ValueError(f"n_versions: need at least 2 versions, got {n_versions}.")
-    if size < 10:
-        raise ValueError(f"size: must be >= 10 pixels, got {size}.")
-    if block < 1:
-        raise ValueError(f"block: must be >= 1, got {block}.")
-    if n_ads < 1:
-        raise ValueError(f"n_ads: must be >= 1, got {n_ads}.")
-    if n_stories < 1:
-        raise ValueError(f"n_stories: must be >= 1, got {n_stories}.")
+    n_versions = check_int(n_versions, "n_versions", low=2)
+    size = check_int(size, "size", low=10)
+    block = check_int(block, "block", low=1)
+    n_ads = check_int(n_ads, "n_ads", low=1)
+    n_stories = check_int(n_stories, "n_stories", low=1)
     news_period = check_scalar(news_period, "news_period", low=1.0)
     noise = check_scalar(noise, "noise", low=0.0)
     p_identical = check_scalar(p_identical, "p_identical", low=0.0, high=1.0)

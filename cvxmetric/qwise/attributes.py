@@ -41,7 +41,7 @@ keeps OQWSL's ordered border pairs as pairwise constraints (the PubFig
 """
 
 from collections.abc import Mapping
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
@@ -52,7 +52,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..constraints import informative
-from .._validation import check_samples
+from .._validation import check_int, check_samples, describe
 from .estimator import QwiseVector
 
 __all__ = [
@@ -317,15 +317,13 @@ _ORDERED_PAIR, _EQUIV_PAIR, _ORDERED_QUAD, _EQUIV_QUAD = range(4)
 
 
 def _check_method(method, p, equivalences, border_pairs):
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method: expected one of {', '.join(map(repr, METHODS))}, "
-                         f"got {method!r}.")
-    if isinstance(p, bool) or not isinstance(p, Integral) or p < 1:
-        raise ValueError(f"p: expected an integer >= 1 (the p-th closest levels), "
-                         f"got {p!r}.")
+                         f"got {describe(method)}.")
+    check_int(p, "p", low=1)  # k and l come from the p-th closest levels
     for name, v in (("equivalences", equivalences), ("border_pairs", border_pairs)):
         if not isinstance(v, (bool, np.bool_)):
-            raise ValueError(f"{name}: expected True or False, got {v!r}.")
+            raise ValueError(f"{name}: expected True or False, got {describe(v)}.")
     if border_pairs and method != "oqwsl":
         raise ValueError("border_pairs: only OQWSL (method='oqwsl') leaves ordered "
                          "border pairs out; the other methods keep them already.")
@@ -415,9 +413,7 @@ def _check_y(y, ordering):
 def _check_count(n, name):
     if n is None:
         return None
-    if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
-        raise ValueError(f"{name}: expected None or an integer >= 1, got {n!r}.")
-    return int(n)
+    return check_int(n, name, low=1)
 
 
 def _members(y, classes):

@@ -48,14 +48,14 @@ Decisions where the paper is silent
 """
 
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 from typing import NamedTuple
 
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
-from .._validation import check_finite, check_samples, check_scalar
+from .._validation import check_finite, check_int, check_samples, check_scalar, describe
 from ..constraints import informative
 
 __all__ = ["ClassTree", "TaxonomyQuadruplets", "taxonomy_quadruplets"]
@@ -348,15 +348,6 @@ def _neighbour_table(X, layout, k, metric, pool):
     return table, size
 
 
-def _check_count(value, name):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
-        raise ValueError(f"{name}: expected a non-negative integer, got "
-                         f"{type(value).__name__}.")
-    if value < 0:
-        raise ValueError(f"{name}: expected a non-negative integer, got {value}.")
-    return int(value)
-
-
 def _check_delta(delta):
     """Margins of the two types as a length-2 array."""
     if isinstance(delta, (bool, np.bool_)):
@@ -466,17 +457,14 @@ def taxonomy_quadruplets(X, y, parent, *, n_type1, n_type2, k=5, delta=1.0,
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y: expected {X.shape[0]} labels (one per row of X), "
                          f"got {codes.shape[0]}.")
-    n_type1 = _check_count(n_type1, "n_type1")
-    n_type2 = _check_count(n_type2, "n_type2")
+    n_type1 = check_int(n_type1, "n_type1", low=0)
+    n_type2 = check_int(n_type2, "n_type2", low=0)
     if n_type1 + n_type2 == 0:
         raise ValueError("n_type1, n_type2: ask for at least one quadruplet.")
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, Integral) or k < 1:
-        raise ValueError(f"k: expected an integer >= 1, got {k!r}.")
-    k = int(k)
+    k = check_int(k, "k", low=1)
     margins = _check_delta(delta)
     if not isinstance(same_anchor, (bool, np.bool_)):
-        raise ValueError(f"same_anchor: expected a bool, got "
-                         f"{type(same_anchor).__name__}.")
+        raise ValueError(f"same_anchor: expected a bool, got {describe(same_anchor)}.")
     rng = check_random_state(random_state)
     layout = _Layout(codes, tree)
 

@@ -36,7 +36,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
-from .._validation import check_finite, check_option, check_pair_labels, check_scalar
+from .._validation import (check_finite, check_int, check_option, check_pair_labels,
+                           check_scalar, describe)
 from ..constraints import informative
 
 __all__ = [
@@ -57,18 +58,6 @@ __all__ = [
 DESCRIPTORS = ("gradients", "pixels")
 
 _CHUNK = 256  # version pairs per block when comparing raw pixels
-
-
-def _check_int(value, name, *, low=None, high=None):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name}: expected an integer, got {type(value).__name__} "
-                         f"{value!r}.")
-    value = int(value)
-    if low is not None and value < low:
-        raise ValueError(f"{name}: must be >= {low}, got {value}.")
-    if high is not None and value > high:
-        raise ValueError(f"{name}: must be <= {high}, got {value}.")
-    return value
 
 
 # ---------------------------------------------------------------------------
@@ -139,10 +128,10 @@ def temporal_quadruplets(n_versions, gamma, *, r_min_offset=-6, s_max_offset=7,
     >>> delta.tolist()
     [1.0, 1.0, 1.0, 1.0, 1.0]
     """
-    T = _check_int(n_versions, "n_versions", low=2)
-    gamma = _check_int(gamma, "gamma", low=2)
-    r_min = _check_int(r_min_offset, "r_min_offset", high=0)
-    s_max = _check_int(s_max_offset, "s_max_offset", low=1)
+    T = check_int(n_versions, "n_versions", low=2)
+    gamma = check_int(gamma, "gamma", low=2)
+    r_min = check_int(r_min_offset, "r_min_offset", high=0)
+    s_max = check_int(s_max_offset, "s_max_offset", low=1)
     if gamma > s_max - r_min:
         raise ValueError(
             f"gamma: a change period of {gamma} does not fit in the window "
@@ -166,7 +155,7 @@ def temporal_quadruplets(n_versions, gamma, *, r_min_offset=-6, s_max_offset=7,
     quads = np.stack([t, t + 1, r, s], axis=1).astype(np.intp)
     delta = in_a.astype(float)
     if n_samples is not None:
-        n_samples = _check_int(n_samples, "n_samples", low=1)
+        n_samples = check_int(n_samples, "n_samples", low=1)
         if n_samples < len(quads):
             rng = check_random_state(random_state)
             pick = np.sort(rng.choice(len(quads), n_samples, replace=False))
@@ -176,7 +165,7 @@ def temporal_quadruplets(n_versions, gamma, *, r_min_offset=-6, s_max_offset=7,
 
 def successive_pairs(n_versions):
     """The pairs ``(v_t, v_{t+1})`` of successive versions, shape (T - 1, 2)."""
-    T = _check_int(n_versions, "n_versions", low=2)
+    T = check_int(n_versions, "n_versions", low=2)
     t = np.arange(T - 1)
     return np.stack([t, t + 1], axis=1)
 
@@ -191,9 +180,9 @@ def _check_grid(grid, height, width):
         if len(grid) != 2:
             raise ValueError(f"grid: expected an int m or a pair (rows, cols), got "
                              f"{len(grid)} values.")
-        rows, cols = (_check_int(g, "grid", low=1) for g in grid)
+        rows, cols = (check_int(g, "grid", low=1) for g in grid)
     else:
-        rows = cols = _check_int(grid, "grid", low=1)
+        rows = cols = check_int(grid, "grid", low=1)
     if rows > height or cols > width:
         raise ValueError(f"grid: a {rows} x {cols} grid has more cells than the "
                          f"{height} x {width} pixels of the images.")
@@ -254,7 +243,7 @@ def cell_descriptors(images, grid, *, n_orientations=8):
     """
     imgs = _check_images(images, "images")
     rows, cols = _check_grid(grid, *imgs.shape[1:])
-    n_or = _check_int(n_orientations, "n_orientations", low=1)
+    n_or = check_int(n_orientations, "n_orientations", low=1)
     if min(imgs.shape[1:]) < 2:
         raise ValueError(f"images: gradients need at least 2 x 2 pixels, got "
                          f"{imgs.shape[1:]}.")
@@ -525,7 +514,7 @@ def pseudo_label_pairs(distances, k, *, exclude=None):
         Positions into ``distances``.
     """
     d = check_finite(distances, "distances", ndim=1)
-    k = _check_int(k, "k", low=1)
+    k = check_int(k, "k", low=1)
     if exclude is None:
         ok = np.ones(d.shape[0], dtype=bool)
     else:
@@ -608,7 +597,8 @@ class LateFusionSVM(BaseEstimator):
 
         C = check_scalar(self.C, "C", low=0.0, low_inclusive=False)
         if not isinstance(self.nonnegative, (bool, np.bool_)):
-            raise ValueError(f"nonnegative: expected a bool, got {self.nonnegative!r}.")
+            raise ValueError(f"nonnegative: expected a bool, got "
+                             f"{describe(self.nonnegative)}.")
         D = _check_distance_matrix(distances)
         y = check_pair_labels(y, D.shape[0], "y")
         if np.unique(y).size < 2:

@@ -247,11 +247,11 @@ def test_duplicates_across_classes_are_redrawn():
 
 @pytest.mark.parametrize("kw, match", [
     (dict(n_type1=0, n_type2=0), "n_type1, n_type2: ask for at least one"),
-    (dict(n_type1=-1), "n_type1: expected a non-negative integer"),
-    (dict(n_type2=2.0), "n_type2: expected a non-negative integer"),
-    (dict(n_type1=True), "n_type1: expected a non-negative integer"),
-    (dict(k=0), "k: expected an integer >= 1"),
-    (dict(k=1.5), "k: expected an integer >= 1"),
+    (dict(n_type1=-1), "n_type1: must be >= 0, got -1"),
+    (dict(n_type2=2.0), "n_type2: expected an integer, got 2.0"),
+    (dict(n_type1=True), "n_type1: expected an integer, got True"),
+    (dict(k=0), "k: must be >= 1, got 0"),
+    (dict(k=1.5), "k: expected an integer, got 1.5"),
     (dict(delta=np.nan), "delta: must be finite"),
     (dict(delta=[1.0, np.inf]), "delta: contains 1 NaN"),
     (dict(delta=(1, 2, 3)), r"delta: expected a number or a pair"),
