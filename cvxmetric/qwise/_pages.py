@@ -98,19 +98,36 @@ class PageVersions:
         -------
         ndarray of bool, shape (n_pairs,)
         """
+        pairs = self._check_pairs(pairs)
+        return self.news_id[pairs[:, 0]] == self.news_id[pairs[:, 1]]
+
+    def _check_pairs(self, pairs):
+        """Integer version indices of shape (n, 2), n >= 0, in range."""
         pairs = np.asarray(pairs)
-        if (pairs.ndim != 2 or pairs.shape[1] != 2
+        if (pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype == bool
                 or not np.issubdtype(pairs.dtype, np.integer)):
             raise ValueError(f"pairs: expected integer indices of shape (n, 2), "
                              f"got {pairs.dtype} of shape {pairs.shape}.")
         if pairs.size and (pairs.min() < 0 or pairs.max() >= len(self)):
             raise ValueError(f"pairs: version indices must be in [0, {len(self)}).")
-        return self.news_id[pairs[:, 0]] == self.news_id[pairs[:, 1]]
+        return pairs
 
     def cell_fraction(self, region, grid):
-        """Fraction of each cell of an ``m x m`` grid (row-major, as
-        :func:`~cvxmetric.qwise.temporal.region_distances`) covered by
-        ``region`` (a key of :attr:`masks`), shape (m * m,)."""
+        """Fraction of each cell of a grid covered by a region of the page.
+
+        Parameters
+        ----------
+        region : str
+            A key of :attr:`masks` (``"news"``, ``"ads"``, ...).
+        grid : int or (int, int)
+            ``m`` for an ``m x m`` grid, or ``(rows, cols)``.
+
+        Returns
+        -------
+        ndarray of shape (rows * cols,)
+            Cells in row-major order, as
+            :func:`~cvxmetric.qwise.temporal.region_distances`.
+        """
         from .temporal import _cell_sums, _check_grid
 
         if region not in self.masks:
@@ -121,10 +138,19 @@ class PageVersions:
         return _cell_sums(mask, rows, cols)
 
     def identical_pairs(self, pairs):
-        """True where the two versions of a pair are exactly the same image."""
-        pairs = np.asarray(pairs)
+        """True where the two versions of a pair are exactly the same image.
+
+        Parameters
+        ----------
+        pairs : array_like of int, shape (n_pairs, 2)
+
+        Returns
+        -------
+        ndarray of bool, shape (n_pairs,)
+        """
+        pairs = self._check_pairs(pairs)
         a, b = self.images[pairs[:, 0]], self.images[pairs[:, 1]]
-        return np.all((a == b).reshape(len(pairs), -1), axis=1)
+        return np.all(a == b, axis=(1, 2))
 
 
 def _mask(size, box):

@@ -267,7 +267,17 @@ class AttributeOrdering:
         return len(self.levels)
 
     def relation(self, a, b):
-        """``"<"``, ``"~"`` or ``">"``: how class ``a`` compares with ``b``."""
+        """How class ``a`` compares with class ``b`` in this ordering.
+
+        Parameters
+        ----------
+        a, b : hashable
+            Classes of the ordering.
+
+        Returns
+        -------
+        {"<", "~", ">"}
+        """
         for c in (a, b):
             if c not in self.rank:
                 raise ValueError(f"a, b: unknown class {_label_text(c)}.")
@@ -275,7 +285,20 @@ class AttributeOrdering:
         return "<" if ra < rb else ("~" if ra == rb else ">")
 
     def check_classes(self, known, name="y"):
-        """Raise if a class of the ordering is not among ``known``."""
+        """Raise if a class of the ordering is not among ``known``.
+
+        Parameters
+        ----------
+        known : array_like
+            The known class labels (e.g. the training labels).
+        name : str, default="y"
+            The argument named in the message.
+
+        Raises
+        ------
+        ValueError
+            A class of the ordering is missing from ``known``.
+        """
         known = set(np.unique(np.asarray(known)).tolist())
         missing = [c for c in self.classes if c not in known]
         if missing:
@@ -814,6 +837,17 @@ class AttributeGaussianClassifier(ClassifierMixin, BaseEstimator):
         return out
 
     def predict(self, H):
-        """The class of highest likelihood for every row of ``H``."""
+        """The class of highest likelihood for every row of ``H``.
+
+        Parameters
+        ----------
+        H : array_like of shape (n_samples, n_features)
+            Attribute scores ``h = L x``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from :attr:`classes_`.
+        """
         best = np.argmax(self.log_likelihood(H), axis=1)  # checks fitted first
         return self.classes_[best]

@@ -166,6 +166,17 @@ class ClassTree:
     def encode(self, y, name="y"):
         """Leaf codes (indices into :attr:`leaves`) of the labels ``y``.
 
+        Parameters
+        ----------
+        y : array_like of shape (n_samples,)
+            Leaf class labels.
+        name : str, default="y"
+            The argument named in an error message.
+
+        Returns
+        -------
+        ndarray of int, shape (n_samples,)
+
         Raises
         ------
         ValueError
@@ -196,14 +207,31 @@ class ClassTree:
     def relation(self, a, b):
         """Relation of leaf codes ``a`` and ``b`` (broadcast).
 
+        Parameters
+        ----------
+        a, b : array_like of int
+            Leaf codes (from :meth:`encode`), in ``[0, n_leaves)``.
+
         Returns
         -------
         ndarray of int
             0 where ``a == b`` (same class), 1 where they are siblings, 2
             where they are cousins.  Half of it is Eq. 24's
             ``Delta(c, y_hat)``.
+
+        Raises
+        ------
+        ValueError
+            ``a`` or ``b`` not integer leaf codes (labels go through
+            :meth:`encode` first).
         """
         a, b = np.asarray(a), np.asarray(b)
+        for name, codes in (("a", a), ("b", b)):
+            if codes.dtype == bool or not np.issubdtype(codes.dtype, np.integer):
+                raise ValueError(f"{name}: expected integer leaf codes (see encode), "
+                                 f"got dtype {codes.dtype}.")
+            if codes.size and (codes.min() < 0 or codes.max() >= self.n_leaves):
+                raise ValueError(f"{name}: leaf codes must be in [0, {self.n_leaves}).")
         sibling = self.parent_code[a] == self.parent_code[b]
         return np.where(a == b, 0, np.where(sibling, 1, 2))
 

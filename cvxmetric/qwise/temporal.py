@@ -36,8 +36,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
-from .._validation import (check_finite, check_int, check_option, check_pair_labels,
-                           check_scalar, describe)
+from .._validation import (check_finite, check_indices, check_int, check_option,
+                           check_pair_labels, check_scalar, describe)
 from ..constraints import informative
 
 __all__ = [
@@ -164,7 +164,19 @@ def temporal_quadruplets(n_versions, gamma, *, r_min_offset=-6, s_max_offset=7,
 
 
 def successive_pairs(n_versions):
-    """The pairs ``(v_t, v_{t+1})`` of successive versions, shape (T - 1, 2)."""
+    """The pairs ``(v_t, v_{t+1})`` of successive versions (Sec. 5.5's
+    candidates of the detector, Sec. 5.3's test pairs).
+
+    Parameters
+    ----------
+    n_versions : int >= 2
+        Number ``T`` of versions.
+
+    Returns
+    -------
+    ndarray of int, shape (T - 1, 2)
+        Rows ``(t, t + 1)``.
+    """
     T = check_int(n_versions, "n_versions", low=2)
     t = np.arange(T - 1)
     return np.stack([t, t + 1], axis=1)
@@ -257,19 +269,6 @@ def cell_descriptors(images, grid, *, n_orientations=8):
     return out
 
 
-def _check_pairs(pairs, n_versions, name="pairs"):
-    arr = np.asarray(pairs)
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"{name}: version indices must be integers, got dtype "
-                         f"{arr.dtype}.")
-    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0:
-        raise ValueError(f"{name}: expected a non-empty array of shape (n, 2), got "
-                         f"shape {arr.shape}.")
-    if arr.min() < 0 or arr.max() >= n_versions:
-        raise ValueError(f"{name}: version indices must be in [0, {n_versions}).")
-    return arr.astype(np.intp)
-
-
 def region_distances(versions, pairs, *, grid=None, descriptor="gradients",
                      n_orientations=8):
     """The per-region distance vectors ``d_regions(v_i, v_j)`` of Sec. 5.2.
@@ -311,11 +310,11 @@ def region_distances(versions, pairs, *, grid=None, descriptor="gradients",
                 f"(T, n_cells, n_bins), got shape {desc.shape}; pass grid= for images.")
         if descriptor != "gradients":
             raise ValueError("descriptor: 'pixels' compares raw images and needs grid=.")
-        idx = _check_pairs(pairs, desc.shape[0])
+        idx = check_indices(pairs, "pairs", desc.shape[0], width=2)
         diff = desc[idx[:, 0]] - desc[idx[:, 1]]
         return np.einsum("pcf,pcf->pc", diff, diff)
     imgs = _check_images(versions)
-    idx = _check_pairs(pairs, imgs.shape[0])
+    idx = check_indices(pairs, "pairs", imgs.shape[0], width=2)
     if descriptor == "gradients":
         desc = cell_descriptors(imgs, grid, n_orientations=n_orientations)
         return region_distances(desc, idx)
@@ -400,13 +399,7 @@ def temporal_problem(versions, quadruplets, delta, *, pairs=None, pair_labels=No
     TemporalProblem
     """
     n_versions = np.shape(versions)[0] if np.ndim(versions) >= 1 else 0
-    q = np.asarray(quadruplets)
-    if q.dtype == bool or not np.issubdtype(q.dtype, np.integer) or q.ndim != 2 \
-            or q.shape[1] != 4 or q.shape[0] == 0:
-        raise ValueError(f"quadruplets: expected a non-empty integer array of shape "
-                         f"(n, 4), got {q.dtype} of shape {q.shape}.")
-    if q.min() < 0 or q.max() >= n_versions:
-        raise ValueError(f"quadruplets: version indices must be in [0, {n_versions}).")
+    q = check_indices(quadruplets, "quadruplets", n_versions, width=4)
     if np.ndim(delta) == 0:
         delta = np.full(q.shape[0], check_scalar(delta, "delta"))
     else:
@@ -416,7 +409,7 @@ def temporal_problem(versions, quadruplets, delta, *, pairs=None, pair_labels=No
         raise ValueError(f"{missing}: pairs and pair_labels must be given together.")
     sides = [q[:, :2], q[:, 2:]]
     if pairs is not None:
-        pairs = _check_pairs(pairs, n_versions)
+        pairs = check_indices(pairs, "pairs", n_versions, width=2)
         pair_labels = check_pair_labels(pair_labels, pairs.shape[0], "pair_labels")
         sides.append(pairs)
     allp = np.sort(np.vstack(sides), axis=1)  # D is symmetric: (i, j) ~ (j, i)
@@ -474,7 +467,7 @@ def jaccard_distances(sets, pairs):
     if S.dtype != bool or S.ndim != 2:
         raise ValueError(f"sets: expected a boolean array of shape (T, n_items), got "
                          f"{S.dtype} of shape {S.shape}.")
-    idx = _check_pairs(pairs, S.shape[0])
+    idx = check_indices(pairs, "pairs", S.shape[0], width=2)
     a, b = S[idx[:, 0]], S[idx[:, 1]]
     inter = np.count_nonzero(a & b, axis=1)
     union = np.count_nonzero(a | b, axis=1)
@@ -625,7 +618,17 @@ class LateFusionSVM(BaseEstimator):
         return self
 
     def decision_function(self, distances):
-        """``distances @ coef_ - intercept_``: positive for a dissimilar pair."""
+        """``distances @ coef_ - intercept_``: positive for a dissimilar pair.
+
+        Parameters
+        ----------
+        distances : array_like of shape (n_pairs,) or (n_pairs, n_distances)
+            The distances of :meth:`fit`, in the same columns.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+        """
         D = _check_distance_matrix(distances)
         if D.shape[1] != self.n_features_in_:
             raise ValueError(f"distances: expected {self.n_features_in_} distance(s) per "
@@ -633,7 +636,16 @@ class LateFusionSVM(BaseEstimator):
         return D @ self.coef_ - self.intercept_
 
     def predict(self, distances):
-        """+1 similar, -1 dissimilar (a significant change)."""
+        """Label version pairs: +1 similar, -1 dissimilar (a significant change).
+
+        Parameters
+        ----------
+        distances : array_like of shape (n_pairs,) or (n_pairs, n_distances)
+
+        Returns
+        -------
+        ndarray of int, shape (n_pairs,)
+        """
         return np.where(self.decision_function(distances) > 0, -1, 1)
 
 

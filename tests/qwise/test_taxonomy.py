@@ -69,6 +69,11 @@ def test_tree_string_labels_and_relation():
     np.testing.assert_array_equal(codes, [3, 2, 0, 3])
     # same, sibling, cousin (twice Eq. 24's Delta)
     np.testing.assert_array_equal(tree.relation(codes[0], codes), [0, 1, 2, 0])
+    # codes, not labels, and in range
+    with pytest.raises(ValueError, match="a: expected integer leaf codes"):
+        tree.relation("dog", codes)
+    with pytest.raises(ValueError, match=r"b: leaf codes must be in \[0, 4\)"):
+        tree.relation(codes[0], [4])
 
 
 def test_tree_dict_order_does_not_matter():

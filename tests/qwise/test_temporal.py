@@ -277,6 +277,12 @@ def test_pages_generator():
         args = {"n_versions": 10, **kw}
         with pytest.raises(ValueError, match=match):
             make_page_versions(**args)
+    # ground-truth queries refuse bad version pairs by name
+    assert p1.identical_pairs(np.empty((0, 2), int)).shape == (0,)
+    for bad in ([[0, 50]], [[-1, 2]], [0, 1], [[0.0, 1.0]], [[True, False]]):
+        for query in (p1.similar, p1.identical_pairs):
+            with pytest.raises(ValueError, match="pairs: "):
+                query(bad)
 
 
 def test_unsupervised_metric_weights_the_news_cells():
