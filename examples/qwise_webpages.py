@@ -2,7 +2,7 @@
 
 Law, Thome, Cord, "Learning a distance metric from relative comparisons
 between quadruplets of images" (IJCV 2016), Sec. 5, on synthetic hourly
-versions of a news page (:func:`cvxmetric.qwise._pages.make_page_versions`:
+versions of a news page (:func:`cvxmetric.qwise.make_page_versions`:
 static menus, a news block of three strips of which a random subset is
 redrawn on average every 4 versions, a live ticker band redrawn at every
 version just below the news, an advertisement column rotating among three
@@ -62,7 +62,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from cvxmetric.metrics import ap_dissimilar, ap_similar, mean_class_accuracy
-from cvxmetric.qwise._pages import make_page_versions
+from cvxmetric.qwise import make_page_versions
 from cvxmetric.qwise.estimator import Qwise, QwiseVector
 from cvxmetric.qwise.temporal import (
     jaccard_distances,
