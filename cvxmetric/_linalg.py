@@ -57,6 +57,19 @@ def project_psd(A, return_factor=False):
     return (P, G) if return_factor else P
 
 
+def whitening_basis(X):
+    """``B`` (d, r) spanning the centred rows of ``X``, whitened: ``X_c B``
+    has orthogonal columns of norm ``sqrt(n)`` (unit variance).  ``r`` is
+    the numerical rank (singular values above ``max(n, d) eps`` times the
+    largest)."""
+    Xc = X - X.mean(axis=0)
+    _, sv, Vt = np.linalg.svd(Xc, full_matrices=False)
+    if sv.size == 0 or sv[0] == 0:
+        return np.zeros((X.shape[1], 0))
+    keep = sv > sv[0] * max(X.shape) * np.finfo(float).eps
+    return Vt[keep].T * (np.sqrt(X.shape[0]) / sv[keep])
+
+
 class PairOperator:
     """Weighted outer-product sums and squared distances for a set of pairs.
 

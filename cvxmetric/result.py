@@ -23,6 +23,7 @@ __all__ = [
     "UnboundedError",
     "NotAttainedError",
     "CertificateError",
+    "ProblemSizeError",
 ]
 
 
@@ -85,6 +86,12 @@ class CertificateError(SolverError):
 
     def __init__(self, message, result=None):
         super().__init__(message, Status.OPTIMAL_INACCURATE, result)
+
+
+class ProblemSizeError(ValueError):
+    """The chosen solver refuses a problem this large (a documented limit,
+    e.g. one conic constraint per pair for CVXPY); nothing was solved.  The
+    message names the argument to change."""
 
 
 @dataclass

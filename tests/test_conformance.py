@@ -262,3 +262,22 @@ def test_slice_ldml_certified_or_refused():
             assert abs(r["gap"]) <= r["tolerance"], what
         else:
             assert r["certified"] and r["status"] == "optimal", what
+
+
+def test_judge_size_refusal_is_not_judged_and_fast_stands_on_its_certificate():
+    # LDMLSupervised "exact" beyond its documented size: nothing to certify;
+    # the fast row is judged converged on its own certificate, with no gap
+    size = _ldml("exact", estimator="LDMLSupervised",
+                 error="ProblemSizeError: solver: 'exact' gives CVXPY one ...",
+                 error_type="ProblemSizeError", status="beyond_size")
+    fast = _ldml("fast", estimator="LDMLSupervised")
+    rows = conformance.judge([size, fast])
+    assert rows[0]["refusal"] == "size" and rows[0]["certified"] is None
+    assert not rows[0]["failed"]
+    assert rows[1]["converged"] and rows[1]["agreeing"] is None and not rows[1]["failed"]
+    s = conformance.summarize(rows)
+    assert s["errors"] == 0 and s["failing"] == 0 and s["certified"] == [0, 0]
+    # any other error of an exact row still fails
+    other = _ldml("exact", estimator="LDMLSupervised", error="ValueError: x",
+                  error_type="ValueError", status="error")
+    assert conformance.judge([other])[0]["failed"]

@@ -254,3 +254,19 @@ def test_sqdist_of_an_indefinite_matrix_is_exact():
             ref = op.quadform(M)
             np.testing.assert_allclose(op.sqdist(M), ref, rtol=1e-10,
                                        atol=1e-10 * np.abs(ref).max())
+
+
+def test_whitening_basis_spans_the_centred_rows_with_unit_variance():
+    from cvxmetric._linalg import whitening_basis
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3)) @ rng.normal(size=(3, 5)) * [1e3, 1, 1e-1, 1, 1]
+    X[:, 1] = 7.0  # a constant feature
+    B = whitening_basis(X)
+    assert B.shape == (5, 3)  # the numerical rank of the centred rows
+    Z = (X - X.mean(axis=0)) @ B
+    np.testing.assert_allclose(Z.T @ Z, 50 * np.eye(3), atol=1e-8)
+    # the span: projecting the centred rows onto it changes nothing
+    Xc = X - X.mean(axis=0)
+    P = B @ np.linalg.pinv(B)
+    np.testing.assert_allclose(Xc @ P.T, Xc, atol=1e-8 * np.abs(Xc).max())

@@ -42,11 +42,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import LabelledMixin, MahalanobisMixin, PairsClassifierMixin, validate_labelled
 from .._validation import check_finite, check_pair_labels, check_samples
+from ..result import ProblemSizeError
 from ..constraints import tuples_to_indices
 from ._mildml import BagPairs, check_bags, fit_mildml
 from ._naming import label_instances
 from .exact import REGULARIZERS, LDMLData, _sigmoid, solve_exact
-from .fast import AllPairs, PairSet, fit_lowrank, solve_fast
+from .fast import CERTIFY_PAIRS, AllPairs, PairSet, fit_lowrank, solve_fast
 
 __all__ = ["LDML", "LDMLSupervised", "MildML", "LDMLStar", "SOLVER_NAMES", "PAIRS_MAX"]
 
@@ -55,10 +56,13 @@ logger = logging.getLogger("cvxmetric")
 #: Values of the LDML estimators' ``solver``.
 SOLVER_NAMES = ("exact", "fast", "lowrank")
 
-#: ``LDMLSupervised`` with ``solver="exact"`` or ``"fast"`` holds the
-#: difference vectors of all pairs: at most this many floats (wine's 15 753
-#: pairs x 13 pass; breast cancer's 161 596 x 30 took over 300 s).
-PAIRS_MAX = 1_000_000
+#: ``LDMLSupervised`` with ``solver="exact"`` gives CVXPY one exponential
+#: cone per pair of samples: at most this many pair floats (pairs x
+#: features; iris's 7 140 pairs x 4 take 3-5 s; wine's 10 011 x 13 took 30 s
+#: with lam = 0.1 and ended 1e-6 short of its certificate with lam = 0).
+#: ``"fast"`` keeps a few arrays of the pairs' length, up to
+#: :data:`~cvxmetric.ldml.fast.CERTIFY_PAIRS` pairs.
+PAIRS_MAX = 100_000
 
 _SHARED = {
     "lam": [Interval(Real, 0, None, closed="left")],
@@ -356,18 +360,26 @@ n_features_in_
             res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
                               **_options(self))
             return self._store(res, D, res.info["L"])
+        self._check_solver(D)
         n_pairs = X.shape[0] * (X.shape[0] - 1) // 2
-        if n_pairs * D > PAIRS_MAX:
-            raise ValueError(
-                f"solver: {self.solver!r} holds every pair's difference vector "
-                f"({n_pairs} pairs x {D} features here, above {PAIRS_MAX:.0e} "
-                f"floats); use solver='lowrank', which evaluates all pairs block "
-                f"by block (n_components=None keeps the full rank).")
-        i, j = np.triu_indices(X.shape[0], 1)
-        keep = ~np.all(X[i] == X[j], axis=1)  # duplicate samples: no pair
-        i, j = i[keep], j[keep]
-        s = np.where(codes[i] == codes[j], 1, -1)
-        return self._solve_pairs(X, np.column_stack([i, j]), s)
+        if self.solver == "exact" and n_pairs * D > PAIRS_MAX:
+            raise ProblemSizeError(
+                f"solver: 'exact' gives CVXPY one exponential cone per pair "
+                f"({n_pairs} pairs x {D} features here, above {PAIRS_MAX:.0e}); "
+                f"use solver='fast' (the same problem, certified by its own "
+                f"duality gap) or 'lowrank'.")
+        if n_pairs > CERTIFY_PAIRS:
+            raise ProblemSizeError(
+                f"solver: {self.solver!r} keeps arrays over all {n_pairs} pairs "
+                f"(above {CERTIFY_PAIRS:.0e}); use solver='lowrank', which "
+                f"evaluates them block by block (n_components=None keeps the "
+                f"full rank).")
+        # duplicate samples form no pair (their distance is 0 under any M)
+        loss = AllPairs(X, codes, lam=self.lam, regularizer=self.regularizer)
+        data = loss.pair_data()
+        if self.solver == "exact":
+            return self._store(solve_exact(data), D)
+        return self._store(solve_fast(data, loss=loss, **_fast_options(self)), D)
 
     def transform(self, X):
         """``L x`` (``A k(x, X_fit)`` in the kernel form).

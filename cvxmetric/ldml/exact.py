@@ -33,13 +33,38 @@ from scipy.optimize import brentq
 from scipy.special import expit
 
 from .._exact import SOLVERS, solve_certified
-from .._linalg import PairOperator, project_psd
+from .._linalg import PairOperator, project_psd, whitening_basis
 from .._validation import check_indices, check_option, check_samples, check_scalar
-from ..result import Certificate, NotAttainedError, SolverError, SolverResult
+from ..result import (
+    Certificate,
+    CertificateError,
+    InfeasibleError,
+    NotAttainedError,
+    SolverError,
+    SolverResult,
+    UnboundedError,
+)
 
-__all__ = ["LDMLData", "solve_exact", "REGULARIZERS"]
+__all__ = ["LDMLData", "solve_exact", "REGULARIZERS", "LEVEL_SDP_PAIRS", "LEVEL_SDP_MAX",
+           "DIRECTION_PAIRS", "DIRECTION_RANK"]
 
 REGULARIZERS = ("trace", "frobenius")
+
+#: The level-set SDPs (the trace bound without a regulariser, the
+#: certificate's sharpening) are solved up to this many pairs (one conic
+#: constraint each: 15 000 pairs took minutes) ...
+LEVEL_SDP_PAIRS = 5000
+
+#: ... and up to this input dimension (also that of
+#: :meth:`LDMLData.strict_direction`).
+LEVEL_SDP_MAX = 100
+
+#: Pairs in the SDP of :meth:`LDMLData.strict_direction` ...
+DIRECTION_PAIRS = 1000
+
+#: ... solved only in up to this many dimensions of the data's span (60
+#: dimensions took 100 s, and 1 000 pairs did not bound them).
+DIRECTION_RANK = 30
 
 
 def _attempts(prob, solvers):
@@ -85,15 +110,29 @@ class LDMLData:
         y = np.asarray(y)
         if y.shape != (len(self.pairs),) or not np.all(np.isin(y, (-1, 1))):
             raise ValueError(f"y: expected +1 / -1, one per pair ({len(self.pairs)}).")
-        same = np.all(self.X[self.pairs[:, 0]] == self.X[self.pairs[:, 1]], axis=1)
+        # identical instances by row ids (no (P, D) array of comparisons)
+        _, rows = np.unique(self.X, axis=0, return_inverse=True)
+        rows = rows.ravel()
+        same = rows[self.pairs[:, 0]] == rows[self.pairs[:, 1]]
         if np.any(same):
             raise ValueError(f"pairs: {int(same.sum())} pair(s) join identical "
                              f"instances (first at row {int(np.flatnonzero(same)[0])}).")
         self.s = y.astype(float)
         self.lam = check_scalar(lam, "lam", low=0.0)
         self.regularizer = check_option(regularizer, "regularizer", REGULARIZERS)
+        # the difference vectors are stored only while small (the operator's
+        # budget); beyond, distances and S(alpha) take sample-space forms
         self.op = PairOperator(self.X, self.pairs)
-        self.Phi = self.X[self.pairs[:, 0]] - self.X[self.pairs[:, 1]]
+        self._Phi = self.op.Phi
+        self._direction = None
+
+    @property
+    def Phi(self):
+        """The difference vectors ``x_i - x_j`` (P, D), built on first use
+        (the CVXPY models need them)."""
+        if self._Phi is None:
+            self._Phi = self.X[self.pairs[:, 0]] - self.X[self.pairs[:, 1]]
+        return self._Phi
 
     @property
     def d(self):
@@ -104,7 +143,9 @@ class LDMLData:
         return len(self.s)
 
     def distances(self, M):
-        return np.sum((self.Phi @ M) * self.Phi, axis=1)
+        if self._Phi is not None:
+            return np.sum((self._Phi @ M) * self._Phi, axis=1)
+        return self.op.sqdist(M=0.5 * (M + M.T))
 
     def reg(self, M):
         if self.regularizer == "trace":
@@ -153,14 +194,40 @@ class LDMLData:
                 return v - 1e-9 * (1.0 + abs(v))
         return -math.inf
 
-    def dual_bound(self, M, b, tau, f_upper=None):
+    def _balanced_slopes(self, dist, b):
+        """The multipliers ``alpha_p = sigma(s_p (d_p - b))`` at the best
+        ``b``, the larger label's side scaled down so that ``sum_p alpha_p
+        s_p = 0`` holds beyond the root finder's precision (the dual's
+        equality constraint)."""
+        a = _sigmoid(self.s * (dist - b))
+        pos = self.s > 0
+        a_pos, a_neg = float(a[pos].sum()), float(a[~pos].sum())
+        if a_pos > a_neg > 0:
+            a[pos] *= a_neg / a_pos
+        elif a_neg > a_pos > 0:
+            a[~pos] *= a_pos / a_neg
+        return a
+
+    @staticmethod
+    def _entropy(a):
+        return -float(np.sum(a * np.log(np.where(a > 0, a, 1.0))
+                             + (1 - a) * np.log(np.where(a < 1, 1 - a, 1.0))))
+
+    def dual_bound(self, M, b, tau=None, f_upper=None):
         """Lower bound on the optimum from the slopes at ``(M, b)`` (``b``
-        re-optimised) and a bound ``tau >= tr(M*)`` (module docstring)."""
+        re-optimised; module docstring).
+
+        The entropy bound needs ``S(alpha) + lam I >= 0``.  Its deficit is
+        removed by moving ``alpha`` along :meth:`strict_direction` (exact
+        dual feasibility, no bound on the optimum needed), or else charged
+        at ``tau >= tr(M*)`` (when finite), or, for at most
+        ``LEVEL_SDP_PAIRS`` pairs with ``f_upper`` given, bounded by the
+        level-set SDP of :meth:`level_min`; the best of these is returned
+        (``-inf`` when none applies)."""
         dist = self.distances(M)
         b = self.best_b(dist)
-        a = _sigmoid(self.s * (dist - b))
-        ent = -float(np.sum(a * np.log(np.where(a > 0, a, 1.0))
-                            + (1 - a) * np.log(np.where(a < 1, 1 - a, 1.0))))
+        a = self._balanced_slopes(dist, b)
+        ent = self._entropy(a)
         S = self.op.gram(a * self.s)  # sum_p alpha_p s_p C_p
         S = 0.5 * (S + S.T)
         if self.regularizer == "frobenius" and self.lam > 0:
@@ -168,11 +235,225 @@ class LDMLData:
             return ent - 0.5 / self.lam * float(np.sum(np.maximum(w, 0.0) ** 2))
         lam = self.lam if self.regularizer == "trace" else 0.0
         low = float(np.linalg.eigvalsh(S)[0]) + lam
-        bound = ent + tau * min(0.0, low)
-        if low < 0 and f_upper is not None:
+        if low >= 0:
+            return ent
+        bounds = [-math.inf]
+        if tau is not None and math.isfinite(tau):
+            bounds.append(ent + tau * low)
+        # the dual asks S + lam I >= 0 only on the data's span, where the
+        # problem lives; in its whitened coordinates (Weyl: lambda_min(B^T
+        # (S + eps S(v)) B) >= low_B + eps c; the margin covers the
+        # round-off of the computed eigenvalues)
+        B = self.basis()
+        SB = B.T @ (S + lam * np.eye(self.d)) @ B
+        low_B = float(np.linalg.eigvalsh(0.5 * (SB + SB.T))[0])
+        margin = 1e-12 * max(1.0, float(np.abs(SB).max())) * len(SB)
+        if low_B >= 0:
+            return ent
+        repaired = self._newton_repair(a, 0.5 * (SB + SB.T), margin)
+        if repaired is not None:
+            bounds.append(repaired)
+        direction = None if repaired is not None else self.strict_direction(a)
+        if direction is not None:
+            idx, v, c = direction
+            eps = (-low_B + margin) / c
+            a2 = a.copy()
+            a2[idx] += eps * v
+            if float(a2.max()) <= 1.0:
+                bounds.append(self._entropy(a2))
+        if f_upper is not None and self.n_pairs <= LEVEL_SDP_PAIRS \
+                and self.d <= LEVEL_SDP_MAX and max(bounds) < ent - 1e-12 * abs(ent):
             # sharper: min <S + lam I, M> over the level set holding M*
-            bound = max(bound, ent + self.level_min(S + lam * np.eye(self.d), f_upper))
-        return bound
+            bounds.append(ent + self.level_min(S + lam * np.eye(self.d), f_upper))
+        return max(bounds)
+
+    def basis(self):
+        """``B`` (D, r): the span of the centred samples, whitened (``X_c B``
+        has orthonormal columns times ``sqrt(n)``); cached.
+
+        Distances depend on ``M`` only through ``B^T``-coordinates, so the
+        problem lives in ``r`` dimensions; whitening makes features of very
+        different scales (wine's proline, ~1e3, beside ratios ~0.1) equally
+        visible to the direction SDP and to the fast solvers."""
+        B = getattr(self, "_B", None)
+        if B is None:
+            B = self._B = whitening_basis(self.X)
+        return B
+
+    def _newton_repair(self, a, SB, margin, maxiter=50):
+        """The entropy bound at a dual point near ``alpha`` whose ``B^T
+        S B`` is PSD, or ``None``.
+
+        A primal step ``(dM, db) = (B Y B^T, db)`` moves the slopes, to
+        first order, by ``delta_p = s_p kappa_p (phi_p^T dM phi_p - db)``
+        (``kappa = alpha (1 - alpha)``, ``db`` keeping ``sum_p delta_p s_p =
+        0``), and ``S`` by ``H(Y)``, the Hessian of ``min_b F`` in ``Y``.
+        ``alpha' = alpha + delta`` is taken *exactly linear*, so ``S(alpha')
+        = S + H(Y)`` exactly: conjugate gradients on ``H(Y) = -N + eps I``
+        (``N`` the negative part of ``B^T S B``, ``eps`` its size) until
+        the residual is below ``eps / 2`` leave ``B^T S(alpha') B >= eps / 2
+        I``.  The dual point is then checked as it is: ``0 <= alpha' <= 1``
+        and ``B^T S(alpha') B`` PSD, recomputed from ``alpha'``.  A few
+        passes over the pairs per iteration, no SDP."""
+        B = self.basis()
+        r = B.shape[1]
+        kappa = a * (1.0 - a)
+        k_sum = float(np.sum(kappa))
+        if r == 0 or k_sum <= 0:
+            return None
+
+        def slopes(Y):  # delta_p s_p for the step Y
+            d = self.distances(B @ Y @ B.T)
+            d -= float(np.sum(kappa * d)) / k_sum
+            return kappa * d
+
+        def hess(Y):
+            G = B.T @ self.op.gram(slopes(Y)) @ B
+            return 0.5 * (G + G.T)
+
+        w, V = np.linalg.eigh(SB)
+        neg = w < 0
+        eps = max(float(-w[0]), margin)
+        R = -(V[:, neg] * w[neg]) @ V[:, neg].T + eps * np.eye(r)
+        Y, res, P = np.zeros((r, r)), R.copy(), R.copy()
+        rr = float(np.sum(res * res))
+        for _ in range(maxiter):
+            if float(np.abs(np.linalg.eigvalsh(res)).max()) <= 0.5 * eps:
+                break
+            HP = hess(P)
+            pHp = float(np.sum(P * HP))
+            if pHp <= 0:
+                return None
+            step = rr / pHp
+            Y += step * P
+            res -= step * HP
+            rr_new = float(np.sum(res * res))
+            P = res + (rr_new / rr) * P
+            rr = rr_new
+        a2 = a + self.s * slopes(Y)
+        if float(a2.min()) < 0.0 or float(a2.max()) > 1.0:
+            return None
+        S2 = B.T @ self.op.gram(a2 * self.s) @ B
+        if self.lam > 0 and self.regularizer == "trace":
+            S2 = S2 + self.lam * (B.T @ B)
+        if float(np.linalg.eigvalsh(0.5 * (S2 + S2.T))[0]) < 0:
+            return None
+        return self._entropy(a2)
+
+    def strict_direction(self, alpha=None, solvers=SOLVERS):
+        """Weights that make the dual strictly feasible, from a small SDP.
+
+        ``v >= 0`` on a subset of at most :data:`DIRECTION_PAIRS` pairs with
+        ``sum v = 1``, ``sum_p v_p s_p = 0`` and ``B^T S(v) B >= c I`` for
+        the largest ``c``, ``S(v) = sum_p v_p s_p C_p`` and ``B`` the
+        whitened basis of the data's span (:meth:`basis`; an SDP over the
+        subset, in ``r <= D <= LEVEL_SDP_MAX`` dimensions).  ``c > 0`` proves
+        the optimum attained -- a recession direction ``(dM, db)`` of the
+        whole set (``dM`` in the span: the rest moves no distance) would
+        give ``0 >= sum_p v_p s_p (<dM, C_p> - db) = <S(v), dM> > 0`` -- and
+        repairs any dual point: ``alpha + eps v`` with ``eps = deficit /
+        c`` makes ``B^T S B`` PSD, which is all the dual asks on a problem
+        that lives in the span.
+
+        The subset: the pairs with the largest ``alpha`` of each label (the
+        pairs on the wrong side of ``b``, which keep the problem from being
+        separable) when ``alpha`` is given, else a fixed random sample of
+        each label.  Found once and kept; ``None`` (also kept, after three
+        subsets) when no subset gives ``c > 0`` or no solver answers.
+
+        Returns
+        -------
+        (idx, v, c) or None
+        """
+        if self._direction is not None:
+            return self._direction if isinstance(self._direction, tuple) else None
+        if self.d > LEVEL_SDP_MAX or np.all(self.s > 0) or np.all(self.s < 0) \
+                or self.basis().shape[1] > DIRECTION_RANK:
+            return None
+        self._direction_tries = getattr(self, "_direction_tries", 0) + 1
+        P, K = self.n_pairs, DIRECTION_PAIRS
+        if P <= K:
+            idx = np.arange(P)
+        else:
+            groups = [np.flatnonzero(self.s > 0), np.flatnonzero(self.s < 0)]
+            rng = np.random.default_rng(0)
+            parts = []
+            for g in groups:
+                k = min(len(g), K // 2)
+                if alpha is None:
+                    parts.append(rng.choice(g, size=k, replace=False))
+                else:
+                    parts.append(g[np.argpartition(-alpha[g], k - 1)[:k]])
+            idx = np.sort(np.concatenate(parts))
+        s = self.s[idx]
+        # in whitened coordinates of the data's span (where the problem lives)
+        Phi = (self.X[self.pairs[idx, 0]] - self.X[self.pairs[idx, 1]]) @ self.basis()
+        unit = Phi / math.sqrt(max(float(np.max(np.sum(Phi * Phi, axis=1))), 1e-300))
+        D = Phi.shape[1]  # r
+        A = np.einsum("pi,pj->ijp", unit, unit).reshape(D * D, len(idx)) * s
+        v = cp.Variable(len(idx), nonneg=True)
+        c = cp.Variable()
+        G = cp.reshape(A @ v, (D, D), order="F")
+        prob = cp.Problem(cp.Maximize(c), [cp.sum(v) == 1, s @ v == 0, c <= 1,
+                                           0.5 * (G + G.T) - c * np.eye(D) >> 0])
+        found = None
+        for _ in _attempts(prob, solvers):
+            if v.value is None or prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+                continue
+            w = np.maximum(v.value, 0.0)
+            pos = s > 0
+            w_pos, w_neg = float(w[pos].sum()), float(w[~pos].sum())
+            if w_pos <= 0 or w_neg <= 0:
+                continue
+            w[pos] /= w_pos  # sum_p w_p s_p = 0 up to round-off
+            w[~pos] /= w_neg
+            # judged on the weights themselves
+            Sv = Phi.T @ ((w * s)[:, None] * Phi)
+            c_true = float(np.linalg.eigvalsh(0.5 * (Sv + Sv.T))[0])
+            if c_true > 1e-9 * float(np.abs(Sv).max()):
+                found = (idx, w, c_true)
+            break
+        if found is not None or self._direction_tries >= 3:
+            self._direction = found if found is not None else False
+        return found
+
+    def attained(self, solvers=SOLVERS, exhaustive=True):
+        """Decide whether Eq. 2's optimum is attained.
+
+        True with a regulariser, or when :meth:`strict_direction` (on a
+        sample of pairs, first, beyond ``LEVEL_SDP_PAIRS`` pairs) or the
+        recession SDP over every pair (:meth:`recession`) proves it;
+        :class:`~cvxmetric.result.NotAttainedError` when a direction lowers
+        every term forever.  With ``exhaustive=False`` the recession SDP is
+        not run on more than ``LEVEL_SDP_PAIRS`` pairs and ``None`` says
+        "undecided" (the fast solvers then watch for separation).
+        """
+        if np.all(self.s > 0) or np.all(self.s < 0):
+            raise NotAttainedError(
+                "y: every pair has the same label; the intercept b runs to "
+                "infinity and the likelihood has no maximiser.")
+        if self.lam > 0:
+            return True
+        if getattr(self, "_attained", None):
+            return True
+        if self.n_pairs > LEVEL_SDP_PAIRS:
+            if self.strict_direction(solvers=solvers) is not None:
+                self._attained = True
+                return True
+            if not exhaustive:
+                return None
+        gain = self.recession(solvers)
+        if not math.isfinite(gain):
+            raise SolverError("pairs: attainment of Eq. 2 could not be decided "
+                              "(no solver answered the recession problem).")
+        if gain > 1e-6:
+            raise NotAttainedError(
+                "pairs: a metric separates the similar from the dissimilar "
+                "pairs (a direction of (M, b) lowers every term of Eq. 2 "
+                f"forever, relative decrease {gain:.3g}); without a "
+                "regulariser the likelihood has no maximiser. Set lam > 0.")
+        self._attained = True
+        return True
 
     def recession(self, solvers=SOLVERS):
         """The best strictly decreasing direction of Eq. 2 at infinity:
@@ -203,34 +484,27 @@ class LDMLData:
         deficit at without a regulariser."""
         if getattr(self, "_tau0", None) is None:
             f0 = float(np.sum(_logistic(-self.s * self.best_b(np.zeros(len(self.s))))))
-            self._tau0 = self.trace_bound(f0, solvers)
+            self._tau0 = self.trace_bound(f0, solvers, exhaustive=False)
         return self._tau0
 
-    def trace_bound(self, f_upper, solvers=SOLVERS):
-        """``tau >= tr(M*)`` (module docstring), or NotAttainedError."""
-        if np.all(self.s > 0) or np.all(self.s < 0):
-            raise NotAttainedError(
-                "y: every pair has the same label; the intercept b runs to "
-                "infinity and the likelihood has no maximiser.")
+    def trace_bound(self, f_upper, solvers=SOLVERS, exhaustive=True):
+        """``tau >= tr(M*)`` (module docstring), or NotAttainedError.
+
+        ``inf`` beyond ``LEVEL_SDP_PAIRS`` pairs without a regulariser
+        (attainment is then proved by :meth:`strict_direction`, which also
+        makes a bound unnecessary), and when :meth:`attained` with
+        ``exhaustive=False`` leaves attainment undecided."""
+        if self.attained(solvers, exhaustive=exhaustive) is None:
+            return math.inf
         cap = math.inf  # what the regulariser alone bounds
         if self.lam > 0 and self.regularizer == "trace":
             cap = f_upper / self.lam
         elif self.lam > 0:
             cap = math.sqrt(self.d * 2.0 * f_upper / self.lam)
-        if math.isfinite(cap):
+        if math.isfinite(cap) or self.n_pairs > LEVEL_SDP_PAIRS:
             # the regulariser bounds the trace already; the certificate
             # sharpens a loose bound by its own level-set SDP when needed
             return cap
-        gain = self.recession(solvers)
-        if not math.isfinite(gain):
-            raise SolverError("pairs: attainment of Eq. 2 could not be decided "
-                              "(no solver answered the recession problem).")
-        if gain > 1e-6:
-            raise NotAttainedError(
-                "pairs: a metric separates the similar from the dissimilar "
-                "pairs (a direction of (M, b) lowers every term of Eq. 2 "
-                f"forever, relative decrease {gain:.3g}); without a "
-                "regulariser the likelihood has no maximiser. Set lam > 0.")
         kappa = math.log(math.expm1(f_upper)) if f_upper < 700 else f_upper
         M = cp.Variable((self.d, self.d), PSD=True)
         b = cp.Variable()
@@ -262,18 +536,65 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     t0 = time.perf_counter()
     f0 = float(np.sum(_logistic(data.s * (0.0 - data.best_b(np.zeros(len(data.s)))))))
     tau = data.trace_bound(f0, solvers)  # raises before any solve
+    # The model is posed in scaled coordinates, M_input = B M B^T with B =
+    # diag(1 / std) on the features that vary: the same problem (a feature
+    # that never varies moves no distance), well scaled for the conic solver
+    # (wine's features span 1e-1 to 1e3: on the raw pairs Clarabel ran for
+    # minutes).  When that solve fails outright, the raw coordinates (B =
+    # I) are tried (Clarabel fails on iris's scaled model).
+    error = None
+    for B, names in zip(_scalings(data.X), (solvers[:1], solvers)):
+        # the scaled model with the first solver only (SCS spent minutes
+        # on iris's), then the raw one with every solver
+        try:
+            cert, info, Mv, bv = _solve_scaled(data, B, tau, f0, names, tol, verbose)
+            break
+        except SolverError as exc:
+            if isinstance(exc, (InfeasibleError, UnboundedError, CertificateError)):
+                # a claim, or a point short of its certificate: the raw
+                # coordinates would only take longer (minutes on wine)
+                raise
+            error = exc
+    else:
+        raise error
+    return SolverResult(M=Mv, status=info["status"], objective=cert.objective,
+                        n_iter=info["n_iter"], certificate=cert, method="exact",
+                        info={"b": bv, "trace_bound": tau,
+                              "attempts": info["attempts"]},
+                        time=time.perf_counter() - t0)
+
+
+def _scalings(X):
+    """The coordinates :func:`solve_exact` tries: per-feature standard
+    deviations (the varying features), then the raw ones."""
+    sd = X.std(axis=0)
+    keep = sd > 0
+    yield np.eye(X.shape[1])[:, keep] / sd[keep]
+    yield np.eye(X.shape[1])
+
+
+def _solve_scaled(data, B, tau, f0, solvers, tol, verbose):
+    """One certified solve of Eq. 2 in the coordinates ``M_input = B M
+    B^T``: ``(certificate, info, M_input, b)``."""
+    Phi = data.Phi @ B  # (P, r)
+    r = B.shape[1]
     # [declare:ldml-eq2]
-    M = cp.Variable((data.d, data.d), PSD=True, name="M")
+    M = cp.Variable((r, r), PSD=True, name="M")   # the metric on scaled features
+    M_input = B @ M @ B.T                          # (D, D)
     b = cp.Variable(name="b")
     lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
-    dist = cp.sum(cp.multiply(data.Phi @ M, data.Phi), axis=1)   # (P,)
+    dist = cp.sum(cp.multiply(Phi @ M, Phi), axis=1)   # (P,)
     loss = cp.sum(cp.logistic(cp.multiply(data.s, dist - b)))
-    reg = cp.trace(M) if data.regularizer == "trace" else 0.5 * cp.sum_squares(M)
+    reg = cp.trace(M_input) if data.regularizer == "trace" else 0.5 * cp.sum_squares(M_input)
     problem = cp.Problem(cp.Minimize(loss + lam * reg))
     # [/declare]
 
+    def value():
+        Mv = B @ M.value @ B.T
+        return 0.5 * (Mv + Mv.T)
+
     def certify(name, version, opts, times):
-        Mv = 0.5 * (M.value + M.value.T)
+        Mv = value()
         obj = data.objective(Mv, float(b.value))
         bound = data.dual_bound(Mv, float(b.value), tau, f0)
         min_eig = float(np.linalg.eigvalsh(Mv)[0])
@@ -284,9 +605,4 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
 
     cert, info = solve_certified(problem, certify, solvers=solvers, tol=tol,
                                  verbose=verbose)
-    Mv = 0.5 * (M.value + M.value.T)
-    return SolverResult(M=Mv, status=info["status"], objective=cert.objective,
-                        n_iter=info["n_iter"], certificate=cert, method="exact",
-                        info={"b": float(b.value), "trace_bound": tau,
-                              "attempts": info["attempts"]},
-                        time=time.perf_counter() - t0)
+    return cert, info, value(), float(b.value)

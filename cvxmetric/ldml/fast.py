@@ -44,15 +44,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
-from .._linalg import project_psd
+from .._linalg import project_psd, whitening_basis
 from .._solver import IterativeSolver, stop_message
 from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate, NotAttainedError, SolverResult, Status
-from .exact import REGULARIZERS, LDMLData, _sigmoid
+from .exact import LEVEL_SDP_MAX, LEVEL_SDP_PAIRS, REGULARIZERS, LDMLData, _sigmoid
 
 __all__ = ["solve_fast", "ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet",
            "fit_lowrank",
-           "certify_point", "LEVEL_SDP_MAX", "LEVEL_SDP_PAIRS", "CERTIFY_MAX"]
+           "certify_point", "CERTIFY_PAIRS"]
 
 # Rows of one block of the all-pairs loops: each (block, N) array of a step
 # is 61 MB at N = 15 000 (a handful are alive at once).
@@ -82,30 +82,23 @@ class PGState(NamedTuple):
     n_restarts: int
 
 
-#: The low-rank method certifies a full-rank run only when the pairs'
-#: difference vectors (``n_pairs * D`` floats) stay within this many: the
-#: certificate holds them (and, without a regulariser, solves an SDP over
-#: them).  Beyond, the status stays ``optimal_inaccurate`` at a stationary
-#: point.
-CERTIFY_MAX = 5_000_000
-
-#: ... and up to this many pairs (one conic constraint each: 15 000 pairs
-#: took minutes).
-LEVEL_SDP_PAIRS = 5000
-
-#: Up to this input dimension a certificate that does not pass with the
-#: trace bound is sharpened by one small SDP (:meth:`LDMLData.level_min`).
-LEVEL_SDP_MAX = 100
+#: The low-rank method certifies a full-rank run only up to this many
+#: pairs (the certificate's distances, slopes and sparse Laplacian are a few
+#: arrays of this length).  Beyond, the status stays ``optimal_inaccurate``
+#: at a stationary point.
+CERTIFY_PAIRS = 5_000_000
 
 
 def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
     """The certificate of :func:`~cvxmetric.ldml.solve_exact` at ``(M, b)``
     (``b`` re-optimised), for a hand-written solver.
 
-    The PSD deficit of ``S(alpha)`` is charged at a bound ``tau >= tr(M*)``
-    (the trace regulariser: ``F(M) / lam``; without it the level-set SDP of
-    :meth:`LDMLData.trace_bound`, computed once per data and cached); when
-    that does not pass, ``D <= LEVEL_SDP_MAX`` and there are at most
+    The dual point is the slopes at ``(M, b)``; the PSD deficit of its
+    ``S(alpha)`` is removed along :meth:`LDMLData.strict_direction`, or
+    charged at a bound ``tau >= tr(M*)`` (the trace regulariser: ``F(M) /
+    lam``; without it the level-set SDP of :meth:`LDMLData.trace_bound`,
+    up to ``LEVEL_SDP_PAIRS`` pairs, computed once per data and cached);
+    when that does not pass, ``D <= LEVEL_SDP_MAX`` and there are at most
     ``LEVEL_SDP_PAIRS`` pairs, by the level-set SDP of
     :meth:`LDMLData.level_min` (every term of an optimum is at most ``F``
     here, so the level set ``{terms <= F(M, b)}`` holds it); ``sharpen=False``
@@ -194,7 +187,7 @@ class ProjectedGradient(IterativeSolver):
         f, b, _ = self._value(data, M)
         # first step: the inverse of a bound on the curvature along M,
         # sum_p sigma' phi_p^4 <= 1/4 sum ||phi_p||^4; backtracking corrects it
-        curv = 0.25 * float(np.sum(np.sum(data.Phi ** 2, axis=1) ** 2)) + data.lam
+        curv = 0.25 * float(np.sum(data.distances(np.eye(data.d)) ** 2)) + data.lam
         return M, PGState(0, math.inf, b, f, 1.0 / max(curv, 1e-300), M.copy(), 1.0, 0)
 
     def update(self, M, state, data):
@@ -409,7 +402,10 @@ class AllPairs(_Loss):
 
     def pair_data(self):
         """The same loss as explicit pairs (:class:`~cvxmetric.ldml.LDMLData`,
-        for certificates and exact references; O(N^2 D) memory)."""
+        for certificates and exact references; O(N^2) memory)."""
+        data = getattr(self, "_data", None)
+        if data is not None:
+            return data
         i, j = np.triu_indices(self.X.shape[0], 1)
         keep = self._rows[i] != self._rows[j]
         i, j = i[keep], j[keep]
@@ -513,7 +509,7 @@ class LowRankLDML(IterativeSolver):
     At full rank (``rank == D``) a stationary point is the optimum of the
     convex problem, and the final iterate is certified against it (the
     certificate of :func:`~cvxmetric.ldml.solve_exact`, which holds the
-    pairs' difference vectors: up to :data:`CERTIFY_MAX` floats, and,
+    pairs' distances and slopes: up to :data:`CERTIFY_PAIRS` pairs, and,
     without a regulariser, solves one SDP bounding the trace).  Below full rank nothing bounds the
     rank-constrained optimum: the status is ``optimal_inaccurate`` at a
     stationary point (``raw_status`` ``optimal``).
@@ -633,7 +629,7 @@ class LowRankLDML(IterativeSolver):
                                       solver=self.name, tolerances={"tol": self.tol})
         info = {"L": L, "b": state.b, "stationarity": state.error}
         if self.certify and self.rank == loss.n_features and loss.gram is None \
-                and loss.n_pairs * loss.n_features <= CERTIFY_MAX:
+                and loss.n_pairs <= CERTIFY_PAIRS:
             cert, b = certify_point(loss.pair_data(), M, state.b, solver=self.name,
                                     tol=self.tol, sharpen=self.converged(state))
             if cert.objective <= state.f:  # b re-optimised: never worse
@@ -651,6 +647,26 @@ def _random_start(loss, rank, rng):
     diff = (loss.X[idx[:, 0]] - loss.X[idx[:, 1]]) @ L.T
     scale = float(np.mean(np.sum(diff * diff, axis=1))) if len(idx) else 1.0
     return L / math.sqrt(max(scale, 1e-300)), 1.0
+
+
+def _whitened(loss):
+    """The same loss on ``X_c B`` (``B`` :func:`whitening_basis`, D x r):
+    ``M = B M' B^T`` gives the same distances, and the regulariser of ``M``
+    is that of ``M'`` with ``Q = B^T B`` (the ``gram`` of :class:`_Loss`).
+    Returns ``(loss', B)``."""
+    B = whitening_basis(loss.X)
+    Xw = (loss.X - loss.X.mean(axis=0)) @ B  # (N, r)
+    gram = B.T @ B if loss.lam > 0 else None
+    if isinstance(loss, AllPairs):
+        out = AllPairs.__new__(AllPairs)
+        out._init_common(Xw, loss.lam, loss.regularizer, gram)
+        # the same pairs: the row ids of the data as given
+        out.labels, out.block = loss.labels, loss.block
+        out._rows, out._has_dups, out.n_pairs = loss._rows, loss._has_dups, loss.n_pairs
+    else:
+        out = PairSet(Xw, np.column_stack([loss.i, loss.j]), loss.s, lam=loss.lam,
+                      regularizer=loss.regularizer, gram=gram)
+    return out, B
 
 
 def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e-8,
@@ -688,15 +704,28 @@ def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e
     gen = np.random.default_rng(rng.randint(2 ** 31 - 1))
     t0 = time.perf_counter()
     best, objectives = None, []
+    work, B = loss, None
     if rank == loss.n_features:
         # full rank: the problem is convex in M, and the descent from a
-        # random start ends at its optimum -- one start is enough
+        # random start ends at its optimum -- one start is enough.  It runs
+        # in the whitened coordinates of the data's span (the same problem,
+        # preconditioned: features of scales 1e3 and 1e-1 side by side
+        # otherwise take L-BFGS thousands of iterations)
         n_init = 1
+        if loss.gram is None:
+            work, B = _whitened(loss)
+    run_rank = int(rank) if B is None else B.shape[1]
     for k in range(int(n_init)):
         left = None if max_time is None else max(0.0, max_time - (time.perf_counter() - t0))
-        solver = LowRankLDML(rank=int(rank), maxiter=maxiter, tol=tol, max_time=left,
+        solver = LowRankLDML(rank=run_rank, maxiter=maxiter, tol=tol, max_time=left,
                              certify=False)
-        res = solver.run(loss, _random_start(loss, int(rank), gen), warn=False)
+        res = solver.run(work, _random_start(work, run_rank, gen), warn=False)
+        if B is not None:
+            # back to the input's coordinates: L = L' B^T, zero rows below
+            # the span's dimension
+            L = np.zeros((int(rank), loss.n_features))
+            L[:run_rank] = res.info["L"] @ B.T
+            res.info["L"], res.M = L, L.T @ L
         res.info["init"] = k
         objectives.append(res.objective)
         if best is None or res.objective < best.objective:
@@ -724,7 +753,7 @@ def _final_state(res):
                    None, 0.0, 0.0, stalled=res.raw_status == Status.OPTIMAL)
 
 
-def solve_fast(data, *, maxiter=None, tol=None, max_time=None, warn=True):
+def solve_fast(data, *, loss=None, maxiter=None, tol=None, max_time=None, warn=True):
     """LDML Eq. 2 at full rank, certified: the package's fast path.
 
     L-BFGS on the square factor (:func:`fit_lowrank` at ``rank = D``, one
@@ -737,6 +766,10 @@ def solve_fast(data, *, maxiter=None, tol=None, max_time=None, warn=True):
     Parameters
     ----------
     data : LDMLData
+    loss : AllPairs or PairSet, optional
+        The same pairs as ``data`` for the L-BFGS phase (every pair of
+        labelled samples: :class:`AllPairs`, block by block); by default
+        ``PairSet.from_data(data)``.
     maxiter, tol, max_time : optional
         Of both phases (``max_time`` is shared).
     warn : bool
@@ -750,10 +783,19 @@ def solve_fast(data, *, maxiter=None, tol=None, max_time=None, warn=True):
     if not isinstance(data, LDMLData):
         raise TypeError(f"data: expected LDMLData, got {type(data).__name__}.")
     t0 = time.perf_counter()
-    if data.lam == 0:
-        data.trace_bound_at_zero()  # NotAttainedError before any iteration
+    if loss is None:
+        loss = PairSet.from_data(data)
+    else:
+        _check_loss(loss)
+        if loss.n_pairs != data.n_pairs or loss.lam != data.lam \
+                or loss.regularizer != data.regularizer or loss.gram is not None:
+            raise ValueError("loss: expected the pairs and regulariser of data.")
+        loss._data = data
+    # NotAttainedError before any iteration when the SDPs decide it; an
+    # undecided case (many pairs) is watched by the iterations
+    data.attained(exhaustive=data.n_pairs <= LEVEL_SDP_PAIRS)
     opts = {k: v for k, v in (("maxiter", maxiter), ("tol", tol)) if v is not None}
-    res = fit_lowrank(PairSet.from_data(data), data.d, n_init=1, random_state=0,
+    res = fit_lowrank(loss, data.d, n_init=1, random_state=0,
                       max_time=max_time, warn=False, **opts)
     phases = ["lbfgs"]
     if not res.certificate.passed:

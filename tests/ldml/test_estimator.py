@@ -5,7 +5,7 @@ import pytest
 from sklearn.datasets import load_iris
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from cvxmetric import LDML, LDMLStar, LDMLSupervised, MildML
+from cvxmetric import LDML, LDMLStar, LDMLSupervised, MildML, ProblemSizeError
 from cvxmetric.ldml import digits_bags, solve_exact
 from cvxmetric.ldml.fast import AllPairs
 
@@ -129,3 +129,12 @@ def test_separable_without_regulariser_is_refused_at_low_rank():
     B, _ = digits_bags("bags", n_per_class=30, random_state=0)
     with pytest.raises(NotAttainedError, match="lam > 0"):
         MildML(n_components=4, preprocessor=B.X, random_state=0).fit(B.bags, B.captions)
+
+
+def test_supervised_size_limits_raise_problem_size_error():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 10))  # 19 900 pairs x 10 features > 1e5
+    y = np.arange(200) % 3
+    with pytest.raises(ProblemSizeError, match="solver"):
+        LDMLSupervised(solver="exact").fit(X, y)
+    assert issubclass(ProblemSizeError, ValueError)

@@ -181,3 +181,20 @@ def test_bad_arguments():
         fit_lowrank(loss, 2, n_init=0)
     with pytest.raises(ValueError, match="check_every"):
         ProjectedGradient(check_every=0)
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.1])
+def test_all_pairs_of_raw_wine_are_certified_by_the_dual_repair(lam):
+    # 10 011 pairs of features from 1e-1 to 1e3: the whitened L-BFGS ends
+    # near the optimum and the Newton repair of the dual (no SDP beyond 5 000
+    # pairs) certifies it; fast and low rank agree
+    X, y = load_wine(return_X_y=True)
+    idx = np.random.default_rng(0).permutation(len(y))[:142]
+    loss = AllPairs(X[idx], y[idx], lam=lam)
+    data = loss.pair_data()
+    assert data.n_pairs > 5000
+    res = solve_fast(data, loss=loss)
+    assert res.status == "optimal" and res.certificate.passed
+    low = fit_lowrank(AllPairs(X[idx], y[idx], lam=lam), X.shape[1], random_state=0)
+    assert low.status == "optimal"
+    assert abs(_rel(low.objective, res.objective)) <= tolerance("ldml", "lowrank")
