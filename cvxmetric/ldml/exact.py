@@ -190,7 +190,12 @@ class LDMLData:
         for _ in _attempts(prob, solvers):
             if prob.status == cp.OPTIMAL:
                 v = float(prob.value)
-                return v - 1e-9 * (1.0 + abs(v))
+                if v > 1e-9 * (1.0 + float(np.abs(Sp.value).max())):
+                    # M = 0 lies in the level set, so the minimum is at most
+                    # 0: a positive answer is the solver's inaccuracy (seen
+                    # on wine's pairs), not a bound
+                    return -math.inf
+                return min(v, 0.0) - 1e-9 * (1.0 + abs(v))
         return -math.inf
 
     def _balanced_slopes(self, dist, b):
@@ -564,25 +569,27 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
 
 
 def _attempt_models(data, solvers):
-    """``(B, divisor, solvers)`` of the attempts of :func:`solve_exact`."""
+    """``(B, divisor, solvers)`` of the attempts of :func:`solve_exact`
+    (``B`` None: the raw features)."""
     D = data.d
     sd = data.X.std(axis=0)
     keep = sd > 0
-    yield np.eye(D), 1.0, solvers[:1]
+    yield None, 1.0, solvers[:1]
     yield np.eye(D)[:, keep] / sd[keep], float(data.n_pairs), solvers[:1]
     if len(solvers) > 1:
-        yield np.eye(D), 1.0, solvers
+        yield None, 1.0, solvers
 
 
 def _solve_scaled(data, B, divisor, tau, f0, solvers, tol, verbose):
     """One certified solve of Eq. 2 in the coordinates ``M_input = B M
     B^T``, the objective divided by ``divisor``: ``(certificate, info,
     M_input, b)``."""
-    Phi = data.Phi @ B  # (P, r)
-    r = B.shape[1]
+    # B None: the model as printed, on the raw features
+    Phi = data.Phi if B is None else data.Phi @ B  # (P, r)
+    r = Phi.shape[1]
     # [declare:ldml-eq2]
     M = cp.Variable((r, r), PSD=True, name="M")   # the metric on scaled features
-    M_input = B @ M @ B.T                          # (D, D)
+    M_input = M if B is None else B @ M @ B.T      # (D, D)
     b = cp.Variable(name="b")
     lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
     dist = cp.sum(cp.multiply(Phi @ M, Phi), axis=1)   # (P,)
@@ -592,7 +599,7 @@ def _solve_scaled(data, B, divisor, tau, f0, solvers, tol, verbose):
     # [/declare]
 
     def value():
-        Mv = B @ M.value @ B.T
+        Mv = M.value if B is None else B @ M.value @ B.T
         return 0.5 * (Mv + Mv.T)
 
     def certify(name, version, opts, times):
