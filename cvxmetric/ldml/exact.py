@@ -440,12 +440,14 @@ class LDMLData:
             return True
         if getattr(self, "_attained", None):
             return True
-        if self.n_pairs > LEVEL_SDP_PAIRS:
-            if self.strict_direction(solvers=solvers) is not None:
-                self._attained = True
-                return True
-            if not exhaustive:
-                return None
+        # a strictly feasible dual direction (a small SDP on at most
+        # DIRECTION_PAIRS pairs) proves it first: the recession SDP over
+        # 2 000 pairs in 30 dimensions takes minutes
+        if self.strict_direction(solvers=solvers) is not None:
+            self._attained = True
+            return True
+        if self.n_pairs > LEVEL_SDP_PAIRS and not exhaustive:
+            return None
         gain = self.recession(solvers)
         if not math.isfinite(gain):
             raise SolverError("pairs: attainment of Eq. 2 could not be decided "
@@ -494,9 +496,9 @@ class LDMLData:
     def trace_bound(self, f_upper, solvers=SOLVERS, exhaustive=True):
         """``tau >= tr(M*)`` (module docstring), or NotAttainedError.
 
-        ``inf`` beyond ``LEVEL_SDP_PAIRS`` pairs without a regulariser
-        (attainment is then proved by :meth:`strict_direction`, which also
-        makes a bound unnecessary), and when :meth:`attained` with
+        ``inf`` without a regulariser when :meth:`strict_direction` exists
+        (it proves attainment and repairs the certificate's dual point, no
+        bound needed) or beyond ``LEVEL_SDP_PAIRS`` pairs, and when :meth:`attained` with
         ``exhaustive=False`` leaves attainment undecided."""
         if self.attained(solvers, exhaustive=exhaustive) is None:
             return math.inf
@@ -505,7 +507,8 @@ class LDMLData:
             cap = f_upper / self.lam
         elif self.lam > 0:
             cap = math.sqrt(self.d * 2.0 * f_upper / self.lam)
-        if math.isfinite(cap) or self.n_pairs > LEVEL_SDP_PAIRS:
+        if math.isfinite(cap) or self.n_pairs > LEVEL_SDP_PAIRS \
+                or self.strict_direction(solvers=solvers) is not None:
             # the regulariser bounds the trace already; the certificate
             # sharpens a loose bound by its own level-set SDP when needed
             return cap
