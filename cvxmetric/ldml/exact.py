@@ -35,6 +35,7 @@ from scipy.special import expit
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, project_psd, whitening_basis
 from .._validation import check_indices, check_option, check_samples, check_scalar
+from ..constraints import _row_ids, _zero_length
 from ..result import (
     Certificate,
     InfeasibleError,
@@ -110,9 +111,7 @@ class LDMLData:
         if y.shape != (len(self.pairs),) or not np.all(np.isin(y, (-1, 1))):
             raise ValueError(f"y: expected +1 / -1, one per pair ({len(self.pairs)}).")
         # identical instances by row ids (no (P, D) array of comparisons)
-        _, rows = np.unique(self.X, axis=0, return_inverse=True)
-        rows = rows.ravel()
-        same = rows[self.pairs[:, 0]] == rows[self.pairs[:, 1]]
+        same = _zero_length(_row_ids(self.X), self.pairs[:, 0], self.pairs[:, 1])
         if np.any(same):
             raise ValueError(f"pairs: {int(same.sum())} pair(s) join identical "
                              f"instances (first at row {int(np.flatnonzero(same)[0])}).")
