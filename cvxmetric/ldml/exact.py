@@ -21,8 +21,14 @@ trace regulariser, and with ``lam = 0`` the value of the SDP
 attainment: if it is unbounded, a direction of ``(M, b)`` decreases every
 term forever -- the infimum is not attained (a separable set of pairs) --
 and :class:`~cvxmetric.result.NotAttainedError` is raised, never a point.
+
+A solver's point whose certificate falls short (Clarabel's
+"optimal_inaccurate" on nearly separated pairs) is finished by Newton's
+method on the face it found (:mod:`._polish`) and kept only if the
+polished point's own certificate passes.
 """
 
+import logging
 import math
 import time
 import warnings
@@ -44,9 +50,12 @@ from ..result import (
     SolverResult,
     UnboundedError,
 )
+from ._polish import polish
 
 __all__ = ["LDMLData", "solve_exact", "REGULARIZERS", "LEVEL_SDP_PAIRS", "LEVEL_SDP_MAX",
            "DIRECTION_PAIRS", "DIRECTION_RANK"]
+
+logger = logging.getLogger(__name__)
 
 REGULARIZERS = ("trace", "frobenius")
 
@@ -168,12 +177,20 @@ class LDMLData:
             hi += 2 * (hi - lo)
         return brentq(grad, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
 
-    def level_min(self, S, f_upper, solvers=SOLVERS):
-        """``min <S, M>`` over ``M`` PSD and ``b`` in the level set
-        ``{s_p (d_p - b) <= kappa}`` that holds the optimum (module
-        docstring): a lower bound on ``<S, M*>``; ``-inf`` when unbounded
-        or unsolved.  A margin of 1e-9 (1 + |value|) covers the conic
-        solver's tolerance."""
+    def level_min(self, S, f_upper, tau, solvers=SOLVERS):
+        """A lower bound on ``min <S, M>`` over ``M`` PSD and ``b`` in the
+        level set ``{s_p (d_p - b) <= kappa}`` that holds the optimum
+        (module docstring), hence on ``<S, M*>``; ``-inf`` when none is
+        found.
+
+        The SDP's value is not trusted (an inaccurate solve answered above
+        the true minimum on wine's pairs); its multipliers ``mu`` are:
+        clipped at 0 and balanced (``sum_p mu_p s_p = 0``, so ``b`` drops
+        out), weak duality gives ``<S, M> >= lambda_min(S + sum_p mu_p s_p
+        C_p) tr M - kappa sum_p mu_p`` on the level set, and ``tr M* <=
+        tau`` bounds the first term."""
+        if tau is None or not math.isfinite(tau):
+            return -math.inf
         kappa = math.log(math.expm1(f_upper)) if f_upper < 700 else f_upper
         cache = getattr(self, "_level", None)
         if cache is None or cache[0] != kappa:
@@ -186,16 +203,24 @@ class LDMLData:
             cache = self._level = (kappa, prob, Sp)
         _, prob, Sp = cache
         Sp.value = 0.5 * (S + S.T)
+        best = -math.inf
         for _ in _attempts(prob, solvers):
+            mu = prob.constraints[0].dual_value
+            if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or mu is None:
+                continue
+            mu = np.maximum(np.asarray(mu, dtype=float).ravel(), 0.0)
+            pos = self.s > 0
+            m_pos, m_neg = float(mu[pos].sum()), float(mu[~pos].sum())
+            if m_pos > m_neg:
+                mu[pos] *= m_neg / m_pos if m_pos > 0 else 0.0
+            elif m_neg > m_pos:
+                mu[~pos] *= m_pos / m_neg if m_neg > 0 else 0.0
+            S2 = Sp.value + self.op.gram(mu * self.s)
+            low = float(np.linalg.eigvalsh(0.5 * (S2 + S2.T))[0])
+            best = max(best, min(low, 0.0) * tau - kappa * float(mu.sum()))
             if prob.status == cp.OPTIMAL:
-                v = float(prob.value)
-                if v > 1e-9 * (1.0 + float(np.abs(Sp.value).max())):
-                    # M = 0 lies in the level set, so the minimum is at most
-                    # 0: a positive answer is the solver's inaccuracy (seen
-                    # on wine's pairs), not a bound
-                    return -math.inf
-                return min(v, 0.0) - 1e-9 * (1.0 + abs(v))
-        return -math.inf
+                break
+        return best
 
     def _balanced_slopes(self, dist, b):
         """The multipliers ``alpha_p = sigma(s_p (d_p - b))`` at the best
@@ -267,7 +292,7 @@ class LDMLData:
         if f_upper is not None and self.n_pairs <= LEVEL_SDP_PAIRS \
                 and self.d <= LEVEL_SDP_MAX and max(bounds) < ent - 1e-12 * abs(ent):
             # sharper: min <S + lam I, M> over the level set holding M*
-            bounds.append(ent + self.level_min(S + lam * np.eye(self.d), f_upper))
+            bounds.append(ent + self.level_min(S + lam * np.eye(self.d), f_upper, tau))
         return max(bounds)
 
     def basis(self):
@@ -566,7 +591,8 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     return SolverResult(M=Mv, status=info["status"], objective=cert.objective,
                         n_iter=info["n_iter"], certificate=cert, method="exact",
                         info={"b": bv, "trace_bound": tau,
-                              "attempts": info["attempts"]},
+                              "attempts": info["attempts"],
+                              "polished": info["polished"]},
                         time=time.perf_counter() - t0)
 
 
@@ -600,20 +626,43 @@ def _solve_scaled(data, B, divisor, tau, f0, solvers, tol, verbose):
     problem = cp.Problem(cp.Minimize((loss + lam * reg) / divisor))
     # [/declare]
 
+    polished = {}  # the certified polished point of the last solve, if any
+
     def value():
         Mv = M.value if B is None else B @ M.value @ B.T
         return 0.5 * (Mv + Mv.T)
 
-    def certify(name, version, opts, times):
-        Mv = value()
-        obj = data.objective(Mv, float(b.value))
-        bound = data.dual_bound(Mv, float(b.value), tau, f0)
+    def certificate(Mv, bv, name, version, opts, times):
+        obj = data.objective(Mv, bv)
+        bound = data.dual_bound(Mv, bv, tau, f0)
         min_eig = float(np.linalg.eigvalsh(Mv)[0])
         return Certificate.from_bound(obj, bound, max_violation=max(0.0, -min_eig),
                                       min_eig=min_eig, solver=name,
                                       solver_version=version, tolerances=opts,
                                       times=times)
 
+    def certify(name, version, opts, times):
+        polished.clear()
+        Mv, bv = value(), float(b.value)
+        cert = certificate(Mv, bv, name, version, opts, times)
+        if cert.passed:
+            return cert
+        # the solver's point, finished by Newton's method on its face
+        # (._polish); kept only when its own certificate passes
+        t0 = time.perf_counter()
+        for Mp, bp in polish(data, Mv, bv):
+            times = dict(times, polish=time.perf_counter() - t0)
+            cert_p = certificate(Mp, bp, name, version, opts, times)
+            if cert_p.passed:
+                logger.info("%s: certified after the Newton polish (rel_gap %.2e -> "
+                            "%.2e)", name, cert.rel_gap, cert_p.rel_gap)
+                polished.update(M=Mp, b=bp)
+                return cert_p
+        return cert
+
     cert, info = solve_certified(problem, certify, solvers=solvers, tol=tol,
                                  verbose=verbose)
+    info["polished"] = bool(polished)
+    if polished:
+        return cert, info, polished["M"], polished["b"]
     return cert, info, value(), float(b.value)
