@@ -173,7 +173,15 @@ def _newton(data, Psi, U, Z, b, maxiter=60):
         try:
             step = -cho_solve(cho_factor(H), g)
         except (LinAlgError, ValueError):
-            return None
+            # indefinite where G is negative off the face (the face must
+            # turn or grow): the Hessian shifted to positive definite, a
+            # descent direction in every coordinate (Levenberg-Marquardt)
+            low = float(np.linalg.eigvalsh(H)[0])
+            shift = 1.1 * max(-low, 0.0) + 1e-12 * max(1.0, float(np.trace(H)) / len(g))
+            try:
+                step = -cho_solve(cho_factor(H + shift * np.eye(len(g))), g)
+            except (LinAlgError, ValueError):
+                return None
         dec = -float(g @ step)
         if not np.isfinite(dec) or dec < 0:
             return None
@@ -194,14 +202,22 @@ def _newton(data, Psi, U, Z, b, maxiter=60):
             if quiet >= 2:
                 break
             continue
-        t = 1.0
+        t, blocked = 1.0, False
         while t > 1e-12:
             f_new = chart.value(t * step, b)
             if f_new <= f - 0.25 * t * dec:
                 break
+            blocked = blocked or f_new == np.inf
             t *= 0.5
-        else:
-            break  # no descent at working precision: as far as Newton goes
+        if t <= 1e-12 or (blocked and t < 1e-3):
+            # steps cut short by Z > 0: the minimiser lies on a smaller
+            # face; drop Z's weakest direction (a face too large)
+            if not blocked or U.shape[1] <= 1:
+                break
+            wz, Vz = eigh(Z)
+            U, Z = U @ Vz[:, 1:], np.diag(wz[1:])
+            f = None
+            continue
         U, Z, b = chart.point(t * step, b)
         f = f_new
     return U @ Z @ U.T, float(b)
@@ -223,6 +239,49 @@ def _kkt(G, Mr, rb):
     low = float(np.linalg.eigvalsh(G)[0])
     comp = float(np.abs(G @ Mr).max()) / max(1.0, float(np.abs(Mr).max()))
     return max(0.0, -low) + comp + rb
+
+
+def _grow(data, Psi, Mr, b, k, max_grow=None):
+    """Rank-``k`` minimiser ``(Mr, b)`` -> ``(kkt, Mr, b)``, the face grown
+    while ``G`` has a negative eigenvalue.
+
+    A face too small (the solver's point, or a start from a nearby problem,
+    short of a direction the optimum uses) leaves ``G`` negative along some
+    ``v``: ``M + eps v v^T`` lowers Eq. 2 (its slope is ``v^T G v < 0``),
+    with ``eps`` from one Newton step along it, and Newton's method
+    restarts on the face of rank ``k + 1``; at most ``max_grow`` times."""
+    r = Psi.shape[1]
+    max_grow = r - k if max_grow is None else max_grow
+    G, rb = _gradient(data, Psi, Mr, b)
+    best = (_kkt(G, Mr, rb), Mr, b)
+    for _ in range(max_grow):
+        if k >= min(r, POLISH_RANK):
+            break
+        lo, vecs = np.linalg.eigh(G)
+        scale = max(1.0, float(np.abs(G).max()))
+        if lo[0] >= -1e-10 * scale:
+            break
+        v = vecs[:, 0]
+        # curvature of the loss along v v^T: d_p moves by eps (psi_p . v)^2
+        q = (Psi @ v) ** 2
+        sig = expit(data.s * (np.einsum("pi,ij,pj->p", Psi, Mr, Psi) - b))
+        curv = float(np.sum(sig * (1.0 - sig) * q * q))
+        if data.regularizer == "frobenius":
+            curv += data.lam
+        if curv <= 0:
+            break
+        wz, Vz = eigh(Mr + (-lo[0] / curv) * np.outer(v, v))
+        k += 1
+        out = _newton(data, Psi, Vz[:, ::-1][:, :k], np.diag(wz[::-1][:k]), b)
+        if out is None:
+            break
+        Mr, b = out
+        G, rb = _gradient(data, Psi, Mr, b)
+        res = _kkt(G, Mr, rb)
+        if res >= best[0]:
+            break
+        best = (res, Mr, b)
+    return best
 
 
 def polish(data, M, b, max_candidates=2):
@@ -250,9 +309,7 @@ def polish(data, M, b, max_candidates=2):
         seen.add(k)
         out = _newton(data, Psi, V[:, :k], np.diag(w[:k]), float(b))
         if out is not None:
-            Mr, bp = out
-            G, rb = _gradient(data, Psi, Mr, bp)
-            found.append((_kkt(G, Mr, rb), Mr, bp))
+            found.append(_grow(data, Psi, *out, k))
     found.sort(key=lambda item: item[0])
     polished = []
     for _, Mr, bp in found[:max_candidates]:
