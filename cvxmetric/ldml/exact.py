@@ -16,8 +16,9 @@ value is ``sum_p H(alpha_p) - lam R*(...)``, ``H`` the binary entropy; the
 PSD part needs ``S(alpha) = sum_p alpha_p s_p C_p + lam I >= 0`` (trace) --
 near an optimum it holds up to round-off, and the deficit is charged at a
 bound ``tau >= tr(M*)`` on the optimum's trace: ``tau = f / lam`` with the
-trace regulariser, and with ``lam = 0`` the value of the SDP
-``max tr(M) s.t. the level set {F <= F(0, b_0)}``.  That same SDP decides
+trace regulariser, and with ``lam = 0`` a bound on the SDP
+``max tr(M) s.t. the level set {F <= F(0, b_0)}`` from its multipliers
+(weak duality; the SDP's value is not trusted).  That same SDP decides
 attainment: if it is unbounded, a direction of ``(M, b)`` decreases every
 term forever -- the infimum is not attained (a separable set of pairs) --
 and :class:`~cvxmetric.result.NotAttainedError` is raised, never a point.

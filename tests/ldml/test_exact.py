@@ -161,3 +161,61 @@ def test_polish_is_not_trusted(wine_pairs, monkeypatch):
     except CertificateError:
         return
     assert not res.info["polished"] and res.certificate.rel_gap <= 1e-6
+
+
+def test_polish_grows_a_face_too_small(wine_pairs):
+    """From the optimum with its weakest direction removed (a face one too
+    small) the polish grows the face back and reaches the optimum."""
+    from cvxmetric.ldml._polish import polish
+    from cvxmetric.ldml.fast import solve_fast
+
+    data = LDMLData(*wine_pairs, lam=0.1)
+    opt = solve_fast(data)
+    w, V = np.linalg.eigh(opt.M)
+    k = int(np.sum(w > 1e-8 * w[-1]))
+    assert k >= 2
+    start = (V[:, -(k - 1):] * w[-(k - 1):]) @ V[:, -(k - 1):].T
+    out = polish(data, start, opt.info["b"])
+    assert out
+    M, b = out[0]
+    assert data.objective(M, b) == pytest.approx(opt.objective, rel=1e-12)
+    assert np.linalg.matrix_rank(M, 1e-8 * np.abs(M).max()) == k
+
+
+def test_continuation_attempt_is_polished_to_the_optimum(iris_pairs):
+    """The continuation model (whitened, per pair, plus a trace term) solves
+    a nearby problem; its point certifies on Eq. 2 only through the polish,
+    at the optimum of the model as printed."""
+    from cvxmetric.ldml import exact
+
+    data = LDMLData(*iris_pairs, lam=0.0)
+    ref = solve_exact(data)
+    f0 = float(np.sum(np.logaddexp(0.0, -data.s * data.best_b(np.zeros(data.n_pairs)))))
+    tau = data.trace_bound(f0)
+    cert, info, M, b = exact._solve_scaled(data, data.basis(), float(data.n_pairs), tau, f0,
+                                           ("CLARABEL",), False, delta=exact.CONTINUATION)
+    assert cert.passed and info["polished"]
+    assert cert.objective == pytest.approx(ref.objective, rel=1e-8)
+    assert data.objective(M, b) == pytest.approx(cert.objective, rel=1e-12)
+
+
+def test_level_set_bounds_are_sound(wine_pairs, iris_pairs):
+    """The level-set SDPs give bounds from their multipliers (weak duality),
+    never their values: the sharpened dual bound stays below F at the
+    optimum, and the trace bound above the optimum's trace."""
+    from cvxmetric.ldml.fast import solve_fast
+
+    data = LDMLData(*wine_pairs, lam=0.1)
+    opt = solve_fast(data)
+    f = opt.objective
+    tau = f / data.lam
+    for scale in (1.0, 1.0 + 1e-4):
+        M = opt.M * scale
+        assert data.dual_bound(M, opt.info["b"], tau, f) <= data.objective(
+            M, opt.info["b"]) + 1e-12
+    data = LDMLData(*iris_pairs, lam=0.0)
+    ref = solve_exact(data)
+    data._direction = False  # as if no strictly feasible direction were found
+    f0 = float(np.sum(np.logaddexp(0.0, -data.s * data.best_b(np.zeros(data.n_pairs)))))
+    Q = data.basis() / np.linalg.norm(data.basis(), axis=0)
+    assert data.trace_bound(f0) >= np.trace(Q.T @ ref.M @ Q)
