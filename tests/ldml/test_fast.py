@@ -198,3 +198,32 @@ def test_all_pairs_of_raw_wine_are_certified_by_the_dual_repair(lam):
     low = fit_lowrank(AllPairs(X[idx], y[idx], lam=lam), X.shape[1], random_state=0)
     assert low.status == "optimal"
     assert abs(_rel(low.objective, res.objective)) <= tolerance("ldml", "lowrank")
+
+
+@pytest.mark.parametrize("eps,passes", [(1e-5, True), (1e-4, True), (1e-3, False)])
+def test_certificate_from_the_polished_dual_point_is_tight(eps, passes):
+    """A point moved along the optimum's face is 1e-10 .. 1e-5 above the
+    optimum in F, but its own slopes are 1e-4 .. 1e-1 from the dual optimum:
+    the dual point taken at its Newton polish gives the gap F(M) - F* to
+    round-off (passing when that is below the tolerance, failing when not),
+    and the point itself is kept."""
+    from cvxmetric.conformance import load_dataset
+    from cvxmetric.constraints import pairs_from_labels
+    from cvxmetric.ldml import LDMLData, certify_point
+
+    X, y = load_dataset("wine", 0)
+    p, lab = pairs_from_labels(y, 180, random_state=0)
+    data = LDMLData(X, p, lab, lam=0.1)
+    opt = solve_fast(data)
+    w, V = np.linalg.eigh(opt.M)
+    U = V[:, w > 1e-8 * w[-1]]
+    A = np.random.default_rng(0).normal(size=(U.shape[1],) * 2)
+    M = opt.M + eps * U @ (A + A.T) @ U.T
+    plain, _ = certify_point(data, M, opt.info["b"], solver="t", sharpen=False)
+    cert, _ = certify_point(data, M, opt.info["b"], solver="t")
+    assert not plain.passed
+    assert cert.passed == passes
+    assert cert.objective == plain.objective  # the certificate is on M itself
+    excess = cert.objective - opt.objective
+    if passes:
+        assert cert.gap == pytest.approx(excess, rel=1e-3, abs=1e-12)
