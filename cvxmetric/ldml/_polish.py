@@ -310,6 +310,8 @@ def polish(data, M, b, max_candidates=2):
         out = _newton(data, Psi, V[:, :k], np.diag(w[:k]), float(b))
         if out is not None:
             found.append(_grow(data, Psi, *out, k))
+            if found[-1][0] <= 1e-10:
+                break  # a KKT point to round-off: the other faces cannot do better
     found.sort(key=lambda item: item[0])
     polished = []
     for _, Mr, bp in found[:max_candidates]:

@@ -59,6 +59,11 @@ __all__ = ["solve_fast", "ProjectedGradient", "LowRankLDML", "AllPairs", "PairSe
 # is 61 MB at N = 15 000 (a handful are alive at once).
 _BLOCK = 512
 
+#: The stationarity (relative gradient norm) at which :func:`solve_fast`
+#: hands L-BFGS's point to Newton's method on its face (up to
+#: ``LEVEL_SDP_PAIRS`` pairs).
+NEWTON_FROM = 1e-2
+
 
 def _loss_and_slope(u):
     """``g(u) = log(1 + e^u)`` and ``g'(u) = sigma(u)`` with one ``exp``."""
@@ -774,6 +779,19 @@ def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e
     return best
 
 
+def _newton_finish(data, res):
+    """The certified Newton polish of a rough L-BFGS result, or ``None``."""
+    for M, b in polish(data, res.M, res.info["b"]):
+        cert, b = certify_point(data, M, b, solver="fast", sharpen=False)
+        if cert.passed:
+            info = {**res.info, "b": b, "lbfgs_iter": res.n_iter}
+            info.pop("L", None)
+            return SolverResult(M=M, status=Status.OPTIMAL, objective=cert.objective,
+                                n_iter=res.n_iter, certificate=cert, method="fast",
+                                info=info, raw_status=Status.OPTIMAL)
+    return None
+
+
 def _final_state(res):
     """The parts of a finished run's state :meth:`LowRankLDML.finalize` reads."""
     return LRState(res.n_iter, res.info["stationarity"], res.info["b"], res.objective,
@@ -825,9 +843,22 @@ def solve_fast(data, *, loss=None, maxiter=None, tol=None, max_time=None, warn=T
     if np.all(data.s > 0) or np.all(data.s < 0):
         data.attained()  # NotAttainedError: one label only
     opts = {k: v for k, v in (("maxiter", maxiter), ("tol", tol)) if v is not None}
-    res = fit_lowrank(loss, data.d, n_init=1, random_state=0,
-                      max_time=max_time, warn=False, **opts)
-    phases = ["lbfgs"]
+    res = None
+    if data.n_pairs <= LEVEL_SDP_PAIRS:
+        # up to 5 000 pairs: L-BFGS to a loose stationarity, then Newton's
+        # method on the face of its point (._polish, exact second
+        # derivatives); on a rank-deficient optimum the square factor's
+        # iterations crawl (breast cancer's 80 pairs: 4 500 iterations, 3.8
+        # s, against 1 100 and a polish, 1.1 s, certified at 3e-15)
+        rough = fit_lowrank(loss, data.d, n_init=1, random_state=0, max_time=max_time,
+                            warn=False, certify=False,
+                            **{**opts, "tol": max(opts.get("tol", 0.0), NEWTON_FROM)})
+        res = _newton_finish(data, rough)
+    phases = ["lbfgs", "newton"] if res is not None else ["lbfgs"]
+    if res is None:
+        left = None if max_time is None else max(1e-3, max_time - (time.perf_counter() - t0))
+        res = fit_lowrank(loss, data.d, n_init=1, random_state=0,
+                          max_time=left, warn=False, **opts)
     if not res.certificate.passed:
         left = None if max_time is None else max(1e-3, max_time - (time.perf_counter() - t0))
         res = ProjectedGradient(max_time=left, **opts).run(data, res, warn=False)

@@ -227,3 +227,24 @@ def test_certificate_from_the_polished_dual_point_is_tight(eps, passes):
     excess = cert.objective - opt.objective
     if passes:
         assert cert.gap == pytest.approx(excess, rel=1e-3, abs=1e-12)
+
+
+def test_solve_fast_finishes_with_newton_on_a_rank_deficient_optimum():
+    """Breast cancer's 80 conformance pairs at lam = 0.1: a rank-deficient
+    optimum, where L-BFGS on the square factor needs 4 500 iterations; a
+    rough L-BFGS point finished by Newton's method on its face is certified
+    and equals the exact optimum."""
+    from cvxmetric.conformance import load_dataset
+    from cvxmetric.constraints import pairs_from_labels
+    from cvxmetric.ldml import LDMLData, solve_exact
+
+    X, y = load_dataset("breast_cancer", 0)
+    p, lab = pairs_from_labels(y, 80, random_state=0)
+    data = LDMLData(X, p, lab, lam=0.1)
+    res = solve_fast(data)
+    assert res.status == "optimal" and res.info["phases"] == ["lbfgs", "newton"]
+    assert res.info["lbfgs_iter"] < 2000
+    ref = solve_exact(data)
+    assert res.objective == pytest.approx(ref.objective, rel=1e-10)
+    w = np.linalg.eigvalsh(res.M)
+    assert np.sum(w > 1e-8 * w[-1]) < data.d  # the optimum is rank-deficient
