@@ -803,7 +803,10 @@ def solve_fast(data, *, loss=None, maxiter=None, tol=None, max_time=None, warn=T
 
     L-BFGS on the square factor (:func:`fit_lowrank` at ``rank = D``, one
     start, a fixed seed), which reaches the optimum in tens to hundreds of
-    iterations; when its certificate does not pass, the accelerated
+    iterations -- up to ``LEVEL_SDP_PAIRS`` pairs only to a stationarity of
+    ``NEWTON_FROM``, Newton's method on the face of its point finishing
+    (:mod:`._polish`; a rank-deficient optimum takes the square factor
+    thousands of iterations); when its certificate does not pass, the accelerated
     projected gradient (:class:`ProjectedGradient`) continues from that
     point until it does.  Without a regulariser, attainment is decided
     first (:class:`~cvxmetric.result.NotAttainedError`).
