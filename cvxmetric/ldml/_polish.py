@@ -226,11 +226,12 @@ def _newton(data, Psi, U, Z, b, maxiter=60):
 def _gradient(data, Psi, Mr, b):
     """``G = S(alpha) + lam I`` (trace; ``+ lam M`` Frobenius) in span
     coordinates (``Psi = Phi Q``, ``Mr = Q^T M Q``), the gradient of Eq. 2
-    in ``M``, and the residual of the equation in ``b``."""
+    in ``M``, the residual of the equation in ``b``, and the slopes
+    ``alpha``."""
     a = expit(data.s * (np.einsum("pi,ij,pj->p", Psi, Mr, Psi) - b))
     G = (Psi * (a * data.s)[:, None]).T @ Psi
     G = G + (data.lam * np.eye(len(G)) if data.regularizer == "trace" else data.lam * Mr)
-    return 0.5 * (G + G.T), abs(float(np.sum(data.s * a)))
+    return 0.5 * (G + G.T), abs(float(np.sum(data.s * a))), a
 
 
 def _kkt(G, Mr, rb):
@@ -241,7 +242,7 @@ def _kkt(G, Mr, rb):
     return max(0.0, -low) + comp + rb
 
 
-def _grow(data, Psi, Mr, b, k, max_grow=None):
+def _grow(data, Psi, Mr, b, k):
     """Rank-``k`` minimiser ``(Mr, b)`` -> ``(kkt, Mr, b)``, the face grown
     while ``G`` has a negative eigenvalue.
 
@@ -249,14 +250,11 @@ def _grow(data, Psi, Mr, b, k, max_grow=None):
     short of a direction the optimum uses) leaves ``G`` negative along some
     ``v``: ``M + eps v v^T`` lowers Eq. 2 (its slope is ``v^T G v < 0``),
     with ``eps`` from one Newton step along it, and Newton's method
-    restarts on the face of rank ``k + 1``; at most ``max_grow`` times."""
-    r = Psi.shape[1]
-    max_grow = r - k if max_grow is None else max_grow
-    G, rb = _gradient(data, Psi, Mr, b)
+    restarts on the face of rank ``k + 1``, up to the span's dimension
+    (or ``POLISH_RANK``)."""
+    G, rb, sig = _gradient(data, Psi, Mr, b)
     best = (_kkt(G, Mr, rb), Mr, b)
-    for _ in range(max_grow):
-        if k >= min(r, POLISH_RANK):
-            break
+    while k < min(Psi.shape[1], POLISH_RANK):
         lo, vecs = np.linalg.eigh(G)
         scale = max(1.0, float(np.abs(G).max()))
         if lo[0] >= -1e-10 * scale:
@@ -264,7 +262,6 @@ def _grow(data, Psi, Mr, b, k, max_grow=None):
         v = vecs[:, 0]
         # curvature of the loss along v v^T: d_p moves by eps (psi_p . v)^2
         q = (Psi @ v) ** 2
-        sig = expit(data.s * (np.einsum("pi,ij,pj->p", Psi, Mr, Psi) - b))
         curv = float(np.sum(sig * (1.0 - sig) * q * q))
         if data.regularizer == "frobenius":
             curv += data.lam
@@ -276,7 +273,7 @@ def _grow(data, Psi, Mr, b, k, max_grow=None):
         if out is None:
             break
         Mr, b = out
-        G, rb = _gradient(data, Psi, Mr, b)
+        G, rb, sig = _gradient(data, Psi, Mr, b)
         res = _kkt(G, Mr, rb)
         if res >= best[0]:
             break
@@ -287,10 +284,9 @@ def _grow(data, Psi, Mr, b, k, max_grow=None):
 def polish(data, M, b, max_candidates=2):
     """Polished points ``(M, b)`` from the solver's ``(M, b)``, the most
     promising first (module docstring); possibly none."""
-    B = data.basis()
-    if B.shape[1] == 0:
+    Q = data.span()  # (D, r) orthonormal
+    if Q.shape[1] == 0:
         return []
-    Q = B / np.linalg.norm(B, axis=0)  # (D, r) orthonormal: the data's span
     Psi = data.Phi @ Q  # (P, r)
     w, V = eigh(Q.T @ (0.5 * (M + M.T)) @ Q)
     w, V = w[::-1], V[:, ::-1]  # descending

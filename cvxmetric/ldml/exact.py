@@ -226,13 +226,6 @@ class LDMLData:
                 break
         return best
 
-    def _balanced_slopes(self, dist, b):
-        """The multipliers ``alpha_p = sigma(s_p (d_p - b))`` at the best
-        ``b``, the larger label's side scaled down so that ``sum_p alpha_p
-        s_p = 0`` holds beyond the root finder's precision (the dual's
-        equality constraint)."""
-        return self._balanced(_sigmoid(self.s * (dist - b)))
-
     def _balanced(self, w):
         """``w >= 0`` with the larger label's side scaled down so that
         ``sum_p w_p s_p = 0`` (in place)."""
@@ -262,7 +255,9 @@ class LDMLData:
         (``-inf`` when none applies)."""
         dist = self.distances(M)
         b = self.best_b(dist)
-        a = self._balanced_slopes(dist, b)
+        # the slopes, balanced so that sum_p alpha_p s_p = 0 holds beyond the
+        # root finder's precision (the dual's equality constraint)
+        a = self._balanced(_sigmoid(self.s * (dist - b)))
         ent = self._entropy(a)
         S = self.op.gram(a * self.s)  # sum_p alpha_p s_p C_p
         S = 0.5 * (S + S.T)
@@ -315,6 +310,24 @@ class LDMLData:
         if B is None:
             B = self._B = whitening_basis(self.X)
         return B
+
+    def span(self):
+        """``Q`` (D, r): an orthonormal basis of the same span as
+        :meth:`basis` (its columns normalised); cached."""
+        Q = getattr(self, "_Q", None)
+        if Q is None:
+            B = self.basis()
+            Q = self._Q = B / np.linalg.norm(B, axis=0)
+        return Q
+
+    def value_at_zero(self):
+        """``F(0, b_0) = min_b F(0, b)``, the value at ``M = 0`` (every
+        term of an optimum is at most this); cached."""
+        f0 = getattr(self, "_f0", None)
+        if f0 is None:
+            f0 = self._f0 = float(np.sum(_logistic(-self.s * self.best_b(
+                np.zeros(self.n_pairs)))))
+        return f0
 
     def _newton_repair(self, a, SB, margin, maxiter=50):
         """The entropy bound at a dual point near ``alpha`` whose ``B^T
@@ -529,8 +542,7 @@ class LDMLData:
         computed once and kept: the bound the fast solvers charge the PSD
         deficit at without a regulariser."""
         if getattr(self, "_tau0", None) is None:
-            f0 = float(np.sum(_logistic(-self.s * self.best_b(np.zeros(len(self.s))))))
-            self._tau0 = self.trace_bound(f0, solvers, exhaustive=False)
+            self._tau0 = self.trace_bound(self.value_at_zero(), solvers, exhaustive=False)
         return self._tau0
 
     def trace_bound(self, f_upper, solvers=SOLVERS, exhaustive=True):
@@ -555,7 +567,7 @@ class LDMLData:
         kappa = math.log(math.expm1(f_upper)) if f_upper < 700 else f_upper
         # in the data's span (beyond it the trace would be unbounded, and an
         # optimum has nothing there)
-        Q = self.basis() / np.linalg.norm(self.basis(), axis=0)  # (D, r) orthonormal
+        Q = self.span()
         Psi = self.Phi @ Q
         M = cp.Variable((Q.shape[1],) * 2, PSD=True)
         b = cp.Variable()
@@ -596,7 +608,7 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
         When the infimum is not attained (module docstring).
     """
     t0 = time.perf_counter()
-    f0 = float(np.sum(_logistic(data.s * (0.0 - data.best_b(np.zeros(len(data.s)))))))
+    f0 = data.value_at_zero()
     tau = data.trace_bound(f0, solvers)  # raises before any solve
     # Attempts, first certified wins (the same problem each time; the
     # certificate is on F as given):
