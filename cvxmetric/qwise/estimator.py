@@ -574,10 +574,15 @@ def _same_point(X, i, j):
 #: Values of the vector estimators' ``solver`` parameter.
 VECTOR_SOLVERS = ("exact", "newton")
 
+#: The loss each vector solver solves when ``loss=None`` (the default):
+#: the exact path solves Eq. 14 as printed (hinge losses), Algorithm 2 the
+#: smoothed problem of Eq. 27-30, the only one it is defined for.
+VECTOR_SOLVER_LOSS = {"exact": "hinge", "newton": "huber"}
+
 _VECTOR_CONSTRAINTS = {
     "C_q": [Interval(Real, 0, None, closed="left")],
     "C_p": [Interval(Real, 0, None, closed="left")],
-    "loss": [StrOptions(set(LOSSES))],
+    "loss": [StrOptions(set(LOSSES)), None],
     "h": [Interval(Real, H_RANGE[0], H_RANGE[1], closed="both")],
     "solver": [StrOptions(set(VECTOR_SOLVERS))],
     "tol": [Interval(Real, 0, None, closed="neither"), None],
@@ -590,8 +595,21 @@ _VECTOR_CONSTRAINTS = {
 class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
     """Solve the vector model and store ``coef_``, ``intercept_``."""
 
+    def _loss(self):
+        """The loss solved: ``loss``, or the solver's own when it is None
+        (:data:`VECTOR_SOLVER_LOSS`)."""
+        if self.loss is not None:
+            return self.loss
+        try:
+            return VECTOR_SOLVER_LOSS[self.solver]
+        except KeyError:  # only reachable when parameter validation was bypassed
+            raise ValueError(
+                f"solver: unknown option {self.solver!r}; expected one of "
+                f"{', '.join(repr(s) for s in VECTOR_SOLVERS)}.") from None
+
     def _vector_data(self, quadruplets, pairs, psi):
-        return QwiseVectorData.from_sets(quadruplets, pairs, psi=psi, loss=self.loss,
+        self.loss_ = self._loss()
+        return QwiseVectorData.from_sets(quadruplets, pairs, psi=psi, loss=self.loss_,
                                          h=self.h, C_q=self.C_q, C_p=self.C_p)
 
     def _solve_one(self, data):
@@ -706,12 +724,17 @@ class QwiseVector(_QwiseVectorBase):
         attribute (a dict) and learns ``L`` row by row.
     C_q, C_p : float >= 0, default=1.0
         Weights of the quadruplet and pair losses.
-    loss : {"hinge", "huber"}, default="hinge"
+    loss : {"hinge", "huber"} or None, default=None
+        ``None`` solves the loss of the chosen solver: ``"hinge"`` (Eq. 14
+        as printed) with ``solver="exact"``, ``"huber"`` (Eq. 27-30) with
+        ``solver="newton"``.  The exact path solves either loss; Algorithm
+        2 is defined for ``"huber"`` only, so ``solver="newton",
+        loss="hinge"`` is refused naming ``loss``.
     h : float in [1e-6, 0.5], default=0.05
         Smoothing of ``"huber"`` (the paper uses 0.05).
     solver : {"exact", "newton"}, default="exact"
         Certified CVXPY solve (either loss) or Algorithm 2, the projected
-        Newton method (``loss="huber"`` only), certified by its own duality
+        Newton method (``loss="huber"``), certified by its own duality
         gap.
     tol, max_iter : optional
         Stopping tolerance (relative duality gap) and iteration cap of
@@ -745,6 +768,8 @@ class QwiseVector(_QwiseVectorBase):
     result_ : SolverResult or None
         The solver's result (one attribute); ``results_`` holds all.
     n_iter_, n_features_in_, psi_ : int, int, str
+    loss_ : {"hinge", "huber"}
+        The loss solved (``loss``, or the solver's own when ``loss=None``).
 
     Notes
     -----
@@ -771,7 +796,7 @@ class QwiseVector(_QwiseVectorBase):
         "preprocessor": ["array-like", None],
     }
 
-    def __init__(self, psi="squared", C_q=1.0, C_p=1.0, loss="hinge", h=0.05,
+    def __init__(self, psi="squared", C_q=1.0, C_p=1.0, loss=None, h=0.05,
                  solver="exact", tol=None, max_iter=None, preprocessor=None,
                  random_state=None, verbose=False):
         self.psi = psi
@@ -924,7 +949,7 @@ class QwiseVectorSupervised(LabelledMixin, TransformerMixin, _QwiseVectorBase):
     Attributes
     ----------
     coef_, intercept_, components_, mahalanobis_matrix_, objective_, \
-status_, certificate_, result_, n_iter_, n_features_in_
+status_, certificate_, result_, n_iter_, n_features_in_, loss_
         As in :class:`QwiseVector`.
 
     Examples
@@ -942,7 +967,7 @@ status_, certificate_, result_, n_iter_, n_features_in_
         "n_constraints": [Interval(Integral, 1, None, closed="left"), None],
     }
 
-    def __init__(self, n_constraints=None, C_q=1.0, C_p=1.0, loss="hinge", h=0.05,
+    def __init__(self, n_constraints=None, C_q=1.0, C_p=1.0, loss=None, h=0.05,
                  solver="exact", tol=None, max_iter=None, random_state=None,
                  verbose=False):
         self.n_constraints = n_constraints

@@ -610,7 +610,10 @@ class QwiseDualSolver(IterativeSolver):
         alpha, aM, S = state.alpha, state.aM, state.S
         M_sum, alpha_sum, aM_sum, S_sum, n_sum = state.sums
         k = 0
-        for k in range(1, self.check_every + 1):
+        # a block of ``check_every`` iterations never runs past ``maxiter``:
+        # ``n_iter`` counts the iterations ``maxiter`` bounds
+        block = max(1, min(self.check_every, self.maxiter - state.iter_num))
+        for k in range(1, block + 1):
             if k > 1 and self.deadline.expired():
                 k -= 1
                 break
