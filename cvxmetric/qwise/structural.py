@@ -82,6 +82,7 @@ import logging
 import resource
 import time
 import tracemalloc
+import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -89,6 +90,7 @@ from typing import NamedTuple
 import cvxpy as cp
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -100,7 +102,7 @@ from .._base import (
 )
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, project_psd
-from .._solver import IterativeSolver
+from .._solver import IterativeSolver, stop_message
 from .._tolerances import EXACT_GAP
 from .._validation import check_option, check_pair_labels, check_samples, check_scalar
 from ..constraints import (
@@ -111,7 +113,7 @@ from ..constraints import (
     triplets_from_labels,
     tuples_to_indices,
 )
-from ..result import Certificate, SolverError, SolverResult
+from ..result import Certificate, SolverError, SolverResult, Status
 from .exact import _sqdist_expr
 
 __all__ = [
@@ -808,7 +810,7 @@ class StructuralCuttingPlane(IterativeSolver):
 # ---------------------------------------------------------------------------
 
 
-def solve_structural_fast(data, *, tol=None, maxiter=None, max_time=None):
+def solve_structural_fast(data, *, tol=None, maxiter=None, max_time=None, warn=True):
     """Eq. 16 through its closed form, by the Qwise dual solver.
 
     The closed form ``Omega(M) + C H(M)`` is a Qwise Eq. 8 problem with
@@ -826,6 +828,8 @@ def solve_structural_fast(data, *, tol=None, maxiter=None, max_time=None):
     data : StructuralData
     tol, maxiter, max_time
         Passed to :class:`~cvxmetric.qwise.QwiseDualSolver` when given.
+    warn : bool, default=True
+        Emit a ``ConvergenceWarning`` when the result is not ``"optimal"``.
 
     Returns
     -------
@@ -851,10 +855,14 @@ def solve_structural_fast(data, *, tol=None, maxiter=None, max_time=None):
     bound = data.hinge_dual_bound(alpha, M, upper, dist=dist)
     cert = data.certificate(M, bound, solver="fast", tolerances={"tol": tol})
     cert.times["total"] = time.perf_counter() - t0
-    return SolverResult(M=M, status=res.raw_status, objective=cert.objective,
-                        n_iter=res.n_iter, certificate=cert, method="fast",
-                        info={"qwise_status": res.status},
-                        time=cert.times["total"], raw_status=res.raw_status)
+    out = SolverResult(M=M, status=res.raw_status, objective=cert.objective,
+                       n_iter=res.n_iter, certificate=cert, method="fast",
+                       info={"qwise_status": res.status},
+                       time=cert.times["total"], raw_status=res.raw_status)
+    if out.status != Status.OPTIMAL and warn:
+        warnings.warn(stop_message("fast", out, max_time), ConvergenceWarning,
+                      stacklevel=2)
+    return out
 
 
 def solve_structural_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):

@@ -82,3 +82,16 @@ def test_vector_newton_with_hinge_refused(iris):
     with pytest.raises(ValueError, match=r"^loss: "):
         QwiseVectorSupervised(solver="newton", loss="hinge", n_constraints=50,
                               random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["fast", "cutting_plane"])
+def test_structural_max_iter_warns(iris, solver):
+    """A structural fit stopped by ``max_iter`` counts its iterations and
+    says so with a ConvergenceWarning (the fast path too)."""
+    from cvxmetric.qwise.structural import QwiseStructuralSupervised
+
+    X, y = iris
+    est = QwiseStructuralSupervised(solver=solver, max_iter=2, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        est.fit(X, y)
+    assert est.n_iter_ == 2 and est.status_ == "max_iter_reached"
