@@ -77,6 +77,7 @@ harmless (they change no distance) and are left alone.
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 
 from .._linalg import project_psd
@@ -274,6 +275,15 @@ def _whiten(Z_S, Z_D, K):
     ZK = Z_S[:, K]
     k = ZK.shape[1]
     if k:
+        if ZK.shape[0] > k:
+            # R of ZK = Q R has ZK's singular values and right singular
+            # vectors (Q is orthonormal) and is computed backward stably
+            # without Q: memory stays that of the differences, never the
+            # (n_S, n_S) left factor a full SVD would build
+            ZK = scipy.linalg.qr(ZK, mode="r", overwrite_a=True,
+                                 check_finite=False)[0][:k]
+        # (k, k) right factor: with fewer rows than columns its last rows
+        # span the null space
         _, sv, Vt = np.linalg.svd(ZK, full_matrices=True)
         sv = np.concatenate([sv, np.zeros(k - sv.size)])
         keep = sv > NULL_RTOL * sv[0]
