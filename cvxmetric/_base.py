@@ -28,6 +28,7 @@ from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._solver import ThreadPolicyMixin
 from ._validation import check_finite, check_pair_labels, check_samples
 from .constraints import tuples_to_indices
 
@@ -157,7 +158,7 @@ def components_from_metric(M):
     return (V * np.sqrt(np.maximum(w, 0.0))).T
 
 
-class MahalanobisMixin(ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
+class MahalanobisMixin(ThreadPolicyMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
     """Mahalanobis-metric methods for a fitted estimator (metric-learn API).
 
     A subclass sets ``components_`` (via :meth:`_set_metric`) and
@@ -329,7 +330,7 @@ class MahalanobisMixin(ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
         return metric
 
 
-class BilinearMixin:
+class BilinearMixin(ThreadPolicyMixin):
     """Methods of a fitted bilinear similarity ``s(a, b) = a^T M b``.
 
     A subclass sets ``bilinear_matrix_`` (d, d), a general matrix (neither

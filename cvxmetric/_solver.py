@@ -19,6 +19,7 @@ Hyperparameters are checked on construction against the class's
 a ``ValueError`` naming the field.
 """
 
+import functools
 import logging
 import math
 import os
@@ -28,14 +29,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from numbers import Integral, Real
 
+import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, validate_parameter_constraints
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from .result import SolverResult, Status
 
 __all__ = ["IterativeSolver", "Deadline", "stop_message", "blas_threads",
-           "forced_blas_threads", "THREADED_FLOPS"]
+           "forced_blas_threads", "fit_threads", "ThreadPolicyMixin",
+           "THREADED_FLOPS"]
 
 logger = logging.getLogger("cvxmetric")
 
@@ -75,6 +78,10 @@ _LOAD_REUSE = 2.0
 _load_cache = [-math.inf, None]  # (when, busy cores)
 
 _forced = None  # set by forced_blas_threads
+# BLAS threads in force when the outermost fit_threads scope began (the
+# user's setting), restored by the phases that decide to thread; None
+# outside any scope, where a threaded phase leaves BLAS as it is
+_outer = None
 
 
 def _cpu_times():
@@ -134,7 +141,86 @@ def blas_threads(flops):
         threaded = busy is None or busy < BUSY_CORES
         logger.debug("BLAS policy: %.2g flops per call, other processes busy "
                      "%s cores: %s", flops, busy, "threaded" if threaded else "1 thread")
-    return threadpool_limits(limits=None if threaded else 1, user_api="blas")
+    return threadpool_limits(limits=_outer if threaded else 1, user_api="blas")
+
+
+def _call_flops(arrays):
+    """Flops of the largest BLAS call data preparation makes on ``arrays``:
+    a Gram product or factorization of an (m, d) array costs ``m d^2``
+    (``size * shape[-1]``); non-float arrays (indices, labels) cost none."""
+    flops = 0.0
+    for a in arrays:
+        if isinstance(a, np.ndarray) and a.ndim >= 2 and a.dtype.kind == "f":
+            flops = max(flops, float(a.size) * a.shape[-1])
+    return flops
+
+
+_controller = []  # one ThreadpoolController, built on first use (it scans
+                  # the loaded libraries, ~10 ms; reading counts is ~2 us)
+
+
+def _blas_thread_count():
+    """Threads of the loaded BLAS now (``None`` when there is none)."""
+    if not _controller:
+        _controller.append(ThreadpoolController())
+    info = _controller[0].select(user_api="blas").info()
+    return max((lib["num_threads"] for lib in info), default=None)
+
+
+@contextmanager
+def fit_threads(*arrays):
+    """The policy of :func:`blas_threads` for a whole fit.
+
+    Everything a fit does outside a solver's own phases -- validation,
+    whitening, Gram products and factorizations of the data, certificates,
+    the threshold's calibration -- runs under the decision for the largest
+    BLAS call on ``arrays`` (``m d^2`` for an (m, d) float array): one
+    thread below :data:`THREADED_FLOPS` or on a loaded machine.  A solver
+    phase inside still decides for its own calls, and when it threads it
+    gets back the thread count in force when the fit began (the user's
+    setting), not the fit scope's.
+    """
+    global _outer
+    old = _outer
+    if _outer is None and _forced is None:
+        _outer = _blas_thread_count()
+    try:
+        with blas_threads(_call_flops(arrays)):
+            yield
+    finally:
+        _outer = old
+
+
+def _policy_wrapped(method):
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        arrays = []
+        for a in (*args, *kwargs.values(), getattr(self, "preprocessor", None)):
+            # a list or tuple of arrays: the views of a multi-modal learner
+            arrays.extend(a if isinstance(a, (list, tuple)) else [a])
+        with fit_threads(*(a for a in arrays if isinstance(a, np.ndarray))):
+            return method(self, *args, **kwargs)
+
+    wrapper._cvxmetric_policy = True
+    return wrapper
+
+
+class ThreadPolicyMixin:
+    """Runs every ``fit``, ``partial_fit`` and ``calibrate_threshold`` a
+    subclass defines under :func:`fit_threads` of its array arguments (and
+    of an array ``preprocessor``), as scikit-learn's ``_SetOutputMixin``
+    wraps ``transform``: data preparation, certificates and calibration
+    follow the same threading policy as the solvers' phases, in every
+    estimator, without each ``fit`` having to ask for it."""
+
+    _POLICY_METHODS = ("fit", "partial_fit", "calibrate_threshold")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in cls._POLICY_METHODS:
+            method = getattr(cls, name, None)  # inherited ones too
+            if callable(method) and not getattr(method, "_cvxmetric_policy", False):
+                setattr(cls, name, _policy_wrapped(method))
 
 
 @contextmanager
