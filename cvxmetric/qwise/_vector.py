@@ -65,12 +65,37 @@ H_RANGE = (1e-6, 0.5)
 
 _CHUNK = 65_536  # rows per block when features are built
 
+#: Largest ``log2`` of the feature scale the solvers are handed.  The model
+#: is not invariant to scaling ``X``: at ``|Psi| ~ 2^k`` the optimal ``w`` is
+#: of order ``2^-k`` and its regulariser ``0.5 ||w||^2`` of order
+#: ``2^-2k``.  Above ``2^64`` that term sits more than ``2^-128`` below the
+#: losses -- far below the round-off of the objective -- so round-off, not
+#: the data, decides ``w``, and a dual point must balance ``sum C beta y
+#: Psi`` beyond float64's precision to certify it (measured on iris / wine:
+#: Clarabel's certificate fails from ``|Psi| ~ 1e7`` on wine, Newton's from
+#: ``~ 1e11``, with errors that say so; at ``1e301`` the twin's weight
+#: overflowed).  Beyond it the data are refused up front, naming ``X``.
+_MAX_SCALE_EXP = 64
+#: Smallest ``log2`` of the feature scale the scaled twin goes to: features
+#: below ``2^-64`` make ``w``'s effect on the margins (of order
+#: ``|Psi|^2``) vanish below round-off, and a twin scaled further up would
+#: only make its regulariser weight ``sigma^-2`` overflow.
+_MIN_SCALE_EXP = -64
+
 
 def psi_features(X, i, j, psi):
-    """``Psi_ij`` for index arrays ``i``, ``j`` (rows), shape (len(i), d)."""
-    diff = X[i] - X[j]
-    if psi == "squared":
-        np.multiply(diff, diff, out=diff)
+    """``Psi_ij`` for index arrays ``i``, ``j`` (rows), shape (len(i), d).
+
+    Raises a ValueError naming ``X`` when a feature overflows float64."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = X[i] - X[j]
+        if psi == "squared":
+            np.multiply(diff, diff, out=diff)
+    if not np.all(np.isfinite(diff)):
+        raise ValueError(
+            f"X: the feature differences{' squared' if psi == 'squared' else ''} "
+            f"(Psi, Eq. 13) overflow float64; the vector model is not invariant to "
+            f"scaling X: standardise X.")
     return diff
 
 
@@ -218,23 +243,40 @@ class QwiseVectorData:
         within a factor 4 of 1.  Solvers lose the optimum on features far
         from unit scale (digits' pixels times 100: ``Psi`` up to 2.6e6);
         :meth:`scaled` gives the same problem in units where they are
-        of order 1."""
+        of order 1.
+
+        ``k`` is at least ``-64`` (tinier features leave ``w`` no effect on
+        the margins above round-off; the twin's weight ``2^-2k`` stays
+        finite).  Features above ``2^64`` raise a ValueError naming ``X``:
+        there the regulariser of ``w`` is below the objective's round-off
+        and no solve can be certified (:data:`_MAX_SCALE_EXP`)."""
         top = max(float(np.max(np.abs(self.Z), initial=0.0)),
                   float(np.max(np.abs(self.P), initial=0.0)))
         if top <= 0.0:
             return 1.0
         k = int(np.round(np.log2(top)))
+        if k > _MAX_SCALE_EXP:
+            raise ValueError(
+                f"X: the features Psi (Eq. 13) reach {top:.3g}, above 2^{_MAX_SCALE_EXP} "
+                f"= {2.0 ** _MAX_SCALE_EXP:.3g}. The vector model is not invariant to "
+                f"scaling X: its optimal w is of order 1 / |Psi| and the regulariser "
+                f"0.5 ||w||^2 sits below 2^-{2 * _MAX_SCALE_EXP} of the losses, far "
+                f"below their round-off, so round-off rather than the data decides "
+                f"the solution; standardise X.")
+        k = max(k, _MIN_SCALE_EXP)
         return 1.0 if abs(k) <= 2 else float(np.ldexp(1.0, k))
 
     def scaled(self, sigma):
         """The same problem over ``Psi / sigma`` and ``w~ = sigma w``
         (``||w||^2 = ||w~||^2 / sigma^2``): its optimum maps back by
         ``w = w~ / sigma``, with the same ``b``, losses and objective.
-        ``sigma`` a power of two keeps the rescaling exact."""
+        ``sigma`` a power of two keeps the rescaling exact (``2^-64 <=
+        sigma <= 2^64``: :meth:`feature_scale`)."""
+        sigma = float(sigma)
         return QwiseVectorData(psi=self.psi, loss=self.loss, h=self.h, C_q=self.C_q,
                                C_p=self.C_p, Z=self.Z / sigma, delta=self.delta,
                                P=self.P / sigma, y=self.y,
-                               w_weight=self.w_weight / sigma ** 2)
+                               w_weight=self.w_weight / sigma / sigma)
 
     # -- sizes -----------------------------------------------------------------
 

@@ -379,3 +379,60 @@ def test_triplet_tuples_refused():
         Triplets.create(X, [[0, 3, 3]])
     T = triplets_from_labels(y, 500, random_state=0)
     Triplets.create(X, T)  # the sampler never draws (q, r, r)
+
+
+# ---------------------------------------------------------------------------
+# The vector model (Eq. 12-14) at extreme scales
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def iris_vector_sets():
+    from sklearn.datasets import load_iris
+
+    from cvxmetric import pairs_from_labels, quadruplets_from_labels
+
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    quads = quadruplets_from_labels(y, 100, random_state=0)
+    pairs, labels = pairs_from_labels(y, 60, random_state=0)
+    return X, y, quads, pairs, labels
+
+
+@pytest.mark.parametrize("psi", ["squared", "linear"])
+@pytest.mark.parametrize("solver", ["exact", "newton"])
+def test_vector_huge_scale_refused(iris_vector_sets, psi, solver):
+    """X x 1e150 (Psi up to 1e301, or an overflow at 1e200): a ValueError
+    naming X, never an OverflowError from the twin's weight."""
+    from cvxmetric import QwiseVector, QwiseVectorSupervised
+
+    X, y, quads, pairs, labels = iris_vector_sets
+    for s in (1e150, 1e200):
+        est = QwiseVector(psi=psi, solver=solver, preprocessor=X * s)
+        with pytest.raises(ValueError, match=r"^X: .*standardise X"):
+            est.fit(quads, pairs=pairs, pair_labels=labels)
+    if psi == "squared":
+        with pytest.raises(ValueError, match=r"^X: "):
+            QwiseVectorSupervised(solver=solver, random_state=0).fit(X * 1e150, y)
+
+
+@pytest.mark.parametrize("psi", ["squared", "linear"])
+@pytest.mark.parametrize("solver", ["exact", "newton"])
+def test_vector_tiny_scale_solved(iris_vector_sets, psi, solver):
+    """X x 1e-150 (and 1e-300, where Psi underflows): w has no effect on
+    the margins above round-off, so every term keeps the loss it has at
+    w = 0 -- the certified optimum is C (n_quadruplets + n_pairs) up to
+    round-off (b's own term is 0.5 b^2 with balanced pair labels)."""
+    from cvxmetric import QwiseVector, QwiseVectorSupervised
+
+    X, y, quads, pairs, labels = iris_vector_sets
+    n_terms = len(quads) + len(pairs)
+    for s in (1e-150, 1e-300):
+        est = QwiseVector(psi=psi, solver=solver, preprocessor=X * s)
+        est.fit(quads, pairs=pairs, pair_labels=labels)
+        assert est.status_ == "optimal"
+        assert abs(est.objective_ - n_terms) <= 1e-6 * n_terms
+        assert np.all(np.isfinite(est.coef_))
+    if psi == "squared":
+        sup = QwiseVectorSupervised(solver=solver, random_state=0).fit(X * 1e-150, y)
+        assert sup.status_ == "optimal" and np.isfinite(sup.objective_)
