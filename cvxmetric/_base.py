@@ -20,6 +20,8 @@ when the estimator has a ``preprocessor`` (the sample matrix ``X``), as
 integer indices (n_pairs, 2) into it.
 """
 
+import copy
+
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
 from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
@@ -35,24 +37,82 @@ from .constraints import tuples_to_indices
 __all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifierMixin",
            "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
            "components_from_metric", "validate_labelled",
-           "CALIBRATION_STRATEGIES", "MAX_SCORE_PAIRS"]
+           "CALIBRATION_STRATEGIES", "MAX_SCORE_PAIRS", "MAX_SCORE_REFERENCE"]
 
 #: Strategies of :meth:`PairsClassifierMixin.calibrate_threshold`
 #: (metric-learn's).
 CALIBRATION_STRATEGIES = ("accuracy", "f_beta", "max_tpr", "max_tnr")
 
-#: :meth:`LabelledMixin.score` uses every pair of samples up to this many
+#: :meth:`LabelledMixin.score` uses every pair it defines up to this many
 #: pairs, a uniform sample of this many beyond.
 MAX_SCORE_PAIRS = 2_000_000
+
+#: Largest number of training samples a ``fit(X, y)`` learner keeps as the
+#: reference set of :meth:`LabelledMixin.score` (a class-stratified sample
+#: beyond).
+MAX_SCORE_REFERENCE = 1_000
+
+#: Pairs whose distances are computed at once in :meth:`LabelledMixin.score`
+#: (bounds its memory to this many rows of the embedding).
+_SCORE_CHUNK = 65_536
+
+
+def _reference_indices(codes, n_max, random_state):
+    """Indices of a class-stratified sample of at most ``n_max`` samples.
+
+    Every sample when there are at most ``n_max``; otherwise each class
+    gets a share proportional to its size (largest remainders), at least
+    one sample, drawn without replacement.  ``random_state`` is read, not
+    advanced: a ``RandomState`` instance is copied, so that the draws the
+    fit makes after validation (pairs, tuples, starting points) are the
+    ones it made before the reference existed.
+    """
+    n = codes.shape[0]
+    if n <= n_max:
+        return np.arange(n)
+    counts = np.bincount(codes)
+    exact = n_max * counts / n
+    quota = np.floor(exact).astype(int)
+    left = n_max - int(quota.sum())
+    if left > 0:
+        quota[np.argsort(-(exact - quota), kind="stable")[:left]] += 1
+    quota = np.minimum(np.maximum(quota, 1), counts)
+    quota[counts == 0] = 0
+    rng = copy.deepcopy(check_random_state(random_state))
+    chosen = [rng.choice(np.flatnonzero(codes == c), size=q, replace=False)
+              for c, q in enumerate(quota) if q > 0]
+    return np.sort(np.concatenate(chosen))
+
+
+def _same_rows(A, B):
+    """Integer row ids of ``A`` and ``B`` such that two rows get the same id
+    exactly when they are equal (bit for bit, after float64 validation)."""
+    both = np.vstack([A, B])
+    _, ids = np.unique(both, axis=0, return_inverse=True)
+    ids = ids.reshape(-1)
+    return ids[:A.shape[0]], ids[A.shape[0]:]
+
+
+def _label_codes(y, y_ref):
+    """One integer code per label of ``y`` followed by ``y_ref``: equal
+    labels get equal codes (Python equality: ``1 == 1.0 == np.int64(1)``,
+    ``"1" != 1``), whatever the two arrays' dtypes."""
+    table = {}
+    labels = np.concatenate([np.asarray(y, dtype=object).reshape(-1),
+                             np.asarray(y_ref, dtype=object).reshape(-1)])
+    return np.array([table.setdefault(v, len(table)) for v in labels], dtype=np.intp)
 
 
 class LabelledMixin:
     """Mixin of the ``fit(X, y)`` learners on class labels: ``y`` is required
-    (scikit-learn tags); :func:`validate_labelled` checks it.
+    (scikit-learn tags); :func:`validate_labelled` checks it and keeps the
+    reference set of :meth:`score`.
 
     On a Mahalanobis learner, :meth:`score` is the ROC-AUC of the pair
     classification "same class" vs "different class" by the learned
-    distance, over the pairs of the samples given.
+    distance, over the pairs of the samples given and their pairs with a
+    class-stratified reference sample of the training set, so that any
+    fold of a cross-validation, even one holding one class, is scored.
     """
 
     def __sklearn_tags__(self):
@@ -65,48 +125,109 @@ class LabelledMixin:
         kernel learner overrides it)."""
         return X @ self.components_.T
 
-    def score(self, X, y):
-        """ROC-AUC of same-class vs different-class pairs of ``(X, y)``.
+    def _score_reference(self):
+        """The reference samples and labels kept by ``fit``: ``(X, y)``,
+        empty when the estimator was fitted without one."""
+        X_ref = getattr(self, "_score_reference_X", None)
+        if X_ref is None:
+            return np.empty((0, self.n_features_in_)), np.empty(0)
+        return X_ref, self._score_reference_y
 
-        Every unordered pair ``i < j`` of the samples is scored by the
-        learned similarity ``-D_M(x_i, x_j)``; the score is the area under
-        the ROC curve of "same class" (positive) against it: 1 when every
-        same-class pair is closer than every different-class pair, 0.5 for
-        a metric that ranks pairs at random.  Beyond
-        :data:`MAX_SCORE_PAIRS` pairs, a uniform sample of that many pairs
-        (drawn with ``random_state``) is scored.  Used by ``GridSearchCV``
-        and ``cross_val_score`` when no ``scoring`` is given.
+    def _score_items(self, X, y):
+        """``X`` followed by the reference samples, as ``(items, codes,
+        ids)``: the stacked samples, integer label codes (equal labels,
+        equal codes) and row ids (equal rows, equal ids)."""
+        X_ref, y_ref = self._score_reference()
+        ids, ref_ids = _same_rows(X, X_ref)
+        return (np.vstack([X, X_ref]), _label_codes(y, y_ref),
+                np.concatenate([ids, ref_ids]))
+
+    def _score_pairs(self, n, y_all, all_ids):
+        """The pairs :meth:`score` ranks, as ``(left, right, same)``: indices
+        into the items of :meth:`_score_items` (``left`` among the ``n``
+        scored samples, ``right`` among them or the reference), and whether
+        each pair shares a class; pairs of identical points are left out."""
+        m = y_all.shape[0] - n
+        n_inner, n_cross = n * (n - 1) // 2, n * m
+        if n_inner + n_cross <= MAX_SCORE_PAIRS:
+            i, j = np.triu_indices(n, k=1)
+            a = np.repeat(np.arange(n), m)
+            b = n + np.tile(np.arange(m), n)
+            left, right = np.concatenate([i, a]), np.concatenate([j, b])
+        else:
+            # uniform over the pairs: each draw is an inner pair with
+            # probability n_inner / (n_inner + n_cross)
+            rng = check_random_state(getattr(self, "random_state", None))
+            k = rng.binomial(MAX_SCORE_PAIRS, n_inner / (n_inner + n_cross))
+            i = rng.randint(n, size=k)
+            j = (i + 1 + rng.randint(max(n - 1, 1), size=k)) % n
+            a = rng.randint(n, size=MAX_SCORE_PAIRS - k)
+            b = n + rng.randint(max(m, 1), size=MAX_SCORE_PAIRS - k)
+            left, right = np.concatenate([i, a]), np.concatenate([j, b])
+        keep = all_ids[left] != all_ids[right]
+        left, right = left[keep], right[keep]
+        same = y_all[left] == y_all[right]
+        return left, right, same
+
+    def score(self, X, y):
+        """ROC-AUC of same-class vs different-class pairs, with a reference.
+
+        The pairs scored are every unordered pair of samples of ``X`` and
+        every pair of a sample of ``X`` with a sample of the reference set
+        that ``fit`` kept: the training samples, or a class-stratified
+        sample of :data:`MAX_SCORE_REFERENCE` of them (drawn with
+        ``random_state``).  Each pair is ranked by the learned similarity
+        ``-D_M``; the score is the area under the ROC curve of "same class"
+        (positive): 1 when every same-class pair is closer than every
+        different-class pair, 0.5 for a metric that ranks pairs at random.
+
+        The reference makes every fold of a cross-validation scorable,
+        including one whose samples share one class (scikit-learn's default
+        folds of class-sorted data): its samples are ranked by how they sit
+        against the training classes, as a nearest-neighbour classifier
+        would use them.  Pairs of identical points (equal in every feature,
+        e.g. a training sample against its own copy in the reference) are
+        left out: every metric gives them distance 0, so they say nothing
+        about it.  Beyond :data:`MAX_SCORE_PAIRS` pairs, a uniform sample of
+        that many pairs (drawn with ``random_state``) is scored.  Used by
+        ``GridSearchCV`` and ``cross_val_score`` when no ``scoring`` is
+        given.
 
         Parameters
         ----------
         X : array_like of shape (n_samples, n_features)
         y : array_like of shape (n_samples,)
-            Class labels; both same-class and different-class pairs must
-            occur.
+            Class labels, compared with the training labels.
 
         Returns
         -------
         score : float
+
+        Raises
+        ------
+        ValueError
+            When the pairs hold no same-class or no different-class pair
+            (e.g. every label of ``y`` is absent from the training labels
+            and ``y`` has one class).
         """
         check_is_fitted(self, "components_")
         X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
-        n = X.shape[0]
-        n_pairs = n * (n - 1) // 2
-        if n_pairs == 0:
-            raise ValueError("X: at least 2 samples are needed to score pairs.")
-        if n_pairs <= MAX_SCORE_PAIRS:
-            i, j = np.triu_indices(n, k=1)
-        else:
-            rng = check_random_state(getattr(self, "random_state", None))
-            i = rng.randint(n, size=MAX_SCORE_PAIRS)
-            j = (i + 1 + rng.randint(n - 1, size=MAX_SCORE_PAIRS)) % n
-        same = y[i] == y[j]
-        if same.all() or not same.any():
+        items, codes, ids = self._score_items(X, y)
+        left, right, same = self._score_pairs(X.shape[0], codes, ids)
+        if not same.any() or same.all():
+            kind = "same-class" if not same.any() else "different-class"
             raise ValueError(
-                "y: scoring needs both same-class and different-class pairs.")
-        Z = self._embed(X)
-        diff = Z[i] - Z[j]
-        return float(roc_auc_score(same, -np.sqrt(np.sum(diff * diff, axis=1))))
+                f"y: scoring needs both same-class and different-class pairs; "
+                f"the samples, with the training reference, form no {kind} "
+                f"pair of distinct points (are the labels of y those seen in "
+                f"fit?).")
+        Z = self._embed(items)
+        dist = np.empty(left.shape[0])
+        for start in range(0, left.shape[0], _SCORE_CHUNK):
+            stop = start + _SCORE_CHUNK
+            diff = Z[left[start:stop]] - Z[right[start:stop]]
+            dist[start:stop] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+        return float(roc_auc_score(same, -dist))
 
 
 def validate_labelled(estimator, X, y, **kwargs):
@@ -114,7 +235,11 @@ def validate_labelled(estimator, X, y, **kwargs):
 
     :func:`~sklearn.utils.validation.validate_data` (float64, keyword
     arguments passed on), classification targets and at least two classes,
-    each error naming its argument.
+    each error naming its argument.  Keeps on ``estimator`` the reference
+    set of :meth:`LabelledMixin.score` (private attributes): the samples,
+    or a class-stratified sample of :data:`MAX_SCORE_REFERENCE` of them
+    drawn with a copy of the estimator's ``random_state`` (so that the
+    fit's own draws are unchanged).
 
     Returns
     -------
@@ -133,6 +258,11 @@ def validate_labelled(estimator, X, y, **kwargs):
     if classes.size < 2:
         raise ValueError(
             f"y: {type(estimator).__name__} needs at least 2 classes, got 1 class.")
+    codes = codes.reshape(-1)
+    ref = _reference_indices(codes, MAX_SCORE_REFERENCE,
+                             getattr(estimator, "random_state", None))
+    estimator._score_reference_X = np.array(X[ref], dtype=np.float64)
+    estimator._score_reference_y = np.array(y[ref])
     return X, y, classes, codes
 
 

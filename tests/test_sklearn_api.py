@@ -4,7 +4,8 @@ Pair learners classify pairs by a calibrated distance threshold
 (``predict``, ``decision_function``, ``score`` = ROC-AUC,
 ``set_threshold``, ``calibrate_threshold``); tuple learners score the
 fraction of tuples whose order the metric satisfies; the ``fit(X, y)``
-learners score the ROC-AUC of same- vs different-class pairs; ``transform``
+learners score the ROC-AUC of same- vs different-class pairs (among the
+samples and against a reference sample of the training set); ``transform``
 supports ``set_output`` and ``get_feature_names_out``.  Model selection
 works without a ``scoring`` argument.
 """
@@ -139,17 +140,36 @@ def test_quadruplet_learner(iris):
     assert 0.5 < grid.best_score_ <= 1.0
 
 
+def _reference_auc(est, X, y):
+    """The score's definition, computed here without chunks or sampling:
+    pairs among ``X`` and of ``X`` with the training reference, pairs of
+    identical points left out."""
+    R, yR = est._score_reference_X, est._score_reference_y
+    Z, ZR = est.transform(X), est.transform(R)
+    same, dist = [], []
+    for a in range(len(y)):
+        for b in range(a + 1, len(y)):
+            if not np.array_equal(X[a], X[b]):
+                same.append(y[a] == y[b])
+                dist.append(np.linalg.norm(Z[a] - Z[b]))
+        for b in range(len(yR)):
+            if not np.array_equal(X[a], R[b]):
+                same.append(y[a] == yR[b])
+                dist.append(np.linalg.norm(Z[a] - ZR[b]))
+    return roc_auc_score(same, -np.array(dist))
+
+
 @pytest.mark.parametrize("cls", [MMCSupervised, QwiseSupervised,
                                  ConstraintDMLSupervised, RankDMLSupervised])
 def test_supervised_score_and_cross_val(iris, cls):
     X, y = iris
     est = cls(solver="fast", random_state=0).fit(X, y)
-    Z = est.transform(X)
-    i, j = np.triu_indices(len(y), k=1)
-    same = y[i] == y[j]
-    expected = roc_auc_score(same, -np.linalg.norm(Z[i] - Z[j], axis=1))
-    assert est.score(X, y) == pytest.approx(expected)
-    # iris is sorted by class: unshuffled folds would hold one class each
+    # the training set is the reference (iris has fewer samples than the cap)
+    np.testing.assert_array_equal(est._score_reference_X, X)
+    assert est.score(X, y) == pytest.approx(_reference_auc(est, X, y))
+    fold = np.r_[0:10, 60:70]
+    assert est.score(X[fold], y[fold]) == pytest.approx(
+        _reference_auc(est, X[fold], y[fold]))
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
     scores = cross_val_score(cls(solver="fast", random_state=0), X, y, cv=cv)
     assert np.all(scores > 0.7)
@@ -165,8 +185,12 @@ def test_supervised_score_samples_large_sets(iris, monkeypatch):
     a, b = est.score(X, y), est.score(X, y)
     assert a == b  # the sample is drawn with random_state
     assert abs(a - full) < 0.02
-    with pytest.raises(ValueError, match="same-class"):
-        est.score(X[y == 0], y[y == 0])
+    # one class is scored against the training reference
+    assert 0.5 < est.score(X[y == 0], y[y == 0]) <= 1.0
+    # one sample of a label never seen in fit: no same-class pair
+    with pytest.raises(ValueError, match="same-class") as err:
+        est.score(X[:1], [7])
+    assert "[" not in str(err.value)
 
 
 def test_set_output_and_feature_names(iris):
@@ -201,12 +225,26 @@ def test_slr_score_is_retrieval_map(iris):
 
     X, y = iris
     est = SLR().fit(X, y)
-    S = X @ est.get_bilinear_matrix() @ X.T
-    n = len(y)
-    # leave-one-out retrieval, computed here without the chunking
-    scores = np.array([np.delete(S[q], q) for q in range(n)])
-    rel = np.array([np.delete(y == y[q], q) for q in range(n)])
-    assert est.score(X, y) == pytest.approx(mean_average_precision(scores, rel))
+    R, yR = est._score_reference_X, est._score_reference_y
+    np.testing.assert_array_equal(R, X)  # fewer samples than the cap
+
+    def expected(Xq, yq):
+        # each query against the other queries and the reference, its own
+        # copies left out; computed here without the chunking
+        items, labels = np.vstack([Xq, R]), np.r_[yq, yR]
+        S = Xq @ est.get_bilinear_matrix() @ items.T
+        aps = []
+        for q in range(len(yq)):
+            keep = ~np.all(items == Xq[q], axis=1)
+            rel = labels[keep] == yq[q]
+            if rel.any():
+                aps.append(mean_average_precision(S[q][keep][None], rel[None]))
+        return np.mean(aps)
+
+    assert est.score(X, y) == pytest.approx(expected(X, y))
+    one = y == 1  # one class: ranked against the training classes
+    assert est.score(X[one], y[one]) == pytest.approx(expected(X[one], y[one]))
+    assert est.score(X[one], y[one]) < 1.0
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
     assert np.all(cross_val_score(SLR(), X, y, cv=cv) > 0.7)
 

@@ -298,12 +298,18 @@ default="newton"
     def score(self, X, y):
         """Retrieval mean average precision of the learned similarity.
 
-        Each sample of ``X`` is a query against all the others (itself
-        excluded), ranked by ``x_q^T M x`` in decreasing order; an item is
-        relevant when it has the query's class.  The score is the mean over
-        the queries of their average precision (the paper's measure), with
-        :func:`~cvxmetric.metrics.average_precision`; queries whose class
-        has no other sample are left out.  Used by ``GridSearchCV`` and
+        Each sample of ``X`` is a query against the other samples of ``X``
+        and the reference set ``fit`` kept (the training samples, or a
+        class-stratified sample of
+        :data:`~cvxmetric._base.MAX_SCORE_REFERENCE` of them), ranked by
+        ``x_q^T M x`` in decreasing order; an item is relevant when it has
+        the query's class.  Items equal to the query in every feature (the
+        query itself, its copy in the reference) are left out.  The score
+        is the mean over the queries of their average precision (the
+        paper's measure), with :func:`~cvxmetric.metrics.average_precision`;
+        queries with no relevant item are left out.  The reference makes a
+        fold of one class scorable (its queries are ranked against the
+        training classes).  Used by ``GridSearchCV`` and
         ``cross_val_score`` when no ``scoring`` is given.
 
         Parameters
@@ -317,20 +323,22 @@ default="newton"
         """
         check_is_fitted(self, "bilinear_matrix_")
         X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
+        items, codes, ids = self._score_items(X, y)
         n = X.shape[0]
         XM = X @ self.bilinear_matrix_
         ap = np.full(n, np.nan)
-        for start in range(0, n, 256):  # (chunk, n) blocks, never (n, n) at once
+        for start in range(0, n, 256):  # (chunk, n_items) blocks at a time
             rows = np.arange(start, min(n, start + 256))
-            S = XM[rows] @ X.T
-            # the query itself ranks last (and is not relevant): no effect
-            S[np.arange(rows.size), rows] = S.min(axis=1) - 1.0
-            rel = y[rows][:, None] == y[None, :]
-            rel[np.arange(rows.size), rows] = False
+            S = XM[rows] @ items.T
+            # the query's copies rank last and are not relevant: no effect
+            copy = ids[rows][:, None] == ids[None, :]
+            S = np.where(copy, S.min(axis=1, keepdims=True) - 1.0, S)
+            rel = (codes[rows][:, None] == codes[None, :]) & ~copy
             ap[rows] = average_precision(S, rel)
         if np.all(np.isnan(ap)):
-            raise ValueError("y: no sample shares its class with another one; "
-                             "retrieval precision is undefined.")
+            raise ValueError("y: no sample shares its class with another sample "
+                             "or the training reference; retrieval precision is "
+                             "undefined.")
         return float(np.nanmean(ap))
 
 
