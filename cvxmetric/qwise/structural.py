@@ -502,6 +502,24 @@ class StructuralData:
                                     C_q=2.0 * self.C, weights=w[keep])
         return qdata, keep
 
+    def scale_error(self):
+        """The ValueError (naming ``X``) of data whose scale puts the
+        closed form's hinge weight outside :data:`~cvxmetric.qwise.C_RANGE`
+        in scale-free units, or None.
+
+        Eq. 16 is not invariant to scaling ``X``: ``M`` scales like
+        ``1 / |X|^2`` and the regulariser against the hinges like ``|X|^-2``
+        (trace) or ``|X|^-4`` (Frobenius).  Out of that range the fast path
+        refuses the data up front; the conic paths try them and, when they
+        fail, report this cause instead of the conic solver's error.
+        """
+        try:
+            self.as_qwise()
+        except ValueError as exc:
+            if str(exc).startswith("X:"):
+                return exc
+        return None
+
     def hinge_arguments(self, dist):
         """``1 - 2 (d_j - d_i)`` per term (:meth:`terms` order)."""
         i, j, _, _ = self.terms()
@@ -1060,15 +1078,25 @@ class _StructuralBase(MahalanobisMixin, BaseEstimator):
     """Solve and store: the part both structural estimators share."""
 
     def _solve(self, data):
-        if self.solver == "exact":
-            result = solve_structural_exact(data, verbose=bool(self.verbose))
-        elif self.solver == "cutting_plane":
-            options = {}
-            if self.epsilon is not None:
-                options["epsilon"] = self.epsilon
-            if self.max_iter is not None:
-                options["maxiter"] = self.max_iter
-            result = StructuralCuttingPlane(**options).run(data)
+        if self.solver in ("exact", "cutting_plane"):
+            try:
+                if self.solver == "exact":
+                    result = solve_structural_exact(data, verbose=bool(self.verbose))
+                else:
+                    options = {}
+                    if self.epsilon is not None:
+                        options["epsilon"] = self.epsilon
+                    if self.max_iter is not None:
+                        options["maxiter"] = self.max_iter
+                    result = StructuralCuttingPlane(**options).run(data)
+            except SolverError as exc:
+                # a conic solve that fails on data whose scale-free hinge
+                # weight is out of range failed because of that scale: say
+                # so, naming X, as the fast path does up front
+                scale = data.scale_error()
+                if scale is not None:
+                    raise scale from exc
+                raise
         elif self.solver == "fast":
             result = solve_structural_fast(data, maxiter=self.max_iter)
         else:  # only reachable when parameter validation was bypassed

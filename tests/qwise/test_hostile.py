@@ -436,3 +436,40 @@ def test_vector_tiny_scale_solved(iris_vector_sets, psi, solver):
     if psi == "squared":
         sup = QwiseVectorSupervised(solver=solver, random_state=0).fit(X * 1e-150, y)
         assert sup.status_ == "optimal" and np.isfinite(sup.objective_)
+
+
+# ---------------------------------------------------------------------------
+# The structural model (Eq. 16-17) at extreme scales
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("regularizer", ["trace", "frobenius"])
+@pytest.mark.parametrize("solver", ["exact", "cutting_plane", "fast"])
+def test_structural_huge_scale_refused(iris_vector_sets, regularizer, solver):
+    """X x 1e150: a ValueError naming X (the scale-free hinge weight is out
+    of range), never the conic solver's allocation error; the tuple learner
+    the same."""
+    from cvxmetric.qwise.structural import QwiseStructural, QwiseStructuralSupervised
+
+    X, y, quads, _, _ = iris_vector_sets
+    est = QwiseStructuralSupervised(regularizer=regularizer, solver=solver,
+                                    n_constraints=100, random_state=0)
+    with pytest.raises(ValueError, match=r"^X: .*scale-free"):
+        est.fit(X * 1e150, y)
+    tup = QwiseStructural(regularizer=regularizer, solver=solver,
+                          preprocessor=X * 1e150)
+    with pytest.raises(ValueError, match=r"^X: "):
+        tup.fit(quads)
+
+
+@pytest.mark.parametrize("solver", ["exact", "cutting_plane"])
+def test_structural_tiny_scale_solved(iris_vector_sets, solver):
+    """X x 1e-150: M moves no hinge above round-off, so every hinge keeps
+    its value 1 at M = 0 and the certified optimum is C H(0) = C."""
+    from cvxmetric.qwise.structural import QwiseStructuralSupervised
+
+    X, y, _, _, _ = iris_vector_sets
+    est = QwiseStructuralSupervised(solver=solver, n_constraints=100, random_state=0)
+    est.fit(X * 1e-150, y)
+    assert est.status_ == "optimal"
+    assert abs(est.objective_ - 1.0) <= 1e-6
