@@ -16,11 +16,13 @@ callable) describes one and the same metric.  The unclipped solver output
 stays available on the solver result.
 
 Pairs are passed either as a 3-D array of points (n_pairs, 2, n_features) or,
-when the estimator has a ``preprocessor`` (the sample matrix ``X``), as
-integer indices (n_pairs, 2) into it.
+when the estimator has a ``preprocessor``, as (n_pairs, 2) indicators: integer
+indices into the sample matrix ``X``, or any keys a callable preprocessor
+turns into points (metric-learn's contract, :func:`form_tuples`).
 """
 
 import copy
+import warnings
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
@@ -31,12 +33,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._solver import ThreadPolicyMixin
-from ._validation import check_finite, check_pair_labels, check_samples
+from ._validation import check_finite, check_indices, check_pair_labels, check_samples
 from .constraints import tuples_to_indices
 
 __all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifierMixin",
            "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
-           "components_from_metric", "validate_labelled",
+           "components_from_metric", "validate_labelled", "form_tuples",
+           "form_samples",
            "CALIBRATION_STRATEGIES", "MAX_SCORE_PAIRS", "MAX_SCORE_REFERENCE"]
 
 #: Strategies of :meth:`PairsClassifierMixin.calibrate_threshold`
@@ -195,7 +198,8 @@ class LabelledMixin:
 
         Parameters
         ----------
-        X : array_like of shape (n_samples, n_features)
+        X : array_like of shape (n_samples, n_features) or (n_samples,)
+            Samples, or (with a ``preprocessor``) 1-D indicators of samples.
         y : array_like of shape (n_samples,)
             Class labels, compared with the training labels.
 
@@ -211,6 +215,7 @@ class LabelledMixin:
             and ``y`` has one class).
         """
         check_is_fitted(self, "components_")
+        X = form_samples(X, getattr(self, "preprocessor", None))
         X, y = validate_data(self, X, y, reset=False, dtype=np.float64)
         items, codes, ids = self._score_items(X, y)
         left, right, same = self._score_pairs(X.shape[0], codes, ids)
@@ -288,6 +293,76 @@ def components_from_metric(M):
     return (V * np.sqrt(np.maximum(w, 0.0))).T
 
 
+def _call_preprocessor(preprocessor, indicators, name):
+    """Points ``preprocessor(indicators)`` of a callable preprocessor
+    (metric-learn's contract: a 1-D array of indicators in, an
+    (n, n_features) array of points out), checked finite."""
+    try:
+        points = preprocessor(indicators)
+    except Exception as exc:  # the user's callable: say where it failed
+        raise ValueError(
+            f"preprocessor: the callable raised {type(exc).__name__} on the "
+            f"indicators of {name} ({exc}).") from exc
+    points = check_finite(points, "preprocessor", ndim=2)
+    if points.shape[0] != len(indicators):
+        raise ValueError(
+            f"preprocessor: the callable returned {points.shape[0]} points for "
+            f"{len(indicators)} indicators of {name}.")
+    return points
+
+
+def form_tuples(tuples, preprocessor, name, width):
+    """Tuples of indicators formed into points by a callable preprocessor.
+
+    metric-learn's meaning: with a callable ``preprocessor``, tuples of
+    shape (n_tuples, width) hold indicators of points (indices, file names,
+    any key the callable understands) and column ``k`` becomes
+    ``preprocessor(tuples[:, k])``, an (n_tuples, n_features) array.
+    Anything else is returned unchanged, for the array-preprocessor and
+    3-D-points paths.
+
+    Returns
+    -------
+    tuples : ndarray of shape (n_tuples, width, n_features), or the input
+    """
+    if not callable(preprocessor):
+        return tuples
+    try:
+        arr = np.asarray(tuples)
+    except Exception as exc:  # ragged nested lists
+        raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
+    if arr.ndim != 2:
+        return tuples  # points, or a shape the checks after this refuse
+    if arr.shape[1] != width:
+        raise ValueError(
+            f"{name}: expected shape (n_{name}, {width}) of indicators for the "
+            f"preprocessor, got {arr.shape}.")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name}: none given.")
+    columns = [_call_preprocessor(preprocessor, arr[:, k], name) for k in range(width)]
+    if len({c.shape[1] for c in columns}) != 1:
+        raise ValueError(f"preprocessor: the callable returned points of "
+                         f"different dimensions for the columns of {name}.")
+    return np.stack(columns, axis=1)
+
+
+def form_samples(X, preprocessor, name="X"):
+    """Samples given as indicators, formed by ``preprocessor``.
+
+    metric-learn's meaning for the supervised learners: a 1-D ``X`` holds
+    indicators of samples, formed by a callable ``preprocessor`` or taken
+    as integer row indices into an array one.  A 2-D ``X`` (the samples
+    themselves) and ``preprocessor=None`` leave ``X`` unchanged.
+    """
+    if preprocessor is None or np.ndim(X) != 1:
+        return X
+    if callable(preprocessor):
+        return _call_preprocessor(preprocessor, np.asarray(X), name)
+    samples = check_samples(preprocessor, "preprocessor")
+    idx = check_indices(np.asarray(X).reshape(-1, 1), name, samples.shape[0])
+    return samples[idx[:, 0]]
+
+
 class MahalanobisMixin(ThreadPolicyMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
     """Mahalanobis-metric methods for a fitted estimator (metric-learn API).
 
@@ -345,7 +420,9 @@ class MahalanobisMixin(ThreadPolicyMixin, ClassNamePrefixFeaturesOutMixin, _SetO
 
         Parameters
         ----------
-        X : array_like of shape (n_samples, n_features)
+        X : array_like of shape (n_samples, n_features) or (n_samples,)
+            Samples, or (with a ``preprocessor``) 1-D indicators of samples
+            formed by it, as in metric-learn.
 
         Returns
         -------
@@ -353,6 +430,7 @@ class MahalanobisMixin(ThreadPolicyMixin, ClassNamePrefixFeaturesOutMixin, _SetO
             ``X @ components_.T``.
         """
         check_is_fitted(self, "components_")
+        X = form_samples(X, getattr(self, "preprocessor", None))
         # scikit-learn's validation: standard messages for NaN, sparse input
         # and a wrong number of features ("X has 3 features, but ...")
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -366,11 +444,12 @@ class MahalanobisMixin(ThreadPolicyMixin, ClassNamePrefixFeaturesOutMixin, _SetO
         """Validate ``tuples`` of ``width`` points (3-D points, or indices
         into ``preprocessor``) and return the points, (n_tuples, width, d)."""
         check_is_fitted(self, "components_")
+        preprocessor = getattr(self, "preprocessor", None)
+        tuples = form_tuples(tuples, preprocessor, name, width)
         try:
             ndim = np.ndim(tuples)
         except Exception as exc:  # ragged nested lists
             raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
-        preprocessor = getattr(self, "preprocessor", None)
         expected = f"(n_{name}, {width}, n_features)"
         if ndim == 3:
             points = check_finite(tuples, name, ndim=3)
@@ -407,8 +486,10 @@ class MahalanobisMixin(ThreadPolicyMixin, ClassNamePrefixFeaturesOutMixin, _SetO
         Parameters
         ----------
         pairs : array_like
-            Points of shape (n_pairs, 2, n_features), or integer indices of
-            shape (n_pairs, 2) into the estimator's ``preprocessor``.
+            Points of shape (n_pairs, 2, n_features), or indicators of
+            shape (n_pairs, 2): integer indices into an array
+            ``preprocessor``, or keys a callable ``preprocessor`` forms into
+            points.
 
         Returns
         -------
@@ -417,6 +498,29 @@ class MahalanobisMixin(ThreadPolicyMixin, ClassNamePrefixFeaturesOutMixin, _SetO
         # ||L (a - b)||: the distance of the transformed points, without
         # cancellation from transforming a and b separately
         return self._distances(self._pair_points(pairs), 0, 1)
+
+    def score_pairs(self, pairs):
+        """Learned distance of each pair (deprecated: metric-learn's name).
+
+        metric-learn 0.7 deprecated ``score_pairs`` in favour of
+        :meth:`pair_distance` (distances) and :meth:`pair_score`
+        (similarities); as there, it returns :meth:`pair_distance` with a
+        ``FutureWarning``.
+
+        Parameters
+        ----------
+        pairs : array_like
+            As in :meth:`pair_distance`.
+
+        Returns
+        -------
+        distances : ndarray of shape (n_pairs,)
+        """
+        warnings.warn(
+            "score_pairs is deprecated (as in metric-learn 0.7): use "
+            "pair_distance for distances or pair_score for similarity scores.",
+            FutureWarning, stacklevel=2)
+        return self.pair_distance(pairs)
 
     def pair_score(self, pairs):
         """Similarity score of each pair: ``-pair_distance(pairs)``.

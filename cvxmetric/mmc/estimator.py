@@ -32,6 +32,17 @@ learned ``M`` is scaled so that ``sum_D sqrt(D2_M) = 1``: ``objective_`` is
 the paper's objective and equals ``scale_free_objective_``, the value
 ``sum_S D2 / (sum_D sqrt D2)^2`` that compares metrics of any scale.
 
+Both take metric-learn 0.7's keywords, in metric-learn's order
+(``max_iter, max_proj, tol, init, diagonal, diagonal_c, verbose,
+preprocessor, random_state``, the deprecated ``convergence_threshold`` and
+``num_constraints``), with metric-learn's meaning where it applies to a
+certified solve; ``solver`` comes last.  ``init`` starts the fast solvers
+(the exact solve needs no start); ``max_proj`` caps metric-learn's inner
+loop of alternating projections, which the exact projection here replaces
+(one ``eigh``), so it never binds; ``diagonal_c`` weights the dissimilarity
+term of Xing's diagonal objective, which only scales its minimiser, and the
+metric is returned at the scale ``sum_D sqrt(D2_M) = 1`` whatever its value.
+
 If a dissimilar difference has a component that no similar pair varies
 along (the null space of ``A_S``), the optimum is 0, attained by any metric
 that only sees such directions; the estimators then return the certified
@@ -42,9 +53,11 @@ import dataclasses
 import logging
 import warnings
 from numbers import Integral, Real
+from types import SimpleNamespace
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
+from sklearn.datasets import make_spd_matrix
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -52,28 +65,64 @@ from .._base import (
     LabelledMixin,
     MahalanobisMixin,
     PairsClassifierMixin,
+    form_samples,
+    form_tuples,
     validate_labelled,
 )
-from .._validation import check_pair_labels, check_samples
+from .._validation import check_pair_labels, check_psd_matrix, check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
 from ._problem import MMCData
 from .exact import declared_problem, solve_exact
 from .fast import MMCNewton, MMCProjectedGradient
 
-__all__ = ["MMC", "MMCSupervised", "SOLVER_NAMES"]
+__all__ = ["MMC", "MMCSupervised", "SOLVER_NAMES", "INIT_NAMES"]
 
 logger = logging.getLogger("cvxmetric")
 
 #: Values of the estimators' ``solver`` parameter.
 SOLVER_NAMES = ("exact", "fast")
 
+#: Values of ``init`` given by name (metric-learn's).
+INIT_NAMES = ("identity", "covariance", "random")
+
 _SHARED_CONSTRAINTS = {
-    "diagonal": ["boolean"],
-    "solver": [StrOptions(set(SOLVER_NAMES))],
-    "tol": [Interval(Real, 0, None, closed="neither"), None],
     "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    "max_proj": [Interval(Integral, 1, None, closed="left")],
+    "tol": [Interval(Real, 0, None, closed="neither"), None],
+    "init": [StrOptions(set(INIT_NAMES)), "array-like", None],
+    "diagonal": ["boolean"],
+    "diagonal_c": [Interval(Real, 0, None, closed="neither")],
+    "verbose": ["verbose"],
+    "preprocessor": ["array-like", callable, None],
     "random_state": ["random_state"],
+    "convergence_threshold": [Interval(Real, 0, None, closed="neither"),
+                              StrOptions({"deprecated"})],
+    "solver": [StrOptions(set(SOLVER_NAMES))],
 }
+
+
+def _renamed(new_name, new_value, old_name, old_value):
+    """The value of a keyword metric-learn renamed: ``old_value`` (with a
+    ``FutureWarning``) when the deprecated spelling is given, else
+    ``new_value``; both given is an error."""
+    if old_value == "deprecated":
+        return new_value
+    if new_value is not None:
+        raise ValueError(f"{old_name}: deprecated spelling of {new_name}; "
+                         f"give {new_name} only.")
+    warnings.warn(f"{old_name} was renamed {new_name} (as in metric-learn); it "
+                  f"will be removed in a future release.", FutureWarning,
+                  stacklevel=4)
+    return old_value
+
+
+def _check_finite_params(est):
+    """Refuse NaN and infinite real parameters by name (scikit-learn's
+    Interval lets inf through an open bound)."""
+    for name in ("tol", "diagonal_c", "convergence_threshold"):
+        value = getattr(est, name)
+        if isinstance(value, Real) and not np.isfinite(value):
+            raise ValueError(f"{name}: must be finite, got {value!r}.")
 
 
 class _MMCBase(MahalanobisMixin, BaseEstimator):
@@ -83,19 +132,56 @@ class _MMCBase(MahalanobisMixin, BaseEstimator):
         """The canonical :class:`MMCData` of validated labelled pairs."""
         return MMCData.from_pairs(pairs, diagonal=bool(self.diagonal))
 
+    def _initial_metric(self, pairs):
+        """The starting metric ``init`` names, in the user's units (d, d):
+        metric-learn's ``identity``, ``covariance`` (the pseudo-inverse of
+        the covariance of the pairs' distinct points) and ``random``
+        (:func:`~sklearn.datasets.make_spd_matrix` with ``random_state``),
+        or a given symmetric PSD matrix; ``None`` for the solver's own."""
+        init = self.init
+        d = pairs.X.shape[1]
+        if init is None:
+            return None
+        if isinstance(init, str):
+            if init == "identity":
+                return np.eye(d)
+            if init == "covariance":
+                points = pairs.X[np.unique(pairs.indices)]
+                cov = np.atleast_2d(np.cov(points, rowvar=False))
+                return np.linalg.pinv(cov, hermitian=True)
+            if init == "random":
+                return make_spd_matrix(d, random_state=check_random_state(self.random_state))
+            raise ValueError(  # only reachable when validation was bypassed
+                f"init: unknown option {init!r}; expected one of "
+                f"{', '.join(map(repr, INIT_NAMES))} or a (d, d) matrix.")
+        return check_psd_matrix(init, "init", d, tol=1e-8)
+
     def _solve(self, pairs):
         """Solve MMC on validated labelled pairs and store the fitted state."""
+        _check_finite_params(self)
+        tol = _renamed("tol", self.tol, "convergence_threshold",
+                       self.convergence_threshold)
         data = self._data(pairs)
+        M0 = self._initial_metric(pairs)
         options = {}
-        if self.tol is not None:
-            options["tol"] = self.tol
+        if tol is not None:
+            options["tol"] = tol
         if self.max_iter is not None:
             options["maxiter"] = self.max_iter
+        # verbose: a line per fit at INFO; from 2 on, the conic solvers' own
+        # logs of the exact path too
+        log = logger.info if self.verbose else logger.debug
         if self.solver == "exact":
-            result = solve_exact(data)
+            result = solve_exact(data, verbose=int(self.verbose) >= 2)
         elif self.solver == "fast":
             solver = MMCNewton if data.diagonal else MMCProjectedGradient
-            result = solver(**options).run(data)
+            start = None
+            if M0 is not None:
+                # the solvers' warm start: a result-like (M, info); a diagonal
+                # problem starts from init's diagonal (metric-learn's rule)
+                start = SimpleNamespace(M=M0, info={"w": np.diag(M0).copy()}
+                                        if data.diagonal else {})
+            result = solver(**options).run(data, start)
         else:  # only reachable when parameter validation was bypassed
             raise ValueError(
                 f"solver: unknown option {self.solver!r}; expected one of "
@@ -112,11 +198,10 @@ class _MMCBase(MahalanobisMixin, BaseEstimator):
         self.n_iter_ = int(result.n_iter)
         self.certificate_ = result.certificate
         self.n_features_in_ = int(data.n_features)
-        logger.debug(
-            "%s: solver=%s diagonal=%s status=%s objective=%.6g rel_gap=%.3g "
-            "n_iter=%d", type(self).__name__, self.solver, self.diagonal,
-            self.status_, self.objective_, self.certificate_.rel_gap,
-            self.n_iter_)
+        log("%s: solver=%s diagonal=%s status=%s objective=%.6g rel_gap=%.3g "
+            "n_iter=%d time=%.3gs", type(self).__name__, self.solver,
+            self.diagonal, self.status_, self.objective_,
+            self.certificate_.rel_gap, self.n_iter_, result.time)
         return self
 
 
@@ -143,23 +228,56 @@ class MMC(PairsClassifierMixin, _MMCBase):
 
     Parameters
     ----------
+    max_iter : int >= 1, optional
+        Iteration cap of the fast solvers (``None``: their default, 5 000
+        projected-gradient or 200 Newton iterations; metric-learn's default
+        is 100).  Ignored by ``"exact"``.
+    max_proj : int >= 1, default=10000
+        metric-learn's cap on its inner loop of alternating projections
+        onto ``{sum_S D2 <= t}`` and the PSD cone.  The fast solver here
+        projects exactly, with one ``eigh``, so the cap never binds;
+        accepted for metric-learn scripts.
+    tol : float > 0, optional
+        Target certified relative gap of the fast solvers (``None``: their
+        default).  Ignored by ``"exact"``.  metric-learn's ``tol`` bounds
+        the relative step instead; the status here is ``optimal`` only
+        when the certificate passes at the package's tolerance, whatever
+        ``tol``.
+    init : {"identity", "covariance", "random"}, array_like of shape \
+(n_features, n_features) or None, default=None
+        Starting metric of the fast solvers (metric-learn's meaning): the
+        identity, the pseudo-inverse of the covariance of the pairs' points,
+        a random SPD matrix (``make_spd_matrix`` with ``random_state``) or a
+        symmetric PSD matrix; with ``diagonal=True`` its diagonal.  ``None``:
+        the solver's own start (the whitened identity).  The problem is
+        convex, so the start changes the iterations, not the certified
+        optimum; the exact solve needs none (the value is still checked).
     diagonal : bool, default=False
         Learn a diagonal ``M = diag(w)``, ``w >= 0``.
+    diagonal_c : float > 0, default=1.0
+        metric-learn's weight ``c`` of the dissimilarity term of Xing's
+        diagonal objective ``sum_S D2_w - c log(sum_D sqrt(D2_w))``.  Any
+        ``c > 0`` has the same minimiser up to the factor ``c``, and the
+        metric here is returned at the scale ``sum_D sqrt(D2_M) = 1``
+        (Eq. 2's constraint), so the learned metric does not depend on it.
+    verbose : bool or int, default=False
+        Log the fit's outcome (solver, status, objective, gap, iterations,
+        time) at INFO on the ``cvxmetric`` logger; from 2 on the conic
+        solvers' own logs of the exact path too.
+    preprocessor : array_like of shape (n_samples, n_features) or callable, \
+optional
+        Forms the points of pairs given as (n_pairs, 2) indicators: integer
+        indices into an array, or any keys a callable turns into points
+        (``preprocessor(pairs[:, k])`` is an (n_pairs, n_features) array,
+        metric-learn's contract).
+    random_state : int, RandomState instance or None, default=None
+        Seeds ``init="random"``; no MMC solver is otherwise randomised.
+    convergence_threshold : float > 0, optional
+        Deprecated spelling of ``tol`` (metric-learn renamed it too):
+        accepted with a ``FutureWarning``; giving both is an error.
     solver : {"exact", "fast"}, default="exact"
         Certified CVXPY solve, or the fast solver: projected gradient ascent
         with the exact projection (full), Xing's Newton method (diagonal).
-    preprocessor : array_like of shape (n_samples, n_features), optional
-        The sample matrix integer pairs index into.  Callables are not
-        supported.
-    tol : float > 0, optional
-        Target certified relative gap of the fast solvers (``None``: their
-        default).  Ignored by ``"exact"``.
-    max_iter : int >= 1, optional
-        Iteration cap of the fast solvers (``None``: their default).
-        Ignored by ``"exact"``.
-    random_state : int, RandomState instance or None, default=None
-        No MMC solver is randomised; kept so that :class:`MMC` and
-        :class:`MMCSupervised` share hyperparameters (metric-learn).
 
     Attributes
     ----------
@@ -189,19 +307,23 @@ class MMC(PairsClassifierMixin, _MMCBase):
     (2, 2)
     """
 
-    _parameter_constraints = {
-        **_SHARED_CONSTRAINTS,
-        "preprocessor": ["array-like", None],
-    }
+    _parameter_constraints = {**_SHARED_CONSTRAINTS}
 
-    def __init__(self, diagonal=False, solver="exact", preprocessor=None,
-                 tol=None, max_iter=None, random_state=None):
-        self.diagonal = diagonal
-        self.solver = solver
-        self.preprocessor = preprocessor
-        self.tol = tol
+    def __init__(self, max_iter=None, max_proj=10000, tol=None, init=None,
+                 diagonal=False, diagonal_c=1.0, verbose=False,
+                 preprocessor=None, random_state=None,
+                 convergence_threshold="deprecated", solver="exact"):
         self.max_iter = max_iter
+        self.max_proj = max_proj
+        self.tol = tol
+        self.init = init
+        self.diagonal = diagonal
+        self.diagonal_c = diagonal_c
+        self.verbose = verbose
+        self.preprocessor = preprocessor
         self.random_state = random_state
+        self.convergence_threshold = convergence_threshold
+        self.solver = solver
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, pairs, y, calibration_params=None):
@@ -210,7 +332,8 @@ class MMC(PairsClassifierMixin, _MMCBase):
         Parameters
         ----------
         pairs : array_like
-            Integer indices (n_pairs, 2) into ``preprocessor``, or points
+            Indicators (n_pairs, 2) formed by ``preprocessor`` (integer
+            indices into an array, or keys of a callable), or points
             (n_pairs, 2, n_features).
         y : array_like of shape (n_pairs,)
             +1 (similar) or -1 (dissimilar); both must occur.
@@ -253,7 +376,9 @@ class MMC(PairsClassifierMixin, _MMCBase):
         """Validate :meth:`fit`'s input: ``(LabeledPairs, labels)``."""
         self._check_calibration_params(calibration_params)
         X = self.preprocessor
-        if X is not None:
+        if callable(X):  # indicators formed into points (metric-learn)
+            pairs, X = form_tuples(pairs, X, "pairs", 2), None
+        elif X is not None:
             X = check_samples(X, "preprocessor")
         X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
         y = _check_pair_labels(y, idx.shape[0])
@@ -270,17 +395,29 @@ class MMCSupervised(LabelledMixin, TransformerMixin, _MMCBase):
 
     Parameters
     ----------
+    max_iter, max_proj, tol
+        As in :class:`MMC`.
     n_constraints : int >= 2, optional
         Number of pairs in all, half of each kind; default ``20 *
         n_classes^2``.  (metric-learn's ``MMC_Supervised`` draws that many
         pairs *of each kind*: pass twice the number to draw as many.)
-    diagonal, solver, tol, max_iter
+    init, diagonal, diagonal_c, verbose
         As in :class:`MMC`.
+    preprocessor : array_like of shape (n_samples, n_features) or callable, \
+optional
+        metric-learn's meaning: a 1-D ``X`` (in ``fit``, ``transform``,
+        ``score``) holds indicators of samples, rows of an array
+        ``preprocessor`` or keys a callable turns into an (n, n_features)
+        array of points.  A 2-D ``X`` is the samples themselves.
     random_state : int, RandomState instance or None, default=None
-        Seeds the pair sampling.
+        Seeds the pair sampling (and ``init="random"``).
     num_constraints : int >= 2, optional
         Deprecated spelling of ``n_constraints`` (metric-learn renamed it
         too): accepted with a ``FutureWarning``; giving both is an error.
+    convergence_threshold : float > 0, optional
+        Deprecated spelling of ``tol``, as in :class:`MMC`.
+    solver : {"exact", "fast"}, default="exact"
+        As in :class:`MMC`.
 
     Attributes
     ----------
@@ -304,16 +441,24 @@ status_, n_iter_, certificate_, result_, n_features_in_
                             StrOptions({"deprecated"})],
     }
 
-    def __init__(self, n_constraints=None, diagonal=False, solver="exact",
-                 tol=None, max_iter=None, random_state=None,
-                 num_constraints="deprecated"):
-        self.n_constraints = n_constraints
-        self.num_constraints = num_constraints
-        self.diagonal = diagonal
-        self.solver = solver
-        self.tol = tol
+    def __init__(self, max_iter=None, max_proj=10000, tol=None,
+                 n_constraints=None, init=None, diagonal=False, diagonal_c=1.0,
+                 verbose=False, preprocessor=None, random_state=None,
+                 num_constraints="deprecated",
+                 convergence_threshold="deprecated", solver="exact"):
         self.max_iter = max_iter
+        self.max_proj = max_proj
+        self.tol = tol
+        self.n_constraints = n_constraints
+        self.init = init
+        self.diagonal = diagonal
+        self.diagonal_c = diagonal_c
+        self.verbose = verbose
+        self.preprocessor = preprocessor
         self.random_state = random_state
+        self.num_constraints = num_constraints
+        self.convergence_threshold = convergence_threshold
+        self.solver = solver
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -321,7 +466,8 @@ status_, n_iter_, certificate_, result_, n_features_in_
 
         Parameters
         ----------
-        X : array_like of shape (n_samples, n_features)
+        X : array_like of shape (n_samples, n_features) or (n_samples,)
+            Samples, or indicators of samples (see ``preprocessor``).
         y : array_like of shape (n_samples,)
             Class labels (at least 2 classes, one with 2 samples).
 
@@ -354,19 +500,11 @@ status_, n_iter_, certificate_, result_, n_features_in_
 
     def _sample(self, X, y):
         """Validate ``(X, y)`` and sample the labelled pairs."""
+        X = form_samples(X, self.preprocessor)
         X, y, classes, _ = validate_labelled(self, X, y, ensure_min_samples=2)
         n_classes = classes.size
-        n = self.n_constraints
-        if self.num_constraints != "deprecated":
-            if n is not None:
-                raise ValueError(
-                    "num_constraints: deprecated spelling of n_constraints; "
-                    "give n_constraints only.")
-            warnings.warn(
-                "num_constraints was renamed n_constraints (as in "
-                "metric-learn); it will be removed in a future release.",
-                FutureWarning, stacklevel=2)
-            n = self.num_constraints
+        n = _renamed("n_constraints", self.n_constraints, "num_constraints",
+                     self.num_constraints)
         if n is None:
             n = 20 * n_classes ** 2
         rng = check_random_state(self.random_state)
