@@ -77,10 +77,10 @@ harmless (they change no distance) and are left alone.
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 import scipy.optimize
 
 from .._linalg import project_psd
+from .._solver import fit_threads
 from .._tolerances import certificate_tolerance
 from ..constraints import LabeledPairs
 from ..result import Certificate
@@ -280,8 +280,7 @@ def _whiten(Z_S, Z_D, K):
             # vectors (Q is orthonormal) and is computed backward stably
             # without Q: memory stays that of the differences, never the
             # (n_S, n_S) left factor a full SVD would build
-            ZK = scipy.linalg.qr(ZK, mode="r", overwrite_a=True,
-                                 check_finite=False)[0][:k]
+            ZK = np.linalg.qr(ZK, mode="r")  # (k, k)
         # (k, k) right factor: with fewer rows than columns its last rows
         # span the null space
         _, sv, Vt = np.linalg.svd(ZK, full_matrices=True)
@@ -421,7 +420,11 @@ class MMCData:
             Wt, Rt, sv = np.zeros((d, 0)), np.zeros((0, d)), np.zeros(0)
             psi = np.zeros((len(D), 0))
         else:
-            Wt, Rt, sv, null = _whiten(Z_S, Z_D, K)
+            # the low-level API's own policy (an estimator's fit is under
+            # one already): the QR costs n_S d^2 and threads lose on a
+            # loaded machine
+            with fit_threads(Z_S):
+                Wt, Rt, sv, null = _whiten(Z_S, Z_D, K)
             psi = Z_D @ Wt
         return cls(X=X, similar=S, dissimilar=D, diagonal=bool(diagonal),
                    A_S=A_S, scale=scale, Z_S=Z_S, Z_D=Z_D, a=a, Wt=Wt, Rt=Rt,
