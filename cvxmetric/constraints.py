@@ -25,12 +25,19 @@ but a labelled pair or a whole constraint whose distances cannot depend on the
 metric is rejected.
 """
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._validation import check_finite, check_indices, check_samples, check_scalar
+from ._validation import (
+    check_finite,
+    check_indices,
+    check_int,
+    check_samples,
+    check_scalar,
+)
 
 __all__ = [
     "LabeledPairs",
@@ -386,8 +393,32 @@ def _sample_diff(codes, rng, size, anchors=None):
     return k, l
 
 
+#: Most tuples a ``*_from_labels`` generator samples (2^28: the index
+#: arrays alone take 4-8 GiB there, far beyond what any solver of the
+#: package fits).  Larger counts are refused naming the argument instead
+#: of failing on an allocation.
+MAX_SAMPLED = 1 << 28
+
+
+def _check_count(n, name, low):
+    """An integer count of tuples in ``[low, MAX_SAMPLED]``: a ValueError
+    naming ``name`` otherwise (a float such as 2.7 or 1e12 included), a
+    TypeError for what is not a number."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Real):
+        raise TypeError(f"{name}: expected an integer, got {type(n).__name__}.")
+    return check_int(n, name, low=low, high=MAX_SAMPLED)
+
+
 def pairs_from_labels(y, n_pairs, *, random_state=None):
     """Sample labelled pairs: half similar (+1), half dissimilar (-1).
+
+    Parameters
+    ----------
+    y : array_like of shape (n_samples,)
+        Class labels, at least two classes.
+    n_pairs : int in [2, 2^28]
+        Number of pairs (sampled with replacement).
+    random_state : int, RandomState instance or None
 
     Returns
     -------
@@ -395,7 +426,7 @@ def pairs_from_labels(y, n_pairs, *, random_state=None):
     labels : ndarray of int, shape (n_pairs,)
     """
     codes = _check_labels(y)
-    n_pairs = int(check_scalar(n_pairs, "n_pairs", low=2))
+    n_pairs = _check_count(n_pairs, "n_pairs", 2)
     rng = check_random_state(random_state)
     n_sim = n_pairs // 2
     i, j = _sample_same(codes, rng, n_sim)
@@ -406,9 +437,12 @@ def pairs_from_labels(y, n_pairs, *, random_state=None):
 
 
 def triplets_from_labels(y, n_triplets, *, random_state=None):
-    """Sample triplets ``(i, j, k)`` with ``y_i == y_j != y_k``."""
+    """Sample triplets ``(i, j, k)`` with ``y_i == y_j != y_k``.
+
+    ``n_triplets`` is an integer in ``[1, 2^28]`` (sampled with
+    replacement)."""
     codes = _check_labels(y)
-    n_triplets = int(check_scalar(n_triplets, "n_triplets", low=1))
+    n_triplets = _check_count(n_triplets, "n_triplets", 1)
     rng = check_random_state(random_state)
     i, j = _sample_same(codes, rng, n_triplets)
     _, k = _sample_diff(codes, rng, n_triplets, anchors=i)
@@ -419,9 +453,11 @@ def quadruplets_from_labels(y, n_quadruplets, *, random_state=None):
     """Sample quadruplets ``(i, j, k, l)`` with ``y_i == y_j`` and ``y_k != y_l``.
 
     A same-class pair should be closer than a different-class pair.
+    ``n_quadruplets`` is an integer in ``[1, 2^28]`` (sampled with
+    replacement).
     """
     codes = _check_labels(y)
-    n_quadruplets = int(check_scalar(n_quadruplets, "n_quadruplets", low=1))
+    n_quadruplets = _check_count(n_quadruplets, "n_quadruplets", 1)
     rng = check_random_state(random_state)
     i, j = _sample_same(codes, rng, n_quadruplets)
     k, l = _sample_diff(codes, rng, n_quadruplets)

@@ -505,3 +505,14 @@ def test_informative_mask_matches_what_create_refuses():
     assert informative(X, trips).tolist() == [False, True, False]
     with pytest.raises(ValueError, match="indices"):
         informative(X, np.zeros((2, 2), dtype=int))
+
+
+@pytest.mark.parametrize("kind, name", [("pairs", "n_pairs"), ("triplets", "n_triplets"),
+                                        ("quadruplets", "n_quadruplets")])
+def test_generator_counts_integral_and_bounded(kind, name, y):
+    """A fractional count (2.7) and a count no machine holds (1e12, 10**12)
+    are refused naming the argument, never rounded nor a MemoryError."""
+    for bad in (2.7, 1e12, 10 ** 12, 100.0):
+        with raises_naming(ValueError, name):
+            GENERATORS[kind](y, bad, 0)
+    assert len(np.atleast_1d(GENERATORS[kind](y, np.int64(4), 0)[0])) >= 1
