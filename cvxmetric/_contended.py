@@ -1,7 +1,10 @@
 """The threading benchmark: ``cvxmetric bench --contended``.
 
 For each family's default fast solver, on one problem of a few seconds,
-the solve is timed three ways in the same run: under the package's BLAS
+and for one whole estimator fit (``mmc-fit``: ``MMC(solver="fast")`` from
+the samples and pair indices, so that data preparation -- whitening,
+Gram products, the threshold's calibration -- is timed with the solve),
+the run is timed three ways in the same run: under the package's BLAS
 policy (:func:`cvxmetric._solver.blas_threads`), forced to one BLAS thread
 and forced to every thread (:func:`~cvxmetric._solver.forced_blas_threads`)
 -- first on the idle machine, then next to a CPU-bound neighbour process
@@ -35,6 +38,7 @@ CASES = {
     "constraintdml": ("ConstraintDualSolver", "d = 100, 5 000 soft pairs"),
     "rankdml": ("DiagonalInteriorPoint", "d = 272 diagonal, 20 000 triplets"),
     "slr": ("SemismoothNewton", "n = 3 000, d = 500, 50 classes"),
+    "mmc-fit": ("MMC.fit", "600 x 120 samples, 800 pairs, whole fit"),
 }
 
 #: The three settings timed per family and condition.
@@ -50,7 +54,28 @@ SIZES = {
     "constraintdml": {"n": 1000, "d": 100, "pairs": 5000},
     "rankdml": {"d": 272, "n_queries": 1000},
     "slr": {"n": 3000, "d": 500, "classes": 50},
+    "mmc-fit": {"n": 600, "d": 120, "pairs": 800},
 }
+
+#: Cases that time an estimator's whole ``fit`` rather than a solver's run.
+FIT_CASES = ("mmc-fit",)
+
+
+def _fit_case(family, seed):
+    """A callable running ``family``'s estimator fit (a FIT_CASES entry):
+    Gaussian classes whose means differ in the first 10 features."""
+    from .constraints import pairs_from_labels
+    from .mmc.estimator import MMC
+
+    size = SIZES[family]
+    rng = np.random.RandomState(seed)
+    n_classes = 4
+    y = np.arange(size["n"]) % n_classes
+    means = np.zeros((n_classes, size["d"]))
+    means[:, :10] = rng.normal(scale=1.5, size=(n_classes, 10))
+    X = means[y] + rng.normal(size=(size["n"], size["d"]))
+    pairs, labels = pairs_from_labels(y, size["pairs"], random_state=seed)
+    return lambda: MMC(solver="fast", preprocessor=X).fit(pairs, labels)
 
 
 def _problem(family, seed):
@@ -69,17 +94,23 @@ def run_case(case):
     :data:`THREADS`), ``seed``."""
     from ._solver import forced_blas_threads
 
-    solver, data = _problem(case["family"], case.get("seed", 0))
+    family, seed = case["family"], case.get("seed", 0)
+    if family in FIT_CASES:
+        fit = _fit_case(family, seed)
+        run = lambda: fit().result_  # noqa: E731
+    else:
+        solver, data = _problem(family, seed)
+        run = lambda: solver.run(data)  # noqa: E731
     threads = case["threads"]
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the status word reports it
         if threads == "policy":
-            res = solver.run(data)
+            res = run()
         else:
             n = (os.cpu_count() or 1) if threads == "all" else int(threads)
             with forced_blas_threads(n):
-                res = solver.run(data)
+                res = run()
     return {"seconds": time.perf_counter() - t0, "status": str(res.status),
             "rel_gap": float(res.certificate.rel_gap), "n_iter": int(res.n_iter)}
 

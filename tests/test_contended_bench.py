@@ -88,3 +88,16 @@ def test_cli_contended(capsys, monkeypatch):
 def test_cli_contended_refuses(capsys, argv, name):
     code, _, err = run(capsys, "bench", "--contended", *argv)
     assert code == 2 and name in err
+
+
+def test_the_whole_fit_case_times_the_estimator(monkeypatch):
+    # mmc-fit times MMC(solver="fast").fit from the samples: the whitening
+    # and the calibration are inside the timed region
+    from cvxmetric.mmc import _problem as mmc_problem
+
+    calls = []
+    real = mmc_problem._whiten
+    monkeypatch.setattr(mmc_problem, "_whiten", lambda *a: calls.append(1) or real(*a))
+    out = ct.run_case({"family": "mmc-fit", "threads": 1, "seed": 0})
+    assert out["status"] == "optimal" and out["rel_gap"] <= 1e-6
+    assert calls and "mmc-fit" in ct.FIT_CASES
