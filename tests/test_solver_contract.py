@@ -148,15 +148,36 @@ def test_run_stopped_early_never_passes_whatever_the_tol():
     assert res.status == Status.MAX_ITER and not res.certificate.passed
 
 
-def test_max_time_is_honoured_inside_a_long_iteration():
+class _Clock:
+    """A clock that only the toy's inner steps advance: budgets are checked
+    against it, so the test measures steps, not a loaded machine's seconds."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+    process_time = staticmethod(time.process_time)
+
+
+def test_max_time_is_honoured_inside_a_long_iteration(monkeypatch):
     """One iteration would take 5 s; the deadline is checked in its inner
-    steps, so a 0.2-s budget ends the run within one inner step."""
+    steps (0.05 s each), so a 0.2-s budget ends the run within one inner
+    step."""
+    import cvxmetric._solver as solver_module
+
+    clock = _Clock()
+    monkeypatch.setattr(solver_module, "time", clock)
+    monkeypatch.setattr(time, "sleep", clock.sleep)
     solver = _Toy(tol=1e-30, maxiter=10, sleep=5.0, steps=100, max_time=0.2)
-    t0 = time.perf_counter()
     with pytest.warns(ConvergenceWarning, match="time limit"):
         res = solver.run(_Data())
-    assert time.perf_counter() - t0 < 1.0
     assert res.raw_status == Status.TIME_LIMIT and res.status == Status.TIME_LIMIT
+    assert 0.2 <= clock.now <= 0.2 + 0.05 + 1e-12
 
 
 def test_deadline():
