@@ -32,7 +32,7 @@ from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._solver import ThreadPolicyMixin
+from ._solver import FitScopeMixin
 from ._validation import check_finite, check_indices, check_pair_labels, check_samples
 from .constraints import tuples_to_indices
 
@@ -363,7 +363,7 @@ def form_samples(X, preprocessor, name="X"):
     return samples[idx[:, 0]]
 
 
-class MahalanobisMixin(ThreadPolicyMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
+class MahalanobisMixin(FitScopeMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
     """Mahalanobis-metric methods for a fitted estimator (metric-learn API).
 
     A subclass sets ``components_`` (via :meth:`_set_metric`) and
@@ -564,7 +564,7 @@ class MahalanobisMixin(ThreadPolicyMixin, ClassNamePrefixFeaturesOutMixin, _SetO
         return metric
 
 
-class BilinearMixin(ThreadPolicyMixin):
+class BilinearMixin(FitScopeMixin):
     """Methods of a fitted bilinear similarity ``s(a, b) = a^T M b``.
 
     A subclass sets ``bilinear_matrix_`` (d, d), a general matrix (neither

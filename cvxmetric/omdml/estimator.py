@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import components_from_metric
-from .._solver import ThreadPolicyMixin
+from .._solver import FitScopeMixin
 from .._validation import check_indices
 from ._problem import OMDMLData, check_theta, check_views
 from .exact import solve_exact
@@ -29,7 +29,7 @@ from .fast import LowRankOMDML, OMDMLOnline
 __all__ = ["OMDML"]
 
 
-class OMDML(ThreadPolicyMixin, BaseEstimator):
+class OMDML(FitScopeMixin, BaseEstimator):
     """Online multi-modal distance metric learning (Wu, Hoi et al. 2016).
 
     The combined distance is ``d(p, q) = sum_i theta_i (x_p - x_q)^T M_i
