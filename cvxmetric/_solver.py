@@ -37,8 +37,8 @@ from threadpoolctl import ThreadpoolController, threadpool_limits
 from .result import SolverResult, Status
 
 __all__ = ["IterativeSolver", "Deadline", "stop_message", "blas_threads",
-           "forced_blas_threads", "fit_threads", "ThreadPolicyMixin",
-           "THREADED_FLOPS"]
+           "forced_blas_threads", "fit_threads", "verbose_logging",
+           "conic_verbose", "FitScopeMixin", "THREADED_FLOPS", "PROGRESS_EVERY"]
 
 logger = logging.getLogger("cvxmetric")
 
@@ -191,27 +191,85 @@ def fit_threads(*arrays):
         _outer = old
 
 
-def _policy_wrapped(method):
+# ---------------------------------------------------------------------------
+# Verbosity
+# ---------------------------------------------------------------------------
+
+#: A fast solver logs its progress line (iteration, objective where the
+#: state has one, error, elapsed seconds) at its first iteration and then
+#: at most once per this many seconds, and a final line; at INFO.
+PROGRESS_EVERY = 1.0
+
+
+def conic_verbose(verbose):
+    """Whether a conic solver (Clarabel, SCS through CVXPY) prints its own
+    log: from ``verbose = 2`` on."""
+    return int(verbose) >= 2
+
+
+@contextmanager
+def verbose_logging(verbose):
+    """What an estimator's ``verbose`` means, in every estimator.
+
+    ``0`` / ``False``: nothing beyond warnings.  ``1`` / ``True``: the
+    ``cvxmetric`` logger at INFO -- the fast solvers' progress lines
+    (iteration, objective, error or gap, elapsed seconds; see
+    :data:`PROGRESS_EVERY`) and a line per phase.  ``2``: also the conic
+    solvers' own logs (:func:`conic_verbose`).  ``3`` and more: DEBUG.
+    When neither the ``cvxmetric`` logger nor the root logger has a
+    handler, one writing to standard error is attached for the scope, so
+    ``verbose=True`` shows something without configuring ``logging``; an
+    application's own configuration is used as it is.
+    """
+    verbose = int(verbose or 0)
+    if verbose <= 0:
+        yield
+        return
+    level = logging.DEBUG if verbose >= 3 else logging.INFO
+    old_level = logger.level
+    handler = None
+    if not logger.hasHandlers():
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[cvxmetric] %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(old_level)
+        if handler is not None:
+            logger.removeHandler(handler)
+
+
+def _scoped(method):
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         arrays = []
         for a in (*args, *kwargs.values(), getattr(self, "preprocessor", None)):
             # a list or tuple of arrays: the views of a multi-modal learner
             arrays.extend(a if isinstance(a, (list, tuple)) else [a])
-        with fit_threads(*(a for a in arrays if isinstance(a, np.ndarray))):
+        verbose = getattr(self, "verbose", 0)
+        with fit_threads(*(a for a in arrays if isinstance(a, np.ndarray))), \
+                verbose_logging(verbose if isinstance(verbose, (bool, Integral)) else 0):
             return method(self, *args, **kwargs)
 
     wrapper._cvxmetric_policy = True
     return wrapper
 
 
-class ThreadPolicyMixin:
+class FitScopeMixin:
     """Runs every ``fit``, ``partial_fit`` and ``calibrate_threshold`` a
-    subclass defines under :func:`fit_threads` of its array arguments (and
-    of an array ``preprocessor``), as scikit-learn's ``_SetOutputMixin``
-    wraps ``transform``: data preparation, certificates and calibration
-    follow the same threading policy as the solvers' phases, in every
-    estimator, without each ``fit`` having to ask for it."""
+    subclass defines (or inherits) in the scope every fit shares, as
+    scikit-learn's ``_SetOutputMixin`` wraps ``transform``:
+
+    * :func:`fit_threads` of its array arguments (and of an array
+      ``preprocessor``): data preparation, certificates and calibration
+      follow the same threading policy as the solvers' phases;
+    * :func:`verbose_logging` of the estimator's ``verbose`` (when it has
+      one): one meaning of ``verbose`` in every estimator.
+
+    Each ``fit`` gets both without having to ask for them.
+    """
 
     _POLICY_METHODS = ("fit", "partial_fit", "calibrate_threshold")
 
@@ -220,7 +278,7 @@ class ThreadPolicyMixin:
         for name in cls._POLICY_METHODS:
             method = getattr(cls, name, None)  # inherited ones too
             if callable(method) and not getattr(method, "_cvxmetric_policy", False):
-                setattr(cls, name, _policy_wrapped(method))
+                setattr(cls, name, _scoped(method))
 
 
 @contextmanager
@@ -361,7 +419,7 @@ class IterativeSolver:
         -------
         SolverResult
         """
-        t0 = time.perf_counter()
+        t0 = last_log = time.perf_counter()
         self.deadline = deadline = Deadline(self.max_time, t0)
         with blas_threads(self.blas_flops(data)):
             M, state = self.init_state(data, init)
@@ -369,8 +427,10 @@ class IterativeSolver:
                 if deadline.expired():
                     break
                 M, state = self.update(M, state, data)
-                logger.debug("%s iter %d error %.3e", self.name, state.iter_num,
-                             state.error)
+                now = time.perf_counter()
+                if state.iter_num <= 1 or now - last_log >= PROGRESS_EVERY:
+                    _progress(self.name, state, now - t0)
+                    last_log = now
             M, cert, info = self.finalize(M, state, data)
         if self.converged(state):
             raw = Status.OPTIMAL
@@ -383,10 +443,24 @@ class IterativeSolver:
             certificate=cert, method=self.name, info=info,
             time=cert.times["total"], raw_status=raw,
         )
+        logger.info("%s done: %s after %d iterations, objective %.10g, relative "
+                    "gap %.3g, %.2f s", self.name, result.status, result.n_iter,
+                    result.objective, cert.rel_gap, result.time)
         if result.status != Status.OPTIMAL and warn:
             warnings.warn(stop_message(self.name, result, self.max_time),
                           ConvergenceWarning, stacklevel=2)
         return result
+
+
+def _progress(name, state, elapsed):
+    """The progress line of one iteration (INFO): the objective where the
+    state carries one (``f`` or ``best_f``), the solver's ``error`` (its
+    stopping measure: a certified gap for most, documented per state)."""
+    objective = next((getattr(state, k) for k in ("f", "best_f")
+                      if isinstance(getattr(state, k, None), Real)), None)
+    logger.info("%s iter %d%s error %.3e elapsed %.2f s", name, state.iter_num,
+                "" if objective is None else f" objective {float(objective):.10g}",
+                state.error, elapsed)
 
 
 def stop_message(name, result, max_time=None):

@@ -108,3 +108,53 @@ def test_mmc_whitening_never_builds_the_left_factor(monkeypatch):
     # the factor still whitens: Wt^T Z_S^T Z_S Wt = I on the kept range
     G = data.Wt.T @ (data.Z_S.T @ data.Z_S) @ data.Wt
     np.testing.assert_allclose(G, np.eye(G.shape[0]), atol=1e-10)
+
+
+# -- verbose: one meaning in every estimator ------------------------------------
+
+
+def _wine_pairs():
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    pairs, labels = pairs_from_labels(y, 120, random_state=0)
+    return X, pairs, labels
+
+
+def test_verbose_fast_solver_logs_progress_lines(caplog):
+    X, pairs, labels = _wine_pairs()
+    with caplog.at_level("WARNING", logger="cvxmetric"):
+        cvxmetric.MMC(solver="fast", preprocessor=X).fit(pairs, labels)
+    assert not [r for r in caplog.records if r.levelname == "INFO"]
+    caplog.clear()
+    cvxmetric.MMC(solver="fast", preprocessor=X, verbose=True).fit(pairs, labels)
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+    assert any(" iter 1 " in m and "error" in m and "elapsed" in m for m in lines)
+    assert any("done: optimal" in m and "objective" in m and "relative gap" in m
+               for m in lines)
+
+
+def test_verbose_shows_lines_without_a_logging_configuration(monkeypatch, capsys):
+    # no handler anywhere: the scope attaches one on stderr, and removes it
+    log = _solver.logger
+    monkeypatch.setattr(type(log), "hasHandlers", lambda self: False)
+    before = list(log.handlers)
+    with _solver.verbose_logging(True):
+        log.info("progress")
+        log.debug("detail")
+    assert log.handlers == before
+    err = capsys.readouterr().err
+    assert "[cvxmetric] progress" in err and "detail" not in err
+
+
+def test_conic_solver_logs_only_from_verbose_2(capfd):
+    X, pairs, labels = _wine_pairs()
+    cvxmetric.MMC(solver="exact", preprocessor=X, verbose=True).fit(pairs, labels)
+    out = capfd.readouterr()
+    assert "Clarabel" not in out.out + out.err
+    cvxmetric.MMC(solver="exact", preprocessor=X, verbose=2).fit(pairs, labels)
+    out = capfd.readouterr()
+    assert "Clarabel" in out.out + out.err or "CVXPY" in out.out + out.err
+    assert _solver.conic_verbose(2) and not _solver.conic_verbose(True)
