@@ -64,10 +64,12 @@ from .randomized import (
     _check_int,
     _check_max_time,
     _check_problem,
+    _factors_in_units,
     _heuristic_certificate,
     _objective_report,
     _pair_residual,
     _thin_svd,
+    _unit_rows,
 )
 
 __all__ = ["TARGETS", "lowrank_slr"]
@@ -276,6 +278,9 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
     deadline = _check_max_time(max_time)
     deadline.start = t_start
     rng = check_random_state(random_state)
+    # the run is on rows of unit mean square norm (randomized._unit_rows):
+    # L_0 = R_0 = V_r is then on the thresholds' scale at any scale of X
+    X, c = _unit_rows(X)
 
     prob = _Problem(X, codes, delta1, delta2, target, dtype, block)
     kind = None if n_sketch is None else sketch
@@ -309,14 +314,16 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
                                    objective_max_n=objective_max_n, rng=rng,
                                    block=block, evaluate=evaluate)
     t_obj = time.perf_counter() - t0
+    objective_fixed = prob.eq1_objective(XL, XR) if target == "fixed" else None
+    L, R, M = _factors_in_units(L, R, c)
     info = {"algorithm": "Algorithm 3 (low-rank alternating regression)",
             "target": target, "rank": rank, "n_sketch": n_sketch,
             "sketch": kind, "dtype": dtype.name, "L": L, "R": R,
-            "eq4_objective": eq4,
+            "eq4_objective": eq4, "row_scale": c,
             "stopping": "fixed number of iterations (the paper's T)"}
     if target == "fixed":
         # SLR-Fixed minimises Eq. 1: that is its objective (O(n r^2), exact)
-        objective = prob.eq1_objective(XL, XR)
+        objective = objective_fixed
         problem = "Eq. 1 (fixed Eq. 2 target)"
         history = [h for h in history if np.isfinite(h)] + [objective]
     else:
@@ -337,6 +344,6 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
     name = "slr-lowrank" if target == "adaptive" else "slr-fixed"
     cert = _heuristic_certificate(objective, name, times)
     status = Status.TIME_LIMIT if deadline.hit else Status.MAX_ITER
-    return SolverResult(M=L @ R.T, status=status,
+    return SolverResult(M=M, status=status,
                         objective=float(objective), n_iter=done,
                         certificate=cert, method=name, info=info, time=total)

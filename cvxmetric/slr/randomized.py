@@ -126,6 +126,57 @@ def _check_problem(X, y, delta1, delta2):
     return X, codes, delta1, delta2
 
 
+def _unit_rows(X):
+    """``(X / c, c)`` with ``c^2`` the mean squared row norm of ``X``.
+
+    Algorithms 2 and 3 start from ``M_0 = I`` (or the projector onto a
+    principal subspace), whose similarities ``x_i^T x_j`` are on the scale
+    of the thresholds only when rows have about unit norm (the paper's
+    L2-normalised descriptors).  Run on ``X / c``, the start is ``I / c^2``
+    in ``X``'s units: on rows of unit norm (``c = 1``) the paper's start,
+    and at ``s X`` the same run with ``M / s^2`` (scale-equivariant to
+    round-off: ``c`` is computed as ``max|X|`` times the root mean square
+    row norm of ``X / max|X|``, which neither overflows nor underflows for
+    any finite ``X``).
+    """
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    if top == 0.0:
+        raise ValueError("X: all samples are zero; x_i^T M x_j is 0 for every M.")
+    Xt = X / top
+    c = top * float(np.sqrt(np.mean(np.einsum("ij,ij->i", Xt, Xt))))
+    return X / c, c
+
+
+def _factors_in_units(Ln, Rn, c):
+    """``(L, R, M)`` in ``X``'s units from factors on ``X / c``
+    (:func:`_unit_rows`): ``L = Ln / c``, ``R = Rn / c``, ``M = L R^T``.
+
+    Raises a ValueError naming ``X`` when ``M`` is not representable in
+    float64 (Eq. 4 at ``s X`` is minimised by ``M / s^2``: data scaled by
+    ``1e+-200`` need an ``M`` that overflows or underflows), as
+    :meth:`~cvxmetric.slr.SLRData.M_of_Z` does.
+    """
+    Mn = Ln @ Rn.T
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        L, R = Ln / c, Rn / c
+        M = L @ R.T
+        back = (M * c) * c
+    big = float(np.max(np.abs(Mn))) if Mn.size else 0.0
+    if not np.all(np.isfinite(M)):
+        raise ValueError(
+            f"X: the learned M has entries of order {big:.3g} / {c:.3g}^2, beyond "
+            f"float64's range (Eq. 4 at s X is minimised by M / s^2, so data of "
+            f"scale {c:.3g} need an M that overflows); rescale X, e.g. rows of unit "
+            f"norm.")
+    if float(np.linalg.norm(back - Mn)) > 1e-12 * float(np.linalg.norm(Mn)):
+        raise ValueError(
+            f"X: the learned M has entries of order {big:.3g} / {c:.3g}^2, below "
+            f"float64's range (Eq. 4 at s X is minimised by M / s^2, so data of "
+            f"scale {c:.3g} need an M that underflows); rescale X, e.g. rows of "
+            f"unit norm.")
+    return L, R, M
+
+
 def _check_max_time(max_time):
     """``max_time`` (None or a finite number >= 0) as a :class:`Deadline`."""
     if max_time is not None:
@@ -573,6 +624,8 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
     X, codes, delta1, delta2 = _check_problem(X, y, delta1, delta2)
     n, d = X.shape
     m = _check_int(n_sketch, "n_sketch", 1, n)
+    # the run is on rows of unit mean square norm: M_0 = I there
+    X, c = _unit_rows(X)
     check_option(sketch, "sketch", SKETCHES)
     n_iter = _check_int(n_iter, "n_iter", 1)
     dtype = _check_dtype(dtype)
@@ -620,12 +673,13 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
 
     if L is None:  # out of time before the first iteration: M_0 = I
         L, R = np.eye(d), np.eye(d)
-    M = L @ R.T
     t0 = time.perf_counter()
+    # Eq. 4 of (X / c, L R^T) is Eq. 4 of (X, L R^T / c^2): the same value
     objective, oinfo = _objective_report(X, codes, L, R, delta1, delta2,
                                          objective_max_n=objective_max_n,
                                          rng=rng, block=block, evaluate=evaluate)
     t_obj = time.perf_counter() - t0
+    L, R, M = _factors_in_units(L, R, c)
     total = time.perf_counter() - t_start
     times = {"sketch": t_sketch, "iterations": t_pass, "objective": t_obj,
              "total": total}
@@ -639,7 +693,7 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
         "sampled_objective_kind": ("(n/m)^2 * squared hinge on the m x m sampled "
                                    "pairs (unbiased estimate)" if sketch == "columns"
                                    else "exact Eq. 4 (all pairs)"),
-        "ranks": ranks,
+        "ranks": ranks, "row_scale": c,
         "stopping": "fixed number of iterations (the paper's T)",
     }
     info.update(oinfo)

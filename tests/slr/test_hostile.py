@@ -206,3 +206,46 @@ def test_solvers_direct_raise_value_error_not_nan():
                     lambda: solve_exact(data)):
             with pytest.raises(ValueError, match="^X:"):
                 run()
+
+
+# ---------------------------------------------------------------------------
+# Algorithms 2 and 3 (randomized, lowrank) at extreme scales: the runs are on
+# rows of unit mean square norm, so at s X they are the runs at X with
+# M / s^2 (same sketches, same objective), or a ValueError naming X where
+# that M is not representable.
+# ---------------------------------------------------------------------------
+
+SCALABLE = [dict(solver="randomized", n_sketch=10),
+            dict(solver="randomized", n_sketch=10, sketch="columns"),
+            dict(solver="lowrank", rank=2),
+            dict(solver="lowrank", rank=2, n_sketch=10)]
+
+
+def _fit_quiet(X, y, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SLR(random_state=0, **kw).fit(X, y)
+
+
+@pytest.mark.parametrize("kw", SCALABLE, ids=lambda kw: "-".join(map(str, kw.values())))
+def test_scalable_solvers_scale_equivariant(kw):
+    X, y = small()
+    ref = _fit_quiet(X, y, **kw)
+    for s in (1e150, 1e-150, 3.7):
+        est = _fit_quiet(X * s, y, **kw)
+        _sane(est)
+        assert abs(est.objective_ - ref.objective_) <= 1e-10 * ref.objective_
+        M = (est.bilinear_matrix_ * s) * s
+        np.testing.assert_allclose(M, ref.bilinear_matrix_, rtol=1e-9,
+                                   atol=1e-9 * np.abs(ref.bilinear_matrix_).max())
+
+
+@pytest.mark.parametrize("kw", SCALABLE, ids=lambda kw: "-".join(map(str, kw.values())))
+def test_scalable_solvers_unrepresentable_refused(kw):
+    """At 1e200 the learned M (of order 1e-400) underflows, at 1e-160 (of
+    order 1e320) it overflows: a ValueError naming X, not an objective of
+    inf or a LinAlgError."""
+    X, y = small()
+    for s in (1e200, 1e-160):
+        with pytest.raises(ValueError, match=r"^X: the learned M"):
+            _fit_quiet(X * s, y, **kw)
