@@ -196,3 +196,32 @@ def docs_helpers():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+#: Test modules that .ci/run runs again at the declared minimum versions
+#: (``-m floors``, .ci/floors.txt): every family's exact path, its fast
+#: paths against the stored certified references, the shared solver
+#: contract and the scikit-learn API.
+FLOORS_MODULES = (
+    "test_solver_contract.py",
+    "test_threads.py",
+    "test_sklearn_api.py",
+    "test_model.py",
+    "qwise/test_fast_vs_exact.py",
+    "qwise/test_vector_collection.py",
+    "qwise/test_structural_collection.py",
+    "mmc/test_solvers.py",
+    "rankdml/test_rankdml_collection.py",
+    "rankdml/test_constraint_collection.py",
+    "slr/test_collection.py",
+    "omdml/test_collection.py",
+    "ldml/test_collection.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    root = Path(__file__).resolve().parent
+    floors = {root / m for m in FLOORS_MODULES}
+    for item in items:
+        if Path(str(item.fspath)).resolve() in floors:
+            item.add_marker(pytest.mark.floors)
