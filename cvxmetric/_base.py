@@ -192,8 +192,9 @@ class LabelledMixin:
         e.g. a training sample against its own copy in the reference) are
         left out: every metric gives them distance 0, so they say nothing
         about it.  On the training set itself, when the reference is the
-        whole of it, each pair is counted twice and the score is the
-        in-sample pair ROC-AUC.  Beyond :data:`MAX_SCORE_PAIRS` pairs, a uniform sample of
+        whole of it, each pair appears three times (once among ``X``, once
+        each way against the reference) and the score is the in-sample pair
+        ROC-AUC.  Beyond :data:`MAX_SCORE_PAIRS` pairs, a uniform sample of
         that many pairs (drawn with ``random_state``) is scored.  Used by
         ``GridSearchCV`` and ``cross_val_score`` when no ``scoring`` is
         given.
