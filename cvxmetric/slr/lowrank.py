@@ -70,6 +70,7 @@ from .randomized import (
     _pair_residual,
     _thin_svd,
     _unit_rows,
+    single_blas_thread,
 )
 
 __all__ = ["TARGETS", "lowrank_slr"]
@@ -196,6 +197,7 @@ def _initial_factors(X, rank, init_size, rng):
     return np.ascontiguousarray(V)
 
 
+@single_blas_thread
 def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None,
                 *, target="adaptive", n_sketch=None, sketch="columns",
                 init_size=1000, objective_max_n=OBJECTIVE_MAX_N, evaluate=True,
@@ -241,6 +243,13 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
         every row block of a pass: a run that exhausts it keeps the last
         completed factors and has status ``time_limit_reached``; the final
         Eq. 4 pass still runs.
+
+    Notes
+    -----
+    Runs on one BLAS thread (:func:`~cvxmetric.slr.randomized.single_blas_thread`):
+    the result depends on ``random_state`` only, never on the thread count.
+    The run is on ``X / c`` (rows of unit mean square norm), so it is
+    scale-equivariant.
 
     Returns
     -------

@@ -70,10 +70,12 @@ with probability ``1 - delta`` ::
 ``Y S`` from class sums: ``Y = E E^T`` for the class indicator ``E``).
 """
 
+import functools
 import time
 
 import numpy as np
 from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
 
 from .._validation import check_option, check_samples
 from ..result import Certificate, SolverResult, Status
@@ -175,6 +177,29 @@ def _factors_in_units(Ln, Rn, c):
             f"scale {c:.3g} need an M that underflows); rescale X, e.g. rows of "
             f"unit norm.")
     return L, R, M
+
+
+def single_blas_thread(func):
+    """Run ``func`` on one BLAS thread, whatever the threading policy.
+
+    Algorithms 2 and 3 run a fixed number of iterations and claim no lower
+    bound, so no certificate absorbs round-off: a BLAS product computed on
+    two threads splits its output among kernels differently and differs
+    from the one-thread product in the last bits (measured: Eq. 4 of
+    ``SLR(solver="randomized", n_sketch=20, random_state=0)`` at n = 1000,
+    d = 80: ``...494`` on one thread, ``...501`` on two).  On one thread
+    every product, and so the result, is the same whatever the thread
+    count or the machine's load (the threading policy would change it with
+    the load).  The cost: no BLAS threads for their passes (on the shared
+    2-core machine, loaded, two threads were 2.4x slower in wall time
+    anyway: n = 3000, d = 200, 20 classes).
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with threadpool_limits(limits=1, user_api="blas"):
+            return func(*args, **kwargs)
+
+    return wrapper
 
 
 def _check_max_time(max_time):
@@ -556,6 +581,7 @@ def sketch_matrix(n, m, sketch="gaussian", random_state=None, *, replace=True):
 # ---------------------------------------------------------------------------
 
 
+@single_blas_thread
 def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
                    delta2=0.0, random_state=None, *, resample=True, replace=True,
                    objective_max_n=OBJECTIVE_MAX_N, evaluate=True,
@@ -599,6 +625,12 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
         every row block of a pass: a run that exhausts it keeps the last
         completed iterate (``M_0 = I`` if none) and has status
         ``time_limit_reached``; the final Eq. 4 pass still runs.
+
+    Notes
+    -----
+    Runs on one BLAS thread (:func:`single_blas_thread`): the result
+    depends on ``random_state`` only, never on the thread count.  The run
+    is on ``X / c`` (:func:`_unit_rows`), so it is scale-equivariant.
 
     Returns
     -------

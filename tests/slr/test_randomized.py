@@ -245,3 +245,28 @@ def test_bad_data():
         randomized_slr(X, y[:-1], 10)
     with pytest.raises(ValueError, match="X"):
         randomized_slr(np.zeros((40, 4)), y, 10)
+
+
+@pytest.mark.parametrize("kw", [dict(solver="randomized", n_sketch=20),
+                                dict(solver="lowrank", rank=10, n_sketch=100)])
+def test_result_independent_of_blas_threads(kw):
+    """``SLR(solver="randomized", n_sketch=20, random_state=0)`` at d = 80:
+    the same objective and M, bit for bit, on one and two BLAS threads (on
+    two threads the products differed in the last bits: ...494 vs ...501)."""
+    import warnings
+
+    from cvxmetric import SLR
+    from cvxmetric._solver import forced_blas_threads
+
+    rng = np.random.RandomState(0)
+    n, d = 1000, 80
+    y = rng.randint(0, 5, n)
+    X = rng.randn(5, d)[y] + rng.randn(n, d)
+    fits = []
+    for threads in (1, 2):
+        # forced: the threading policy would pick one thread on a busy machine
+        with forced_blas_threads(threads), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(SLR(random_state=0, **kw).fit(X, y))
+    assert fits[0].objective_ == fits[1].objective_
+    np.testing.assert_array_equal(fits[0].bilinear_matrix_, fits[1].bilinear_matrix_)
