@@ -52,7 +52,7 @@ MAX_SCORE_PAIRS = 2_000_000
 
 #: Largest number of training samples a ``fit(X, y)`` learner keeps as the
 #: reference set of :meth:`LabelledMixin.score` (a class-stratified sample
-#: beyond).
+#: beyond; with more classes than this, one sample of each).
 MAX_SCORE_REFERENCE = 1_000
 
 #: Pairs whose distances are computed at once in :meth:`LabelledMixin.score`
@@ -61,7 +61,8 @@ _SCORE_CHUNK = 65_536
 
 
 def _reference_indices(codes, n_max, random_state):
-    """Indices of a class-stratified sample of at most ``n_max`` samples.
+    """Indices of a class-stratified sample of ``max(n_max, n_classes)``
+    samples at most.
 
     Every sample when there are at most ``n_max``; otherwise each class
     gets a share proportional to its size (largest remainders), at least

@@ -182,6 +182,10 @@ class _MMCBase(MahalanobisMixin, BaseEstimator):
                 start = SimpleNamespace(M=M0, info={"w": np.diag(M0).copy()}
                                         if data.diagonal else {})
             result = solver(**options).run(data, start)
+            if not result.certificate.passed:
+                # an uncertified point whose float matrix cannot carry its
+                # own value: say so rather than report that value
+                data.check_representable(result.M)
         else:  # only reachable when parameter validation was bypassed
             raise ValueError(
                 f"solver: unknown option {self.solver!r}; expected one of "
