@@ -581,6 +581,42 @@ class MMCData:
         g = float(np.sum(root))
         return (df + 2.0 * f * dg / max(g, 1e-300)) / max(g, 1e-300) ** 2
 
+    def check_representable(self, x, tol_gap=_GAP):
+        """Raise when ``x`` in the user's units cannot carry its own value.
+
+        :meth:`representation_error` bounds how far rounding the entries
+        of ``M`` alone moves ``r``.  Above the certificate's tolerance, no
+        float64 matrix in ``X``'s units represents this solution: its
+        optimum weighs a direction along which features are nearly
+        collinear (their differences cancel to a tiny fraction of their
+        length), with an eigenvalue so large that ``D2 = phi^T M phi``
+        loses the digits the certificate needs.  Neither a certified point
+        nor an honest objective can then be returned in these units.
+
+        Raises
+        ------
+        ValueError
+            Naming ``X``, with the relative error and the largest
+            eigenvalue of ``M`` in Jacobi units.
+        """
+        if self.diagonal or self.degenerate:
+            return
+        x = self.normalize(np.asarray(x, dtype=float))
+        obj, dist, _ = self.evaluate(x)
+        err = self.representation_error(x, obj, dist)
+        if not (obj > 0 and err > tol_gap * obj):
+            return
+        xj = self.to_jacobi(0.5 * (x + x.T))
+        top = float(np.max(np.abs(np.linalg.eigvalsh(0.5 * (xj + xj.T)))))
+        raise ValueError(
+            f"X: the MMC metric of these data is not representable in X's "
+            f"units: rounding the entries of M to float64 alone moves its "
+            f"objective by a relative {err / obj:.2g} (the certificate needs "
+            f"{tol_gap:.0e}), because the optimum weighs a direction along "
+            f"which features are nearly collinear (M's largest eigenvalue is "
+            f"{top:.3g} in units of the features' spread). Remove or combine "
+            f"nearly collinear features (e.g. by PCA) before fitting.")
+
     def psd_violation(self, x):
         """Relative PSD (or sign) violation ``max(0, -lam_min) / lam_max`` of
         ``x`` in Jacobi units: dimensionless, so that round-off of an ``M``

@@ -54,7 +54,7 @@ import numpy as np
 from .._exact import SOLVERS, solve_certified
 from .._linalg import project_psd
 from ..model import DeclaredProblem
-from ..result import Certificate, SolverError, SolverResult, Status
+from ..result import Certificate, CertificateError, SolverError, SolverResult, Status
 from ._problem import MMCData
 
 __all__ = ["MMCModel", "solve_exact", "declared_problem", "PAPER"]
@@ -187,6 +187,10 @@ class MMCModel:
         CertificateError, SolverError
             From :func:`~cvxmetric._exact.solve_certified` when no solver
             yields a certified point.
+        ValueError
+            Naming ``X``, in place of a CertificateError (its ``__cause__``)
+            whose reason is that no float64 matrix in the user's units
+            carries the solution (:meth:`MMCData.check_representable`).
         """
         t0 = time.perf_counter()
         data = self.data
@@ -218,8 +222,17 @@ class MMCModel:
                     cert.tolerances["bound"] = "polished"
             return cert
 
-        cert, info = solve_certified(self.problem, certify, solvers=solvers,
-                                     tol=tol, verbose=verbose)
+        try:
+            cert, info = solve_certified(self.problem, certify, solvers=solvers,
+                                         tol=tol, verbose=verbose)
+        except CertificateError as exc:
+            x = self.point()
+            if x is not None and np.all(np.isfinite(x)):
+                try:
+                    data.check_representable(x)
+                except ValueError as cause:  # the reason no point certifies
+                    raise cause from exc
+            raise
         return _result(data, self.point(), cert, info["status"], info["n_iter"],
                        "exact", {"model": self, "attempts": info["attempts"]},
                        time.perf_counter() - t0)
