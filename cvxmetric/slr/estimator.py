@@ -30,7 +30,7 @@ iterative solver that stops before its tolerance emits a
 ``status_`` ``"max_iter_reached"`` (or ``"time_limit_reached"``).
 ``"randomized"`` and ``"lowrank"`` run a fixed number of iterations and
 claim no lower bound: always ``"max_iter_reached"`` with
-``certificate_.passed`` False.
+``certificate_.passed`` False, and a ``ConvergenceWarning`` that says so.
 
 Eq. 4 at ``s X`` is minimised by ``M(X) / s^2`` with the same value: the
 problem is solved on ``X / 2^k`` and ``M`` returned in ``X``'s units.  A
@@ -41,11 +41,13 @@ a common offset ``1e8`` times the spread) -- never a NaN or a wrong value.
 
 import dataclasses
 import logging
+import warnings
 from numbers import Integral, Real
 
 import cvxpy as cp
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -53,6 +55,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import BilinearMixin, LabelledMixin, validate_labelled
 from ..metrics import average_precision
 from ..model import DeclaredProblem
+from ..result import Status
 from ._problem import SLRData, check_thresholds
 from .exact import EXACT_MAX_COEFFICIENTS, solve_exact
 from .fast import AdaptiveRegression, SemismoothNewton
@@ -93,12 +96,15 @@ default="newton"
         Iterations ``T`` of Algorithms 1, 2 and 3 (the paper uses 10).
         Ignored by ``"newton"`` and ``"exact"``.
     n_sketch : int >= 1, optional
-        Sketch size ``m <= n_samples`` of Algorithm 2 (required for
-        ``"randomized"``) and of Algorithm 3 (optional; ``None``: no
-        compression).
+        Sketch size ``m <= n_samples`` of Algorithm 2 (``None`` with
+        ``"randomized"``: ``min(n_samples, 20 * n_features)``, where the
+        compressed runs came within 2-3 mAP points of the uncompressed one,
+        see docs/slr.md) and of Algorithm 3 (``None``: no compression).
     rank : int >= 1, optional
-        Rank ``r <= n_features`` of ``M = L R^T`` (required for
-        ``"lowrank"``).
+        Rank ``r <= n_features`` of ``M = L R^T`` for ``"lowrank"``
+        (``None``: ``n_features``, no rank restriction: Algorithm 3 then
+        converges to Eq. 4's optimum).  The values used are in
+        ``result_.info["n_sketch"]`` and ``result_.info["rank"]``.
     sketch : {"gaussian", "columns"}, default="gaussian"
         Gaussian random projection or column sampling (Remark 3).
     tol : float > 0, optional
@@ -200,6 +206,16 @@ default="newton"
         """
         X, codes, classes, delta1, delta2 = self._prepare(X, y)
         result = self._solve(X, codes, delta1, delta2)
+        if self.solver in ("randomized", "lowrank") and result.status != Status.OPTIMAL:
+            # Algorithms 2 and 3 run the paper's fixed T iterations and claim
+            # no lower bound: say so, as the iterative solvers do
+            algorithm = "Algorithm 2" if self.solver == "randomized" else "Algorithm 3"
+            warnings.warn(
+                f"SLR(solver={self.solver!r}): {algorithm} ran the paper's fixed "
+                f"T = {result.n_iter} iterations and claims no "
+                f"bound on Eq. 4 (objective {result.objective:.6g}); status "
+                f"{result.status!r}. solver='newton' certifies the optimum.",
+                ConvergenceWarning, stacklevel=2)
         info = {k: v for k, v in result.info.items() if k != "model"}
         self.result_ = dataclasses.replace(result, info=info)
         self.bilinear_matrix_ = np.asarray(result.M, dtype=float)
@@ -245,11 +261,7 @@ default="newton"
             raise ValueError(
                 f"n_sketch: must be <= n_samples = {n}, got {self.n_sketch}."
             )
-        if self.solver == "randomized" and self.n_sketch is None:
-            raise ValueError("n_sketch: required when solver='randomized'.")
-        if self.solver == "lowrank":
-            if self.rank is None:
-                raise ValueError("rank: required when solver='lowrank'.")
+        if self.solver == "lowrank" and self.rank is not None:
             if self.rank > d:
                 raise ValueError(
                     f"rank: must be <= n_features = {d}, got {self.rank}."
@@ -260,18 +272,22 @@ default="newton"
         """Dispatch to the solver; returns its SolverResult."""
         if self.solver in ("randomized", "lowrank"):
             rng = check_random_state(self.random_state)
+            n, d = X.shape
             if self.solver == "randomized":
                 from .randomized import randomized_slr
 
+                # the solver's own default sketch size (see n_sketch)
+                m = min(n, 20 * d) if self.n_sketch is None else self.n_sketch
                 return randomized_slr(
-                    X, codes, self.n_sketch, sketch=self.sketch, n_iter=self.n_iter,
+                    X, codes, m, sketch=self.sketch, n_iter=self.n_iter,
                     delta1=delta1, delta2=delta2, random_state=rng)
             from .lowrank import lowrank_slr
 
             extra = {}
             if self.n_sketch is not None:
                 extra = {"n_sketch": self.n_sketch, "sketch": self.sketch}
-            return lowrank_slr(X, codes, self.rank, n_iter=self.n_iter,
+            rank = d if self.rank is None else self.rank
+            return lowrank_slr(X, codes, rank, n_iter=self.n_iter,
                                delta1=delta1, delta2=delta2, random_state=rng,
                                **extra)
         data = SLRData.from_labels(X, codes, delta1=delta1, delta2=delta2)

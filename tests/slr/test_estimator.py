@@ -175,10 +175,8 @@ def test_unfitted_and_bad_pairs(Xy, fitted):
     (dict(tol=0.0), "tol"),
     (dict(delta1=0.0), "delta1, delta2"),
     (dict(delta1=np.nan), "delta1"),
-    (dict(solver="randomized"), "n_sketch: required"),
     (dict(solver="randomized", n_sketch=31), "n_sketch: must be <= n_samples = 30"),
     (dict(solver="lowrank", n_sketch=31, rank=1), "n_sketch: must be <="),
-    (dict(solver="lowrank"), "rank: required"),
     (dict(solver="lowrank", rank=5), "rank: must be <= n_features = 4"),
 ])
 def test_bad_parameters(Xy, params, match):
@@ -198,3 +196,20 @@ def test_bad_data(Xy):
         SLR().fit(Xn, y)
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         SLR().fit(X, y[:-1])
+
+
+@pytest.mark.parametrize("solver", ["randomized", "lowrank"])
+def test_scalable_solver_as_written(Xy, solver):
+    """``SLR(solver="randomized")`` / ``"lowrank"`` need no other setting:
+    ``n_sketch`` defaults to ``min(n, 20 d)``, ``rank`` to ``d``."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = Xy
+    with pytest.warns(ConvergenceWarning):
+        est = SLR(solver=solver, random_state=0).fit(X, y)
+    info = est.result_.info
+    if solver == "randomized":
+        assert info["n_sketch"] == min(X.shape[0], 20 * X.shape[1])
+    else:
+        assert info["rank"] == X.shape[1] and info["n_sketch"] is None
+    assert np.isfinite(est.objective_) and est.status_ == "max_iter_reached"
