@@ -31,10 +31,12 @@ in ``fit``) moves ``threshold_`` only, as metric-learn does; ``b_`` and
 
 import logging
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -42,11 +44,20 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import LabelledMixin, MahalanobisMixin, PairsClassifierMixin, validate_labelled
 from .._validation import check_finite, check_pair_labels, check_samples
-from ..result import ProblemSizeError
+from .._base import components_from_metric
+from ..result import ProblemSizeError, Status
 from ..constraints import tuples_to_indices
 from ._mildml import BagPairs, check_bags, fit_mildml
 from ._naming import label_instances
 from .exact import REGULARIZERS, LDMLData, _sigmoid, solve_exact
+from ._scale import (
+    auto_lam,
+    scaled_lam,
+    unit_scale,
+    zero_point,
+    zero_point_labels,
+    zero_result,
+)
 from .fast import CERTIFY_PAIRS, AllPairs, PairSet, fit_lowrank, solve_fast
 
 __all__ = ["LDML", "LDMLSupervised", "MildML", "LDMLStar", "SOLVER_NAMES", "PAIRS_MAX"]
@@ -66,7 +77,7 @@ SOLVER_NAMES = ("exact", "fast", "lowrank")
 PAIRS_MAX = 5_000
 
 _SHARED = {
-    "lam": [Interval(Real, 0, None, closed="left")],
+    "lam": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
     "regularizer": [StrOptions(set(REGULARIZERS))],
     "n_components": [Interval(Integral, 1, None, closed="left"), None],
     "n_init": [Interval(Integral, 1, None, closed="left")],
@@ -104,21 +115,76 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
             raise ValueError(f"n_components: {d} exceeds the {D} input dimensions.")
         return d
 
-    def _check_solver(self, D):
+    def _check_solver(self, D, solver=None):
+        solver = self.solver if solver is None else solver
         d = self._rank(D)
-        if d < D and self.solver != "lowrank":
+        if d < D and solver != "lowrank":
             raise ValueError(f"n_components: a rank below the input dimension ({d} < "
-                             f"{D}) needs solver='lowrank', not {self.solver!r}.")
+                             f"{D}) needs solver='lowrank', not {solver!r}.")
         return d
 
-    def _store(self, result, D, L=None):
-        """Fitted attributes from a :class:`~cvxmetric.result.SolverResult`."""
+    def _units(self, X, name="X"):
+        """``(X_u, k)``: ``X`` centred and scaled by ``2^-k`` (exact) to unit
+        spread (:func:`~cvxmetric.ldml._scale.unit_scale`); the solvers run on
+        ``X_u`` at any finite scale of ``X``."""
+        Xu, k = unit_scale(X)
+        if not np.any(Xu):
+            raise ValueError(f"{name}: every sample is the same point, so every "
+                             f"pair has distance 0 under any metric: there is no "
+                             f"metric to learn.")
+        return Xu, k
+
+    def _lam(self, zp, k, gram=None):
+        """The weight on the unit-scaled data (``lam="auto"``: from ``zp``,
+        docs/ldml.md "Default regularisation"); sets ``lam_`` in the units
+        of ``X``."""
+        e = 2 * k if self.regularizer == "trace" else 4 * k
+        if isinstance(self.lam, str):
+            lam = auto_lam(zp, self.regularizer, gram=gram)
+            try:
+                self.lam_ = math.ldexp(lam, e)
+            except OverflowError:
+                self.lam_ = math.inf
+            return lam
+        self.lam_ = float(self.lam)
+        return scaled_lam(self.lam, k, self.regularizer)
+
+    def _store(self, result, D, L=None, k=0, loss=None):
+        """Fitted attributes from a :class:`~cvxmetric.result.SolverResult`
+        computed on ``2^-k``-scaled data (``M`` and ``L`` are mapped back).
+
+        ``loss`` (an :class:`AllPairs` / :class:`PairSet` on the scaled data
+        with the fit's weight) evaluates ``F`` at the returned ``(L, b)``:
+        the reported objective is that point's, and its certificate is the
+        solver's dual bound against it."""
+        L = components_from_metric(result.M) if L is None else np.asarray(L, dtype=float)
+        if loss is not None and np.isfinite(result.objective):
+            f = float(loss.value_grad(L, float(result.info["b"]), grad=False))
+            if f != result.objective:
+                c = result.certificate
+                result.certificate = type(c).from_bound(
+                    f, c.dual_bound, max_violation=c.max_violation, min_eig=c.min_eig,
+                    solver=c.solver, solver_version=c.solver_version,
+                    tolerances=c.tolerances, times=c.times, tol_gap=c.tol_gap,
+                    tol_feas=c.tol_feas)
+                result.objective = f
+                if result.status == Status.OPTIMAL and not result.certificate.passed:
+                    result.status = Status.OPTIMAL_INACCURATE
+        Lu = np.ldexp(L, -k)
+        Mu = Lu.T @ Lu
+        top = float(np.max(np.abs(L))) if L.size else 0.0
+        if top > 0 and not (np.all(np.isfinite(Mu))
+                            and float(np.max(np.abs(Mu))) >= np.finfo(float).tiny):
+            raise ValueError(
+                f"X: the metric learned on features of scale about 2^{k} has entries "
+                f"of scale about 2^{-2 * k + 2 * math.frexp(top)[1]}, outside the "
+                f"float64 range; LDML depends on the scale of X only through lam "
+                f"(X -> cX is lam -> lam / c^2), so rescale X (e.g. standardise it).")
+        result.M = Mu
+        result.info["L"] = Lu
         self.result_ = result
-        if L is None:
-            self._set_metric(result.M)
-        else:
-            self.components_ = np.asarray(L, dtype=float)
-            self.mahalanobis_matrix_ = self.components_.T @ self.components_
+        self.components_ = Lu
+        self.mahalanobis_matrix_ = Mu
         self.b_ = float(result.info["b"])
         self.threshold_ = math.sqrt(max(self.b_, 0.0))
         self.objective_ = float(result.objective)
@@ -129,21 +195,57 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         logger.debug("%s: status=%s objective=%.6g rel_gap=%.3g n_iter=%d",
                      type(self).__name__, self.status_, self.objective_,
                      self.certificate_.rel_gap, self.n_iter_)
+        if self.status_ != Status.OPTIMAL:
+            warnings.warn(self._stop_message(result), ConvergenceWarning, stacklevel=3)
         return self
+
+    def _stop_message(self, result):
+        """Why the fit is not certified optimal, and what to change."""
+        name, status = type(self).__name__, self.status_
+        if status == Status.MAX_ITER:
+            what = (f"it stopped after {self.n_iter_} iterations (max_iter); raise "
+                    f"max_iter")
+        elif status == Status.TIME_LIMIT:
+            what = "it stopped at max_time; raise max_time"
+        elif isinstance(self, MildML):
+            what = ("Eq. 8 is not convex, so its stationary point has no certificate; "
+                    "this is MildML's normal end")
+        elif self.components_.shape[0] < self.n_features_in_ or \
+                getattr(self, "X_fit_", None) is not None:
+            what = ("a stationary point of the low-rank (or kernel) problem, which is "
+                    "not convex and has no certificate; n_components=None without a "
+                    "kernel is the certified convex problem")
+        else:
+            what = (f"its certificate did not pass (relative gap "
+                    f"{self.certificate_.rel_gap:.3g}); try solver='exact', a larger "
+                    f"lam, or raise max_iter / max_time")
+        return f"{name}: the fit ended with status {status!r}: {what}."
 
     def _solve_pairs(self, X, pairs, s):
         """LDML on explicit pairs with the chosen solver."""
         D = X.shape[1]
         d = self._check_solver(D)
+        Xu, k = self._units(X)
+        zp = zero_point(Xu, pairs, s)
+        lam = self._lam(zp, k)
+        loss = PairSet(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
+        res = self._zero(zp, lam)
+        if res is not None:
+            return self._store(res, D, k=k, loss=loss)
         if self.solver == "lowrank":
-            loss = PairSet(X, pairs, s, lam=self.lam, regularizer=self.regularizer)
             res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
-                              **_options(self))
-            return self._store(res, D, res.info["L"])
-        data = LDMLData(X, pairs, s, lam=self.lam, regularizer=self.regularizer)
+                              warn=False, **_options(self))
+            return self._store(res, D, res.info["L"], k=k, loss=loss)
+        data = LDMLData(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
         if self.solver == "exact":
-            return self._store(solve_exact(data), D)
-        return self._store(solve_fast(data, **_fast_options(self)), D)
+            return self._store(solve_exact(data), D, k=k, loss=loss)
+        return self._store(solve_fast(data, warn=False, **_fast_options(self)), D, k=k,
+                           loss=loss)
+
+    def _zero(self, zp, lam):
+        """The certified ``M = 0`` when the weight makes it optimal (a huge
+        ``lam``, or tiny data: no solver needed), else ``None``."""
+        return zero_result(zp, lam, self.regularizer)
 
 
 class _PairProba:
@@ -183,7 +285,13 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
 
     Parameters
     ----------
-    lam : float >= 0, default=0.0
+    lam : float >= 0 or "auto", default="auto"
+        The regulariser's weight.  ``"auto"``: 1 % of ``lam_max``, the
+        smallest trace weight at which ``M = 0`` is optimal (scaled to the
+        pairs and to the units of ``X``; for the Frobenius regulariser the
+        weight with the same gradient at the isotropic metric of unit mean
+        distance); docs/ldml.md, "Default regularisation".  ``0`` is Eq. 2
+        as printed.  The weight used is ``lam_``.
     regularizer : {"trace", "frobenius"}, default="trace"
     n_components : int, optional
         Rank ``d`` of ``M = L^T L`` (``solver="lowrank"``; default full).
@@ -202,7 +310,11 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         The learned threshold of Eq. 3 (squared-distance units).
     threshold_ : float
         Of :meth:`predict`, in :meth:`pair_distance` units.
+    lam_ : float
+        The weight used, in the units of ``X``.
     objective_, status_, n_iter_, certificate_, result_, n_features_in_
+        ``objective_`` is ``F`` at the returned ``(components_, b_)``.  A fit
+        that does not end ``"optimal"`` emits a ``ConvergenceWarning``.
 
     Examples
     --------
@@ -221,7 +333,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         "preprocessor": ["array-like", None],
     }
 
-    def __init__(self, lam=0.0, regularizer="trace", n_components=None, solver="fast",
+    def __init__(self, lam="auto", regularizer="trace", n_components=None, solver="fast",
                  n_init=3, preprocessor=None, tol=None, max_iter=None, max_time=None,
                  random_state=None):
         self.lam = lam
@@ -284,7 +396,11 @@ class LDMLSupervised(LabelledMixin, TransformerMixin, _LDMLBase):
     ----------
     lam, regularizer, n_components, n_init, tol, max_iter, max_time, random_state
         As in :class:`LDML`.
-    solver : {"exact", "fast", "lowrank"}, default="lowrank"
+    solver : {"auto", "exact", "fast", "lowrank"}, default="auto"
+        ``"auto"``: ``"fast"``, the fastest certified solver (docs/ldml.md),
+        at full rank up to 5e6 pairs; ``"lowrank"`` for ``n_components``
+        below the dimension, a kernel, or more pairs.  ``"exact"``: up to
+        5 000 pairs.
     kernel : str, optional
         A kernel of :func:`sklearn.metrics.pairwise.pairwise_kernels`
         (``"rbf"``, ``"poly"``, ...), with ``kernel_params``.
@@ -301,12 +417,12 @@ n_features_in_
 
     _parameter_constraints = {
         **_SHARED,
-        "solver": [StrOptions(set(SOLVER_NAMES))],
+        "solver": [StrOptions(set(SOLVER_NAMES) | {"auto"})],
         "kernel": [StrOptions(set(PAIRWISE_KERNEL_FUNCTIONS)), None],
         "kernel_params": [dict, None],
     }
 
-    def __init__(self, lam=0.0, regularizer="trace", n_components=None, solver="lowrank",
+    def __init__(self, lam="auto", regularizer="trace", n_components=None, solver="auto",
                  n_init=3, kernel=None, kernel_params=None, tol=None, max_iter=None,
                  max_time=None, random_state=None):
         self.lam = lam
@@ -340,48 +456,83 @@ n_features_in_
         """
         X, y, _, codes = validate_labelled(self, X, y, ensure_min_samples=2)
         D = X.shape[1]
+        solver = self.solver_ = self._solver(X.shape[0], D)
+        if self.kernel_params is not None and self.kernel is None:
+            raise ValueError("kernel_params: given without a kernel; set kernel "
+                             "(e.g. kernel='rbf') or leave kernel_params None.")
         if self.kernel is not None:
-            if self.solver != "lowrank":
+            if solver != "lowrank":
                 raise ValueError(f"kernel: the kernel form needs solver='lowrank', not "
-                                 f"{self.solver!r}.")
+                                 f"{solver!r}.")
             self._rank(D)
+            self._check_kernel_params()
+            self._units(X)  # identical samples: refused as without a kernel
             K = self._kernel(X, X)
             d = D if self.n_components is None else int(self.n_components)
-            loss = AllPairs(K, codes, lam=self.lam, regularizer=self.regularizer, gram=K)
+            loss = AllPairs(K, codes, lam=0.0, regularizer=self.regularizer, gram=K)
+            loss.lam = self._lam(zero_point_labels(K, loss.labels, loss._rows), 0, gram=K)
             res = fit_lowrank(loss, min(d, K.shape[1]), n_init=self.n_init,
-                              random_state=self.random_state, **_options(self))
+                              random_state=self.random_state, warn=False,
+                              **_options(self))
             self.X_fit_ = X
-            self._store(res, D, res.info["L"])
+            self._store(res, D, res.info["L"], loss=loss)
             self.n_features_in_ = D
             return self
         self.X_fit_ = None
-        if self.solver == "lowrank":
-            d = self._check_solver(D)
-            loss = AllPairs(X, codes, lam=self.lam, regularizer=self.regularizer)
-            res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
-                              **_options(self))
-            return self._store(res, D, res.info["L"])
-        self._check_solver(D)
+        d = self._check_solver(D, solver)
         n_pairs = X.shape[0] * (X.shape[0] - 1) // 2
-        if self.solver == "exact" and n_pairs > PAIRS_MAX:
+        if solver == "exact" and n_pairs > PAIRS_MAX:
             raise ProblemSizeError(
-                f"solver: 'exact' gives CVXPY one exponential cone per pair "
-                f"({n_pairs} pairs here, above {PAIRS_MAX}, where the conic "
-                f"solvers stop being reliable); "
-                f"use solver='fast' (the same problem, certified by its own "
-                f"duality gap) or 'lowrank'.")
-        if n_pairs > CERTIFY_PAIRS:
+                f"solver: 'exact' gives CVXPY one exponential cone per pair of "
+                f"samples, so its problem grows with the {n_pairs} pairs (above "
+                f"{PAIRS_MAX}, where the conic solvers stop being reliable); use "
+                f"solver='fast', the same problem certified by the same duality gap.")
+        if solver != "lowrank" and n_pairs > CERTIFY_PAIRS:
             raise ProblemSizeError(
-                f"solver: {self.solver!r} keeps arrays over all {n_pairs} pairs "
+                f"solver: {solver!r} keeps arrays over all {n_pairs} pairs "
                 f"(above {CERTIFY_PAIRS:.0e}); use solver='lowrank', which "
                 f"evaluates them block by block (n_components=None keeps the "
                 f"full rank).")
+        Xu, k = self._units(X)
         # duplicate samples form no pair (their distance is 0 under any M)
-        loss = AllPairs(X, codes, lam=self.lam, regularizer=self.regularizer)
+        loss = AllPairs(Xu, codes, lam=0.0, regularizer=self.regularizer)
+        zp = zero_point_labels(Xu, loss.labels, loss._rows)
+        loss.lam = self._lam(zp, k)
+        res = self._zero(zp, loss.lam)
+        if res is not None:
+            return self._store(res, D, k=k, loss=loss)
+        if solver == "lowrank":
+            res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
+                              warn=False, **_options(self))
+            return self._store(res, D, res.info["L"], k=k, loss=loss)
         data = loss.pair_data()
-        if self.solver == "exact":
-            return self._store(solve_exact(data), D)
-        return self._store(solve_fast(data, loss=loss, **_fast_options(self)), D)
+        if solver == "exact":
+            return self._store(solve_exact(data), D, k=k, loss=loss)
+        return self._store(solve_fast(data, loss=loss, warn=False, **_fast_options(self)),
+                           D, k=k, loss=loss)
+
+    def _solver(self, N, D):
+        """``solver="auto"``: ``"fast"`` (the fastest certified solver,
+        docs/ldml.md) at full rank on at most ``CERTIFY_PAIRS`` pairs, else
+        ``"lowrank"`` (a rank below ``D``, a kernel, or more pairs)."""
+        if self.solver != "auto":
+            return self.solver
+        low = (self.kernel is not None or N * (N - 1) // 2 > CERTIFY_PAIRS
+               or (self.n_components is not None and int(self.n_components) < D))
+        return "lowrank" if low else "fast"
+
+    def _check_kernel_params(self):
+        """``kernel_params`` must be keywords of ``kernel``."""
+        if not self.kernel_params:
+            return
+        import inspect
+
+        fn = PAIRWISE_KERNEL_FUNCTIONS[self.kernel]
+        allowed = set(inspect.signature(fn).parameters) - {"X", "Y"}
+        bad = sorted(set(self.kernel_params) - allowed)
+        if bad:
+            raise ValueError(f"kernel_params: {bad} are not parameters of the "
+                             f"{self.kernel!r} kernel (it takes {sorted(allowed)}).")
 
     def transform(self, X):
         """``L x`` (``A k(x, X_fit)`` in the kernel form).
@@ -461,7 +612,9 @@ class MildML(_BagsLearner):
     ----------
     n_components : int, optional
         Rank of the metric (default: the input dimension).
-    lam : float >= 0, default=0.0
+    lam : float >= 0 or "auto", default="auto"
+        As in :class:`LDML`; ``"auto"`` from the instance pairs that Eq. 7
+        selects in the Euclidean metric.
     regularizer : {"trace", "frobenius"}, default="trace"
     n_init : int >= 1, default=1
     preprocessor : array_like of shape (n_samples, n_features), optional
@@ -479,7 +632,7 @@ n_features_in_
 
     _parameter_constraints = {**_SHARED, "preprocessor": ["array-like", None]}
 
-    def __init__(self, n_components=None, lam=0.0, regularizer="trace", n_init=1,
+    def __init__(self, n_components=None, lam="auto", regularizer="trace", n_init=1,
                  preprocessor=None, tol=None, max_iter=None, max_time=None,
                  random_state=None):
         self.n_components = n_components
@@ -512,12 +665,19 @@ n_features_in_
         X, idx, sets, _ = self._bags(bags, bag_labels)
         D = X.shape[1]
         d = self._rank(D)
-        data = BagPairs(X, idx, [s for s in sets], lam=self.lam,
-                        regularizer=self.regularizer)
+        Xu, k = self._units(X, "bags")
+        data = BagPairs(Xu, idx, [s for s in sets], lam=0.0, regularizer=self.regularizer)
+        # lam="auto": lam_max of the instance pairs Eq. 7 selects in the
+        # Euclidean metric
+        pairs, _ = data.select(Xu)
+        data.loss.lam = self._lam(zero_point(Xu, pairs, data.s), k)
         res = fit_mildml(data, d, n_init=self.n_init, random_state=self.random_state,
                          **_options(self))
+        # the objective of the returned point, selection included
+        res.objective = float(data.objective(res.info["L"], float(res.info["b"])))
+        res.certificate.objective = res.objective
         self.classes_ = np.array([-1, 1])
-        return self._store(res, D, res.info["L"])
+        return self._store(res, D, res.info["L"], k=k)
 
 
 class LDMLStar(_BagsLearner):
@@ -564,7 +724,7 @@ n_features_in_
         "preprocessor": ["array-like", None],
     }
 
-    def __init__(self, n_components=None, lam=0.0, regularizer="trace", n_init=1,
+    def __init__(self, n_components=None, lam="auto", regularizer="trace", n_init=1,
                  n_rounds=5, b0=None, preprocessor=None, tol=None, max_iter=None,
                  max_time=None, random_state=None):
         self.n_components = n_components
@@ -595,6 +755,7 @@ n_features_in_
         X, idx, sets, classes = self._bags(bags, bag_labels)
         N, D = X.shape
         d = self._rank(D)
+        X, k = self._units(X, "bags")  # the learning runs on unit-scale data
         rng = check_random_state(self.random_state)
         if self.b0 is None:
             sub = rng.choice(N, size=min(N, 2000), replace=False)
@@ -603,8 +764,8 @@ n_features_in_
             d2 = sq[:, None] + sq[None, :] - 2.0 * Z @ Z.T
             b = float(np.median(d2[np.triu_indices(len(sub), 1)]))
         else:
-            b = float(self.b0)
-        Z, labels, res, rounds = X, None, None, 0
+            b = math.ldexp(float(self.b0), -2 * k)  # squared distances of X_u
+        Z, labels, res, rounds, loss = X, None, None, 0, None
         for _ in range(int(self.n_rounds)):
             new = label_instances(Z, idx, sets, b, name_all=True)
             if labels is not None and np.array_equal(new, labels):
@@ -615,13 +776,19 @@ n_features_in_
             train = labels.copy()
             free = np.flatnonzero(train < 0)
             train[free] = labels.max() + 1 + np.arange(free.size)
-            loss = AllPairs(X, train, lam=self.lam, regularizer=self.regularizer)
-            res = fit_lowrank(loss, d, n_init=self.n_init, random_state=rng,
-                              **_options(self))
+            loss = AllPairs(X, train, lam=0.0, regularizer=self.regularizer)
+            zp = zero_point_labels(X, loss.labels, loss._rows)
+            loss.lam = self._lam(zp, k)  # lam="auto": from this round's labels
+            res = self._zero(zp, loss.lam)
+            if res is None:
+                res = fit_lowrank(loss, d, n_init=self.n_init, random_state=rng,
+                                  warn=False, **_options(self))
+            else:
+                res.info["L"] = components_from_metric(res.M)[:d]
             L, b = res.info["L"], float(res.info["b"])
             Z = X @ L.T
         self.n_rounds_ = rounds
         self.labels_ = labels
         self.classes_seen_ = classes
         self.classes_ = np.array([-1, 1])
-        return self._store(res, D, res.info["L"])
+        return self._store(res, D, res.info["L"], k=k, loss=loss)

@@ -64,6 +64,10 @@ _BLOCK = 512
 #: ``LEVEL_SDP_PAIRS`` pairs).
 NEWTON_FROM = 1e-2
 
+#: The variance floor of the whitening of :func:`_whitened` with the trace
+#: regulariser is ``RIDGE * lam / n_pairs``.
+RIDGE = 4.0
+
 
 def _loss_and_slope(u):
     """``g(u) = log(1 + e^u)`` and ``g'(u) = sigma(u)`` with one ``exp``."""
@@ -687,6 +691,15 @@ def _whitened(loss):
     is that of ``M'`` with ``Q = B^T B`` (the ``gram`` of :class:`_Loss`).
     Returns ``(loss', B)``."""
     B = whitening_basis(loss.X)
+    if loss.lam > 0 and loss.regularizer == "trace" and B.shape[1]:
+        # the trace weighs a whitened direction of variance v by lam / v:
+        # full whitening makes the directions of small variance stiff (raw
+        # digits: L-BFGS took 4 700 iterations).  Directions are whitened
+        # only down to the variance RIDGE * lam / P at which that weight
+        # matches the pairs' curvature (about P / 4 per unit variance)
+        v = 1.0 / np.sum(B * B, axis=0)  # the variance along each column
+        nu = RIDGE * loss.lam / max(loss.n_pairs, 1)
+        B = B * np.sqrt(v / (v + nu))
     Xw = (loss.X - loss.X.mean(axis=0)) @ B  # (N, r)
     gram = B.T @ B if loss.lam > 0 else None
     if isinstance(loss, AllPairs):

@@ -125,10 +125,11 @@ def test_separable_without_regulariser_is_refused_at_low_rank():
 
     A, _ = digits_bags("instances", n_per_class=30, random_state=0)
     with pytest.raises(NotAttainedError, match="lam > 0"):
-        LDMLSupervised(n_components=4, random_state=0).fit(A.X, A.y)
+        LDMLSupervised(n_components=4, lam=0, random_state=0).fit(A.X, A.y)
     B, _ = digits_bags("bags", n_per_class=30, random_state=0)
     with pytest.raises(NotAttainedError, match="lam > 0"):
-        MildML(n_components=4, preprocessor=B.X, random_state=0).fit(B.bags, B.captions)
+        MildML(n_components=4, lam=0, preprocessor=B.X, random_state=0).fit(B.bags,
+                                                                         B.captions)
 
 
 def test_supervised_size_limits_raise_problem_size_error():
