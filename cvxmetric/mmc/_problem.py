@@ -606,8 +606,19 @@ class MMCData:
         err = self.representation_error(x, obj, dist)
         if not (obj > 0 and err > tol_gap * obj):
             return
+        # the cause must be M's own entries: the dissimilar distances, which
+        # fix its scale (g = 1), lose the certificate's digits to rounding.
+        # A tiny optimum (nearly degenerate data: few similar pairs in many
+        # dimensions) makes f alone uncertain relative to itself with an
+        # ordinary M; that point is returned, uncertified, as it is.
         xj = self.to_jacobi(0.5 * (x + x.T))
         top = float(np.max(np.abs(np.linalg.eigvalsh(0.5 * (xj + xj.T)))))
+        c = 4.0 * (self.n_features + 2) * np.finfo(float).eps * top
+        root = np.sqrt(np.maximum(dist, 1e-300))
+        g = float(np.sum(root))
+        dg = float(np.sum(c * np.sum(self.Z_D * self.Z_D, axis=1) / (2.0 * root)))
+        if not dg > tol_gap * g:
+            return
         raise ValueError(
             f"X: the MMC metric of these data is not representable in X's "
             f"units: rounding the entries of M to float64 alone moves its "
