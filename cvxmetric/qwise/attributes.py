@@ -140,6 +140,11 @@ class AttributeOrdering:
                 except TypeError:
                     raise ValueError(f"levels: level {pos} holds an unhashable "
                                      f"label of type {type(c).__name__}.") from None
+                # NaN is unequal to itself: it can match no class label and
+                # would make "listed twice" undetectable
+                if c is None or (isinstance(c, (float, np.floating)) and c != c):
+                    raise ValueError(f"levels: level {pos} holds a missing label "
+                                     f"({c!r}); every level must name classes.")
             groups.append(group)
         flat = [c for g in groups for c in g]
         if len(flat) < 2:

@@ -339,3 +339,10 @@ def test_example_small_run():
     line = next(s for s in out.splitlines() if s.startswith("QWSL-1"))
     acc = float(line.split()[1])
     assert 50.0 < acc <= 100.0  # ten classes: chance is 10 %
+
+
+@pytest.mark.parametrize("levels", [[0, float("nan")], [0, None], [(0, np.nan), 1]])
+def test_missing_labels_in_levels_are_refused(levels):
+    # 0 < nan was accepted: NaN matches no class and is unequal to itself
+    with pytest.raises(ValueError, match="levels: level .* missing label"):
+        AttributeOrdering(levels)
