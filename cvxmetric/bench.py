@@ -31,6 +31,7 @@ __all__ = [
     "run_isolated",
     "format_columns",
     "format_table",
+    "plan_collection_bench",
     "run_collection_bench",
     "format_collection_table",
 ]
@@ -112,6 +113,58 @@ def _best_run(run, repeat):
     return best
 
 
+def plan_collection_bench(root, family=None, methods=None, only=None):
+    """The runs :func:`run_collection_bench` makes, without running them.
+
+    Parameters
+    ----------
+    root, family, methods, only
+        As in :func:`run_collection_bench`.
+
+    Returns
+    -------
+    list of (Instance, list of str)
+        Each selected instance and its methods (``"exact"`` first);
+        instances none of ``methods`` applies to are left out.
+
+    Raises
+    ------
+    ValueError
+        An unknown method name, or a selection without any run.
+    """
+    from . import collection as col
+
+    if methods is not None:
+        methods = list(methods)
+        known = {"exact"}.union(*(set(m) for m in col.METHODS.values()))
+        unknown = sorted(set(methods) - known)
+        if not methods:
+            raise ValueError("methods: an empty list selects nothing.")
+        if unknown:
+            raise ValueError(f"methods: unknown {unknown}; the collection's methods "
+                             f"are {sorted(known)}.")
+    plan = []
+    for inst in col.iter_instances(root, family, only):
+        spec = inst.spec
+        names = ["exact"] + list(col.METHODS.get(inst.family, {}))
+        if spec.applies is not None:
+            names = [m for m in names
+                     if m == "exact" or spec.applies(m, inst.hyperparameters)]
+        if methods is not None:
+            names = [m for m in names if m in methods]
+        if names:
+            plan.append((inst, names))
+    if not plan:
+        raise ValueError(
+            f"methods: no selected instance has method(s) {methods} (each "
+            f"family's methods: "
+            + "; ".join(f"{f}: {', '.join(['exact', *col.METHODS.get(f, {})])}"
+                        for f in ([family] if isinstance(family, str) else
+                                  family or sorted(col.FAMILIES)))
+            + "); nothing to run.")
+    return plan
+
+
 def run_collection_bench(root, family=None, methods=None, only=None, *, repeat=1,
                          callback=None):
     """Time the exact solve and every registered method on the collection.
@@ -125,8 +178,8 @@ def run_collection_bench(root, family=None, methods=None, only=None, *, repeat=1
     ----------
     root : str or Path
         Collection root.
-    family : str, optional
-        Only this family.
+    family : str or sequence of str, optional
+        Only this family (these families).
     methods : sequence of str, optional
         Only these methods (``"exact"`` and registered method names).
     only : sequence of str, optional
@@ -146,26 +199,20 @@ def run_collection_bench(root, family=None, methods=None, only=None, *, repeat=1
         / max(1, |f_ref|)`` against the stored reference when it is current,
         "vs reference", else against this run's exact solve, "vs exact"),
         ``status`` and ``error``.
+
+    Raises
+    ------
+    ValueError
+        ``repeat`` below 1, an unknown method, or a selection without any
+        run (:func:`plan_collection_bench`).
     """
     from . import collection as col
 
-    if int(repeat) < 1:
-        raise ValueError(f"repeat: must be >= 1, got {repeat!r}.")
-    if methods:
-        known = {"exact"}.union(*(set(m) for m in col.METHODS.values()))
-        unknown = sorted(set(methods) - known)
-        if unknown:
-            raise ValueError(f"methods: unknown {unknown}; the collection's methods "
-                             f"are {sorted(known)}.")
+    if isinstance(repeat, bool) or int(repeat) != repeat or repeat < 1:
+        raise ValueError(f"repeat: must be an integer >= 1, got {repeat!r}.")
     rows = []
-    for inst in col.iter_instances(root, family, only):
+    for inst, names in plan_collection_bench(root, family, methods, only):
         spec = inst.spec
-        names = ["exact"] + list(col.METHODS.get(inst.family, {}))
-        if spec.applies is not None:
-            names = [m for m in names
-                     if m == "exact" or spec.applies(m, inst.hyperparameters)]
-        if methods:
-            names = [m for m in names if m in methods]
         status, ref = col.reference_status(root, inst)
         f_ref = ref.objective if status == "current" else None
         sizes = inst.sizes

@@ -73,6 +73,121 @@ def _note(msg):
 
 
 # ---------------------------------------------------------------------------
+# Argument types: a malformed value ends with exit status 2 and a message
+# naming the option (argparse prefixes "argument --OPTION: ")
+# ---------------------------------------------------------------------------
+
+#: numpy's ``RandomState`` seeds are integers in [0, 2**32 - 1].
+_SEED_MAX = 2 ** 32 - 1
+
+
+def _int_type(low=None, high=None):
+    """An argparse ``type``: an integer in ``[low, high]``."""
+    def parse(text):
+        text = str(text).strip()
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer, got {text!r}.") from None
+        if low is not None and value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}.")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high}, got {value}.")
+        return value
+    return parse
+
+
+def _positive_float(text):
+    """An argparse ``type``: a finite float > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}.") from None
+    if not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}.")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}.")
+    return value
+
+
+def _list_type(item=None, choices=None, what="value"):
+    """An argparse ``type``: a comma-separated, non-empty list without empty
+    items or repeats; each item parsed by ``item`` and, with ``choices``
+    (a sequence, or a callable returning one), among them."""
+    def parse(text):
+        parts = [t.strip() for t in str(text).split(",")]
+        if not any(parts):
+            raise argparse.ArgumentTypeError(
+                f"must list at least one {what}, got {text!r}.")
+        if not all(parts):
+            raise argparse.ArgumentTypeError(
+                f"an empty item in {text!r} (comma-separated {what}s).")
+        out = []
+        for t in parts:
+            try:
+                out.append(item(t) if item else t)
+            except argparse.ArgumentTypeError as exc:
+                raise argparse.ArgumentTypeError(f"{what} {t!r}: {exc}") from None
+        repeated = sorted({str(v) for k, v in enumerate(out) if v in out[:k]})
+        if repeated:
+            raise argparse.ArgumentTypeError(f"{what}s given twice: {repeated}.")
+        known = choices() if callable(choices) else choices
+        if known is not None:
+            unknown = [v for v in out if v not in known]
+            if unknown:
+                raise argparse.ArgumentTypeError(
+                    f"unknown {what}(s) {unknown}; choose among "
+                    f"{', '.join(known)}.")
+        return out
+    return parse
+
+
+def _choice_type(choices, what):
+    """An argparse ``type``: one name among ``choices`` (the message lists
+    them; argparse's ``choices`` would too, but without saying what they
+    are)."""
+    def parse(text):
+        if text not in choices:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {text!r}; choose among {', '.join(choices)}.")
+        return text
+    return parse
+
+
+def _sizes_type(text):
+    """An argparse ``type``: ``"20x1000,100x1e5"`` -> ``[(20, 1000), (100,
+    100000)]``, each ``D`` and ``N`` an integer >= 1."""
+    parts = [t.strip().lower() for t in str(text).split(",")]
+    if not any(parts):
+        raise argparse.ArgumentTypeError(
+            f"must list at least one size DxN, got {text!r}.")
+    out = []
+    for item in parts:
+        try:
+            d, n = (float(v) for v in item.split("x"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"cannot read {item!r}; expected DxN, e.g. 20x1000 or 100x1e5."
+            ) from None
+        if not all(np.isfinite(v) and v == int(v) and v >= 1 for v in (d, n)):
+            raise argparse.ArgumentTypeError(
+                f"{item!r}: D and N must be integers >= 1 (DxN, e.g. 20x1000).")
+        out.append((int(d), int(n)))
+    return out
+
+
+def _show_default(value):
+    """A default as the help prints it (``None``: not set; never JSON's
+    ``null``)."""
+    if value is None:
+        return "not set"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(col.jsonable(value))
+
+
+# ---------------------------------------------------------------------------
 # The hyperparameter options of ``solve``, per family
 # ---------------------------------------------------------------------------
 
@@ -217,6 +332,20 @@ def _method_applies(inst, method):
 # ---------------------------------------------------------------------------
 
 
+def _regularizer(hp):
+    """The regulariser an instance solves with, as ``list`` shows it: a
+    family's ``regularizer`` is weighted by ``lam``, and ``lam = 0`` means
+    none (LDML's ``*_noreg`` instances store ``regularizer="trace"``, the
+    family's default, beside ``lam=0``)."""
+    reg = hp.get("regularizer")
+    if reg is None:
+        return "-"
+    lam = hp.get("lam")
+    if lam is not None and lam == 0:
+        return "none (lam=0)"
+    return str(reg)
+
+
 def _cmd_list(args):
     root = _root(args)
     fams = [args.family] if args.family else col.families(root)
@@ -229,7 +358,7 @@ def _cmd_list(args):
             rows.append([
                 fam, inst.name, s.get("n", "-"), s.get("d", "-"),
                 s.get("n_quadruplets", "-"), s.get("n_pairs", "-"),
-                hp.get("regularizer", "-"), inst.source or "-", status,
+                _regularizer(hp), inst.source or "-", status,
                 _num(ref.exact_seconds, ".3f") if status == "current" else "-",
                 _num(ref.objective, ".8g") if status == "current" else "-",
             ])
@@ -241,26 +370,55 @@ def _cmd_list(args):
 
 def _cmd_verify(args):
     root = _root(args)
-    rows = col.verify(root, args.family, args.method or None, args.only or None,
-                      progress=not args.no_progress)
+    methods = args.method or None
+    if args.family and methods:
+        own = _family_methods(args.family)
+        wrong = [m for m in methods if m not in own]
+        if wrong:
+            raise ValueError(f"--method: {wrong[0]!r} is not a method of family "
+                             f"{args.family!r}; choose from {', '.join(own)}.")
+    fams = [args.family] if args.family else col.families(root)
+    exact_only = sorted(f for f in fams if not col.METHODS.get(f))
+    if not methods and exact_only:
+        _note(f"verify: {', '.join(exact_only)} registers no fast method; "
+              f"verifying its exact path against the stored reference")
+    rows = col.verify(root, args.family, methods, args.only or None,
+                      with_exact=args.with_exact, progress=not args.no_progress)
+    # the speedup column only where exact and a fast method ran in this run
+    timed = any(np.isfinite(r.speedup) for r in rows)
+    has_fast = any(r.method not in ("exact", "-") for r in rows)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=2))
     else:
         body = []
         for r in rows:
-            body.append([
-                r.family, r.instance, r.method, _num(r.gap), _num(r.tolerance, ".0e"),
-                _num(r.psd_violation, ".1e"), _num(r.seconds, ".3f"),
-                _num(r.speedup, ".2f") + ("x" if np.isfinite(r.speedup) else ""),
-                r.status or "-", "ok" if r.passed else f"FAIL: {r.error}",
-            ])
+            line = [r.family, r.instance, r.method, _num(r.gap),
+                    _num(r.tolerance, ".0e"), _num(r.psd_violation, ".1e"),
+                    _num(r.seconds, ".3f")]
+            if timed:
+                line.append(_num(r.speedup, ".2f")
+                            + ("x" if np.isfinite(r.speedup) else ""))
+            line += [r.status or "-", "ok" if r.passed else f"FAIL: {r.error}"]
+            body.append(line)
         print(_table(["family", "instance", "method", "rel gap", "tol", "psd viol",
-                      "seconds", "speedup", "status", "result"], body))
+                      "seconds"] + (["speedup"] if timed else [])
+                     + ["status", "result"], body))
         n_fail = sum(not r.passed for r in rows)
         print(f"\n{len(rows) - n_fail}/{len(rows)} passed"
               + ("" if not n_fail else f"; {n_fail} failed"))
-        print("rel gap = (f - f_ref) / max(1, |f_ref|); speedup = stored exact "
-              "seconds / method seconds")
+        print("rel gap = (f - f_ref) / max(1, |f_ref|), f_ref the stored "
+              "certified reference")
+        if timed:
+            print("speedup = the exact path's seconds / the method's seconds, "
+                  "both measured in this run")
+        elif has_fast:
+            print("speedup: not shown, the exact path was not run in this "
+                  "invocation (--with-exact runs it beside the fast methods)")
+        verified_exact = sorted({r.family for r in rows if r.method == "exact"}
+                                & set(exact_only))
+        if verified_exact and not methods:
+            print(f"{', '.join(verified_exact)}: no fast method is registered; "
+                  f"its exact path was verified")
     return 1 if any(not r.passed for r in rows) else 0
 
 
@@ -289,7 +447,7 @@ def _list_methods(args):
         rows = []
         for opt in _family_options(fam):
             value = inst.hyperparameters.get(opt.name) if inst else opt.default
-            rows.append([opt.flag, opt.describe(), json.dumps(col.jsonable(value))])
+            rows.append([opt.flag, opt.describe(), _show_default(value)])
         print()
         print(_table(["option", "accepts", "value for this file" if inst else
                       "default"], rows))
@@ -509,11 +667,33 @@ _SYNTHETIC_OPTIONS = (("sizes", "--sizes"),
                       ("skip_straightforward", "--skip-straightforward"),
                       ("subgradient_maxiter", "--subgradient-maxiter"))
 _REAL_OPTIONS = (("datasets", "--datasets"), ("seeds", "--seeds"),
-                 ("families", "--families"), ("estimators", "--estimators"))
+                 ("estimators", "--estimators"))
+#: The Qwise benchmark's own options: the other families' synthetic
+#: benchmarks run fixed cases and take none of them.
+_QWISE_OPTIONS = _SYNTHETIC_OPTIONS + (("methods", "--methods"),)
 
 
 def _given(args, options):
     return [opt for dest, opt in options if getattr(args, dest) not in (None, False)]
+
+
+def _bench_family_option(args):
+    """Fold the deprecated ``--families`` into ``--family``; remember the
+    spelling the user gave (``args.family_flag``) for the messages."""
+    args.family_flag = "--family"
+    if args.families_alias is not None:
+        if args.family is not None:
+            raise ValueError("--families: a deprecated spelling of --family; "
+                             "give one of them.")
+        _note("bench: --families is deprecated; use --family (it takes a "
+              "comma-separated list too)")
+        args.family, args.family_flag = args.families_alias, "--families"
+    if args.family is not None:
+        repeated = sorted({f for k, f in enumerate(args.family)
+                           if f in args.family[:k]})
+        if repeated:
+            raise ValueError(f"{args.family_flag}: families given twice: "
+                             f"{repeated}.")
 
 
 def _bench_suite(args):
@@ -531,16 +711,28 @@ def _refuse(options, why):
         raise ValueError(f"{options[0]}: {why}")
 
 
+def _refuse_families(args, known, where):
+    """``--family`` names only families of ``known`` (those ``where`` has)."""
+    unknown = [f for f in args.family or () if f not in known]
+    if unknown:
+        raise ValueError(f"{args.family_flag}: {where} has no case of "
+                         f"{', '.join(unknown)}; its families: "
+                         f"{', '.join(known)}.")
+
+
+def _synthetic_takes(family, name):
+    """Whether ``family``'s ``run_bench`` takes the keyword ``name``."""
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(f".{family}._bench", __package__)
+    return name in inspect.signature(mod.run_bench).parameters
+
+
 def _check_bench_options(args, suite):
     """Refuse an option the chosen suite does not use (never ignore it)."""
-    from ._validation import check_scalar
-
-    if args.max_seconds is not None:
-        check_scalar(args.max_seconds, "--max-seconds", low=0, low_inclusive=False)
-    if args.repeat is not None and args.repeat < 1:
-        raise ValueError(f"--repeat: must be >= 1, got {args.repeat}.")
     collection_only = [o for d, o in (("only", "--only"), ("repeat", "--repeat"))
-                       if getattr(args, d)]
+                       if getattr(args, d) is not None]
     if suite != "real":
         _refuse(_given(args, _REAL_OPTIONS), "only with --suite real.")
     if suite != "collection":
@@ -552,23 +744,66 @@ def _check_bench_options(args, suite):
             ("seed", "--seed"))),
             "not used by the collection suite (the default); the synthetic "
             "benchmarks take it: --family F or --suite synthetic.")
-    elif suite == "synthetic":
-        family = args.family or "qwise"
-        if family not in _bench_families():
+        return
+    if args.no_isolate and args.max_seconds is not None:
+        raise ValueError("--max-seconds: needs isolated runs (a run in this "
+                         "process cannot be stopped safely); drop --no-isolate.")
+    if suite == "synthetic":
+        families = args.family or ["qwise"]
+        bench_families = _bench_families()
+        missing = [f for f in families if f not in bench_families]
+        if missing:
             raise ValueError(
-                f"--family: {family} has no synthetic benchmark (those of "
-                f"{', '.join(_bench_families())}); `--suite collection --family "
-                f"{family}` times its collection instances.")
-        if family != "qwise":
-            _refuse(_given(args, _SYNTHETIC_OPTIONS + (
-                ("methods", "--methods"), ("no_isolate", "--no-isolate"))),
-                f"only for the Qwise benchmark; --family {family} runs its "
-                f"fixed cases.")
-    else:
-        _refuse(["--family"] if args.family else [],
-                "not used by --suite real; --families selects families there.")
+                f"{args.family_flag}: {missing[0]} has no synthetic benchmark "
+                f"(those of {', '.join(bench_families)}); `--suite collection "
+                f"--family {missing[0]}` times its collection instances.")
+        others = [f for f in families if f != "qwise"]
+        if others:
+            _refuse(_given(args, _QWISE_OPTIONS),
+                    f"only for the Qwise benchmark (--family qwise); the "
+                    f"benchmark of {others[0]} runs its fixed cases.")
+        if args.no_isolate:
+            _refuse([f"--no-isolate" for f in others
+                     if not _synthetic_takes(f, "isolate")],
+                    "the benchmark of this family always isolates its runs.")
+        if args.methods and "qwise" in families:
+            from .qwise import _bench as qbench
+
+            unknown = [m for m in args.methods if m not in qbench.BENCH_METHODS]
+            if unknown:
+                raise ValueError(f"--methods: unknown {unknown} for the Qwise "
+                                 f"benchmark; its methods: "
+                                 f"{', '.join(qbench.BENCH_METHODS)}.")
+    else:  # real
+        from . import conformance
+
         _refuse(_given(args, _SYNTHETIC_OPTIONS),
                 "only with the synthetic benchmarks (--family F).")
+        _refuse(["--seed"] if args.seed is not None else [],
+                "not used by --suite real; --seeds lists its seeds.")
+        _refuse_families(args, tuple(conformance.FAMILIES), "--suite real")
+        known = sorted({m for f in conformance.FAMILIES
+                        for m in conformance.METHODS[f]})
+        unknown = [m for m in args.methods or () if m not in known]
+        if unknown:
+            raise ValueError(f"--methods: unknown {unknown} for --suite real; "
+                             f"its methods: {', '.join(known)}.")
+        cases = conformance.cases(
+            args.datasets or conformance.DATASETS,
+            args.seeds or conformance.DEFAULT_SEEDS,
+            args.family or tuple(conformance.FAMILIES), methods=args.methods,
+            estimators=args.estimators)
+        if not cases:
+            fams = args.family or tuple(conformance.FAMILIES)
+            raise ValueError(
+                "--suite real: the selection has no case, nothing to run ("
+                + "; ".join(f"{f}: estimators {', '.join(conformance.FAMILIES[f])}"
+                            f", methods {', '.join(conformance.METHODS[f])}"
+                            for f in fams)
+                + (f"; --estimators {','.join(args.estimators)}"
+                   if args.estimators else "")
+                + (f"; --methods {','.join(args.methods)}" if args.methods else "")
+                + ").")
 
 
 #: Every ``bench`` option, ``(dest, flag)``: what a mode refuses unless it
@@ -584,34 +819,25 @@ def _bench_mode(args, mode, takes, known):
 
     ``takes``: the dests of :data:`_BENCH_OPTIONS` the mode uses besides
     ``--max-seconds``, ``--seed`` and ``--json``; any other option given is
-    refused (naming it), as is a non-positive ``--max-seconds``.
-    ``--families`` selects among ``known`` (all of them by default).
+    refused (naming it).  ``--family`` selects among ``known`` (all of them
+    by default).
     """
-    from ._validation import check_scalar
-
     flags = dict(_BENCH_OPTIONS)
-    others = [flag for dest, flag in _BENCH_OPTIONS
+    flags["family"] = args.family_flag
+    others = [flags[dest] for dest, _ in _BENCH_OPTIONS
               if dest not in takes and dest != mode
               and getattr(args, dest) not in (None, False)]
     _refuse(others, f"not used with --{mode} (its options: "
                     + ", ".join([flags[d] for d in takes]
                                 + ["--max-seconds", "--seed", "--json"]) + ").")
-    if args.max_seconds is not None:
-        check_scalar(args.max_seconds, "--max-seconds", low=0, low_inclusive=False)
-    if not args.families:
-        return tuple(known)
-    families = tuple(f.strip() for f in args.families.split(",") if f.strip())
-    unknown = [f for f in families if f not in known]
-    if unknown:
-        raise ValueError(f"--families: unknown {unknown}; expected among "
-                         f"{', '.join(known)}.")
-    return families
+    _refuse_families(args, tuple(known), f"--{mode}")
+    return tuple(args.family) if args.family else tuple(known)
 
 
 def _cmd_contended(args):
     from ._contended import CASES, format_contended, run_contended
 
-    families = _bench_mode(args, "contended", ("families", "repeat"), CASES)
+    families = _bench_mode(args, "contended", ("family", "repeat"), CASES)
     _note("bench: threads under the BLAS policy vs 1 and all threads, idle then "
           "contended (a few minutes)")
     rows = run_contended(
@@ -629,10 +855,20 @@ def _cmd_contended(args):
     return 0
 
 
+def _failed_runs(rows, what="runs"):
+    """Exit status 1 and a line on stderr when a run ended with an error."""
+    failed = [r for r in rows if r.get("status") == "error"]
+    if failed:
+        _note(f"bench: {len(failed)} of {len(rows)} {what} failed (status "
+              f"error): " + "; ".join(str(r.get("error")) for r in failed[:3])
+              + ("; ..." if len(failed) > 3 else ""))
+    return 1 if failed else 0
+
+
 def _cmd_scaling(args):
     from ._scaling import GRIDS, format_scaling, run_scaling
 
-    families = _bench_mode(args, "scaling", ("families",), GRIDS)
+    families = _bench_mode(args, "scaling", ("family",), GRIDS)
     _note("bench: each family's fast solver over its size grid, one process and "
           "one BLAS thread per run (several minutes)")
     result = run_scaling(
@@ -652,37 +888,46 @@ def _cmd_scaling(args):
               "algebra at this machine's single-thread DGEMM rate (GF/s) and "
               "eigh time (qwise, mmc, slr; see cvxmetric._scaling); x floor: "
               "s/iter / floor. Every run on one BLAS thread.")
-    return 0
+    return _failed_runs(result.get("runs", []))
 
 
 def _cmd_bench(args):
-    import importlib
-
     from . import bench
 
+    _bench_family_option(args)
     if args.scaling:
         return _cmd_scaling(args)
     if args.contended:
         return _cmd_contended(args)
     suite = _bench_suite(args)
     _check_bench_options(args, suite)
-    seed = 0 if args.seed is None else args.seed
     if suite == "real":
         from . import conformance
 
+        args.families = args.family  # conformance.run_cli's name
         return conformance.run_cli(args, json_stdout=args.json)
 
     if suite == "collection":
         root = _root(args)
-        methods = ([m.strip() for m in args.methods.split(",") if m.strip()]
-                   if args.methods else None)
+        methods = args.methods
         known = ["exact"] + sorted({m for f in col.METHODS.values() for m in f})
         unknown = [m for m in methods or () if m not in known]
         if unknown:
             raise ValueError(f"--methods: unknown {unknown}; the collection's "
                              f"methods are {', '.join(known)}.")
-        _note(f"bench: every method on the collection in {root}"
-              + (f" (family {args.family})" if args.family else ""))
+        try:
+            plan = bench.plan_collection_bench(root, args.family, methods,
+                                               args.only or None)
+        except ValueError as exc:  # an empty selection: name the options
+            given = [f for f, v in ((args.family_flag, args.family),
+                                    ("--methods", methods), ("--only", args.only))
+                     if v]
+            why = str(exc).removeprefix("methods: ")
+            raise ValueError(f"{'/'.join(given) or 'bench'}: {why}") from None
+        n_runs = sum(len(names) for _, names in plan)
+        _note(f"bench: {n_runs} runs on {len(plan)} instances of the collection "
+              f"in {root}"
+              + (f" (family {', '.join(args.family)})" if args.family else ""))
         rows = bench.run_collection_bench(
             root, args.family, methods, args.only or None, repeat=args.repeat or 1,
             callback=lambda r: print(
@@ -695,29 +940,55 @@ def _cmd_bench(args):
             print("\ngap: (f - f_ref) / max(1, |f_ref|), f recomputed from M as "
                   "`cvxmetric verify` does, f_ref the stored reference (or this "
                   "run's exact solve); x exact: the exact row's seconds / the "
-                  "row's.")
+                  "row's, both measured in this run.")
         return 1 if any(r["error"] for r in rows) else 0
 
-    family = args.family or "qwise"
-    if family != "qwise":
-        # each family's benchmark lives beside its solvers: <family>/_bench.py,
-        # ``run_bench(max_seconds=, seed=, callback=) -> rows`` (bench's shape)
-        mod = importlib.import_module(f".{family}._bench", __package__)
-        rows = mod.run_bench(max_seconds=args.max_seconds, seed=seed,
-                             callback=lambda r: print(
-                                 f"done: {r['problem']} {r['method']}: "
-                                 f"{_num(r['seconds'], '.2f')} s, {r['status']}",
-                                 file=sys.stderr))
-        if args.json:
-            print(json.dumps(col.jsonable(rows), indent=2))
+    rows = []
+    qwise_rows = False
+    for family in args.family or ["qwise"]:
+        if family == "qwise":
+            rows += _run_qwise_bench(args)
+            qwise_rows = True
         else:
-            print(bench.format_table(rows))
-        return 0
+            rows += _run_family_bench(args, family)
+    if args.json:
+        print(json.dumps(col.jsonable(rows), indent=2))
+    else:
+        print(bench.format_table(rows))
+        if qwise_rows:
+            print("\ngap: (f - f_ref) / max(1, |f_ref|) when kind is 'vs exact' "
+                  "or 'vs fast' (f_ref: the exact optimum, or above 1e4 "
+                  "constraints the fast solver's optimum certified to 1e-6); "
+                  "the solver's certified relative duality gap when "
+                  "'certified'. x exact / x declared: seconds of the default "
+                  "exact path (margin-set reduction, its guess from a fast "
+                  "solve) / of the declared CVXPY model, divided by the row's. "
+                  "peak/base MB: ru_maxrss of the run's process (base: before "
+                  "the solve).")
+    return _failed_runs(rows)
 
+
+def _run_family_bench(args, family):
+    """``family``'s synthetic benchmark (``<family>/_bench.py``,
+    ``run_bench(max_seconds=, seed=, callback=[, isolate=]) -> rows``)."""
+    import importlib
+
+    mod = importlib.import_module(f".{family}._bench", __package__)
+    _note(f"bench: the {family} synthetic benchmark at its fixed cases")
+    kw = {"isolate": False} if args.no_isolate else {}
+    return mod.run_bench(max_seconds=args.max_seconds,
+                         seed=0 if args.seed is None else args.seed,
+                         callback=lambda r: print(
+                             f"done: {r['problem']} {r['method']}: "
+                             f"{_num(r['seconds'], '.2f')} s, {r['status']}",
+                             file=sys.stderr), **kw)
+
+
+def _run_qwise_bench(args):
+    """The Qwise scaling benchmark (``cvxmetric/qwise/_bench.py``)."""
     from .qwise import _bench as qbench
 
-    sizes = qbench.parse_sizes(args.sizes) if args.sizes else None
-    methods = args.methods.split(",") if args.methods else qbench.BENCH_METHODS
+    methods = args.methods or qbench.BENCH_METHODS
     if not args.sizes:
         _note("bench: the Qwise scaling benchmark at sizes "
               + "; ".join(f"{model} " + ",".join(f"{d}x{N:g}" for d, N in sz)
@@ -728,23 +999,11 @@ def _cmd_bench(args):
         print(f"done: d={row['d']} N={row['N']} {row['method']}: "
               f"{_num(row['seconds'], '.2f')} s, {row['status']}", file=sys.stderr)
 
-    rows = qbench.run_bench(
-        sizes, methods, seed=seed, skip_straightforward=args.skip_straightforward,
+    return qbench.run_bench(
+        args.sizes, methods, seed=0 if args.seed is None else args.seed,
+        skip_straightforward=args.skip_straightforward,
         max_seconds=args.max_seconds, isolate=not args.no_isolate,
         subgradient_maxiter=args.subgradient_maxiter, callback=progress)
-    if args.json:
-        print(json.dumps(col.jsonable(rows), indent=2))
-    else:
-        print(bench.format_table(rows))
-        print("\ngap: (f - f_ref) / max(1, |f_ref|) when kind is 'vs exact' or "
-              "'vs fast' (f_ref: the exact optimum, or above 1e4 constraints "
-              "the fast solver's optimum certified to 1e-6); the solver's "
-              "certified relative duality gap when 'certified'. x exact / x "
-              "declared: seconds of the default exact path (margin-set "
-              "reduction, its guess from a fast solve) / of the declared "
-              "CVXPY model, divided by the row's. peak/base MB: "
-              "ru_maxrss of the run's process (base: before the solve).")
-    return 0
 
 
 # ---------------------------------------------------------------------------
@@ -814,8 +1073,10 @@ def _add_solve_arguments(p, family):
         else:
             kw["type"] = {"float": float, "int": int, "str": str}[opt.kind]
             kw["metavar"] = opt.kind.upper()
-        kw["help"] = (f"{opt.describe()}; family default "
-                      f"{json.dumps(col.jsonable(opt.default))}"
+        kw["help"] = ((f"{opt.describe()}; not set by default"
+                       if opt.default is None else
+                       f"{opt.describe()}; family default "
+                       f"{_show_default(opt.default)}")
                       if shown else argparse.SUPPRESS)
         group.add_argument(flag, **kw)
 
@@ -853,7 +1114,19 @@ def build_parser(solve_family=None):
     p = sub.add_parser("verify", parents=[common],
                        help="check every fast method against the references")
     p.add_argument("--family", choices=fam_choices)
-    p.add_argument("--method", action="append", help="method name (repeatable)")
+    all_methods = ["exact"] + sorted({m for f in col.METHODS.values() for m in f})
+    p.add_argument(
+        "--method", action="append", metavar="M",
+        type=_choice_type(all_methods, "method"),
+        help="method name (repeatable), among " + ", ".join(all_methods)
+             + "; exact: the family's certified exact path. Default: each "
+               "family's fast methods, or its exact path when it registers "
+               "none ("
+             + (", ".join(sorted(f for f in col.FAMILIES if not col.METHODS.get(f)))
+                or "no family") + ")")
+    p.add_argument("--with-exact", action="store_true",
+                   help="also run each instance's exact path, so that the "
+                        "speedup column compares times of this run")
     p.add_argument("--only", action="append", help="instance name (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="rows as JSON")
@@ -920,53 +1193,85 @@ def build_parser(solve_family=None):
              "synthetic benchmark (--family F) or the real-data suite "
              "(--suite real)",
         description="Without options: time the exact solve and every fast "
-                    "method on every instance of the collection (a few tens of "
-                    "seconds). --family F (or --suite synthetic, --sizes): F's "
-                    "synthetic benchmark at its benchmark sizes (Qwise: up to "
-                    "10^6 constraints, several minutes). --suite real: the "
-                    "conformance suite on scikit-learn's datasets.")
+                    "method on every instance of the collection (about a "
+                    "minute of CPU). --family F (or --suite synthetic, "
+                    "--sizes): F's synthetic benchmark at its benchmark sizes "
+                    "(Qwise: up to 10^6 constraints, many minutes). --suite "
+                    "real: the conformance suite on scikit-learn's datasets. "
+                    "--contended / --scaling: the threading and scaling "
+                    "benchmarks.")
     p.add_argument("--suite", choices=("collection", "synthetic", "real"),
                    default=None,
                    help="default: synthetic when --family or a synthetic-only "
                         "option is given, else collection")
-    p.add_argument("--family", default=None,
-                   choices=sorted(set(_bench_families()) | set(col.FAMILIES)),
-                   help="the family's synthetic benchmark (those of "
-                        + ", ".join(_bench_families()) + "); with --suite "
-                        "collection: only its instances")
+    from . import _contended, _scaling, conformance
+
+    bench_fams = _bench_families()
+    every = sorted(set(bench_fams) | set(col.FAMILIES)
+                   | set(conformance.FAMILIES) | set(_contended.CASES)
+                   | set(_scaling.GRIDS))
+    fam_type = _list_type(choices=every, what="family")
+    p.add_argument(
+        "--family", action="extend", type=fam_type, default=None, metavar="F[,F...]",
+        help="families, comma-separated or repeated (--families is a deprecated "
+             "spelling). Synthetic benchmarks (the default with --family): "
+             + ", ".join(bench_fams) + "; collection suite: "
+             + ", ".join(sorted(col.FAMILIES)) + "; --suite real: "
+             + ", ".join(conformance.FAMILIES) + "; --contended: "
+             + ", ".join(_contended.CASES) + "; --scaling: "
+             + ", ".join(_scaling.GRIDS) + " (default: qwise for the synthetic "
+             "benchmarks, every family of the others)")
+    p.add_argument("--families", dest="families_alias", action="extend",
+                   type=fam_type, default=None, help=argparse.SUPPRESS)
     p.add_argument("--only", action="append",
                    help="collection: instance name (repeatable)")
-    p.add_argument("--methods", help="comma-separated methods; collection: exact "
-                                     "and registered names (fast, subgradient, "
-                                     "newton, ...); Qwise synthetic: among "
-                                     "exact,straightforward,fast,fast@1e-4,"
-                                     "subgradient")
-    p.add_argument("--repeat", type=int, default=None,
-                   help="collection: runs per method, the fastest reported "
-                        "(default 1)")
-    p.add_argument("--sizes", help="Qwise synthetic: comma-separated DxN, e.g. "
-                                   "20x1000,100x1e5 (default: 20x1000,40x2000,"
-                                   "60x2000,100x1e5,100x1e6)")
+    coll_methods = ["exact"] + sorted({m for f in col.METHODS.values() for m in f})
+    from .qwise import _bench as qbench
+
+    p.add_argument("--methods", type=_list_type(what="method"), metavar="M[,M...]",
+                   help="comma-separated methods; collection: among "
+                        + ", ".join(coll_methods) + "; Qwise synthetic: among "
+                        + ", ".join(qbench.BENCH_METHODS) + "; --suite real: "
+                        "among " + ", ".join(sorted(
+                            {m for f in conformance.FAMILIES
+                             for m in conformance.METHODS[f]})))
+    p.add_argument("--repeat", type=_int_type(low=1), default=None,
+                   help="collection / --contended: runs per method (setting), "
+                        "the fastest reported; an integer >= 1 (default 1)")
+    others = [f for f in bench_fams if f != "qwise"]
+    p.add_argument("--sizes", type=_sizes_type, metavar="DxN[,DxN...]",
+                   help="the Qwise synthetic benchmark only (--family qwise, "
+                        "the default synthetic family): comma-separated DxN "
+                        "(D features, N constraints), e.g. 20x1000,100x1e5; "
+                        "default: each Qwise model's sizes, up to 100x1e6. The "
+                        "benchmarks of " + ", ".join(others) + " run fixed "
+                        "cases and refuse it")
     p.add_argument("--skip-straightforward", action="store_true",
                    help="Qwise synthetic: do not solve the declared CVXPY model")
-    p.add_argument("--max-seconds", type=float, default=None,
-                   help="synthetic / real: kill a run after this many seconds "
-                        "(reported as timeout)")
-    p.add_argument("--subgradient-maxiter", type=int, default=None,
+    p.add_argument("--max-seconds", type=_positive_float, default=None,
+                   metavar="S",
+                   help="synthetic / real / --contended / --scaling: kill a "
+                        "run after S > 0 seconds (reported as timeout)")
+    p.add_argument("--subgradient-maxiter", type=_int_type(low=1), default=None,
                    help="Qwise synthetic: default the solver's (above 1e4 "
                         "constraints the time budget usually ends the run first)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="synthetic: random_state of the data (default 0)")
+    p.add_argument("--seed", type=_int_type(low=0, high=_SEED_MAX), default=None,
+                   help="synthetic / --contended / --scaling: random_state of "
+                        "the data, an integer in [0, 2**32 - 1] (default 0)")
     p.add_argument("--no-isolate", action="store_true",
                    help="synthetic / real: run in this process (peak memory is "
-                        "then process-wide)")
+                        "then process-wide; no --max-seconds)")
     p.add_argument("--json", action="store_true", help="rows as JSON")
-    p.add_argument("--datasets", help="--suite real: comma-separated subset of "
-                                      "iris,wine,breast_cancer,digits,digits-pca30")
-    p.add_argument("--seeds", help="--suite real: comma-separated seeds "
-                                   "(default 0,1,2,3,4)")
-    p.add_argument("--families", help="--suite real / --contended: comma-separated "
-                                      "subset of qwise,mmc,constraintdml,rankdml,slr")
+    p.add_argument("--datasets", metavar="NAME[,NAME...]",
+                   type=_list_type(choices=conformance.DATASETS, what="dataset"),
+                   help="--suite real: comma-separated subset of "
+                        + ",".join(conformance.DATASETS))
+    p.add_argument("--seeds", metavar="S[,S...]",
+                   type=_list_type(item=_int_type(low=0, high=_SEED_MAX),
+                                   what="seed"),
+                   help="--suite real: comma-separated seeds, integers in "
+                        "[0, 2**32 - 1] (default "
+                        + ",".join(str(s) for s in conformance.DEFAULT_SEEDS) + ")")
     p.add_argument("--contended", action="store_true",
                    help="the threading benchmark: each family's fast solver "
                         "under the BLAS policy, on 1 and on all threads, idle "
@@ -976,8 +1281,13 @@ def build_parser(solve_family=None):
                    help="the scaling benchmark: each family's fast solver over "
                         "a grid of sizes on one BLAS thread; log-log slopes "
                         "and seconds per iteration against the machine's "
-                        "floor; --families selects families (several minutes)")
-    p.add_argument("--estimators", help="--suite real: comma-separated names")
+                        "floor; --family selects families (several minutes)")
+    estimators = sorted({e for f in conformance.FAMILIES
+                         for e in conformance.FAMILIES[f]})
+    p.add_argument("--estimators", metavar="NAME[,NAME...]",
+                   type=_list_type(choices=estimators, what="estimator"),
+                   help="--suite real: comma-separated names among "
+                        + ", ".join(estimators))
     p.set_defaults(func=_cmd_bench)
     return parser
 
@@ -1024,7 +1334,10 @@ def main(argv=None):
     """
     argv = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
     parser = build_parser(solve_family=_solve_family(argv))
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed
+        return exc.code if isinstance(exc.code, int) else 2
     if args.verbose:
         logging.basicConfig(
             level=logging.DEBUG if args.verbose > 1 else logging.INFO,

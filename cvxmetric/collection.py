@@ -112,6 +112,8 @@ __all__ = [
     "make_references",
     "run_method",
     "verify",
+    "verify_methods",
+    "verify_plan",
     "make_problems",
     "jsonable",
     "library_versions",
@@ -1190,10 +1192,15 @@ def iter_instances(root, family=None, only=None):
 
     Parameters
     ----------
+    family : str or sequence of str, optional
+        One family or several (in the order given).
     only : str or sequence of str, optional
         Restrict to these names; an unknown name raises.
     """
-    fams = [family] if family else families(root)
+    if isinstance(family, str):
+        fams = [family]
+    else:
+        fams = list(family) if family else families(root)
     if isinstance(only, str):
         only = [only]
     wanted = set(only or ())
@@ -1712,9 +1719,13 @@ class VerifyRow:
     seconds : float
         Wall-clock time of the method.
     exact_seconds : float
-        The stored exact solve time.
+        Wall-clock time of the instance's exact solve in the same run of
+        :func:`verify` (NaN when the exact path was not run there).
     speedup : float
-        ``exact_seconds / seconds``.
+        ``exact_seconds / seconds`` for a method other than ``"exact"``
+        (NaN when the exact path was not run in the same call, or failed):
+        both times are measured on the same machine in the same run, never
+        against the reference's stored time.
     status : str
         The method's status word.
     passed : bool
@@ -1755,9 +1766,16 @@ def run_method(family, method, data):
         return methods[method](data)
 
 
+def _run_exact(inst, data):
+    """The family's certified exact path (``UserWarning`` silenced: the
+    certificate and the comparison with the reference judge it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return inst.spec.exact(data)
+
+
 def _verify_one(inst, ref, method):
-    row = VerifyRow(inst.family, inst.name, method, reference=ref.objective,
-                    exact_seconds=ref.exact_seconds)
+    row = VerifyRow(inst.family, inst.name, method, reference=ref.objective)
     try:
         row.tolerance = float(tolerance(inst.family, method))
     except KeyError:
@@ -1770,13 +1788,15 @@ def _verify_one(inst, ref, method):
         return row
     t0 = time.perf_counter()
     try:
-        res = run_method(inst.family, method, data)
+        if method == "exact":
+            res = _run_exact(inst, data)
+        else:
+            res = run_method(inst.family, method, data)
     except Exception as exc:  # a crashing method is a failed row, not a crash
         row.seconds = time.perf_counter() - t0
         row.error = f"{type(exc).__name__}: {exc}"
         return row
     row.seconds = time.perf_counter() - t0
-    row.speedup = row.exact_seconds / max(row.seconds, 1e-12)
     row.status = str(res.status)
     M = np.asarray(res.M, dtype=float)
     d = ref.M.shape[0]
@@ -1801,19 +1821,60 @@ def _verify_one(inst, ref, method):
     return row
 
 
-def verify(root, family=None, methods=None, only=None, *, progress=False):
+def verify_methods(family):
+    """The methods :func:`verify` runs on ``family`` by default: its
+    registered fast methods, else (a family without one, e.g. OMDML, whose
+    online algorithm is not a solver of the batch problem) its exact path.
+    """
+    return list(METHODS.get(family, {})) or ["exact"]
+
+
+def verify_plan(root, family=None, methods=None, only=None, *, with_exact=False):
+    """The runs :func:`verify` makes, without running them.
+
+    Returns
+    -------
+    list of (Instance, list of str)
+        Each selected instance and the methods run on it (``"exact"``
+        first when it is among them); instances no selected method applies
+        to are left out.
+    """
+    plan = []
+    for inst in iter_instances(root, family, only):
+        names = list(methods) if methods else verify_methods(inst.family)
+        if with_exact and "exact" not in names:
+            names.insert(0, "exact")
+        known = ["exact"] + list(METHODS.get(inst.family, {}))
+        names = [m for m in names if m in known]
+        if inst.spec.applies is not None:
+            names = [m for m in names
+                     if m == "exact" or inst.spec.applies(m, inst.hyperparameters)]
+        names.sort(key=lambda m: m != "exact")  # stable: exact first
+        if names:
+            plan.append((inst, names))
+    return plan
+
+
+def verify(root, family=None, methods=None, only=None, *, with_exact=False,
+           progress=False):
     """Run every registered fast method on every instance against its reference.
 
     Parameters
     ----------
     root : str or Path
-    family : str, optional
+    family : str or sequence of str, optional
     methods : sequence of str, optional
-        Default: every method registered for the family.
+        ``"exact"`` (the family's certified exact path) and registered
+        method names; a name a family does not have is skipped there.
+        Default: :func:`verify_methods` of each family (its fast methods,
+        else its exact path).
     only : str or sequence of str, optional
         Instance names.
+    with_exact : bool
+        Also run the exact path of every instance, so that ``speedup``
+        compares times measured in this run.
     progress : bool
-        Show a tqdm progress bar on stderr.
+        Show a tqdm progress bar on stderr; it counts the rows returned.
 
     Returns
     -------
@@ -1821,29 +1882,49 @@ def verify(root, family=None, methods=None, only=None, *, progress=False):
         A row fails when ``|gap| > tolerance(family, method)``, ``M`` is not PSD,
         the method raised, or the reference is missing, stale or invalid
         (one row with ``method="-"``).
+
+    Raises
+    ------
+    ValueError
+        When the selection holds no run (no selected instance has one of
+        ``methods``).
     """
     from tqdm import tqdm
 
     jobs = []
-    for inst in iter_instances(root, family, only):
-        names = list(methods) if methods else list(METHODS.get(inst.family, {}))
-        if inst.spec.applies is not None:
-            names = [m for m in names if inst.spec.applies(m, inst.hyperparameters)]
-        jobs.append((inst, names))
-    total = sum(max(1, len(n)) for _, n in jobs)
+    for inst, names in verify_plan(root, family, methods, only,
+                                   with_exact=with_exact):
+        status, ref = reference_status(root, inst)
+        jobs.append((inst, names, status, ref))
+    if not jobs:
+        raise ValueError(
+            "methods: nothing to verify; no selected instance"
+            + (f" of family {family!r}" if isinstance(family, str) else "")
+            + (f" has method(s) {list(methods)}" if methods else "")
+            + " (`cvxmetric solve FILE --list-methods` lists a family's methods).")
+    # one bar step per row returned: a stale reference is one row
+    total = sum(len(n) if status == "current" else 1 for _, n, status, _ in jobs)
     rows = []
     with tqdm(total=total, disable=not progress, unit="run", leave=False) as bar:
-        for inst, names in jobs:
-            status, ref = reference_status(root, inst)
+        for inst, names, status, ref in jobs:
             if status != "current":
                 rows.append(VerifyRow(inst.family, inst.name, "-", status=status,
                                       error=f"reference {status}: {ref}"))
-                bar.update(max(1, len(names)))
+                bar.update(1)
                 continue
+            inst_rows = []
             for method in names:
                 bar.set_description(f"{inst.name}/{method}")
-                rows.append(_verify_one(inst, ref, method))
+                inst_rows.append(_verify_one(inst, ref, method))
                 bar.update(1)
+            exact = next((r for r in inst_rows if r.method == "exact"
+                          and r.error is None and np.isfinite(r.seconds)), None)
+            if exact is not None:  # both times of this run
+                for r in inst_rows:
+                    r.exact_seconds = exact.seconds
+                    if r.method != "exact" and np.isfinite(r.seconds):
+                        r.speedup = exact.seconds / max(r.seconds, 1e-12)
+            rows.extend(inst_rows)
     return rows
 
 

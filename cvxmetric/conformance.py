@@ -779,7 +779,13 @@ def report(rows):
 
 
 def _parse_list(text, cast=str):
-    return None if text is None else [cast(t) for t in text.split(",") if t.strip()]
+    """``"a,b"`` (or a list already parsed, as ``cvxmetric bench`` gives)
+    -> ``[cast(a), cast(b)]``; ``None`` stays ``None``."""
+    if text is None:
+        return None
+    if isinstance(text, (list, tuple)):
+        return [cast(t) for t in text]
+    return [cast(t) for t in text.split(",") if t.strip()]
 
 
 def main(argv=None):
