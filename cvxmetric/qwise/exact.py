@@ -456,13 +456,15 @@ class QwiseVectorModel:
     """
 
     def __init__(self, data, *, _feature_scale=1.0):
-        # _feature_scale = sigma (a power of two): the internal twin of
-        # solve_vector_exact, over Psi / sigma and w~ = sigma w, so that
-        # ||w||^2 = ||w~||^2 / sigma^2; 1 declares the problem as printed
+        # _feature_scale = sigma (powers of two, one per feature): the
+        # internal twin of solve_vector_exact, over Psi_j / sigma_j and
+        # w~_j = sigma_j w_j, so that ||w||^2 = sum_j w~_j^2 / sigma_j^2;
+        # 1 declares the problem as printed
         self.data = data
-        self.sigma = float(_feature_scale)
+        self.sigma = np.broadcast_to(np.asarray(_feature_scale, dtype=float),
+                                     (data.n_features,)).copy()
         nonneg = data.nonneg
-        twin = self.sigma != 1.0
+        twin = bool(np.any(self.sigma != 1.0))
         if twin:
             data = data.scaled(self.sigma)
         # [declare:qwise-eq14]
@@ -474,7 +476,8 @@ class QwiseVectorModel:
         t_p = cp.multiply(data.y, data.P @ w - b)      # (n_pairs,), Eq. 27's sign
         objective = 0.5 * (cp.sum_squares(w) + cp.square(b))
         if twin:
-            objective = 0.5 * (cp.sum_squares(w) / self.sigma ** 2 + cp.square(b))
+            objective = 0.5 * (cp.sum_squares(cp.multiply(1.0 / self.sigma, w))
+                               + cp.square(b))
         cons = {}
         if data.loss == "hinge":
             if data.n_quadruplets:
@@ -588,7 +591,7 @@ def solve_vector_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     Notes
     -----
     Features far from unit scale are solved through a twin over
-    ``Psi / 2^k`` (:meth:`QwiseVectorData.feature_scale`,
+    ``Psi_j / 2^k_j`` (:meth:`QwiseVectorData.feature_scale`,
     :meth:`QwiseVectorData.scaled`); the declared problem is
     :class:`QwiseVectorModel` as printed, and the result is certified on
     it.

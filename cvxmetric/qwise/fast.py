@@ -1045,7 +1045,7 @@ class ProjectedNewton(IterativeSolver):
         (:meth:`~cvxmetric.qwise.QwiseVectorData.scaled`); the result is
         mapped back and certified on ``data`` itself."""
         sigma = data.feature_scale()
-        if sigma == 1.0:
+        if np.all(sigma == 1.0):
             return super().run(data, init, warn=warn)
         twin = data.scaled(sigma)
         if init is not None:
