@@ -131,13 +131,13 @@ def _list_type(item=None, choices=None, what="value"):
                 raise argparse.ArgumentTypeError(f"{what} {t!r}: {exc}") from None
         repeated = sorted({str(v) for k, v in enumerate(out) if v in out[:k]})
         if repeated:
-            raise argparse.ArgumentTypeError(f"{what}s given twice: {repeated}.")
+            raise argparse.ArgumentTypeError(f"given twice: {repeated}.")
         known = choices() if callable(choices) else choices
         if known is not None:
             unknown = [v for v in out if v not in known]
             if unknown:
                 raise argparse.ArgumentTypeError(
-                    f"unknown {what}(s) {unknown}; choose among "
+                    f"unknown {unknown}; choose {what}s among "
                     f"{', '.join(known)}.")
         return out
     return parse
@@ -726,7 +726,8 @@ def _synthetic_takes(family, name):
     import inspect
 
     mod = importlib.import_module(f".{family}._bench", __package__)
-    return name in inspect.signature(mod.run_bench).parameters
+    params = inspect.signature(mod.run_bench).parameters
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def _check_bench_options(args, suite):

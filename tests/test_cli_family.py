@@ -533,3 +533,293 @@ def test_parser_defaults_match_the_readme():
     readme = (REPO / "README.md").read_text()
     line = next(ln for ln in readme.splitlines() if ln.startswith("| `cvxmetric bench`"))
     assert "on the collection" in line
+
+
+# ---------------------------------------------------------------------------
+# every command says what it did: refusals up front, true labels
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch):
+    """Every benchmark runner and the real-data suite fail the test if called."""
+    import importlib
+
+    from cvxmetric import _contended, _scaling, cli, conformance
+
+    def ran(*args, **kwargs):
+        raise AssertionError("a run started although the command was refused")
+
+    monkeypatch.setattr(bench, "run_collection_bench", ran)
+    monkeypatch.setattr(qbench, "run_bench", ran)
+    monkeypatch.setattr(conformance, "run_suite", ran)
+    monkeypatch.setattr(_contended, "run_contended", ran)
+    monkeypatch.setattr(_scaling, "run_scaling", ran)
+    for fam in cli._bench_families():
+        if fam != "qwise":
+            mod = importlib.import_module(f"cvxmetric.{fam}._bench")
+            monkeypatch.setattr(mod, "run_bench", ran)
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["--suite", "real", "--seeds", "a"], "--seeds"),
+    (["--suite", "real", "--seeds", "1.5"], "--seeds"),
+    (["--suite", "real", "--seeds", "-1"], "--seeds"),
+    (["--suite", "real", "--seeds", ","], "--seeds"),
+    (["--suite", "real", "--seeds", "0,,1"], "--seeds"),
+    (["--suite", "real", "--seeds", "0,0"], "--seeds"),
+    (["--suite", "real", "--datasets", ","], "--datasets"),
+    (["--suite", "real", "--datasets", "mnist"], "--datasets"),
+    (["--suite", "real", "--families", ","], "--families"),
+    (["--suite", "real", "--family", ","], "--family"),
+    (["--suite", "real", "--estimators", ","], "--estimators"),
+    (["--suite", "real", "--estimators", "LMNN"], "--estimators"),
+    (["--contended", "--repeat", "-1"], "--repeat"),
+    (["--contended", "--repeat", "0"], "--repeat"),
+    (["--contended", "--repeat", "x"], "--repeat"),
+    (["--scaling", "--seed", "-1"], "--seed"),
+    (["--family", "ldml", "--seed", "-1"], "--seed"),
+    (["--family", "ldml", "--seed", "4294967296"], "--seed"),
+    (["--family", "mmc", "--max-seconds", "inf"], "--max-seconds"),
+    (["--family", "mmc", "--max-seconds", "-2"], "--max-seconds"),
+    (["--sizes", "0x10"], "--sizes"),
+    (["--sizes", "2.5x10"], "--sizes"),
+    (["--sizes", ","], "--sizes"),
+    (["--methods", ","], "--methods"),
+    (["--subgradient-maxiter", "0"], "--subgradient-maxiter"),
+])
+def test_bench_refuses_malformed_values_naming_the_option(nothing_runs, capsys,
+                                                          argv, option):
+    code, out, err = run(capsys, "bench", "--root", REPO, *argv)
+    assert code == 2 and out == ""
+    assert f"argument {option}: " in err
+    assert "invalid literal" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, match", [
+    # a selection without any case
+    (["--suite", "real", "--estimators", "LDML", "--families", "qwise"],
+     "--suite real: the selection has no case"),
+    (["--suite", "real", "--family", "mmc", "--methods", "lowrank"],
+     "--suite real: the selection has no case"),
+    (["--suite", "collection", "--family", "omdml", "--methods", "fast"],
+     "--family/--methods: no selected instance has method(s) ['fast']"),
+    # --sizes: the Qwise benchmark only, also among several families
+    (["--family", "qwise,mmc", "--sizes", "20x1000"],
+     "--sizes: only for the Qwise benchmark"),
+    # both spellings of the family option
+    (["--family", "mmc", "--families", "slr"], "--families: a deprecated spelling"),
+    (["--family", "mmc,mmc"], "argument --family: given twice: ['mmc']"),
+    (["--family", "mmc", "--family", "mmc"], "--family: families given twice"),
+    (["--contended", "--family", "ldml"], "--family: --contended has no case of ldml"),
+    (["--scaling", "--families", "omdml"],
+     "--families: --scaling has no case of omdml"),
+    (["--family", "mmc", "--no-isolate", "--max-seconds", "5"],
+     "--max-seconds: needs isolated runs"),
+    (["--suite", "real", "--seed", "1"], "--seed: not used by --suite real"),
+])
+def test_bench_refuses_what_it_would_not_run(nothing_runs, capsys, argv, match):
+    code, out, err = run(capsys, "bench", "--root", REPO, *argv)
+    assert code == 2 and out == "" and match in err, err
+
+
+def test_bench_help_lists_the_families_of_each_mode(capsys):
+    from cvxmetric import _contended, _scaling, cli, conformance
+
+    out = " ".join(help_text(capsys, "bench", "--help").split())
+    assert "null" not in out
+    assert "[--families" not in out  # the alias is not offered in the usage line
+    assert "(--families is a deprecated spelling)" in out
+    for where, fams in [
+            ("Synthetic benchmarks (the default with --family):",
+             cli._bench_families()),
+            ("collection suite:", sorted(col.FAMILIES)),
+            ("--suite real:", list(conformance.FAMILIES)),
+            ("--contended:", list(_contended.CASES)),
+            ("--scaling:", list(_scaling.GRIDS))]:
+        assert f"{where} {', '.join(fams)}" in out
+    # --sizes names the benchmarks that refuse it
+    others = [f for f in cli._bench_families() if f != "qwise"]
+    assert f"The benchmarks of {', '.join(others)} run fixed cases" in out
+
+
+def test_bench_family_takes_a_list_and_the_old_spelling(monkeypatch, capsys):
+    import importlib
+
+    called = []
+
+    def fake(family):
+        def run_bench(max_seconds=None, seed=0, callback=None, **kw):
+            called.append((family, seed, kw))
+            row = bench.bench_row({"objective": 1.0, "seconds": 0.1,
+                                   "status": "optimal", "cert_rel_gap": 1e-9},
+                                  None, problem=f"{family}-synthetic",
+                                  method="fast", d=2, N=3, n=4)
+            callback(row)
+            return [row]
+        return run_bench
+
+    for fam in ("mmc", "slr"):
+        mod = importlib.import_module(f"cvxmetric.{fam}._bench")
+        monkeypatch.setattr(mod, "run_bench", fake(fam))
+    code, out, err = run(capsys, "bench", "--family", "mmc,slr", "--seed", "3")
+    assert code == 0, err
+    assert [c[:2] for c in called] == [("mmc", 3), ("slr", 3)]
+    assert "mmc-synthetic" in out and "slr-synthetic" in out
+    called.clear()
+    code, out, err = run(capsys, "bench", "--families", "slr", "--family", "mmc")
+    assert code == 2 and called == []
+    code, out, err = run(capsys, "bench", "--families", "slr", "--no-isolate")
+    assert code == 0 and "--families is deprecated" in err
+    assert called == [("slr", 0, {"isolate": False})]
+
+
+def test_bench_exits_1_when_a_run_failed(monkeypatch, capsys):
+    from cvxmetric.mmc import _bench as mmc_bench
+
+    def run_bench(max_seconds=None, seed=0, callback=None, **kw):
+        return [bench.bench_row({"error": "exit code 1: ValueError: boom"}, None,
+                                problem="mmc-synthetic", method="fast", d=2, N=3,
+                                n=4)]
+
+    monkeypatch.setattr(mmc_bench, "run_bench", run_bench)
+    code, out, err = run(capsys, "bench", "--family", "mmc")
+    assert code == 1 and "error" in out
+    assert "1 of 1 runs failed" in err and "boom" in err
+
+
+def test_bench_suite_real_takes_the_family_option(monkeypatch, capsys):
+    from cvxmetric import conformance
+
+    seen = {}
+
+    def run_suite(datasets, seeds, families, **kw):
+        seen.update(datasets=datasets, seeds=seeds, families=families, **kw)
+        return []
+
+    monkeypatch.setattr(conformance, "run_suite", run_suite)
+    monkeypatch.setattr(conformance, "report", lambda rows: "report")
+    code, out, err = run(capsys, "bench", "--suite", "real", "--family", "mmc",
+                         "--datasets", "iris", "--seeds", "1,2", "--estimators",
+                         "MMC", "--methods", "fast")
+    assert code == 0, err
+    assert (seen["datasets"], seen["seeds"], seen["families"]) == (
+        ["iris"], [1, 2], ["mmc"])
+    assert seen["estimators"] == ["MMC"] and seen["methods"] == ["fast"]
+
+
+def test_verify_refuses_unknown_methods_up_front(capsys, monkeypatch):
+    def ran(*args, **kwargs):
+        raise AssertionError("verify ran although its method was refused")
+
+    monkeypatch.setattr(col, "verify", ran)
+    code, out, err = run(capsys, "verify", "--root", REPO, "--method", "bogus")
+    assert code == 2 and out == ""
+    assert "argument --method: unknown method 'bogus'" in err
+    code, out, err = run(capsys, "verify", "--root", REPO, "--family", "qwise",
+                         "--method", "newton")
+    assert code == 2 and out == ""
+    assert "--method: 'newton' is not a method of family 'qwise'" in err
+
+
+def test_verify_a_family_without_fast_method_verifies_its_exact_path(capsys):
+    assert col.METHODS["omdml"] == {}  # the premise: OMDML has none
+    code, out, err = run(capsys, "verify", "--root", REPO, "--family", "omdml",
+                         "--only", "synthetic_skewed_theta", "--no-progress")
+    assert code == 0, out
+    rows = [ln.split() for ln in out.splitlines()
+            if ln.split()[:2] == ["omdml", "synthetic_skewed_theta"]]
+    assert [r[2] for r in rows] == ["exact"] and rows[0][-1] == "ok"
+    assert "1/1 passed" in out and "0/0" not in out
+    assert "omdml: no fast method is registered; its exact path was verified" in out
+    assert "verifying its exact path" in err
+    assert "speedup" not in out.splitlines()[0]  # nothing to compare with
+
+
+def test_verify_an_empty_selection_is_an_error(two_family_root, capsys):
+    code, out, err = run(capsys, "verify", "--root", two_family_root, "--method",
+                         "subgradient", "--family", "mmc")
+    assert code == 2 and out == "" and "--method" in err
+    # newton is an mmc method, but the qwise instance has none: only mmc rows
+    code, out, err = run(capsys, "verify", "--root", two_family_root, "--method",
+                         "lowrank", "--no-progress")
+    assert code == 2 and out == "" and "nothing to verify" in err
+
+
+def test_verify_speedup_only_from_times_of_the_same_run(two_family_root, capsys):
+    code, out, _ = run(capsys, "verify", "--root", two_family_root, "--family",
+                       "mmc", "--no-progress")
+    assert code == 0, out
+    assert "speedup" not in out.splitlines()[0]
+    assert "speedup: not shown, the exact path was not run" in out
+    code, out, _ = run(capsys, "verify", "--root", two_family_root, "--family",
+                       "mmc", "--with-exact", "--json", "--no-progress")
+    rows = json.loads(out)
+    assert code == 0 and rows[0]["method"] == "exact"
+    for r in rows[1:]:
+        assert r["exact_seconds"] == rows[0]["seconds"]
+        assert r["speedup"] == pytest.approx(rows[0]["seconds"] / r["seconds"])
+    code, out, _ = run(capsys, "verify", "--root", two_family_root, "--family",
+                       "mmc", "--with-exact", "--no-progress")
+    assert "speedup" in out.splitlines()[0]
+    assert "both measured in this run" in out and "stored exact" not in out
+
+
+def test_verify_progress_bar_counts_the_rows(two_family_root, monkeypatch):
+    import tqdm
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total, **kw):
+            self.total, self.done = total, 0
+            bars.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, n):
+            self.done += n
+
+        def set_description(self, text):
+            pass
+
+    monkeypatch.setattr(tqdm, "tqdm", Bar)
+    # a stale reference is one row
+    inst = col.load_instance(two_family_root, "qwise", "tiny")
+    col.write_instance(two_family_root, "qwise", "tiny", inst.arrays,
+                       hyperparameters={"regularizer": "trace", "C_q": 3.0})
+    rows = col.verify(two_family_root, progress=True, with_exact=True)
+    (bar,) = bars
+    assert bar.total == bar.done == len(rows)
+    assert [r.method for r in rows if r.family == "qwise"] == ["-"]
+
+
+def test_list_shows_the_regularizer_solved_with(capsys):
+    code, out, _ = run(capsys, "list", "--root", REPO, "--family", "ldml")
+    assert code == 0
+    for name in col.instance_names(REPO, "ldml"):
+        hp = col.load_instance(REPO, "ldml", name).hyperparameters
+        line = next(ln for ln in out.splitlines() if f" {name} " in ln)
+        want = "none (lam=0)" if hp["lam"] == 0 else hp["regularizer"]
+        assert f"  {want}  " in line
+    assert any("noreg" in n for n in col.instance_names(REPO, "ldml"))
+
+
+@pytest.mark.parametrize("command", ["list", "verify", "solve", "reference",
+                                     "make-problems", "bench"])
+def test_no_null_in_help(capsys, command):
+    assert "null" not in help_text(capsys, command, "--help")
+
+
+@pytest.mark.parametrize("family", sorted(BUNDLED))
+def test_no_null_in_a_family_help(capsys, family):
+    out = help_text(capsys, "solve", bundled(family), "--help")
+    assert "null" not in out
+    for name, default in col.FAMILIES[family].hyperparameters.items():
+        if default is None:
+            flag = "--" + name.replace("_", "-")
+            assert re.search(rf"{re.escape(flag)} \w+\s+.*not set by default", out)
