@@ -259,7 +259,9 @@ def _burg_spectral(z, lam):
     written without cancellation for ``z << 0``.
     """
     r = np.hypot(z, 2.0 * lam)  # no overflow of z * z
-    return np.where(z >= 0, (z + r) / (2.0 * lam), 2.0 * lam / (r - z))
+    with np.errstate(divide="ignore", over="ignore"):
+        # both branches are evaluated; the one not taken may divide by 0
+        return np.where(z >= 0, (z + r) / (2.0 * lam), 2.0 * lam / (r - z))
 
 
 def _burg_spectral_deriv(z, lam):
@@ -782,81 +784,120 @@ class RankData(FullOrDiagonal):
 
     def _burg_printed_map(self, S):
         # min_{A > 0, tr A = tau} (lam/2)(||A P||^2 - 2 logdet(A P) - d) - <S, A>
-        # by Newton's method on A (equality-constrained, damped), warm
-        # started from the last minimiser.  Gradient
-        # (lam/2)(A Q + Q A) - lam A^{-1} - S, Q = P^2; Hessian (row-major
-        # vec) (lam/2)(I (x) Q + Q (x) I) + lam A^{-1} (x) A^{-1}.
+        # by Newton's method (equality-constrained, damped), warm started
+        # from the last minimiser.  Gradient G = (lam/2)(A Q + Q A) -
+        # lam A^{-1} - S, Q = P^2; Hessian H[dA] = (lam/2)(dA Q + Q dA) +
+        # lam A^{-1} dA A^{-1}.
+        #
+        # The step is computed in the coordinates of the current point,
+        # dA = C Y C^T (A = C C^T, Cholesky): there the Hessian is
+        #     H_Y = lam I + (lam/2)(M1 (x) M2 + M2 (x) M1),
+        #     M1 = C^T C,  M2 = C^T Q C  (both PSD),
+        # so its eigenvalues are >= lam whatever the conditioning of A.  In
+        # the plain coordinates the logdet term's A^{-1} (x) A^{-1} reaches
+        # 1 / lambda_min(A)^2 while the quadratic term is of order
+        # 1 / lambda_max(A0hat)^2: with a large tau (hinges scaled by tau,
+        # so A nearly singular along the directions the triplets stretch)
+        # the ratio leaves float64 and the Cholesky factor of H fails.
+        # The trace constraint tr(C Y C^T) = <M1, Y> = r keeps its
+        # multiplier as before.
         lam, tau, d = self.lam, self.tau, self.n_features
         P = self.P
         Q = P @ P
         Id = np.eye(d)
-        e = Id.ravel()
-        quad = 0.5 * lam * (np.kron(Id, Q) + np.kron(Q, Id))
         S = 0.5 * (S + S.T)
         A = getattr(self, "_printed_warm", None)
         if A is None or not np.all(np.isfinite(A)):
             A = self.A0hat.copy()
 
-        def value(A):
+        def chol(A):
             try:
-                C = np.linalg.cholesky(A)
+                return np.linalg.cholesky(A)
             except np.linalg.LinAlgError:
-                return np.inf
+                return None
+
+        def value(A, C):
             AP = A @ P
             return (0.5 * lam * (float(np.sum(AP * AP))
                                  - 4.0 * float(np.sum(np.log(np.diag(C)))))
                     - float(np.sum(S * A)))
 
-        f = value(A)
-        nu = 0.0
-        prev = np.inf
-        for _ in range(100):
-            Ainv = np.linalg.inv(A)
-            Ainv = 0.5 * (Ainv + Ainv.T)
+        def newton_system(A, C):
+            Cinv = scipy.linalg.solve_triangular(C, Id, lower=True, check_finite=False)
+            Ainv = Cinv.T @ Cinv
             G = 0.5 * lam * (A @ Q + Q @ A) - lam * Ainv - S
             G = 0.5 * (G + G.T)
-            H = quad + lam * np.kron(Ainv, Ainv)
-            fac = scipy.linalg.cho_factor(H, check_finite=False)
-            Hg = scipy.linalg.cho_solve(fac, G.ravel(), check_finite=False)
-            He = scipy.linalg.cho_solve(fac, e, check_finite=False)
+            M1 = C.T @ C
+            M2 = C.T @ Q @ C
+            M2 = 0.5 * (M2 + M2.T)
+            HY = 0.5 * lam * (np.kron(M1, M2) + np.kron(M2, M1))
+            HY[np.diag_indices_from(HY)] += lam
+            fac = scipy.linalg.cho_factor(HY, check_finite=False)
+            He = scipy.linalg.cho_solve(fac, M1.ravel(), check_finite=False)
+            return G, M1, fac, He
+
+        C = chol(A)
+        if C is None:
+            A = self.A0hat.copy()
+            C = np.linalg.cholesky(A)
+        f = value(A, C)
+        # the minimiser of the spectral form (a closed form in nu) starts
+        # Newton near the boundary the logdet term creates, where damped
+        # steps from a distant start are short
+        As, _, self._printed_nu, _ = self._burg_map(S, getattr(self, "_printed_nu", None))
+        As = 0.5 * (As + As.T)
+        Cs = chol(As)
+        if Cs is not None:
+            fs = value(As, Cs)
+            if fs < f:
+                A, C, f = As, Cs, fs
+        prev = np.inf
+        for _ in range(100):
+            G, M1, fac, He = newton_system(A, C)
+            GY = (C.T @ G @ C).ravel()
+            Hg = scipy.linalg.cho_solve(fac, GY, check_finite=False)
+            e = M1.ravel()
             r = tau - float(np.trace(A))
             nu = -(r + float(e @ Hg)) / float(e @ He)
-            dA = -(Hg + nu * He).reshape(d, d)
+            Y = -(Hg + nu * He).reshape(d, d)
+            Y = 0.5 * (Y + Y.T)
+            dec = -float((GY + nu * e) @ Y.ravel())  # Y^T H_Y Y
+            dA = C @ Y @ C.T
             dA = 0.5 * (dA + dA.T)
-            dec = float((G + nu * Id).ravel() @ (-dA.ravel()))  # dA^T H dA
             scale = max(1.0, abs(f))
             if not dec > 1e-28 * scale or (dec <= 1e-16 * scale and dec >= 0.25 * prev):
                 break  # converged, or stalled at the round-off of f
             prev = dec
-            t = 1.0
+            # A + t dA = C (I + t Y) C^T is positive definite iff I + t Y is
+            ymin = float(np.linalg.eigvalsh(Y)[0])
+            t = 1.0 if ymin >= -0.5 else 0.5 / -ymin
             while t > 1e-12:
                 new = A + t * dA
-                f_new = value(new)
-                if f_new <= f - 0.25 * t * dec or (
-                        np.isfinite(f_new) and dec <= 1e-14 * max(1.0, abs(f))):
-                    break
+                new = 0.5 * (new + new.T)
+                Cn = chol(new)
+                if Cn is not None:
+                    f_new = value(new, Cn)
+                    if f_new <= f - 0.25 * t * dec or dec <= 1e-14 * scale:
+                        break
                 t *= 0.5
             if not t > 1e-12:
                 break
-            A, f = new, f_new
+            A, C, f = new, Cn, f_new
         A = 0.5 * (A + A.T)
         # the Lagrangian at the best multiplier for A, minus the strong
         # convexity slack: a rigorous lower bound on the inner minimum
-        Ainv = np.linalg.inv(A)
-        R = 0.5 * lam * (A @ Q + Q @ A) - lam * 0.5 * (Ainv + Ainv.T) - S
-        R = 0.5 * (R + R.T)
-        nu = -float(np.trace(R)) / d
-        R = R + nu * Id
+        G, M1, fac, He = newton_system(A, C)
+        nu = -float(np.trace(G)) / d
+        R = G + nu * Id
         AP = A @ P
-        logdet_AP = 2.0 * float(np.sum(np.log(np.diag(np.linalg.cholesky(A))))) \
-            - self.logdet_A0hat
+        logdet_AP = 2.0 * float(np.sum(np.log(np.diag(C)))) - self.logdet_A0hat
         tr = float(np.trace(A))
         lower = (0.5 * lam * (float(np.sum(AP * AP)) - 2.0 * logdet_AP - d)
                  - float(np.sum(S * A)) + nu * (tr - tau)
                  - float(np.sum(R * R)) / (2.0 * self._printed_modulus()))
         A = A * (tau / tr)
         self._printed_warm = A
-        return A, lower, nu, (fac, He)
+        return A, lower, nu, (fac, He, C, M1)
 
     def _printed_modulus(self):
         """Strong convexity modulus of ``(lam/2)||A P||_F^2``:
@@ -976,11 +1017,15 @@ class RankData(FullOrDiagonal):
             return (2.0 / lam) * (ASA - (np.trace(ASA) / np.trace(A2)) * A2)
         if self.printed_burg:
             # H dA + dnu I = dS, tr(dA) = 0 (H at the minimiser)
-            fac, He = cache
-            x = scipy.linalg.cho_solve(fac, np.asarray(dS, float).ravel(),
-                                       check_finite=False)
-            dnu = float(np.sum(x[::len(dS) + 1])) / float(np.sum(He[::len(dS) + 1]))
-            dA = (x - dnu * He).reshape(dS.shape)
+            # in the coordinates dA = C Y C^T of the map (see
+            # _burg_printed_map): H_Y Y + dnu M1 = C^T dS C, <M1, Y> = 0
+            fac, He, C, M1 = cache
+            dS = np.asarray(dS, float)
+            x = scipy.linalg.cho_solve(fac, (C.T @ dS @ C).ravel(), check_finite=False)
+            e = M1.ravel()
+            dnu = float(e @ x) / float(e @ He)
+            Y = (x - dnu * He).reshape(dS.shape)
+            dA = C @ Y @ C.T
             return 0.5 * (dA + dA.T)
         z, b, U = cache
         F1 = _divided_differences(z, b, lam)
