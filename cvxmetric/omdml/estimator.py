@@ -24,7 +24,7 @@ from .._solver import FitScopeMixin
 from .._validation import check_indices
 from ._problem import OMDMLData, check_theta, check_views
 from .exact import solve_exact
-from .fast import LowRankOMDML, OMDMLOnline
+from .fast import LowRankOMDML, OMDMLOnline, check_ranks
 
 __all__ = ["OMDML"]
 
@@ -45,8 +45,12 @@ class OMDML(FitScopeMixin, BaseEstimator):
         Hedge discount (Eq. 6).
     gamma : float >= 0, default=1.0
         Online update threshold: a triplet updates when ``f_t + gamma > 0``.
-    rank : int >= 1, optional
-        ``None``: OMDML (Algorithm 1); an integer: LOMDML (Algorithm 2).
+    rank : int >= 1 or sequence of int >= 1, optional
+        ``None``: OMDML (Algorithm 1); an integer, or one integer per view:
+        LOMDML (Algorithm 2) with ``M_i = W_i^T W_i`` of that rank.  A rank
+        above its view's dimension is capped at that dimension (the
+        paper's ``r = 50`` on a 37-dimensional view is rank 37 there); the
+        ranks used are in ``ranks_``.
     eta : float > 0, default=0.01
         LOMDML's learning rate (Eq. 7).
     project_every : int >= 1, default=1
@@ -81,13 +85,16 @@ class OMDML(FitScopeMixin, BaseEstimator):
     status_, certificate_, result_, n_iter_
     n_features_in_ : list of int
         The dimension of each view.
+    ranks_ : list of int or None
+        LOMDML (``rank`` given, ``solver="online"``): the rank of each
+        view's factor, ``min(rank_i, n_i)``; ``None`` otherwise.
     """
 
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, 1, closed="neither")],
         "gamma": [Interval(Real, 0, None, closed="left")],
-        "rank": [Interval(Integral, 1, None, closed="left"), None],
+        "rank": "no_validation",  # int or one per view: check_ranks
         "eta": [Interval(Real, 0, None, closed="neither")],
         "project_every": [Interval(Integral, 1, None, closed="left")],
         "projection": [StrOptions({"rank2", "full"})],
@@ -114,13 +121,19 @@ class OMDML(FitScopeMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _online(self, n_passes):
+    def _ranks(self, data):
+        """Per-view ranks (capped at the views' dimensions), or ``None``."""
+        if self.rank is None:
+            return None
+        return check_ranks(self.rank, data.dims, cap=True)
+
+    def _online(self, n_passes, ranks):
         common = dict(maxiter=n_passes, C=self.C, beta=self.beta, gamma=self.gamma,
                       theta0=self.theta)
-        if self.rank is None:
+        if ranks is None:
             return OMDMLOnline(project_every=self.project_every,
                                projection=self.projection, **common)
-        return LowRankOMDML(rank=self.rank, eta=self.eta,
+        return LowRankOMDML(rank=ranks, eta=self.eta,
                             random_state=self.random_state, **common)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -139,13 +152,15 @@ class OMDML(FitScopeMixin, BaseEstimator):
         self : OMDML
         """
         data = OMDMLData.from_views(views, triplets, C=self.C)
+        ranks = self._ranks(data)
         if self.theta is not None:
             check_theta(self.theta, data.n_views)
         if self.solver == "exact":
             result = solve_exact(data, self.theta, verbose=bool(self.verbose))
+            ranks = None
         else:
-            result = self._online(self.n_passes).run(data, warn=False)
-        return self._store(result, data)
+            result = self._online(self.n_passes, ranks).run(data, warn=False)
+        return self._store(result, data, ranks)
 
     def partial_fit(self, views, triplets):
         """Continue the stream with more triplets (one pass over them).
@@ -169,22 +184,33 @@ class OMDML(FitScopeMixin, BaseEstimator):
             raise ValueError("solver: partial_fit streams triplets; it needs "
                              "solver='online'.")
         data = OMDMLData.from_views(views, triplets, C=self.C)
+        ranks = self._ranks(data)
         state = getattr(self, "_stream_state", None)
         if state is not None and [M.shape[-1] for M in state.mats] != list(data.dims):
             raise ValueError("views: their dimensions differ from the earlier "
                              "partial_fit calls.")
+        if state is not None and ranks != getattr(self, "_stream_ranks", None):
+            def name(r):
+                return "full matrices (rank=None)" if r is None else f"ranks {list(r)}"
+            raise ValueError(
+                f"rank: the stream was started with {name(self._stream_ranks)} and "
+                f"rank={self.rank!r} now asks for {name(ranks)}; the learned "
+                f"matrices cannot continue under another rank -- call fit to "
+                f"start a new stream.")
         if self.theta is not None:
             check_theta(self.theta, data.n_views)
-        result = self._online(1).run(data, init=state, warn=False)
-        return self._store(result, data)
+        result = self._online(1, ranks).run(data, init=state, warn=False)
+        return self._store(result, data, ranks)
 
-    def _store(self, result, data):
+    def _store(self, result, data, ranks):
         self.result_ = dataclasses.replace(
             result, info={k: v for k, v in result.info.items() if k != "state"})
         self._stream_state = result.info.get("state")
+        self._stream_ranks = ranks
+        self.ranks_ = None if ranks is None else list(ranks)
         self.theta_ = np.asarray(result.info["theta"], dtype=float)
         self.metrics_ = [np.array(M) for M in result.info["metrics"]]
-        if self.solver == "online" and self.rank is not None:
+        if ranks is not None:
             self.components_ = [np.array(W) for W in result.info["factors"]]
         else:
             self.components_ = [components_from_metric(M) for M in self.metrics_]

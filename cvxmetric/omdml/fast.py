@@ -97,6 +97,48 @@ def _outer_gradient(qa, qb, a, b):
     return 2.0 * (np.outer(qa, a) - np.outer(qb, b))
 
 
+def check_ranks(rank, dims, *, cap):
+    """The rank of each view from ``rank`` (one integer, or one per view).
+
+    Parameters
+    ----------
+    rank : int >= 1 or sequence of int >= 1
+    dims : sequence of int
+        The views' dimensions.
+    cap : bool
+        Cap a rank above its view's dimension at that dimension (the
+        estimator); otherwise refuse it.
+
+    Returns
+    -------
+    tuple of int
+    """
+    def one(r, where):
+        if isinstance(r, (bool, np.bool_)) or not isinstance(r, Integral):
+            raise ValueError(f"rank: {where} must be an integer >= 1, got "
+                             f"{type(r).__name__}.")
+        if r < 1:
+            raise ValueError(f"rank: {where} must be >= 1, got {int(r)}.")
+        return int(r)
+
+    m = len(dims)
+    if isinstance(rank, (list, tuple, np.ndarray)):
+        if np.ndim(rank) != 1 or len(rank) != m:
+            raise ValueError(f"rank: one integer per view expected, got "
+                             f"{np.shape(rank)} for {m} views.")
+        ranks = [one(r, f"rank[{k}]") for k, r in enumerate(rank)]
+    else:
+        ranks = [one(rank, "rank")] * m
+    out = []
+    for k, (r, n) in enumerate(zip(ranks, dims)):
+        if r > n:
+            if not cap:
+                raise ValueError(f"rank: {r} exceeds the dimension {n} of views[{k}].")
+            r = int(n)
+        out.append(r)
+    return tuple(out)
+
+
 def mistake_bound(beta, z_counts, m):
     """Theorem 4.1's first bound: ``2 ln(1/beta) / (1 - beta) min_i sum_t
     z_t^(i) + 2 ln m / (1 - beta)``."""
@@ -284,8 +326,10 @@ class LowRankOMDML(_Online):
 
     Attributes
     ----------
-    rank : int >= 1
-        ``r`` (at most each view's dimension).
+    rank : int >= 1, or sequence of int >= 1 (one per view)
+        ``r`` (one for every view, or ``r_i`` per view); each at most its
+        view's dimension (the estimator caps a larger one, this solver
+        refuses it).
     eta : float > 0
         Learning rate of Eq. 7.
     random_state : int, RandomState instance or None
@@ -301,30 +345,42 @@ class LowRankOMDML(_Online):
 
     _parameter_constraints = {
         **_Online._parameter_constraints,
-        "rank": [Interval(Integral, 1, None, closed="left")],
+        "rank": "no_validation",  # an int or one per view: ranks() checks
         "eta": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state", None],
     }
 
+    def ranks(self, dims):
+        """The rank of each view: ``rank`` checked against the views'
+        dimensions ``dims`` (``ValueError`` naming ``rank``)."""
+        return check_ranks(self.rank, dims, cap=False)
+
     def _init_mats(self, data):
         rng = check_random_state(self.random_state)
         out = []
-        for k, n in enumerate(data.dims):
-            if self.rank > n:
-                raise ValueError(f"rank: {self.rank} exceeds the dimension {n} of "
-                                 f"views[{k}].")
-            Q, _ = np.linalg.qr(rng.normal(size=(n, self.rank)))
+        for n, r in zip(data.dims, self.ranks(data.dims)):
+            Q, _ = np.linalg.qr(rng.normal(size=(n, r)))
             out.append(Q.T.copy())  # (r, n) orthonormal rows
         return out
 
     def _open(self, mats, data):
-        # every view at once: the W_i as one block-diagonal (m r, sum_i n_i)
-        # matrix, so a triplet costs a few small numpy calls, not a few per view
-        r = self.rank
+        # every view at once: the W_i as one block-diagonal (sum_i r_i,
+        # sum_i n_i) matrix, so a triplet costs a few small numpy calls, not
+        # a few per view
+        ranks = tuple(W.shape[0] for W in mats)
+        if [W.shape[1] for W in mats] != list(data.dims) or ranks != self.ranks(data.dims):
+            raise ValueError(
+                f"rank: the stream's factors have ranks {list(ranks)} for views of "
+                f"dimensions {[W.shape[1] for W in mats]}, but rank={self.rank!r} on "
+                f"views of dimensions {list(data.dims)} asks for "
+                f"{list(self.ranks(data.dims))}; start a new stream (fit) after "
+                f"changing rank.")
         return {"X": np.hstack(data.views),  # (n, sum_i n_i)
                 "W": scipy.linalg.block_diag(*mats),
-                "mask": scipy.linalg.block_diag(*[np.ones((r, n)) for n in data.dims]),
-                "row_view": np.repeat(np.arange(data.n_views), r)}
+                "mask": scipy.linalg.block_diag(*[np.ones((r, n))
+                                                  for r, n in zip(ranks, data.dims)]),
+                "row_view": np.repeat(np.arange(data.n_views), ranks),
+                "ranks": ranks}
 
     @staticmethod
     def _scores(model, p, pp, pm):
@@ -345,14 +401,15 @@ class LowRankOMDML(_Online):
                 qa * act, qb * act, a, b)
 
     def _close(self, model, data):
-        W, r = model["W"], self.rank
+        W = model["W"]
         if not np.all(np.isfinite(W)) or float(np.max(np.abs(W))) > _DIVERGED:
             raise SolverError(
                 f"eta: LOMDML diverged (|W| reached {float(np.max(np.abs(W))):.3g}) "
                 f"with the constant learning rate eta={self.eta:g}; lower it, or "
                 f"scale the features to [0, 1] as the paper does.")
-        offs = np.cumsum((0,) + data.dims)
-        return tuple(W[i * r:(i + 1) * r, offs[i]:offs[i + 1]].copy()
+        offs = np.cumsum((0,) + tuple(data.dims))
+        rows = np.cumsum((0,) + model["ranks"])
+        return tuple(W[rows[i]:rows[i + 1], offs[i]:offs[i + 1]].copy()
                      for i in range(data.n_views))
 
     @staticmethod
