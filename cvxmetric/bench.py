@@ -2,7 +2,8 @@
 
 ``cvxmetric bench`` (no option) times every method -- the certified exact
 solve and each registered fast method -- on every instance of the problem
-collection (:func:`run_collection_bench`, a few tens of seconds).
+collection (:func:`run_collection_bench`; 131 runs, about 30 s of CPU
+time).
 
 Each family's synthetic benchmark lives beside its solvers
 (``cvxmetric/<family>/_bench.py``, ``cvxmetric bench --family F``); they

@@ -4,14 +4,21 @@ Subcommands::
 
     cvxmetric list            [--family F]
     cvxmetric verify          [--family F] [--method M ...] [--only NAME ...]
+                              [--with-exact]
     cvxmetric solve FILE      [--method M] [--json] [the family's options]
     cvxmetric solve [FILE]    --list-methods [--family F]
     cvxmetric reference       [--family F] [--only NAME ...] [--scs-tol T]
                               (--in-place | --out DIR | --dry-run)
     cvxmetric make-problems   [FAMILY ...] (--in-place | --out DIR | --check)
-    cvxmetric bench           [--family F] [--only NAME ...] [--methods M,...]
-    cvxmetric bench           --family F | --sizes 20x1000,... (synthetic)
-    cvxmetric bench           --suite real [...]
+    cvxmetric bench           [--family F,...] [--only NAME ...] [--methods M,...]
+    cvxmetric bench           --family F,... (synthetic; Qwise: --sizes DxN,...)
+    cvxmetric bench           --suite real [--family F,...] [--seeds S,...] [...]
+    cvxmetric bench           --contended | --scaling [--family F,...]
+
+Every option value is checked when the command line is read (argparse
+``type`` functions): a malformed number, an empty list or an unknown name
+ends with exit status 2 and a message naming the option, before anything
+runs; so does a selection that holds no run.
 
 ``solve`` derives the family of ``FILE`` (the manifest beside it, else its
 array names) and offers that family's methods and hyperparameter options:
@@ -24,7 +31,9 @@ Every subcommand takes ``--root DIR`` (else ``$CVXMETRIC_ROOT``, else the
 current directory if it has ``problems/``, else the repository next to the
 installed package).  Exit codes: 0 success, 1 a check failed (``verify``,
 ``reference``, ``make-problems --check``, a failed run of ``bench``'s
-collection suite), 2 bad input or a solver error.
+collection suite, a run of a synthetic or scaling benchmark that ended with
+an error), 2 bad input or a solver error.  :func:`main` returns the exit
+status, argparse's usage errors and ``--help`` included.
 Tables go to stdout; progress and diagnostics to stderr.
 """
 
@@ -1194,8 +1203,9 @@ def build_parser(solve_family=None):
              "synthetic benchmark (--family F) or the real-data suite "
              "(--suite real)",
         description="Without options: time the exact solve and every fast "
-                    "method on every instance of the collection (about a "
-                    "minute of CPU). --family F (or --suite synthetic, "
+                    "method on every instance of the collection (131 runs, "
+                    "about 30 s of CPU time; a minute of wall time on a "
+                    "loaded 2-core machine). --family F (or --suite synthetic, "
                     "--sizes): F's synthetic benchmark at its benchmark sizes "
                     "(Qwise: up to 10^6 constraints, many minutes). --suite "
                     "real: the conformance suite on scikit-learn's datasets. "

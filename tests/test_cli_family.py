@@ -205,7 +205,8 @@ def test_an_option_of_another_family_is_refused(capsys, family, option):
 
 
 @pytest.mark.parametrize("family, option, value, match", [
-    ("rankdml", "--lam", "0", r"--lam: must be a float in the range \(0\.0, inf\)"),
+    # -1: refused whether lam = 0 is (RankDML's lam in (0, inf) or [0, inf))
+    ("rankdml", "--lam", "-1", r"--lam: must be a float in the range [(\[]0\.0, inf\)"),
     ("rankdml", "--lam", "nan", "--lam: must be finite, got nan"),
     ("rankdml", "--tau", "inf", "--tau: must be finite, got inf"),
     ("rankdml", "--tau", "-1", r"--tau: must be a float in the range \(0\.0"),
