@@ -33,6 +33,8 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh
 from scipy.special import expit
 
+from ._budget import expired
+
 __all__ = ["polish", "POLISH_RANK"]
 
 #: Largest face polished: ``k (k + 1) / 2 + 1`` Newton unknowns (3 241 at
@@ -163,6 +165,8 @@ def _newton(data, Psi, U, Z, b, maxiter=60):
     Hessian is not positive: not a rank-``k`` minimiser)."""
     f, quiet = None, 0
     for _ in range(maxiter):
+        if expired():
+            break  # the fit's budget: the point so far (judged by its certificate)
         chart = _Chart(data, Psi, U, Z)
         if f is None:
             f = chart.value(np.zeros(chart.nz + chart.ne + 1), b)
@@ -284,6 +288,8 @@ def _grow(data, Psi, Mr, b, k):
 def polish(data, M, b, max_candidates=2):
     """Polished points ``(M, b)`` from the solver's ``(M, b)``, the most
     promising first (module docstring); possibly none."""
+    if expired():
+        return []
     Q = data.span()  # (D, r) orthonormal
     if Q.shape[1] == 0:
         return []
@@ -300,6 +306,8 @@ def polish(data, M, b, max_candidates=2):
     ranks += [int(np.sum(w > t * w[0])) for t in _THRESHOLDS]
     seen, found = set(), []
     for k in ranks:
+        if expired():
+            break
         if k in seen or k < 1 or k > POLISH_RANK:
             continue
         seen.add(k)

@@ -29,6 +29,7 @@ in ``fit``) moves ``threshold_`` only, as metric-learn does; ``b_`` and
 ``predict_proba`` keep the model's value.
 """
 
+import functools
 import logging
 import math
 import warnings
@@ -47,6 +48,7 @@ from .._validation import check_finite, check_pair_labels, check_samples
 from .._base import components_from_metric
 from ..result import ProblemSizeError, Status
 from ..constraints import tuples_to_indices
+from ._budget import budget, expired, remaining
 from ._mildml import BagPairs, check_bags, fit_mildml
 from ._naming import label_instances
 from .exact import REGULARIZERS, LDMLData, _sigmoid, solve_exact
@@ -88,6 +90,13 @@ _SHARED = {
 }
 
 
+def _left(est):
+    """What is left of the fit's ``max_time`` (``None`` without one)."""
+    if est.max_time is None:
+        return None
+    return max(remaining(), 1e-9)
+
+
 def _options(est):
     out = {}
     if est.tol is not None:
@@ -95,13 +104,23 @@ def _options(est):
     if est.max_iter is not None:
         out["maxiter"] = est.max_iter
     if est.max_time is not None:
-        out["max_time"] = est.max_time
+        out["max_time"] = _left(est)
     return out
 
 
 def _fast_options(est):
     """:func:`~cvxmetric.ldml.solve_fast`'s keywords from the estimator's."""
-    return {"tol": est.tol, "maxiter": est.max_iter, "max_time": est.max_time}
+    return {"tol": est.tol, "maxiter": est.max_iter, "max_time": _left(est)}
+
+
+def _budgeted(fit):
+    """``fit`` within the estimator's ``max_time``, every phase included
+    (data preparation, solver, certificate, polish, rounds)."""
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        with budget(self.max_time):
+            return fit(self, *args, **kwargs)
+    return wrapper
 
 
 class _LDMLBase(MahalanobisMixin, BaseEstimator):
@@ -158,7 +177,8 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         the reported objective is that point's, and its certificate is the
         solver's dual bound against it."""
         L = components_from_metric(result.M) if L is None else np.asarray(L, dtype=float)
-        if loss is not None and np.isfinite(result.objective):
+        if loss is not None and np.isfinite(result.objective) \
+                and result.method != "zero" and math.isfinite(loss.lam):
             f = float(loss.value_grad(L, float(result.info["b"]), grad=False))
             if f != result.objective:
                 c = result.certificate
@@ -228,10 +248,10 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         Xu, k = self._units(X)
         zp = zero_point(Xu, pairs, s)
         lam = self._lam(zp, k)
-        loss = PairSet(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
         res = self._zero(zp, lam)
         if res is not None:
-            return self._store(res, D, k=k, loss=loss)
+            return self._store(res, D, k=k)
+        loss = PairSet(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
         if self.solver == "lowrank":
             res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
                               warn=False, **_options(self))
@@ -348,6 +368,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_budgeted
     def fit(self, pairs, y, calibration_params=None):
         """Learn ``(M, b)`` from labelled pairs.
 
@@ -442,6 +463,7 @@ n_features_in_
                                 **(self.kernel_params or {}))
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_budgeted
     def fit(self, X, y):
         """Learn ``(M, b)`` from every pair of samples.
 
@@ -500,7 +522,7 @@ n_features_in_
         loss.lam = self._lam(zp, k)
         res = self._zero(zp, loss.lam)
         if res is not None:
-            return self._store(res, D, k=k, loss=loss)
+            return self._store(res, D, k=k)
         if solver == "lowrank":
             res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
                               warn=False, **_options(self))
@@ -646,6 +668,7 @@ n_features_in_
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_budgeted
     def fit(self, bags, bag_labels):
         """Learn ``(L, b)`` from labelled bags.
 
@@ -740,6 +763,7 @@ n_features_in_
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_budgeted
     def fit(self, bags, bag_labels):
         """Alternate instance labelling (Eq. 11) and low-rank LDML.
 
@@ -787,6 +811,8 @@ n_features_in_
                 res.info["L"] = components_from_metric(res.M)[:d]
             L, b = res.info["L"], float(res.info["b"])
             Z = X @ L.T
+            if expired():
+                break  # max_time: the rounds so far
         self.n_rounds_ = rounds
         self.labels_ = labels
         self.classes_seen_ = classes

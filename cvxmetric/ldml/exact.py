@@ -51,6 +51,7 @@ from ..result import (
     SolverResult,
     UnboundedError,
 )
+from ._budget import expired
 from ._polish import polish
 
 __all__ = ["LDMLData", "solve_exact", "REGULARIZERS", "LEVEL_SDP_PAIRS", "LEVEL_SDP_MAX",
@@ -199,7 +200,7 @@ class LDMLData:
         out), weak duality gives ``<S, M> >= lambda_min(S + sum_p mu_p s_p
         C_p) tr M - kappa sum_p mu_p`` on the level set, and ``tr M* <=
         tau`` bounds the first term."""
-        if tau is None or not math.isfinite(tau):
+        if tau is None or not math.isfinite(tau) or expired():
             return -math.inf
         kappa = math.log(math.expm1(f_upper)) if f_upper < 700 else f_upper
         cache = getattr(self, "_level", None)
@@ -279,8 +280,9 @@ class LDMLData:
         SB = B.T @ (S + lam * np.eye(self.d)) @ B
         low_B = float(np.linalg.eigvalsh(0.5 * (SB + SB.T))[0])
         margin = 1e-12 * max(1.0, float(np.abs(SB).max())) * len(SB)
-        if low_B >= 0:
-            return ent
+        if low_B >= 0 or expired():
+            # past the fit's budget: no repair, no SDP (the bound so far)
+            return ent if low_B >= 0 else max(bounds)
         repaired = self._newton_repair(a, 0.5 * (SB + SB.T), margin)
         if repaired is not None:
             bounds.append(repaired)
@@ -369,6 +371,8 @@ class LDMLData:
         for _ in range(maxiter):
             if float(np.abs(np.linalg.eigvalsh(res)).max()) <= 0.5 * eps:
                 break
+            if expired():
+                return None
             HP = hess(P)
             pHp = float(np.sum(P * HP))
             if pHp <= 0:
@@ -416,6 +420,8 @@ class LDMLData:
         """
         if self._direction is not None:
             return self._direction if isinstance(self._direction, tuple) else None
+        if expired():
+            return None  # not kept: the budget of another fit may allow it
         if self.d > LEVEL_SDP_MAX or np.all(self.s > 0) or np.all(self.s < 0) \
                 or self.basis().shape[1] > DIRECTION_RANK:
             return None
@@ -491,7 +497,7 @@ class LDMLData:
         if self.strict_direction(solvers=solvers) is not None:
             self._attained = True
             return True
-        if self.n_pairs > LEVEL_SDP_PAIRS and not exhaustive:
+        if (self.n_pairs > LEVEL_SDP_PAIRS and not exhaustive) or expired():
             return None
         # a sample of half the pairs can miss those that keep the set from
         # being separable (digits-pca30's 2 000 pairs): once more on twice
@@ -553,6 +559,8 @@ class LDMLData:
         bound needed) or beyond ``LEVEL_SDP_PAIRS`` pairs, and when :meth:`attained` with
         ``exhaustive=False`` leaves attainment undecided."""
         if self.attained(solvers, exhaustive=exhaustive) is None:
+            return math.inf
+        if expired() and not (self.lam > 0):
             return math.inf
         cap = math.inf  # what the regulariser alone bounds
         if self.lam > 0 and self.regularizer == "trace":

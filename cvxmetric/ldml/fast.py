@@ -48,6 +48,7 @@ from .._linalg import project_psd, whitening_basis
 from .._solver import IterativeSolver, stop_message
 from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate, NotAttainedError, SolverResult, Status
+from ._budget import budget, expired
 from ._polish import polish
 from .exact import LEVEL_SDP_MAX, LEVEL_SDP_PAIRS, REGULARIZERS, LDMLData, _sigmoid
 
@@ -143,7 +144,7 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
         c = cert(data.dual_bound(M, b, None))
         if c.passed:
             return c, b
-    if sharpen and data.n_pairs <= LEVEL_SDP_PAIRS:
+    if sharpen and data.n_pairs <= LEVEL_SDP_PAIRS and not expired():
         # a dual point from the slopes at the Newton polish of the point
         # (the exact path's, ._polish): any dual point bounds F*, and the
         # slopes at a point whose gradient is ~0 are an accurate one, where
@@ -162,7 +163,7 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
         tau = data.trace_bound_at_zero()
     c = cert(data.dual_bound(M, b, tau))
     if sharpen and not c.passed and data.d <= LEVEL_SDP_MAX \
-            and data.n_pairs <= LEVEL_SDP_PAIRS:
+            and data.n_pairs <= LEVEL_SDP_PAIRS and not expired():
         c = cert(data.dual_bound(M, b, tau, f))
     return c, b
 
@@ -665,7 +666,7 @@ class LowRankLDML(IterativeSolver):
                                       solver=self.name, tolerances={"tol": self.tol})
         info = {"L": L, "b": state.b, "stationarity": state.error}
         if self.certify and self.rank == loss.n_features and loss.gram is None \
-                and loss.n_pairs <= CERTIFY_PAIRS:
+                and loss.n_pairs <= CERTIFY_PAIRS and not expired():
             cert, b = certify_point(loss.pair_data(), M, state.b, solver=self.name,
                                     tol=self.tol, sharpen=self.converged(state))
             if cert.objective <= state.f:  # b re-optimised: never worse
@@ -738,58 +739,59 @@ def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e
         ``info["L"]``, ``info["b"]``, ``info["objectives"]`` (each start's
         final ``F``), ``info["best_init"]``.
     """
-    _check_loss(loss)
-    if isinstance(n_init, bool) or not isinstance(n_init, Integral) or n_init < 1:
-        raise ValueError(f"n_init: expected an integer >= 1, got {n_init!r}.")
-    if isinstance(rank, bool) or not isinstance(rank, Integral) or rank < 1:
-        raise ValueError(f"rank: expected an integer >= 1, got {rank!r}.")
-    if rank > loss.n_features:
-        raise ValueError(f"rank: {rank} exceeds the {loss.n_features} input dimensions.")
-    rng = check_random_state(random_state)
-    gen = np.random.default_rng(rng.randint(2 ** 31 - 1))
-    t0 = time.perf_counter()
-    best, objectives = None, []
-    work, B = loss, None
-    if rank == loss.n_features:
-        # full rank: the problem is convex in M, and the descent from a
-        # random start ends at its optimum -- one start is enough.  It runs
-        # in the whitened coordinates of the data's span (the same problem,
-        # preconditioned: features of scales 1e3 and 1e-1 side by side
-        # otherwise take L-BFGS thousands of iterations)
-        n_init = 1
-        if loss.gram is None:
-            work, B = _whitened(loss)
-    run_rank = int(rank) if B is None else B.shape[1]
-    for k in range(int(n_init)):
-        left = None if max_time is None else max(0.0, max_time - (time.perf_counter() - t0))
-        solver = LowRankLDML(rank=run_rank, maxiter=maxiter, tol=tol, max_time=left,
-                             certify=False)
-        res = solver.run(work, _random_start(work, run_rank, gen), warn=False)
-        if B is not None:
-            # back to the input's coordinates: L = L' B^T, zero rows below
-            # the span's dimension
-            L = np.zeros((int(rank), loss.n_features))
-            L[:run_rank] = res.info["L"] @ B.T
-            res.info["L"], res.M = L, L.T @ L
-        res.info["init"] = k
-        objectives.append(res.objective)
-        if best is None or res.objective < best.objective:
-            best = res
-        if left is not None and time.perf_counter() - t0 >= max_time:
-            break
-    if certify:
-        M, cert, info = LowRankLDML(rank=int(rank), certify=True).finalize(
-            best.info["L"], _final_state(best), loss)
-        best = SolverResult(M=M, status=best.raw_status, objective=cert.objective,
-                            n_iter=best.n_iter, certificate=cert, method="lowrank",
-                            info={**best.info, **info}, raw_status=best.raw_status)
-    best.info["objectives"] = objectives
-    best.info["best_init"] = best.info.pop("init", 0)
-    best.time = time.perf_counter() - t0
-    if warn and best.raw_status != Status.OPTIMAL and best.status != Status.OPTIMAL:
-        warnings.warn(stop_message("lowrank LDML", best, max_time), ConvergenceWarning,
-                      stacklevel=2)
-    return best
+    with budget(max_time):
+        _check_loss(loss)
+        if isinstance(n_init, bool) or not isinstance(n_init, Integral) or n_init < 1:
+            raise ValueError(f"n_init: expected an integer >= 1, got {n_init!r}.")
+        if isinstance(rank, bool) or not isinstance(rank, Integral) or rank < 1:
+            raise ValueError(f"rank: expected an integer >= 1, got {rank!r}.")
+        if rank > loss.n_features:
+            raise ValueError(f"rank: {rank} exceeds the {loss.n_features} input dimensions.")
+        rng = check_random_state(random_state)
+        gen = np.random.default_rng(rng.randint(2 ** 31 - 1))
+        t0 = time.perf_counter()
+        best, objectives = None, []
+        work, B = loss, None
+        if rank == loss.n_features:
+            # full rank: the problem is convex in M, and the descent from a
+            # random start ends at its optimum -- one start is enough.  It runs
+            # in the whitened coordinates of the data's span (the same problem,
+            # preconditioned: features of scales 1e3 and 1e-1 side by side
+            # otherwise take L-BFGS thousands of iterations)
+            n_init = 1
+            if loss.gram is None:
+                work, B = _whitened(loss)
+        run_rank = int(rank) if B is None else B.shape[1]
+        for k in range(int(n_init)):
+            left = None if max_time is None else max(0.0, max_time - (time.perf_counter() - t0))
+            solver = LowRankLDML(rank=run_rank, maxiter=maxiter, tol=tol, max_time=left,
+                                 certify=False)
+            res = solver.run(work, _random_start(work, run_rank, gen), warn=False)
+            if B is not None:
+                # back to the input's coordinates: L = L' B^T, zero rows below
+                # the span's dimension
+                L = np.zeros((int(rank), loss.n_features))
+                L[:run_rank] = res.info["L"] @ B.T
+                res.info["L"], res.M = L, L.T @ L
+            res.info["init"] = k
+            objectives.append(res.objective)
+            if best is None or res.objective < best.objective:
+                best = res
+            if left is not None and time.perf_counter() - t0 >= max_time:
+                break
+        if certify:
+            M, cert, info = LowRankLDML(rank=int(rank), certify=True).finalize(
+                best.info["L"], _final_state(best), loss)
+            best = SolverResult(M=M, status=best.raw_status, objective=cert.objective,
+                                n_iter=best.n_iter, certificate=cert, method="lowrank",
+                                info={**best.info, **info}, raw_status=best.raw_status)
+        best.info["objectives"] = objectives
+        best.info["best_init"] = best.info.pop("init", 0)
+        best.time = time.perf_counter() - t0
+        if warn and best.raw_status != Status.OPTIMAL and best.status != Status.OPTIMAL:
+            warnings.warn(stop_message("lowrank LDML", best, max_time), ConvergenceWarning,
+                          stacklevel=2)
+        return best
 
 
 def _newton_finish(data, res):
@@ -841,48 +843,58 @@ def solve_fast(data, *, loss=None, maxiter=None, tol=None, max_time=None, warn=T
     SolverResult
         Method ``"fast"``; ``info["phases"]`` names the phases run.
     """
-    if not isinstance(data, LDMLData):
-        raise TypeError(f"data: expected LDMLData, got {type(data).__name__}.")
-    t0 = time.perf_counter()
-    if loss is None:
-        loss = PairSet.from_data(data)
-    else:
-        _check_loss(loss)
-        if loss.n_pairs != data.n_pairs or loss.lam != data.lam \
-                or loss.regularizer != data.regularizer or loss.gram is not None:
-            raise ValueError("loss: expected the pairs and regulariser of data.")
-        loss._data = data
-    # Without a regulariser, separable pairs are refused by the iterations
-    # (an iterate that puts every pair on its side of b proves it, within a
-    # second on the digits where the recession SDP takes a minute); a
-    # certificate that passes proves the point optimal
-    if np.all(data.s > 0) or np.all(data.s < 0):
-        data.attained()  # NotAttainedError: one label only
-    opts = {k: v for k, v in (("maxiter", maxiter), ("tol", tol)) if v is not None}
-    res = None
-    if data.n_pairs <= LEVEL_SDP_PAIRS:
-        # up to 5 000 pairs: L-BFGS to a loose stationarity, then Newton's
-        # method on the face of its point (._polish, exact second
-        # derivatives); on a rank-deficient optimum the square factor's
-        # iterations crawl (breast cancer's 80 pairs: 4 500 iterations, 3.8
-        # s, against 1 100 and a polish, 1.1 s, certified at 3e-15)
-        rough = fit_lowrank(loss, data.d, n_init=1, random_state=0, max_time=max_time,
-                            warn=False, certify=False,
-                            **{**opts, "tol": max(opts.get("tol", 0.0), NEWTON_FROM)})
-        res = _newton_finish(data, rough)
-    phases = ["lbfgs", "newton"] if res is not None else ["lbfgs"]
-    if res is None:
-        left = None if max_time is None else max(1e-3, max_time - (time.perf_counter() - t0))
-        res = fit_lowrank(loss, data.d, n_init=1, random_state=0,
-                          max_time=left, warn=False, **opts)
-    if not res.certificate.passed:
-        left = None if max_time is None else max(1e-3, max_time - (time.perf_counter() - t0))
-        res = ProjectedGradient(max_time=left, **opts).run(data, res, warn=False)
-        phases.append("projected_gradient")
-    res.method = "fast"
-    res.info["phases"] = phases
-    res.time = time.perf_counter() - t0
-    if warn and res.status != Status.OPTIMAL:
-        warnings.warn(stop_message("LDML fast", res, max_time), ConvergenceWarning,
-                      stacklevel=2)
-    return res
+    with budget(max_time):
+        if not isinstance(data, LDMLData):
+            raise TypeError(f"data: expected LDMLData, got {type(data).__name__}.")
+        t0 = time.perf_counter()
+        if loss is None:
+            loss = PairSet.from_data(data)
+        else:
+            _check_loss(loss)
+            if loss.n_pairs != data.n_pairs or loss.lam != data.lam \
+                    or loss.regularizer != data.regularizer or loss.gram is not None:
+                raise ValueError("loss: expected the pairs and regulariser of data.")
+            loss._data = data
+        # Without a regulariser, separable pairs are refused by the iterations
+        # (an iterate that puts every pair on its side of b proves it, within a
+        # second on the digits where the recession SDP takes a minute); a
+        # certificate that passes proves the point optimal
+        if np.all(data.s > 0) or np.all(data.s < 0):
+            data.attained()  # NotAttainedError: one label only
+        opts = {k: v for k, v in (("maxiter", maxiter), ("tol", tol)) if v is not None}
+        res = None
+        if data.n_pairs <= LEVEL_SDP_PAIRS:
+            # up to 5 000 pairs: L-BFGS to a loose stationarity, then Newton's
+            # method on the face of its point (._polish, exact second
+            # derivatives); on a rank-deficient optimum the square factor's
+            # iterations crawl (breast cancer's 80 pairs: 4 500 iterations, 3.8
+            # s, against 1 100 and a polish, 1.1 s, certified at 3e-15)
+            rough = fit_lowrank(loss, data.d, n_init=1, random_state=0, max_time=max_time,
+                                warn=False, certify=False,
+                                **{**opts, "tol": max(opts.get("tol", 0.0), NEWTON_FROM)})
+            res = _newton_finish(data, rough)
+            if res is None and expired():
+                # the budget is spent: L-BFGS's point, certified as it is
+                cert, b = certify_point(data, rough.M, rough.info["b"], solver="fast",
+                                        sharpen=False)
+                res = SolverResult(M=rough.M, status=rough.raw_status,
+                                   objective=cert.objective, n_iter=rough.n_iter,
+                                   certificate=cert, method="fast",
+                                   info={**rough.info, "b": b},
+                                   raw_status=rough.raw_status)
+        phases = ["lbfgs", "newton"] if res is not None else ["lbfgs"]
+        if res is None:
+            left = None if max_time is None else max(1e-3, max_time - (time.perf_counter() - t0))
+            res = fit_lowrank(loss, data.d, n_init=1, random_state=0,
+                              max_time=left, warn=False, **opts)
+        if not res.certificate.passed and not expired():
+            left = None if max_time is None else max(1e-3, max_time - (time.perf_counter() - t0))
+            res = ProjectedGradient(max_time=left, **opts).run(data, res, warn=False)
+            phases.append("projected_gradient")
+        res.method = "fast"
+        res.info["phases"] = phases
+        res.time = time.perf_counter() - t0
+        if warn and res.status != Status.OPTIMAL:
+            warnings.warn(stop_message("LDML fast", res, max_time), ConvergenceWarning,
+                          stacklevel=2)
+        return res
