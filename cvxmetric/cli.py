@@ -386,11 +386,6 @@ def _cmd_verify(args):
         if wrong:
             raise ValueError(f"--method: {wrong[0]!r} is not a method of family "
                              f"{args.family!r}; choose from {', '.join(own)}.")
-    fams = [args.family] if args.family else col.families(root)
-    exact_only = sorted(f for f in fams if not col.METHODS.get(f))
-    if not methods and exact_only:
-        _note(f"verify: {', '.join(exact_only)} registers no fast method; "
-              f"verifying its exact path against the stored reference")
     rows = col.verify(root, args.family, methods, args.only or None,
                       with_exact=args.with_exact, progress=not args.no_progress)
     # the speedup column only where exact and a fast method ran in this run
@@ -423,8 +418,8 @@ def _cmd_verify(args):
         elif has_fast:
             print("speedup: not shown, the exact path was not run in this "
                   "invocation (--with-exact runs it beside the fast methods)")
-        verified_exact = sorted({r.family for r in rows if r.method == "exact"}
-                                & set(exact_only))
+        verified_exact = sorted({r.family for r in rows if r.method == "exact"
+                                 and not col.METHODS.get(r.family)})
         if verified_exact and not methods:
             print(f"{', '.join(verified_exact)}: no fast method is registered; "
                   f"its exact path was verified")
@@ -773,7 +768,7 @@ def _check_bench_options(args, suite):
                     f"only for the Qwise benchmark (--family qwise); the "
                     f"benchmark of {others[0]} runs its fixed cases.")
         if args.no_isolate:
-            _refuse([f"--no-isolate" for f in others
+            _refuse(["--no-isolate" for f in others
                      if not _synthetic_takes(f, "isolate")],
                     "the benchmark of this family always isolates its runs.")
         if args.methods and "qwise" in families:

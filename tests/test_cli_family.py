@@ -733,7 +733,6 @@ def test_verify_a_family_without_fast_method_verifies_its_exact_path(capsys):
     assert [r[2] for r in rows] == ["exact"] and rows[0][-1] == "ok"
     assert "1/1 passed" in out and "0/0" not in out
     assert "omdml: no fast method is registered; its exact path was verified" in out
-    assert "verifying its exact path" in err
     assert "speedup" not in out.splitlines()[0]  # nothing to compare with
 
 
