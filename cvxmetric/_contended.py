@@ -132,7 +132,9 @@ def run_contended(families=tuple(CASES), *, max_seconds=300.0, seed=0,
         One row per family and condition: ``family``, ``solver``,
         ``problem``, ``condition``, ``policy`` / ``one`` / ``all`` (seconds,
         ``max_seconds`` for a run that was killed), ``ratio`` (policy over
-        the best forced time), ``status`` (of the policy's run).
+        the best forced time), ``status`` (of the policy's run; ``error``
+        when any of the row's runs raised), ``error`` (their messages, or
+        ``None``).
     """
     rows = []
     for condition in conditions:
@@ -142,7 +144,7 @@ def run_contended(families=tuple(CASES), *, max_seconds=300.0, seed=0,
             time.sleep(1.0)  # let it occupy a core (and the load sample see it)
         try:
             for family in families:
-                times, status = {}, None
+                times, status, errors = {}, None, []
                 for _ in range(repeat):
                     # interleaved, so that a change of load hits all three
                     for threads in THREADS:
@@ -151,6 +153,8 @@ def run_contended(families=tuple(CASES), *, max_seconds=300.0, seed=0,
                                            "cvxmetric._contended")
                         t = float(out.get("seconds", max_seconds))
                         times[threads] = min(times.get(threads, np.inf), t)
+                        if out.get("error") is not None and not out.get("timeout"):
+                            errors.append(f"{threads}: {out['error']}")
                         if threads == "policy":
                             status = out.get("status") or out.get("error")
                 best = min(times[1], times["all"])
@@ -158,7 +162,8 @@ def run_contended(families=tuple(CASES), *, max_seconds=300.0, seed=0,
                        "problem": CASES[family][1], "condition": condition,
                        "policy": times["policy"], "one": times[1],
                        "all": times["all"], "ratio": times["policy"] / best,
-                       "status": status}
+                       "status": "error" if errors else status,
+                       "error": "; ".join(errors) if errors else None}
                 rows.append(row)
                 if callback is not None:
                     callback(row)

@@ -857,7 +857,7 @@ def _cmd_contended(args):
         print("\nratio: the policy's seconds over the best of 1 and all BLAS "
               "threads in the same condition (target <= 1.1); a run killed at "
               "--max-seconds counts as that budget.")
-    return 0
+    return _failed_runs(rows)
 
 
 def _failed_runs(rows, what="runs"):

@@ -101,3 +101,26 @@ def test_the_whole_fit_case_times_the_estimator(monkeypatch):
     out = ct.run_case({"family": "mmc-fit", "threads": 1, "seed": 0})
     assert out["status"] == "optimal" and out["rel_gap"] <= 1e-6
     assert calls and "mmc-fit" in ct.FIT_CASES
+
+
+def test_a_failing_run_is_an_error_row_and_exit_1(capsys, monkeypatch):
+    # a run that raised is reported as such (status error, its message) and
+    # the command exits 1; a run killed at the budget is a time, not an error
+    def fake(case, *a):
+        if case["threads"] == 1:
+            return {"error": "exit code 1: boom"}
+        return {"seconds": 1.0, "status": "optimal"}
+
+    monkeypatch.setattr(ct, "run_isolated", fake)
+    rows = ct.run_contended(("mmc",), conditions=("idle",))
+    assert rows[0]["status"] == "error" and "boom" in rows[0]["error"]
+    monkeypatch.setattr(ct, "run_isolated", lambda case, *a: {
+        "error": "killed after 9 s", "timeout": True, "seconds": 9.0})
+    assert ct.run_contended(("mmc",), conditions=("idle",))[0]["error"] is None
+
+    def fake_contended(families, **kw):
+        return [dict(rows[0])]
+
+    monkeypatch.setattr(ct, "run_contended", fake_contended)
+    code, out, err = run(capsys, "bench", "--contended", "--family", "mmc")
+    assert code == 1 and "boom" in err
