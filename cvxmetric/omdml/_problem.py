@@ -36,6 +36,10 @@ __all__ = ["OMDMLData", "check_views", "check_theta"]
 
 _BLOCK = 8192  # triplets per block of the certificate's passes
 
+#: Largest squared difference length of a view accepted (see
+#: :meth:`OMDMLData._check_triplets`).
+MAX_SQ_DIST = 1e150
+
 
 def check_views(views, name="views"):
     """``views`` as a list of finite float arrays (n, n_i), the same ``n``."""
@@ -104,7 +108,52 @@ class OMDMLData:
         views = check_views(views)
         t = check_indices(triplets, "triplets", views[0].shape[0], width=3)
         C = check_scalar(C, "C", low=0.0, low_inclusive=False)
-        return cls(views=views, triplets=t, C=C)
+        data = cls(views=views, triplets=t, C=C)
+        data._check_triplets()
+        return data
+
+    def _check_triplets(self):
+        """Refuse triplets that carry no information, and views whose squared
+        distances the solvers cannot represent.
+
+        A triplet's term depends on the metrics only through
+        ``V_ti = a a^T - b b^T`` (``a = x_p - x_p+``, ``b = x_p - x_p-``),
+        which is 0 exactly when ``a = +-b``: then ``d_i(p, p+) - d_i(p, p-)
+        = 0`` for every metric (``(p, q, q)``, ``(p, p, p)``).  When that
+        holds in every view for every triplet, Eq. 3 does not depend on the
+        data (its optimum is ``M = 0`` whatever the views) and the online
+        learners update on noise: refused, naming ``triplets``.
+
+        Eq. 3 is not scale invariant (the unit margin fixes a scale), and
+        Algorithm 1 starts from ``M = I``, so its scores are squared
+        distances and its Passive-Aggressive step divides by their squares
+        (``||V||_F^2``, up to ``(|a|^2 + |b|^2)^2``).  A view whose squared
+        difference lengths exceed :data:`MAX_SQ_DIST` (``1e150``) would take
+        those squares past the float64 range (the objective became NaN at
+        features of 1e100); refused, naming the view.
+        """
+        informative = np.zeros(self.n_triplets, dtype=bool)
+        for rows, diffs in self._blocks():
+            for k, (A, B) in enumerate(diffs):
+                informative[rows] |= ~(np.all(A == B, axis=1) | np.all(A == -B, axis=1))
+                with np.errstate(over="ignore"):  # inf is refused just below
+                    top = max(float(np.max(np.einsum("ij,ij->i", A, A), initial=0.0)),
+                              float(np.max(np.einsum("ij,ij->i", B, B), initial=0.0)))
+                if not top <= MAX_SQ_DIST:
+                    raise ValueError(
+                        f"views[{k}]: squared distances between the triplets' items "
+                        f"reach {top:.3g}; Eq. 3 compares them with a unit margin "
+                        f"and the online learners square them again (above "
+                        f"{MAX_SQ_DIST:.0e} that leaves the floating-point range). "
+                        f"Rescale the view (the paper scales every feature to "
+                        f"[0, 1]); the optimum is not scale invariant.")
+        if self.n_triplets and not np.any(informative):
+            raise ValueError(
+                "triplets: none carries information: in every triplet (p, p+, p-) "
+                "and every view, x_p - x_p+ = +-(x_p - x_p-) (e.g. p+ = p-, or "
+                "p = p+ = p-), so d(p, p+) - d(p, p-) = 0 under every metric and "
+                "Eq. 3 does not depend on the data. Pass triplets whose items "
+                "differ.")
 
     def with_C(self, C):
         """The same data with another ``C``."""

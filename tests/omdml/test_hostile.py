@@ -1,0 +1,103 @@
+"""OMDML on hostile input: extreme scales and information-free triplets end
+in the right answer or a clear error naming the argument (never NaN, never
+a conic solver's allocation error, never "optimal" on no information)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from cvxmetric import OMDML
+from cvxmetric.omdml import OMDMLData
+
+
+def _data(n=40, T=80, seed=0):
+    rng = np.random.default_rng(seed)
+    views = [rng.random((n, d)) for d in (4, 3, 5)]
+    t = np.array([rng.choice(n, 3, replace=False) for _ in range(T)])
+    return views, t
+
+
+def _fit(solver, views, t, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        return OMDML(solver=solver, random_state=0, **kw).fit(views, t)
+
+
+@pytest.mark.parametrize("scale", [1e100, 1e150, 1e200])
+@pytest.mark.parametrize("solver", ["online", "exact"])
+@pytest.mark.parametrize("which", ["all", "one"])
+def test_huge_views_are_refused_naming_the_view(scale, solver, which):
+    views, t = _data()
+    if which == "all":
+        views = [v * scale for v in views]
+    else:  # one view at 1e150 next to unit views
+        views = [views[0], views[1] * scale, views[2]]
+    k = 0 if which == "all" else 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow RuntimeWarning either
+        with pytest.raises(ValueError, match=rf"views\[{k}\]: squared distances"):
+            OMDML(solver=solver).fit(views, t)
+
+
+@pytest.mark.parametrize("rank", [None, 2])
+def test_online_at_large_but_representable_scale_is_finite(rank):
+    """At 1e70 (squared distances 1e140) the online learners still run;
+    the objective is finite and is Eq. 3 at the returned point."""
+    views, t = _data()
+    views = [v * 1e70 for v in views]
+    est = _fit("online", views, t, rank=rank, eta=1e-150)
+    assert np.isfinite(est.objective_)
+    data = OMDMLData.from_views(views, t)
+    assert np.isclose(est.objective_, data.objective(est.metrics_, est.theta_),
+                      rtol=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e-50, 1e-150])
+def test_tiny_views_give_the_limit_answer(scale):
+    """Features near 0: every hinge sits at 1 whatever the (bounded) metric;
+    the exact optimum is M = 0 with objective C T."""
+    views, t = _data()
+    views = [v * scale for v in views]
+    est = _fit("exact", views, t)
+    assert est.status_ == "optimal"
+    assert np.isclose(est.objective_, len(t), rtol=1e-6)
+    online = _fit("online", views, t)
+    assert np.isfinite(online.objective_)
+
+
+def _free(kind):
+    p = np.arange(20)
+    if kind == "pqq":
+        return np.c_[p, p + 20, p + 20]
+    return np.c_[p, p, p]
+
+
+@pytest.mark.parametrize("kind", ["pqq", "ppp"])
+@pytest.mark.parametrize("solver", ["online", "exact"])
+def test_information_free_triplets_are_refused(kind, solver):
+    views, _ = _data()
+    with pytest.raises(ValueError, match="triplets: none carries information"):
+        OMDML(solver=solver).fit(views, _free(kind))
+    if solver == "online":
+        with pytest.raises(ValueError, match="triplets: none carries information"):
+            OMDML().partial_fit(views, _free(kind))
+
+
+def test_mirrored_triplets_are_information_free():
+    """x_p- = 2 x_p - x_p+ in every view: a = -b, V = 0."""
+    views, _ = _data()
+    views = [v.copy() for v in views]
+    for v in views:
+        v[2] = 2.0 * v[0] - v[1]
+    with pytest.raises(ValueError, match="triplets: none carries information"):
+        OMDML(solver="exact").fit(views, np.array([[0, 1, 2]]))
+
+
+def test_one_informative_triplet_is_enough():
+    views, _ = _data()
+    t = np.r_[_free("pqq"), [[0, 1, 2]]]
+    est = _fit("exact", views, t)
+    assert est.status_ == "optimal"
+    # the 20 constant hinges cost C each at M = 0 and cannot be lowered
+    assert est.objective_ >= 20.0
