@@ -428,8 +428,14 @@ class RankData(FullOrDiagonal):
         triplets : Triplets
             ``(query, relevant, irrelevant)``: ``D(q, i) >= D(q, r) + 1``.
         regularizer : {"frobenius", "burg", "logdet", "laplacian"}
-        lam : float > 0
-            Weight of the regulariser (the paper's lambda).
+        lam : float >= 0
+            Weight of the regulariser (the paper's lambda).  ``0`` (the
+            first point of the paper's Fig. 7) is accepted where the
+            minimiser stays bounded: always with a fixed trace, and without
+            one when no metric in ``F`` leaves every hinge argument
+            non-increasing (:meth:`_bound_unregularised`; ``ValueError``
+            naming ``lam`` otherwise).  Only the exact solver and the
+            diagonal interior point solve it.
         tau : float > 0, optional
             Fixed trace of ``A`` for ``"burg"``, ``"logdet"`` (default
             ``tr(A0)``) and ``"laplacian"`` with ``form="trace_fixed"``
@@ -455,7 +461,7 @@ class RankData(FullOrDiagonal):
             raise ValueError(
                 f"form: {form!r} is not a form of the {regularizer!r} regulariser; "
                 f"forms are " + "; ".join(sorted(variants)) + ".")
-        lam = check_scalar(lam, "lam", low=0.0, low_inclusive=False)
+        lam = check_scalar(lam, "lam", low=0.0, low_inclusive=True)
         if not isinstance(diagonal, (bool, np.bool_)):
             raise TypeError(f"diagonal: expected a bool, got {type(diagonal).__name__}.")
         diagonal = bool(diagonal)
@@ -537,9 +543,74 @@ class RankData(FullOrDiagonal):
                    form=form, **kw)
         if regularizer in ("burg", "logdet"):
             data._check_resolution_at_prior()
-        if data.free_laplacian:
+        if data.free_laplacian and lam > 0:
             data._check_flat_scale()
+        if lam == 0 and not data.trace_fixed:
+            data._bound_unregularised()
         return data
+
+    def _bound_unregularised(self):
+        """``lam = 0`` without a trace constraint: prove the minimiser bounded.
+
+        With ``lam = 0`` the objective is the hinge sum alone, an LP (diagonal)
+        or an SDP (full) over the cone ``F``; it is bounded below by 0, and
+        its minimisers are bounded exactly when no ``D`` in ``F``, ``D != 0``,
+        has ``<D, K_t> >= 0`` for every triplet (such a ``D`` can be added to
+        any solution at no cost: the optimal set is unbounded and the metric's
+        scale undetermined).  By the minimax theorem (the trace-one slice of
+        ``F`` and the simplex are compact)
+        ``m = max_{D in F, tr D = 1} min_t <D, K_t> = min_{beta in simplex}
+        lambda_max(S(beta))`` (``max_i`` of ``K^T beta`` when diagonal); any
+        ``beta`` gives the rigorous upper bound ``m <= lambda_max(S(beta))``.
+        When it is negative, every ``A`` in ``F`` has a triplet with
+        ``<A, K_t> <= m tr(A)``, so ``f(A) >= 1 + |m| tr(A)``, and since
+        ``f* <= f(0) = N`` every minimiser has ``tr(A*) <= (N - 1) / |m|``:
+        the bound the certificate needs (``min_{A in F} -<S, A> >=
+        -lambda_max(S)_+ tr(A*)``).  Otherwise ``lam = 0`` is refused.
+        """
+        import cvxpy as cp
+
+        N = self.n_constraints
+        if N == 0:
+            raise ValueError("lam: 0 with no triplets leaves the metric undetermined.")
+        beta = cp.Variable(N, nonneg=True)
+        if self.diagonal:
+            expr = cp.max(self.K.T @ beta)
+            scale = float(np.max(np.sum(np.abs(self.K), axis=1)))
+        else:
+            import scipy.sparse as sp
+
+            P = self.op.n_pairs
+            rows = np.arange(N)
+            E = (sp.csr_matrix((np.ones(N), (self.far, rows)), shape=(P, N))
+                 - sp.csr_matrix((np.ones(N), (self.near, rows)), shape=(P, N)))
+            Phi = self.op.X[self.op.i] - self.op.X[self.op.j]
+            w = E @ beta
+            S = Phi.T @ cp.multiply(cp.reshape(w, (P, 1), order="F"), Phi)
+            expr = cp.lambda_max(0.5 * (S + S.T))
+            lens = np.sum(Phi * Phi, axis=1)
+            scale = float(np.max(lens[self.near] + lens[self.far]))
+        prob = cp.Problem(cp.Minimize(expr), [cp.sum(beta) == 1])
+        try:
+            prob.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError:
+            prob.solve(solver=cp.SCS)
+        b = np.clip(np.asarray(beta.value if beta.value is not None else np.ones(N), float),
+                    0.0, None)
+        b = b / b.sum() if b.sum() > 0 else np.full(N, 1.0 / N)
+        Sb = self.S_of(b)
+        m_up = float(np.max(Sb)) if self.diagonal else float(np.linalg.eigvalsh(Sb)[-1])
+        if not m_up < -1e-9 * scale:
+            raise ValueError(
+                f"lam: 0 leaves this problem without a bounded minimiser: there is "
+                f"{'a nonnegative diagonal' if self.diagonal else 'a PSD'} metric D "
+                f"of unit trace with min_t <D, K_t> of about {m_up:.3g} (relative "
+                f"{m_up / scale if scale > 0 else 0.0:.2g}), not below 0: adding it "
+                f"to a solution increases no hinge argument, so it costs nothing "
+                f"and the metric's scale is not determined. Pass lam > 0, or fix "
+                f"the trace ('burg' / 'logdet', or form='trace_fixed' for the "
+                f"Laplacian).")
+        self._trace_bound = max(N - 1.0, 0.0) / -m_up
 
     def _check_flat_scale(self):
         """Refuse printed Eq. 11 data whose metric would leave the float range.
@@ -660,7 +731,10 @@ class RankData(FullOrDiagonal):
         return float(np.sum(b) - np.sum(np.log(b)) - len(b))
 
     def objective(self, A):
-        """The paper's objective ``sum_t eps_t + (lam/2) Reg(A)`` at ``A``."""
+        """The paper's objective ``sum_t eps_t + (lam/2) Reg(A)`` at ``A``
+        (``lam = 0``: the hinges alone, on the closed cone ``F``)."""
+        if self.lam == 0:
+            return float(np.sum(np.maximum(self.margins(A), 0.0)))
         pen = self.penalty(A)
         if not np.isfinite(pen):
             return np.inf
@@ -720,6 +794,8 @@ class RankData(FullOrDiagonal):
         """:meth:`primal_map` plus the spectral data :meth:`primal_jvp` needs."""
         lam = self.lam
         reg = self.regularizer
+        if lam == 0:
+            return self._linear_map(S)
         if reg == "frobenius":
             if self.diagonal:
                 a = np.maximum(S, 0.0) / lam
@@ -752,6 +828,29 @@ class RankData(FullOrDiagonal):
         if self.printed_burg:
             return self._burg_printed_map(S)
         return self._burg_map(S, nu)
+
+    def _linear_map(self, S):
+        """``lam = 0``: ``min_{A in F} -<S, A>`` (no regulariser).
+
+        Trace fixed: ``-tau lambda_max(S)`` (``-tau max_i s_i``), attained
+        at ``tau`` times a top eigenvector's projector.  Without the trace:
+        ``0`` when ``S`` is negative semidefinite (``s <= 0``), and in
+        general ``>= -lambda_max(S)_+ T`` over the minimisers, ``T`` the
+        bound on their trace from :meth:`_bound_unregularised`.  The map is
+        not smooth: only the certificates use it.
+        """
+        S = np.asarray(S, dtype=float)
+        if self.diagonal:
+            top = float(np.max(S)) if S.size else 0.0
+            A = (S == top).astype(float)
+            A /= A.sum()
+        else:
+            w, U = np.linalg.eigh(0.5 * (S + S.T))
+            top = float(w[-1])
+            A = np.outer(U[:, -1], U[:, -1])
+        if self.trace_fixed:
+            return A * self.tau, -self.tau * top, top, None
+        return np.zeros_like(A), -max(top, 0.0) * self._trace_bound, 0.0, None
 
     def _laplacian_free_map(self, S):
         # Eq. 11 as printed: min_{a >= 0} (lam/2) a^T L a - S^T a.  KKT:
@@ -1057,7 +1156,7 @@ class RankData(FullOrDiagonal):
         """
         if clip:
             alpha = np.clip(alpha, 0.0, 1.0)
-        if self.free_laplacian:
+        if self.free_laplacian and self.lam > 0:
             alpha = self.dual_feasible(alpha)
         A, lower, nu = self.primal_map(self.S_of(alpha), nu)
         return float(np.sum(alpha)) + lower, A, nu

@@ -58,7 +58,7 @@ SOLVER_NAMES = ("exact", "fast")
 _SHARED_CONSTRAINTS = {
     "regularizer": [StrOptions(set(REGULARIZERS))],
     "form": [StrOptions({f for forms in FORMS.values() for f in forms})],
-    "lam": [Interval(Real, 0, None, closed="neither")],
+    "lam": [Interval(Real, 0, None, closed="left")],
     "tau": [Interval(Real, 0, None, closed="neither"), None],
     "A0": ["array-like", None],
     "diagonal": ["boolean"],
@@ -144,8 +144,13 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
         printed one when ``A0`` is isotropic).  ``"trace_fixed"``
         (``"laplacian"`` only): Eq. 11 with ``sum(a) = tau`` added.  Another
         combination raises ``ValueError`` naming ``form``.
-    lam : float > 0, default=1.0
+    lam : float >= 0, default=1.0
         The paper's lambda: weight of ``Reg / 2`` against the sum of slacks.
+        ``0`` (no regulariser, the first point of the paper's Fig. 7) is
+        solved where the minimiser is bounded -- always with a fixed trace;
+        without one only when no metric leaves every hinge argument
+        non-increasing (else ``ValueError`` naming ``lam``) -- by
+        ``solver="exact"``, or by ``"fast"`` for a diagonal metric.
     tau : float > 0, optional
         Fixed trace for ``"burg"``, ``"logdet"`` (default ``tr(A0)``) and
         ``"laplacian"`` with ``form="trace_fixed"`` (default

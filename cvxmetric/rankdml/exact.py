@@ -416,7 +416,10 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
     return value and exceptions as :func:`_solve_exact`.
     """
     t0 = time.perf_counter()
-    inner, k = _unit_scale(data) if rescale else (data, 0)
+    if data.lam == 0 and not data.diagonal:
+        # no smooth dual: no fast solution to guess the margin set from
+        reduce = False
+    inner, k = _unit_scale(data) if rescale and data.lam > 0 else (data, 0)
     if k == 0:
         return _solve_exact(data, reduce=reduce, init=init, solvers=solvers, tol=tol,
                             max_rounds=max_rounds, verbose=verbose)

@@ -692,7 +692,19 @@ def solve_fast(data, *, tol=None, maxiter=None, max_time=None, init=None, warn=T
     Returns
     -------
     SolverResult
+
+    Raises
+    ------
+    ValueError
+        ``lam = 0`` with a full matrix: without a strongly convex
+        regulariser the dual is not smooth (and Eq. 7's Qwise form has
+        ``C_q = 1 / lam``); the exact solver handles it.
     """
+    if data.lam == 0 and not data.diagonal:
+        raise ValueError(
+            "lam: 0 with a full matrix is a linear SDP whose dual is not smooth; "
+            "the fast solvers need lam > 0 -- use solver='exact' (or "
+            "diagonal=True, whose interior point solves the LP).")
     if data.diagonal:
         cls = DiagonalInteriorPoint
     elif data.regularizer == "frobenius":

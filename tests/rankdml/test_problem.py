@@ -304,7 +304,9 @@ def test_bad_tau_is_rejected(rank_triplets, tau, kw):
 
 @pytest.mark.parametrize("kw, exc, match", [
     (dict(regularizer="nope"), ValueError, "regularizer: unknown option"),
-    (dict(lam=0.0), ValueError, "lam: must be > 0"),
+    (dict(lam=-1.0), ValueError, "lam: must be >= 0"),
+    # lam = 0: tests/rankdml/test_lam_zero.py (these triplets leave it unbounded)
+    (dict(lam=0.0), ValueError, "lam: 0 leaves this problem without a bounded"),
     (dict(lam=np.nan), ValueError, "lam: must be finite"),
     (dict(lam="1"), TypeError, "lam"),
     (dict(regularizer="laplacian"), ValueError, "diagonal: the 'laplacian'"),
