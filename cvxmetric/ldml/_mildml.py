@@ -93,13 +93,28 @@ def check_bags(bags, bag_labels, n_instances, *, labels_name="bag_labels"):
         if s.ndim != 1:
             raise ValueError(f"{labels_name}[{k}]: expected a flat set of labels.")
         sets.append(s)
+    for k, s in enumerate(sets):
+        if s.dtype == object and any(v is None or (isinstance(v, float) and v != v)
+                                     for v in s):
+            raise ValueError(f"{labels_name}[{k}]: a label is None or NaN; a caption "
+                             f"lists names (an empty set for none).")
+    kinds = {("number" if s.dtype.kind in "biuf" else s.dtype.kind) for s in sets if s.size}
+    if len(kinds) > 1:
+        raise ValueError(f"{labels_name}: the label sets mix numbers and other "
+                         f"labels (dtype kinds {sorted(kinds)}); use one type (e.g. "
+                         f"all int or all str), so that 1 and '1' are not merged.")
     everything = np.concatenate([s for s in sets if s.size] or [np.array([], dtype=int)])
     if everything.size == 0:
         raise ValueError(f"{labels_name}: every label set is empty; the labels "
                          f"refer to nothing.")
     if everything.dtype.kind == "f" and not np.all(np.isfinite(everything)):
         raise ValueError(f"{labels_name}: labels must be finite.")
-    classes, inv = np.unique(everything, return_inverse=True)
+    try:
+        classes, inv = np.unique(everything, return_inverse=True)
+    except TypeError:
+        types = sorted({type(v).__name__ for v in everything})
+        raise ValueError(f"{labels_name}: labels of types {types} cannot be ordered "
+                         f"together; use one type (e.g. all int or all str).") from None
     coded, start = [], 0
     for s in sets:
         coded.append(np.unique(inv[start:start + s.size]).astype(np.intp))

@@ -113,6 +113,25 @@ def _fast_options(est):
     return {"tol": est.tol, "maxiter": est.max_iter, "max_time": _left(est)}
 
 
+def _rounding_error(loss, L):
+    """A bound on the rounding error of ``F`` evaluated from ``M = L^T L``
+    in float64 (``2 D eps sum_p |phi_p|^T |L|^T |L| |phi_p|``, slopes at
+    most 1); pairs of :class:`AllPairs` through ``|phi_ij| <= |x_i| +
+    |x_j|`` (``sum_{i<j}`` in closed form)."""
+    X = np.abs(loss.X)
+    A = np.abs(L).T @ np.abs(L)
+    D = X.shape[1]
+    if isinstance(loss, AllPairs):
+        N = X.shape[0]
+        q = np.einsum("nd,de,ne->n", X, A, X)
+        t = X.sum(axis=0)
+        total = (N - 2) * float(q.sum()) + float(t @ A @ t)
+    else:
+        Phi = np.abs(loss.X[loss.i] - loss.X[loss.j])
+        total = float(np.einsum("pd,de,pe->", Phi, A, Phi))
+    return 2.0 * D * np.finfo(float).eps * total
+
+
 def _budgeted(fit):
     """``fit`` within the estimator's ``max_time``, every phase included
     (data preparation, solver, certificate, polish, rounds)."""
@@ -190,6 +209,16 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
                 result.objective = f
                 if result.status == Status.OPTIMAL and not result.certificate.passed:
                     result.status = Status.OPTIMAL_INACCURATE
+            # F evaluated in the units of X, from the returned M, is uncertain
+            # by about this much: beyond the certificate's tolerance the
+            # point is not certified there (nearly collinear features give
+            # a metric with entries far larger than the data's)
+            err = _rounding_error(loss, L)
+            result.info["rounding_error"] = err
+            if err > 0.5 * result.certificate.tol_gap * max(1.0, abs(f)) \
+                    and result.status == Status.OPTIMAL:
+                result.status = Status.OPTIMAL_INACCURATE
+                self._unrepresentable = err
         Lu = np.ldexp(L, -k)
         Mu = Lu.T @ Lu
         top = float(np.max(np.abs(L))) if L.size else 0.0
@@ -222,7 +251,14 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
     def _stop_message(self, result):
         """Why the fit is not certified optimal, and what to change."""
         name, status = type(self).__name__, self.status_
-        if status == Status.MAX_ITER:
+        err = self.__dict__.pop("_unrepresentable", None)
+        if err is not None:
+            what = (f"the optimum is certified on the solver's scaled data, but the "
+                    f"returned metric's entries are so large against X's (nearly "
+                    f"collinear features) that F evaluated in X's units is uncertain "
+                    f"by up to {err:.3g}, beyond the certificate's tolerance; remove "
+                    f"the collinear features (e.g. PCA) or set lam > 0")
+        elif status == Status.MAX_ITER:
             what = (f"it stopped after {self.n_iter_} iterations (max_iter); raise "
                     f"max_iter")
         elif status == Status.TIME_LIMIT:

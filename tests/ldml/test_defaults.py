@@ -1,0 +1,290 @@
+"""LDML-family defaults on standard data, units, budgets and hostile input."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+
+from cvxmetric import (
+    LDML,
+    LDMLStar,
+    LDMLSupervised,
+    MildML,
+    NotAttainedError,
+    pairs_from_labels,
+)
+from cvxmetric.ldml import BagPairs, LDMLData
+from cvxmetric.ldml._budget import budget
+from cvxmetric.ldml._polish import polish
+from cvxmetric.ldml._scale import (
+    auto_lam,
+    unit_scale,
+    zero_point,
+    zero_point_labels,
+    zero_result,
+)
+from cvxmetric.ldml.fast import AllPairs, _row_ids, solve_fast
+
+
+def _std(loader):
+    X, y = loader(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _iris():
+    return _std(load_iris)
+
+
+def _bags(y, size=3, seed=0):
+    p = np.random.RandomState(seed).permutation(len(y))
+    bags = [p[k:k + size] for k in range(0, len(y), size)]
+    return bags, [sorted(set(y[b].tolist())) for b in bags]
+
+
+# -- defaults fit standard data ---------------------------------------------
+
+@pytest.mark.parametrize("name", ["wine", "breast_cancer_raw", "digits_pca30"])
+def test_ldml_defaults_certify_where_lam_zero_is_not_attained(name):
+    if name == "wine":
+        X, y = _std(load_wine)
+    elif name == "breast_cancer_raw":
+        X, y = load_breast_cancer(return_X_y=True)
+    else:
+        X, y = load_digits(return_X_y=True)
+        X = PCA(30, random_state=0).fit_transform(X)
+    pairs, labels = pairs_from_labels(y, 180, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = LDML(preprocessor=X).fit(pairs, labels)
+    assert est.status_ == "optimal" and est.certificate_.passed
+    assert est.lam_ > 0
+    # lam = 0 (Eq. 2 as printed) keeps its attainment check
+    with pytest.raises(NotAttainedError, match="lam"):
+        LDML(lam=0, preprocessor=X).fit(pairs, labels)
+
+
+def test_ldml_exact_default_certifies_breast_cancer():
+    X, y = _std(load_breast_cancer)
+    pairs, labels = pairs_from_labels(y, 180, random_state=0)
+    exact = LDML(solver="exact", preprocessor=X).fit(pairs, labels)
+    fast = LDML(preprocessor=X).fit(pairs, labels)
+    assert exact.status_ == fast.status_ == "optimal"
+    assert abs(exact.objective_ - fast.objective_) <= 1e-6 * fast.objective_
+
+
+def test_auto_lam_is_a_fraction_of_lam_max_and_scale_free():
+    X, y = _iris()
+    pairs, s = pairs_from_labels(y, 180, random_state=0)
+    zp = zero_point(X, pairs, s)
+    lam = auto_lam(zp, "trace")
+    # lam_max: M = 0 is optimal from there on (certified), not below
+    assert zero_result(zp, 1.001 * zp.lam_max, "trace") is not None
+    assert zero_result(zp, 0.999 * zp.lam_max, "trace") is None
+    assert np.isclose(lam, 0.01 * zp.lam_max)
+    # X -> cX is lam_max -> c^2 lam_max
+    zp2 = zero_point(4.0 * X, pairs, s)
+    assert np.isclose(zp2.lam_max, 16.0 * zp.lam_max)
+    assert np.isclose(auto_lam(zp2, "frobenius"), 256.0 * auto_lam(zp, "frobenius"))
+
+
+def test_zero_point_of_labels_equals_that_of_every_pair_with_duplicates():
+    X, y = load_iris(return_X_y=True)  # iris has duplicate rows
+    rows = _row_ids(X)
+    i, j = np.triu_indices(len(y), 1)
+    keep = rows[i] != rows[j]
+    s = np.where(y[i] == y[j], 1, -1)[keep]
+    a = zero_point(X, np.column_stack([i, j])[keep], s)
+    b = zero_point_labels(X, y, rows)
+    assert (a.n_pos, a.n_neg) == (b.n_pos, b.n_neg)
+    np.testing.assert_allclose(a.S0, b.S0, rtol=1e-10, atol=1e-9 * np.abs(a.S0).max())
+    assert np.isclose(a.f0, b.f0)
+
+
+# -- LDMLSupervised: check_estimator, the default solver, exact on iris ------
+
+def test_supervised_default_solver_is_fast_at_full_rank():
+    X, y = _iris()
+    est = LDMLSupervised().fit(X[::3], y[::3])
+    assert est.solver_ == "fast" and est.status_ == "optimal"
+    low = LDMLSupervised(n_components=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        low.fit(X[::3], y[::3])
+    assert low.solver_ == "lowrank" and low.components_.shape == (2, 4)
+    ref = LDMLSupervised(solver="lowrank", random_state=0).fit(X[::3], y[::3])
+    assert abs(ref.objective_ - est.objective_) <= 1e-6 * est.objective_
+
+
+def test_supervised_exact_refuses_iris_in_one_sentence():
+    from cvxmetric import ProblemSizeError
+
+    X, y = _iris()
+    with pytest.raises(ProblemSizeError, match=r"^solver: 'exact' .*'fast'.*\.$"):
+        LDMLSupervised(solver="exact").fit(X, y)
+
+
+# -- ConvergenceWarning -------------------------------------------------------
+
+def test_fits_that_do_not_end_optimal_warn_with_the_status():
+    X, y = _iris()
+    bags, caps = _bags(y)
+    with pytest.warns(ConvergenceWarning, match="optimal_inaccurate.*not convex"):
+        est = MildML(preprocessor=X, random_state=0).fit(bags, caps)
+    assert est.status_ != "optimal"
+    with pytest.warns(ConvergenceWarning, match="max_iter_reached.*raise max_iter"):
+        LDMLSupervised(solver="lowrank", max_iter=2, random_state=0).fit(X, y)
+
+
+# -- units ----------------------------------------------------------------
+
+@pytest.mark.parametrize("solver", ["exact", "fast", "lowrank"])
+def test_extreme_scales_give_the_unit_scale_fit(solver):
+    X, y = _iris()
+    pairs, labels = pairs_from_labels(y, 180, random_state=0)
+    ref = LDML(solver=solver, preprocessor=X, random_state=0).fit(pairs, labels)
+    for c in (1e150, 1e-150):
+        est = LDML(solver=solver, preprocessor=X * c, random_state=0).fit(pairs, labels)
+        assert est.status_ == "optimal"
+        assert np.isclose(est.objective_, ref.objective_, rtol=1e-8)
+        # the exact path certifies F to 1e-6: (M, b) agree less closely
+        assert np.isclose(est.b_, ref.b_, rtol=1e-4)
+        np.testing.assert_allclose(est.pair_distance(pairs),
+                                   ref.pair_distance(pairs), rtol=1e-3, atol=1e-6)
+    with pytest.raises(ValueError, match="^X: .*rescale X"):
+        LDML(solver=solver, preprocessor=X * 1e200, random_state=0).fit(pairs, labels)
+
+
+def test_supervised_and_star_extreme_scales():
+    X, y = _iris()
+    for solver in ("fast", "lowrank"):
+        ref = LDMLSupervised(solver=solver, random_state=0).fit(X[::3], y[::3])
+        tiny = LDMLSupervised(solver=solver, random_state=0).fit(X[::3] * 1e-150, y[::3])
+        assert tiny.status_ == "optimal"
+        assert np.isclose(tiny.objective_, ref.objective_, rtol=1e-8)
+    bags, caps = _bags(y)
+    ref = LDMLStar(preprocessor=X, random_state=0).fit(bags, caps)
+    tiny = LDMLStar(preprocessor=X * 1e-150, random_state=0).fit(bags, caps)
+    assert tiny.status_ == ref.status_ == "optimal"
+    assert np.isclose(tiny.objective_, ref.objective_, rtol=1e-8)
+
+
+def test_huge_weights_give_the_certified_zero_metric():
+    X, y = _iris()
+    pairs, labels = pairs_from_labels(y, 180, random_state=0)
+    n_pos = int(np.sum(labels > 0))
+    P = len(labels)
+    f0 = n_pos * np.log(P / n_pos) + (P - n_pos) * np.log(P / (P - n_pos))
+    cases = [dict(lam=1e300, solver=s) for s in ("exact", "fast", "lowrank")]
+    cases.append(dict(lam=1e300, regularizer="frobenius"))
+    # the hang: a Frobenius weight 1 on data of scale 1e-150 is 1e600 at unit scale
+    cases.append(dict(lam=1.0, regularizer="frobenius", solver="fast",
+                      preprocessor=X * 1e-150))
+    for kw in cases:
+        kw.setdefault("preprocessor", X)
+        est = LDML(**kw).fit(pairs, labels)
+        assert est.status_ == "optimal"
+        assert np.all(est.get_mahalanobis_matrix() == 0)
+        assert np.isclose(est.objective_, f0)
+
+
+# -- the objective is that of the returned point -------------------------------
+
+def test_objective_is_that_of_the_returned_point():
+    X, y = _iris()
+    pairs, labels = pairs_from_labels(y, 180, random_state=0)
+    for solver in ("exact", "fast", "lowrank"):
+        est = LDML(solver=solver, preprocessor=X, random_state=0).fit(pairs, labels)
+        f = LDMLData(X, pairs, labels, lam=est.lam_).objective(
+            est.get_mahalanobis_matrix(), est.b_)
+        assert abs(f - est.objective_) <= 1e-10 * f
+
+
+def test_mildml_far_from_the_origin_reports_its_point():
+    X, y = _iris()
+    bags, caps = _bags(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = MildML(preprocessor=X + 1e8, max_iter=50, random_state=0).fit(bags, caps)
+    # evaluated where the offset costs no digits ((X + 1e8) - 1e8 is exact):
+    # the same distances
+    f = BagPairs((X + 1e8) - 1e8, bags, caps, lam=est.lam_).objective(est.components_,
+                                                                     est.b_)
+    assert abs(f - est.objective_) <= 1e-6 * f
+
+
+# -- budgets --------------------------------------------------------------------
+
+def test_an_expired_budget_skips_polish_repair_and_sdps():
+    X, y = _iris()
+    pairs, labels = pairs_from_labels(y, 180, random_state=0)
+    data = LDMLData(X, pairs, labels)  # lam = 0
+    res = solve_fast(LDMLData(X, pairs, labels, lam=0.1))
+    with budget(0.0):
+        assert polish(data, res.M, res.info["b"]) == []
+        assert data.strict_direction() is None
+        assert data.attained() is None  # undecided, not an SDP past the budget
+    assert data.attained() is True  # without a budget it is decided
+
+
+def test_max_time_ends_time_limit_reached_with_a_warning():
+    rng = np.random.RandomState(0)
+    y = np.arange(300) % 5
+    X = rng.normal(size=(5, 30))[y] * 1.5 + rng.normal(size=(300, 30))
+    pairs, labels = pairs_from_labels(y, 2000, random_state=0)
+    for est in (LDML(max_time=1e-6, preprocessor=X),
+                LDML(lam=0, max_time=1e-6, preprocessor=X),
+                LDMLSupervised(max_time=1e-6),
+                LDMLSupervised(solver="lowrank", max_time=1e-6)):
+        with pytest.warns(ConvergenceWarning, match="time_limit_reached.*max_time"):
+            est.fit(pairs, labels) if isinstance(est, LDML) else est.fit(X, y)
+        assert est.status_ == "time_limit_reached"
+    bags, caps = _bags(y, 4)
+    with pytest.warns(ConvergenceWarning, match="time_limit_reached"):
+        est = LDMLStar(max_time=1e-6, preprocessor=X).fit(bags, caps)
+    assert est.n_rounds_ == 1
+
+
+# -- bad input ----------------------------------------------------------------
+
+def test_identical_samples_are_refused_naming_the_argument():
+    Xs = np.ones((9, 3))
+    with pytest.raises(ValueError, match="^X: every sample is the same point"):
+        LDMLSupervised(solver="lowrank").fit(Xs, np.arange(9) % 2)
+    with pytest.raises(ValueError, match="^X: every sample is the same point"):
+        LDMLSupervised().fit(Xs, np.arange(9) % 2)
+    bags, caps = [[0, 1, 2], [3, 4, 5], [6, 7, 8]], [[0], [1], [0]]
+    for cls in (MildML, LDMLStar):
+        with pytest.raises(ValueError, match="^bags: every sample is the same point"):
+            cls(preprocessor=Xs).fit(bags, caps)
+
+
+def test_bag_labels_none_or_mixed_types_are_refused():
+    X = np.random.RandomState(0).normal(size=(12, 3))
+    bags = [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    for cls in (MildML, LDMLStar):
+        with pytest.raises(ValueError, match=r"^bag_labels\[1\]: a label is None"):
+            cls(preprocessor=X).fit(bags, [[0], [None, 1], [1], [0]])
+        with pytest.raises(ValueError, match="^bag_labels: the label sets mix"):
+            cls(preprocessor=X).fit(bags, [[0], ["a"], [1], [0]])
+
+
+def test_kernel_params_are_checked():
+    X, y = _iris()
+    with pytest.raises(ValueError, match=r"^kernel_params: \['bogus'\]"):
+        LDMLSupervised(kernel="rbf", kernel_params={"bogus": 1.0}).fit(X, y)
+    with pytest.raises(ValueError, match="^kernel_params: given without a kernel"):
+        LDMLSupervised(kernel_params={"gamma": 1.0}).fit(X, y)
+
+
+def test_unit_scale_is_exact_and_overflow_free():
+    X, _ = _iris()
+    for c in (1.0, 1e200, 1e-200, 2.0 ** 1000):
+        Xu, k = unit_scale(X * c)
+        assert 0.5 <= np.sqrt(np.mean(np.sum(Xu * Xu, axis=1))) < 1.0
+        Xc = X * c - (X * c).mean(axis=0)
+        np.testing.assert_allclose(np.ldexp(Xu, k), Xc, rtol=1e-12,
+                                   atol=1e-12 * np.abs(Xc).max())
