@@ -293,11 +293,39 @@ class ConstraintData(FullOrDiagonal):
                 f"d_A >= 1 would need a metric beyond the floating-point range. "
                 f"Rescale X."
             )
+        # d_A(p) >= 1 on a cannot-link forces ||A||_F >= 1 / ||phi_p||^2, so
+        # the optimum is at least lam / (2 ||phi_p||^4) and the dual
+        # multiplier of that pair about lam / ||phi_p||^4 (the fast dual
+        # squares it): a ratio invariant under X -> s X, lam -> lam s^4
+        # (normalized), refused beyond the range every solver represents
+        # (when the typical cannot-link is that short too, the whole of X is
+        # at a scale the solvers refuse, naming X: ConstraintData.normalized)
+        with np.errstate(over="ignore", divide="ignore"):
+            ratio = lam / (sq[cannot] * sq[cannot])
+        typical = ratio[~zero[cannot]]
+        if lam > 0 and len(typical) and np.median(typical) <= _LAM_MAX:
+            far = cannot[(ratio > _LAM_MAX) & ~zero[cannot]]
+            if len(far):
+                shortest = float(np.sqrt(np.min(sq[far])))
+                raise ValueError(
+                    f"pairs: {len(far)} cannot-link(s) are far shorter than the "
+                    f"regularisation allows ({_show_rows(far, idx)}; the shortest "
+                    f"has length {shortest:.3g}): d_A >= 1 needs a metric of norm "
+                    f"at least 1 / length^2 along it, so the optimum is at least "
+                    f"lam / (2 length^4) and its multiplier about lam / length^4, "
+                    f"above {_LAM_MAX:g} -- beyond what the solvers represent "
+                    f"next to the other pairs. Drop or merge these pairs, rescale "
+                    f"X, or lower lam (X -> s X is lam -> lam / s^4).")
         # the solvers' hot loops are Gram products and pair distances; with
         # the difference vectors stored they are two small BLAS calls, much
         # cheaper than a sparse Laplacian on collection-sized problems
-        op = PairOperator(X, idx, materialize=True if len(idx) * X.shape[1] <= _MATERIALIZE
-                          else None)
+        # stored, they are the differences of X itself: centring first
+        # (PairOperator's default) rounds a short pair between large points
+        # -- (x + 1e-12) - c is not x - c + 1e-12 -- and the solvers would
+        # meet a cannot-link's margin on a pair 1e-5 longer than the data's
+        materialize = len(idx) * X.shape[1] <= _MATERIALIZE
+        op = PairOperator(X, idx, materialize=True if materialize else None,
+                          centered=materialize)
         Psi = None
         if diagonal:
             with np.errstate(under="ignore"):
