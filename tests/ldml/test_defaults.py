@@ -288,3 +288,22 @@ def test_unit_scale_is_exact_and_overflow_free():
         Xc = X * c - (X * c).mean(axis=0)
         np.testing.assert_allclose(np.ldexp(Xu, k), Xc, rtol=1e-12,
                                    atol=1e-12 * np.abs(Xc).max())
+
+
+def test_mildml_singleton_bags_at_a_large_scale_reach_ldml():
+    X, y = _iris()
+    idx = np.arange(0, 150, 3)
+    c = 1e100
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        # the paper's schedule stops on its own rule within 3 000 iterations
+        # (at the default 300 it ends max_iter_reached, and says so)
+        mil = MildML(lam=0.1 / c ** 2, preprocessor=X * c, max_iter=3000,
+                     random_state=0).fit([np.array([k]) for k in idx],
+                                         [[y[k]] for k in idx])
+    i, j = np.triu_indices(len(idx), 1)
+    ref = LDML(lam=0.1 / c ** 2, preprocessor=X[idx] * c).fit(
+        np.column_stack([i, j]), np.where(y[idx][i] == y[idx][j], 1, -1))
+    assert ref.status_ == "optimal"
+    assert abs(mil.objective_ - ref.objective_) <= 1e-6 * ref.objective_
+    assert mil.result_.info["finish"]
