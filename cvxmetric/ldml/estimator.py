@@ -60,7 +60,14 @@ from ._scale import (
     zero_point_labels,
     zero_result,
 )
-from .fast import CERTIFY_PAIRS, AllPairs, PairSet, fit_lowrank, solve_fast
+from .fast import (
+    CERTIFY_PAIRS,
+    AllPairs,
+    PairSet,
+    ProjectedGradient,
+    fit_lowrank,
+    solve_fast,
+)
 
 __all__ = ["LDML", "LDMLSupervised", "MildML", "LDMLStar", "SOLVER_NAMES", "PAIRS_MAX"]
 
@@ -454,10 +461,10 @@ class LDMLSupervised(LabelledMixin, TransformerMixin, _LDMLBase):
     lam, regularizer, n_components, n_init, tol, max_iter, max_time, random_state
         As in :class:`LDML`.
     solver : {"auto", "exact", "fast", "lowrank"}, default="auto"
-        ``"auto"``: ``"fast"``, the fastest certified solver (docs/ldml.md),
-        at full rank up to 5e6 pairs; ``"lowrank"`` for ``n_components``
-        below the dimension, a kernel, or more pairs.  ``"exact"``: up to
-        5 000 pairs.
+        ``"auto"``: ``"lowrank"`` (at full rank the fastest certified
+        solver, docs/ldml.md), continued at full rank by ``"fast"``'s
+        projected gradient when its stationary point is not certified.
+        ``"exact"``: up to 5 000 pairs.
     kernel : str, optional
         A kernel of :func:`sklearn.metrics.pairwise.pairwise_kernels`
         (``"rbf"``, ``"poly"``, ...), with ``kernel_params``.
@@ -562,6 +569,16 @@ n_features_in_
         if solver == "lowrank":
             res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
                               warn=False, **_options(self))
+            if self.solver == "auto" and d == D and res.raw_status == Status.OPTIMAL \
+                    and res.status != Status.OPTIMAL and n_pairs <= CERTIFY_PAIRS \
+                    and not expired():
+                # stationary but not certified: the fast path's continuation
+                # (accelerated projected gradient until the certificate passes)
+                res = ProjectedGradient(max_time=_left(self), **{
+                    k_: v for k_, v in (("maxiter", self.max_iter), ("tol", self.tol))
+                    if v is not None}).run(loss.pair_data(), res, warn=False)
+                L = None
+                return self._store(res, D, L, k=k, loss=loss)
             return self._store(res, D, res.info["L"], k=k, loss=loss)
         data = loss.pair_data()
         if solver == "exact":
@@ -570,14 +587,11 @@ n_features_in_
                            D, k=k, loss=loss)
 
     def _solver(self, N, D):
-        """``solver="auto"``: ``"fast"`` (the fastest certified solver,
-        docs/ldml.md) at full rank on at most ``CERTIFY_PAIRS`` pairs, else
-        ``"lowrank"`` (a rank below ``D``, a kernel, or more pairs)."""
-        if self.solver != "auto":
-            return self.solver
-        low = (self.kernel is not None or N * (N - 1) // 2 > CERTIFY_PAIRS
-               or (self.n_components is not None and int(self.n_components) < D))
-        return "lowrank" if low else "fast"
+        """``solver="auto"``: ``"lowrank"``, the fastest certified solver at
+        full rank (docs/ldml.md, "LDMLSupervised's solvers"), continued by
+        the fast path's projected gradient when its stationary point is not
+        certified."""
+        return "lowrank" if self.solver == "auto" else self.solver
 
     def _check_kernel_params(self):
         """``kernel_params`` must be keywords of ``kernel``."""

@@ -106,17 +106,17 @@ def test_zero_point_of_labels_equals_that_of_every_pair_with_duplicates():
 
 # -- LDMLSupervised: check_estimator, the default solver, exact on iris ------
 
-def test_supervised_default_solver_is_fast_at_full_rank():
+def test_supervised_default_solver_is_certified_at_full_rank():
     X, y = _iris()
     est = LDMLSupervised().fit(X[::3], y[::3])
-    assert est.solver_ == "fast" and est.status_ == "optimal"
+    assert est.solver_ == "lowrank" and est.status_ == "optimal"
+    fast = LDMLSupervised(solver="fast").fit(X[::3], y[::3])
+    assert abs(fast.objective_ - est.objective_) <= 1e-6 * est.objective_
     low = LDMLSupervised(n_components=2, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         low.fit(X[::3], y[::3])
     assert low.solver_ == "lowrank" and low.components_.shape == (2, 4)
-    ref = LDMLSupervised(solver="lowrank", random_state=0).fit(X[::3], y[::3])
-    assert abs(ref.objective_ - est.objective_) <= 1e-6 * est.objective_
 
 
 def test_supervised_exact_refuses_iris_in_one_sentence():
