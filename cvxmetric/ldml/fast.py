@@ -763,7 +763,8 @@ def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e
                 work, B = _whitened(loss)
         run_rank = int(rank) if B is None else B.shape[1]
         for k in range(int(n_init)):
-            left = None if max_time is None else max(0.0, max_time - (time.perf_counter() - t0))
+            left = None if max_time is None \
+                else max(0.0, max_time - (time.perf_counter() - t0))
             solver = LowRankLDML(rank=run_rank, maxiter=maxiter, tol=tol, max_time=left,
                                  certify=False)
             res = solver.run(work, _random_start(work, run_rank, gen), warn=False)
@@ -884,11 +885,13 @@ def solve_fast(data, *, loss=None, maxiter=None, tol=None, max_time=None, warn=T
                                    raw_status=rough.raw_status)
         phases = ["lbfgs", "newton"] if res is not None else ["lbfgs"]
         if res is None:
-            left = None if max_time is None else max(1e-3, max_time - (time.perf_counter() - t0))
+            left = None if max_time is None \
+                else max(1e-3, max_time - (time.perf_counter() - t0))
             res = fit_lowrank(loss, data.d, n_init=1, random_state=0,
                               max_time=left, warn=False, **opts)
         if not res.certificate.passed and not expired():
-            left = None if max_time is None else max(1e-3, max_time - (time.perf_counter() - t0))
+            left = None if max_time is None \
+                else max(1e-3, max_time - (time.perf_counter() - t0))
             res = ProjectedGradient(max_time=left, **opts).run(data, res, warn=False)
             phases.append("projected_gradient")
         res.method = "fast"

@@ -18,8 +18,8 @@ def _iris_pairs(n=30, seed=0):
     return X, pairs, np.where(y[idx[i]] == y[idx[j]], 1, -1), idx, y
 
 
-# the default (lam="auto", solver="auto": "lowrank" at full rank, certified) with no expected
-# failure, and the low-rank method
+# the defaults (lam="auto", solver="auto": "lowrank" at full rank, certified)
+# with no expected failure, and the low-rank method
 @parametrize_with_checks([LDMLSupervised(),
                           LDMLSupervised(solver="lowrank", n_init=1, max_iter=30,
                                          random_state=0)])
