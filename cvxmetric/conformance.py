@@ -172,16 +172,17 @@ METHODS = {
         "lowrank": ({"solver": "online"}, "paper", "exact", None),
     },
     "ldml": {
-        # Eq. 2 at the estimators' defaults (lam = 0, the paper's maximum
-        # likelihood): on pairs a metric separates the maximum is not
-        # attained and the certified answer is NotAttainedError (REFUSALS);
+        # Eq. 2 as printed (lam = 0, the paper's maximum likelihood; the
+        # estimators' default is lam="auto"): on pairs a metric separates
+        # the maximum is not attained and the certified answer is NotAttainedError (REFUSALS);
         # otherwise a certified optimum.  The low-rank gradient method of
         # Eq. 4-6 at full rank (the default n_components) claims the
         # certified convex optimum: converged and agreeing are judged, its
         # time is not (it is the paper's algorithm, not a fast path)
-        "exact": ({"solver": "exact"}, "exact", None, None),
-        "fast": ({"solver": "fast"}, "fast", "exact", "fast"),
-        "lowrank": ({"solver": "lowrank"}, "paper-optimal", "exact", "lowrank"),
+        "exact": ({"solver": "exact", "lam": 0.0}, "exact", None, None),
+        "fast": ({"solver": "fast", "lam": 0.0}, "fast", "exact", "fast"),
+        "lowrank": ({"solver": "lowrank", "lam": 0.0}, "paper-optimal", "exact",
+                    "lowrank"),
         # ... and with the trace regulariser lam = 0.1, which makes every
         # dataset's optimum attained: a certified optimum to compare everywhere
         "exact-lam0.1": ({"solver": "exact", "lam": 0.1}, "exact", None, None),
