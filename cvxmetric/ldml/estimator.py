@@ -203,7 +203,9 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         the reported objective is that point's, and its certificate is the
         solver's dual bound against it."""
         L = components_from_metric(result.M) if L is None else np.asarray(L, dtype=float)
-        if loss is not None and np.isfinite(result.objective) \
+        # (past max_time the solver's own value stands: the same point in its
+        # coordinates, equal to round-off, without one more pass over the pairs)
+        if loss is not None and np.isfinite(result.objective) and not expired() \
                 and result.method != "zero" and math.isfinite(loss.lam):
             f = float(loss.value_grad(L, float(result.info["b"]), grad=False))
             if f != result.objective:
