@@ -295,7 +295,7 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         lam = self._lam(zp, k)
         res = self._zero(zp, lam)
         if res is not None:
-            return self._store(res, D, k=k)
+            return self._store(res, D, np.zeros((d, D)), k=k)
         loss = PairSet(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
         if self.solver == "lowrank":
             res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
@@ -567,7 +567,7 @@ n_features_in_
         loss.lam = self._lam(zp, k)
         res = self._zero(zp, loss.lam)
         if res is not None:
-            return self._store(res, D, k=k)
+            return self._store(res, D, np.zeros((d, D)), k=k)
         if solver == "lowrank":
             res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
                               warn=False, **_options(self))

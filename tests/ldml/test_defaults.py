@@ -189,6 +189,10 @@ def test_huge_weights_give_the_certified_zero_metric():
         assert est.status_ == "optimal"
         assert np.all(est.get_mahalanobis_matrix() == 0)
         assert np.isclose(est.objective_, f0)
+    # at a rank below the dimension the zero metric keeps that rank's shape
+    low = LDML(lam=1e300, solver="lowrank", n_components=2, preprocessor=X)
+    assert low.fit(pairs, labels).components_.shape == (2, 4)
+    assert LDMLSupervised(lam=1e300, n_components=2).fit(X, y).components_.shape == (2, 4)
 
 
 # -- the objective is that of the returned point -------------------------------
