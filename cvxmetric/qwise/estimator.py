@@ -13,8 +13,9 @@ Qwise solvers, selected by ``solver``:
 ==================  ===============================================  ===========
 ``solver``          what runs                                        guarantee
 ==================  ===============================================  ===========
+``"fast"``          :class:`~cvxmetric.qwise.QwiseDualSolver`        certified
+                    (default)
 ``"exact"``         :func:`~cvxmetric.qwise.solve_exact` (CVXPY)     certified
-``"fast"``          :class:`~cvxmetric.qwise.QwiseDualSolver`        gap <= tol
 ``"subgradient"``   :class:`~cvxmetric.qwise.ProjectedSubgradient`   Algorithm 1
 ==================  ===============================================  ===========
 
@@ -167,9 +168,14 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         Upper bound for similar and lower bound for dissimilar squared
         distances, ``u <= l``.  Required when ``pairs`` are given to ``fit``,
         ignored otherwise.
-    solver : {"exact", "fast", "subgradient"}, default="exact"
-        Certified CVXPY solve, the dual proximal-point solver, or the paper's
-        Algorithm 1.
+    solver : {"exact", "fast", "subgradient"}, default="fast"
+        The restarted primal-dual solver (certified by its duality gap),
+        the certified CVXPY solve, or the paper's Algorithm 1.  ``"fast"``
+        is the default as the fastest certified solver on scikit-learn's
+        bundled data as loaded (iris 0.14 s, wine 6.2 s, digits 6.0 s,
+        digits PCA-30 1.2 s; raw breast cancer, features from 1e-3 to 4e3,
+        certified in 13 s of CPU where the exact path's Clarabel fails and
+        its SCS fallback ran past 20 minutes).
     tol : float > 0, optional
         Stopping tolerance of the iterative solvers (``None``: their
         default).  Ignored by ``"exact"``.
@@ -241,7 +247,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         C_p=1.0,
         u=None,
         l=None,
-        solver="exact",
+        solver="fast",
         tol=None,
         max_iter=None,
         preprocessor=None,
@@ -462,7 +468,7 @@ certificate_, result_, n_features_in_
         C_p=1.0,
         u=None,
         l=None,
-        solver="exact",
+        solver="fast",
         tol=None,
         max_iter=None,
         random_state=None,

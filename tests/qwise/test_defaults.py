@@ -110,3 +110,12 @@ def test_vector_supervised_raw_wine(solver):
     sigma = est.result_.info.get("feature_scale")
     if sigma is not None:  # newton records the per-feature scales
         assert np.ptp(np.log2(sigma)) >= 10
+
+
+def test_default_solver_is_fast_and_certified(iris):
+    """The default solver is the fast one, certified like the exact path."""
+    X, y = iris
+    est = QwiseSupervised(random_state=0).fit(X, y)
+    assert est.result_.method == "fast" and est.status_ == "optimal"
+    ref = QwiseSupervised(solver="exact", random_state=0).fit(X, y)
+    assert abs(est.objective_ - ref.objective_) <= 1e-6 * max(1.0, ref.objective_)

@@ -50,7 +50,7 @@ def problem():
 @pytest.fixture(scope="module")
 def fitted(problem):
     X, _, quads, pairs, labels = problem
-    est = Qwise(u=1.0, l=4.0, preprocessor=X)
+    est = Qwise(u=1.0, l=4.0, solver="exact", preprocessor=X)
     return est.fit(quads, pairs=pairs, pair_labels=labels)
 
 
@@ -305,7 +305,7 @@ def test_solver_error_propagates(problem, monkeypatch):
         raise InfeasibleError("stub: certified infeasible")
 
     monkeypatch.setattr(estimator_module, "solve_exact", fail)
-    est = Qwise(preprocessor=X)
+    est = Qwise(solver="exact", preprocessor=X)
     with pytest.raises(InfeasibleError, match="stub"):
         est.fit(quads)
     assert not hasattr(est, "components_")
