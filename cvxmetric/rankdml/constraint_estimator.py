@@ -40,6 +40,7 @@ from .._base import (
     PairsClassifierMixin,
     validate_labelled,
 )
+from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import pairs_from_labels, tuples_to_indices
 from ._constraint import (
@@ -65,6 +66,7 @@ _SHARED_CONSTRAINTS = {
     "tol": [Interval(Real, 0, None, closed="neither"), None],
     "max_iter": [Interval(Integral, 1, None, closed="left"), None],
     "random_state": ["random_state"],
+    "verbose": ["verbose"],
 }
 
 
@@ -80,7 +82,7 @@ class _ConstraintBase(MahalanobisMixin, BaseEstimator):
         """Solve Eq. 1 / 4 / 10 on validated indices and store the fit."""
         data = self._data(X, pairs, labels)
         if self.solver == "exact":
-            result = solve_constraint_exact(data)
+            result = solve_constraint_exact(data, verbose=conic_verbose(self.verbose))
         elif self.solver == "fast":
             options = {}
             if self.tol is not None:
@@ -100,7 +102,8 @@ class _ConstraintBase(MahalanobisMixin, BaseEstimator):
         self.n_iter_ = int(result.n_iter)
         self.certificate_ = result.certificate
         self.n_features_in_ = int(data.n_features)
-        logger.debug(
+        log = logger.info if self.verbose else logger.debug
+        log(
             "%s: Eq. %s solver=%s status=%s objective=%.6g rel_gap=%.3g n_iter=%d "
             "n_pairs=%d", type(self).__name__, data.equation, self.solver,
             self.status_, self.objective_, self.certificate_.rel_gap, self.n_iter_,
@@ -146,6 +149,11 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
         No solver of this model is randomised; kept so that
         :class:`ConstraintDML` and :class:`ConstraintDMLSupervised` share
         hyperparameters (metric-learn convention).
+    verbose : bool or int, default=False
+        ``True`` / ``1``: the fast solver's progress lines and a summary of
+        the fit at INFO on the ``cvxmetric`` logger (shown on standard
+        error when ``logging`` is not configured); ``2``: also the conic
+        solver's own log (``"exact"``); ``3``: DEBUG.
 
     Attributes
     ----------
@@ -189,7 +197,8 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
     }
 
     def __init__(self, hard=True, diagonal=False, lam=1.0, solver="exact",
-                 preprocessor=None, tol=None, max_iter=None, random_state=None):
+                 preprocessor=None, tol=None, max_iter=None, random_state=None,
+                 verbose=False):
         self.hard = hard
         self.diagonal = diagonal
         self.lam = lam
@@ -198,6 +207,7 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, pairs, y, calibration_params=None):
@@ -280,6 +290,8 @@ class ConstraintDMLSupervised(LabelledMixin, TransformerMixin, _ConstraintBase):
         As in :class:`ConstraintDML`.
     random_state : int, RandomState instance or None, default=None
         Seeds the pair sampling.
+    verbose : bool or int, default=False
+        As in :class:`ConstraintDML`.
 
     Attributes
     ----------
@@ -312,7 +324,8 @@ certificate_, result_, n_features_in_
     }
 
     def __init__(self, n_constraints=None, hard=True, diagonal=False, lam=1.0,
-                 solver="exact", tol=None, max_iter=None, random_state=None):
+                 solver="exact", tol=None, max_iter=None, random_state=None,
+                 verbose=False):
         self.n_constraints = n_constraints
         self.hard = hard
         self.diagonal = diagonal
@@ -321,6 +334,7 @@ certificate_, result_, n_features_in_
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
