@@ -12,16 +12,19 @@ follows the conventions (``__init__`` stores, parameters validated in
 """
 
 import dataclasses
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import components_from_metric
-from .._solver import FitScopeMixin
+from .._solver import FitScopeMixin, conic_verbose
 from .._validation import check_indices
+from ..result import Status
 from ._problem import OMDMLData, check_theta, check_views
 from .exact import solve_exact
 from .fast import LowRankOMDML, OMDMLOnline, check_ranks
@@ -66,7 +69,11 @@ class OMDML(FitScopeMixin, BaseEstimator):
         the starting weights (default uniform, as printed).
     random_state : int, RandomState instance or None
         LOMDML's starting ``W_i``.
-    verbose : bool, default=False
+    verbose : bool or int, default=False
+        ``True`` / ``1``: the online passes' progress and a summary at INFO
+        on the ``cvxmetric`` logger (shown on standard error when
+        ``logging`` is not configured); ``2``: also the conic solver's own
+        log (``"exact"``); ``3``: DEBUG.
 
     Attributes
     ----------
@@ -156,10 +163,21 @@ class OMDML(FitScopeMixin, BaseEstimator):
         if self.theta is not None:
             check_theta(self.theta, data.n_views)
         if self.solver == "exact":
-            result = solve_exact(data, self.theta, verbose=bool(self.verbose))
+            result = solve_exact(data, self.theta, verbose=conic_verbose(self.verbose))
             ranks = None
         else:
             result = self._online(self.n_passes, ranks).run(data, warn=False)
+            if result.status != Status.OPTIMAL:
+                # the paper's algorithm stops after its passes by design:
+                # say so once per fit (partial_fit streams: no warning)
+                warnings.warn(
+                    f"OMDML: the online algorithm "
+                    f"({'Algorithm 2, LOMDML' if ranks else 'Algorithm 1'}) made {self.n_passes} pass(es) over the triplets and stops "
+                    f"there by design, not at Eq. 3's optimum: status "
+                    f"{str(result.status)!r}, relative gap to the certified bound "
+                    f"{result.certificate.rel_gap:.3g}. More passes (n_passes) "
+                    f"approach it; solver='exact' solves Eq. 3 at fixed theta.",
+                    ConvergenceWarning, stacklevel=3)
         return self._store(result, data, ranks)
 
     def partial_fit(self, views, triplets):

@@ -252,3 +252,23 @@ def test_lomdml_divergence_is_an_error():
     big = [10.0 * v for v in views]  # far from the paper's [0, 1] features
     with pytest.raises(SolverError, match="eta: LOMDML diverged"):
         OMDML(rank=2, eta=1.0, random_state=0).fit(big, t)
+
+
+def test_online_fit_says_it_stops_by_design():
+    # the online algorithm ends after its passes, not at Eq. 3's optimum:
+    # fit says so with a ConvergenceWarning; a stream's partial_fit does not
+    import warnings
+
+    from sklearn.datasets import load_iris
+    from sklearn.exceptions import ConvergenceWarning
+
+    from cvxmetric import OMDML, triplets_from_labels
+
+    X, y = load_iris(return_X_y=True)
+    views, t = [X[:, :2], X[:, 2:]], triplets_from_labels(y, 100, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="stops there by design"):
+        est = OMDML().fit(views, t)
+    assert est.status_ != "optimal"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        OMDML().partial_fit(views, t)
