@@ -41,6 +41,7 @@ from .._base import (
     TripletsClassifierMixin,
     validate_labelled,
 )
+from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import Triplets, informative
 from ._pairs import critical_triplets
@@ -87,7 +88,7 @@ class _RankDMLBase(MahalanobisMixin, BaseEstimator):
         data = self._data(triplets)
         diagonal = data.diagonal
         if self.solver == "exact":
-            result = solve_exact(data, verbose=bool(self.verbose))
+            result = solve_exact(data, verbose=conic_verbose(self.verbose))
         elif self.solver == "fast":
             result = solve_fast(data, tol=self.tol, maxiter=self.max_iter)
         else:  # only reachable when parameter validation was bypassed
@@ -174,7 +175,10 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
         No RankDML solver is randomised; kept so that :class:`RankDML` and
         :class:`RankDMLSupervised` share hyperparameters.
     verbose : bool or int, default=False
-        Show the conic solver's output (``"exact"``) and log a summary.
+        ``True`` / ``1``: the fast solver's progress lines and a summary of
+        the fit at INFO on the ``cvxmetric`` logger (shown on standard
+        error when ``logging`` is not configured); ``2``: also the conic
+        solver's own log (``"exact"``); ``3``: DEBUG.
 
     Attributes
     ----------
