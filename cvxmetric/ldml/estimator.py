@@ -44,6 +44,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import LabelledMixin, MahalanobisMixin, PairsClassifierMixin, validate_labelled
+from .._solver import conic_verbose
 from .._validation import check_finite, check_pair_labels, check_samples
 from .._base import components_from_metric
 from ..result import ProblemSizeError, Status
@@ -94,6 +95,7 @@ _SHARED = {
     "max_iter": [Interval(Integral, 1, None, closed="left"), None],
     "max_time": [Interval(Real, 0, None, closed="neither"), None],
     "random_state": ["random_state"],
+    "verbose": ["verbose"],
 }
 
 
@@ -250,9 +252,10 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         self.n_iter_ = int(result.n_iter)
         self.certificate_ = result.certificate
         self.n_features_in_ = int(D)
-        logger.debug("%s: status=%s objective=%.6g rel_gap=%.3g n_iter=%d",
-                     type(self).__name__, self.status_, self.objective_,
-                     self.certificate_.rel_gap, self.n_iter_)
+        log = logger.info if self.verbose else logger.debug
+        log("%s: status=%s objective=%.6g rel_gap=%.3g n_iter=%d",
+            type(self).__name__, self.status_, self.objective_,
+            self.certificate_.rel_gap, self.n_iter_)
         if self.status_ != Status.OPTIMAL:
             warnings.warn(self._stop_message(result), ConvergenceWarning, stacklevel=3)
         return self
@@ -303,7 +306,7 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
             return self._store(res, D, res.info["L"], k=k, loss=loss)
         data = LDMLData(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
         if self.solver == "exact":
-            return self._store(solve_exact(data), D, k=k, loss=loss)
+            return self._store(solve_exact(data, verbose=conic_verbose(self.verbose)), D, k=k, loss=loss)
         return self._store(solve_fast(data, warn=False, **_fast_options(self)), D, k=k,
                            loss=loss)
 
@@ -367,6 +370,11 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
     tol, max_iter, max_time : optional
         Of the iterative solvers (``None``: their defaults).
     random_state : int, RandomState instance or None
+    verbose : bool or int, default=False
+        ``True`` / ``1``: the iterative solvers' progress lines and a summary
+        of the fit at INFO on the ``cvxmetric`` logger (shown on standard
+        error when ``logging`` is not configured); ``2``: also the conic
+        solver's own log (``"exact"``); ``3``: DEBUG.
 
     Attributes
     ----------
@@ -400,7 +408,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
 
     def __init__(self, lam="auto", regularizer="trace", n_components=None, solver="fast",
                  n_init=3, preprocessor=None, tol=None, max_iter=None, max_time=None,
-                 random_state=None):
+                 random_state=None, verbose=False):
         self.lam = lam
         self.regularizer = regularizer
         self.n_components = n_components
@@ -411,6 +419,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         self.max_iter = max_iter
         self.max_time = max_time
         self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     @_budgeted
@@ -460,7 +469,8 @@ class LDMLSupervised(LabelledMixin, TransformerMixin, _LDMLBase):
 
     Parameters
     ----------
-    lam, regularizer, n_components, n_init, tol, max_iter, max_time, random_state
+    lam, regularizer, n_components, n_init, tol, max_iter, max_time, random_state, \
+verbose
         As in :class:`LDML`.
     solver : {"auto", "exact", "fast", "lowrank"}, default="auto"
         ``"auto"``: ``"lowrank"`` (at full rank the fastest certified
@@ -490,7 +500,7 @@ n_features_in_
 
     def __init__(self, lam="auto", regularizer="trace", n_components=None, solver="auto",
                  n_init=3, kernel=None, kernel_params=None, tol=None, max_iter=None,
-                 max_time=None, random_state=None):
+                 max_time=None, random_state=None, verbose=False):
         self.lam = lam
         self.regularizer = regularizer
         self.n_components = n_components
@@ -502,6 +512,7 @@ n_features_in_
         self.max_iter = max_iter
         self.max_time = max_time
         self.random_state = random_state
+        self.verbose = verbose
 
     def _kernel(self, A, B):
         return pairwise_kernels(A, B, metric=self.kernel, filter_params=True,
@@ -584,7 +595,7 @@ n_features_in_
             return self._store(res, D, res.info["L"], k=k, loss=loss)
         data = loss.pair_data()
         if solver == "exact":
-            return self._store(solve_exact(data), D, k=k, loss=loss)
+            return self._store(solve_exact(data, verbose=conic_verbose(self.verbose)), D, k=k, loss=loss)
         return self._store(solve_fast(data, loss=loss, warn=False, **_fast_options(self)),
                            D, k=k, loss=loss)
 
@@ -695,6 +706,11 @@ class MildML(_BagsLearner):
         When given, bags are index arrays into it.
     tol, max_iter, max_time : optional
     random_state : int, RandomState instance or None
+    verbose : bool or int, default=False
+        ``True`` / ``1``: the iterative solvers' progress lines and a summary
+        of the fit at INFO on the ``cvxmetric`` logger (shown on standard
+        error when ``logging`` is not configured); ``2``: also the conic
+        solver's own log (``"exact"``); ``3``: DEBUG.
 
     Attributes
     ----------
@@ -708,7 +724,7 @@ n_features_in_
 
     def __init__(self, n_components=None, lam="auto", regularizer="trace", n_init=1,
                  preprocessor=None, tol=None, max_iter=None, max_time=None,
-                 random_state=None):
+                 random_state=None, verbose=False):
         self.n_components = n_components
         self.lam = lam
         self.regularizer = regularizer
@@ -718,6 +734,7 @@ n_features_in_
         self.max_iter = max_iter
         self.max_time = max_time
         self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     @_budgeted
@@ -770,7 +787,7 @@ class LDMLStar(_BagsLearner):
     Parameters
     ----------
     n_components : int, optional
-    lam, regularizer, n_init, tol, max_iter, max_time, random_state
+    lam, regularizer, n_init, tol, max_iter, max_time, random_state, verbose
         As in :class:`MildML`.
     n_rounds : int >= 1, default=5
     b0 : float, optional
@@ -801,7 +818,7 @@ n_features_in_
 
     def __init__(self, n_components=None, lam="auto", regularizer="trace", n_init=1,
                  n_rounds=5, b0=None, preprocessor=None, tol=None, max_iter=None,
-                 max_time=None, random_state=None):
+                 max_time=None, random_state=None, verbose=False):
         self.n_components = n_components
         self.lam = lam
         self.regularizer = regularizer
@@ -813,6 +830,7 @@ n_features_in_
         self.max_iter = max_iter
         self.max_time = max_time
         self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     @_budgeted
