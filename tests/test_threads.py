@@ -158,3 +158,16 @@ def test_conic_solver_logs_only_from_verbose_2(capfd):
     out = capfd.readouterr()
     assert "Clarabel" in out.out + out.err or "CVXPY" in out.out + out.err
     assert _solver.conic_verbose(2) and not _solver.conic_verbose(True)
+
+
+# the learners (not the fixed-metric wrappers, which solve nothing)
+LEARNERS = [c for c in ESTIMATORS if c.__name__ not in ("MahalanobisMetric", "BilinearMetric")]
+
+
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
+def test_every_estimator_takes_verbose(cls):
+    import inspect
+
+    param = inspect.signature(cls).parameters.get("verbose")
+    assert param is not None and param.default is False
+    assert "verbose" in (cls.__doc__ or "")
