@@ -41,6 +41,7 @@ from .._base import (
     QuadrupletsClassifierMixin,
     validate_labelled,
 )
+from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import (
     LabeledPairs,
@@ -115,7 +116,7 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
         if self.max_iter is not None:
             options["maxiter"] = self.max_iter
         if self.solver == "exact":
-            result = solve_exact(data, verbose=bool(self.verbose))
+            result = solve_exact(data, verbose=conic_verbose(self.verbose))
         elif self.solver == "fast":
             result = QwiseDualSolver(**options).run(data)
         elif self.solver == "subgradient":
@@ -190,8 +191,10 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         :class:`Qwise` and :class:`QwiseSupervised` share hyperparameters
         (metric-learn convention).
     verbose : bool or int, default=False
-        Show the conic solver's output (``"exact"``) and log a summary of
-        the fit at INFO level on the ``cvxmetric`` logger.
+        ``True`` / ``1``: the fast solver's progress lines and a summary of
+        the fit at INFO on the ``cvxmetric`` logger (shown on standard
+        error when ``logging`` is not configured); ``2``: also the conic
+        solver's own log (``"exact"``); ``3``: DEBUG.
 
     Attributes
     ----------
@@ -621,7 +624,7 @@ class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
     def _solve_one(self, data):
         """One vector problem: a :class:`SolverResult`."""
         if self.solver == "exact":
-            return solve_vector_exact(data, verbose=bool(self.verbose))
+            return solve_vector_exact(data, verbose=conic_verbose(self.verbose))
         if self.solver == "newton":  # refuses loss="hinge" itself, naming loss
             options = {}
             if self.tol is not None:
@@ -750,6 +753,10 @@ class QwiseVector(_QwiseVectorBase):
     random_state : int, RandomState instance or None, default=None
         No vector solver is randomised; kept for the shared conventions.
     verbose : bool or int, default=False
+        ``True`` / ``1``: the fast solver's progress lines and a summary of
+        the fit at INFO on the ``cvxmetric`` logger (shown on standard
+        error when ``logging`` is not configured); ``2``: also the conic
+        solver's own log (``"exact"``); ``3``: DEBUG.
 
     Attributes
     ----------

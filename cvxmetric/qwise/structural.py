@@ -102,7 +102,7 @@ from .._base import (
 )
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, project_psd
-from .._solver import IterativeSolver, stop_message
+from .._solver import IterativeSolver, conic_verbose, stop_message
 from .._tolerances import EXACT_GAP
 from .._validation import check_option, check_pair_labels, check_samples, check_scalar
 from ..constraints import (
@@ -1081,7 +1081,7 @@ class _StructuralBase(MahalanobisMixin, BaseEstimator):
         if self.solver in ("exact", "cutting_plane"):
             try:
                 if self.solver == "exact":
-                    result = solve_structural_exact(data, verbose=bool(self.verbose))
+                    result = solve_structural_exact(data, verbose=conic_verbose(self.verbose))
                 else:
                     options = {}
                     if self.epsilon is not None:
@@ -1159,7 +1159,10 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
         Unused (no solver is randomised); kept for the metric-learn
         convention shared with :class:`QwiseStructuralSupervised`.
     verbose : bool or int, default=False
-        Conic solver output (``"exact"``) and an INFO summary of the fit.
+        ``True`` / ``1``: the fast solver's progress lines and a summary of
+        the fit at INFO on the ``cvxmetric`` logger (shown on standard
+        error when ``logging`` is not configured); ``2``: also the conic
+        solver's own log (``"exact"``); ``3``: DEBUG.
 
     Attributes
     ----------

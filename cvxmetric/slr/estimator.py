@@ -53,6 +53,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import BilinearMixin, LabelledMixin, validate_labelled
+from .._solver import conic_verbose
 from ..metrics import average_precision
 from ..model import DeclaredProblem
 from ..result import Status
@@ -115,8 +116,10 @@ default="newton"
     random_state : int, RandomState instance or None, default=None
         Seeds the sketches of ``"randomized"`` and ``"lowrank"``.
     verbose : bool or int, default=False
-        Show the conic solver's output (``"exact"``) and log a summary of
-        the fit at INFO level on the ``cvxmetric`` logger.
+        ``True`` / ``1``: the fast solver's progress lines and a summary of
+        the fit at INFO on the ``cvxmetric`` logger (shown on standard
+        error when ``logging`` is not configured); ``2``: also the conic
+        solver's own log (``"exact"``); ``3``: DEBUG.
 
     Attributes
     ----------
@@ -292,7 +295,7 @@ default="newton"
                                **extra)
         data = SLRData.from_labels(X, codes, delta1=delta1, delta2=delta2)
         if self.solver == "exact":
-            return solve_exact(data, verbose=bool(self.verbose))
+            return solve_exact(data, verbose=conic_verbose(self.verbose))
         if self.solver == "adaptive":
             options = {"maxiter": self.n_iter}
             if self.tol is not None:
