@@ -345,7 +345,9 @@ class LowRankOMDML(_Online):
 
     _parameter_constraints = {
         **_Online._parameter_constraints,
-        "rank": "no_validation",  # an int or one per view: ranks() checks
+        # an int or one per view: each entry and the views' dimensions are
+        # checked by ranks() once the views are known
+        "rank": [Interval(Integral, 1, None, closed="left"), list, tuple],
         "eta": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state", None],
     }
