@@ -10,7 +10,7 @@ a NaN/inf result, a raw library exception, a wrong objective with status
 """
 
 import re
-import time  # process_time: CPU seconds, which a busy machine does not stretch
+import time  # thread_time: this thread's CPU seconds (load and BLAS spin not counted)
 import warnings
 
 import numpy as np
@@ -341,10 +341,10 @@ def big():
 ])
 def test_max_time_is_honoured(big, make):
     solver = make()
-    t0 = time.process_time()
+    t0 = time.thread_time()
     with pytest.warns(ConvergenceWarning, match="time limit"):
         r = solver.run(big)
-    elapsed = time.process_time() - t0
+    elapsed = time.thread_time() - t0
     assert r.status == "time_limit_reached" and not r.certificate.passed
     # set-up, one iteration (or one inner step) and the certificate
     assert elapsed < 0.3 + 3.0, elapsed

@@ -16,7 +16,7 @@ independent CVXPY model.
   and duplicated features.
 """
 
-import time  # process_time: CPU seconds, which a busy machine does not stretch
+import time  # thread_time: this thread's CPU seconds (load and BLAS spin not counted)
 import warnings
 
 import cvxpy as cp
@@ -77,9 +77,9 @@ def test_fast_at_large_scale_reaches_the_exact_optimum_quickly(scale):
     # was: 13.7 s ending at 167 (1e3); 220 s, max_iter_reached, A = 0 (1e4)
     X, pairs, labels = _small(0)
     exact = _fit(X * scale, pairs, labels, "exact")
-    t0 = time.process_time()
+    t0 = time.thread_time()
     fast = _fit(X * scale, pairs, labels, "fast")
-    elapsed = time.process_time() - t0
+    elapsed = time.thread_time() - t0
     _check_result(exact)
     _check_result(fast)
     assert abs(exact.objective_ - 2.8292529832) <= 1e-6 * 2.83
@@ -92,10 +92,10 @@ def test_underflowing_cannot_links_fail_fast_with_a_clear_error():
     # was: the fast solver ran for minutes at X * 1e-150
     X, pairs, labels = _small(0)
     for solver in ("fast", "exact"):
-        t0 = time.process_time()
+        t0 = time.thread_time()
         with pytest.raises(ValueError, match=r"^X: "):
             ConstraintDML(preprocessor=X * 1e-150, solver=solver).fit(pairs, labels)
-        assert time.process_time() - t0 < 5.0
+        assert time.thread_time() - t0 < 5.0
     # a cannot-link whose squared length underflows although the points differ
     X2 = X.copy()
     c = pairs[np.flatnonzero(labels == -1)[0]]
@@ -190,7 +190,7 @@ def test_hostile_input_right_answer_or_clear_error(case, hard):
     X, pairs, labels = _hostile_cases()[case]
     out = {}
     for solver in ("exact", "fast"):
-        t0 = time.process_time()
+        t0 = time.thread_time()
         try:
             out[solver] = _fit(X, pairs, labels, solver, hard=hard)
         except (ValueError, InfeasibleError) as exc:
@@ -198,7 +198,7 @@ def test_hostile_input_right_answer_or_clear_error(case, hard):
             assert str(exc).split(":")[0] in ("X", "pairs", "preprocessor") or \
                 isinstance(exc, InfeasibleError), str(exc)
             out[solver] = type(exc)
-        assert time.process_time() - t0 < 20.0
+        assert time.thread_time() - t0 < 20.0
     if isinstance(out["exact"], type) or isinstance(out["fast"], type):
         # the two paths judge representability alike
         assert out["exact"] == out["fast"], out
@@ -246,10 +246,10 @@ def test_max_time_is_honoured_within_a_round():
     # a round on this instance takes well over the budget
     X, pairs, labels = query_gallery(300, 400, 12, 20, random_state=0)
     data = ConstraintData.from_pairs(X, pairs, labels, hard=False, lam=1e-3)
-    t0 = time.process_time()
+    t0 = time.thread_time()
     with pytest.warns(Warning, match="time limit"):
         result = ConstraintDualSolver(max_time=0.3, full_below=10 ** 6).run(data)
-    elapsed = time.process_time() - t0
+    elapsed = time.thread_time() - t0
     assert result.status == "time_limit_reached"
     assert not result.certificate.passed
     assert elapsed < 0.3 + 1.5  # one inner step plus the final certificate

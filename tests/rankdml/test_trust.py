@@ -12,7 +12,7 @@
   the equations of docs/rankdml.md (not the package's model).
 """
 
-import time  # process_time: CPU seconds, which a busy machine does not stretch
+import time  # thread_time: this thread's CPU seconds (load and BLAS spin not counted)
 import warnings
 
 import cvxpy as cp
@@ -235,21 +235,21 @@ def _wine_data(reg, diagonal=False):
 @pytest.mark.parametrize("reg", ["logdet", "burg"])
 def test_dual_newton_honours_max_time(reg):
     data = _wine_data(reg)
-    t0 = time.process_time()
+    t0 = time.thread_time()
     with pytest.warns(ConvergenceWarning):
         res = RankDualSolver(max_time=0.001, tol=1e-15).run(data)
-    took = time.process_time() - t0
+    took = time.thread_time() - t0
     assert res.status == "time_limit_reached" and not res.certificate.passed
     assert took < 2.0, took
 
 
 def test_pdhg_honours_max_time():
     data = _wine_data("frobenius")
-    t0 = time.process_time()
+    t0 = time.thread_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = FrobeniusPDHG(max_time=0.01, tol=1e-15).run(data)
-    assert time.process_time() - t0 < 2.0
+    assert time.thread_time() - t0 < 2.0
     assert res.status != "optimal" or res.certificate.passed
 
 
@@ -466,10 +466,10 @@ def test_trace_fixed_unresolvable_margin_refused_fast(scale, reg, solver):
     # CertificateError after 40 s, or max_iter_reached with gap 1.5e-3)
     X, y = small(0)
     T = triplets_from_labels(y, 25, random_state=0)
-    t0 = time.process_time()
+    t0 = time.thread_time()
     with pytest.raises(ValueError, match=r"^X: .*tau \* X\^2"):
         RankDML(preprocessor=X * scale, regularizer=reg, solver=solver).fit(T)
-    assert time.process_time() - t0 < 1.0
+    assert time.thread_time() - t0 < 1.0
     # the same problem in the equivalent units answers
     est = RankDML(preprocessor=X, regularizer=reg, solver=solver).fit(T)
     assert est.status_ == "optimal"

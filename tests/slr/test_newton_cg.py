@@ -1,6 +1,6 @@
 """Matrix-free Newton (CG on the Gram form), time budgets, solver settings."""
 
-import time  # process_time: CPU seconds, which a busy machine does not stretch
+import time  # thread_time: this thread's CPU seconds (load and BLAS spin not counted)
 import warnings
 
 import numpy as np
@@ -94,11 +94,11 @@ def slow():
 def test_newton_honours_max_time_within_one_block(slow, hessian):
     _, _, data = slow
     budget = 0.05
-    t0 = time.process_time()
+    t0 = time.thread_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = SemismoothNewton(hessian=hessian, max_time=budget).run(data)
-    elapsed = time.process_time() - t0
+    elapsed = time.thread_time() - t0
     assert res.status == "time_limit_reached"
     assert res.raw_status == "time_limit_reached"
     assert not res.certificate.passed
@@ -109,11 +109,11 @@ def test_newton_honours_max_time_within_one_block(slow, hessian):
 
 def test_adaptive_honours_max_time(slow):
     _, _, data = slow
-    t0 = time.process_time()
+    t0 = time.thread_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = AdaptiveRegression(maxiter=100000, max_time=0.1).run(data)
-    assert time.process_time() - t0 < 2.0
+    assert time.thread_time() - t0 < 2.0
     assert res.status == "time_limit_reached"
 
 
@@ -127,12 +127,12 @@ def test_pass_raises_expired_inside_the_block_loop(medium):
 @pytest.mark.parametrize("fn", ["randomized", "lowrank"])
 def test_algorithms_2_and_3_honour_max_time(slow, fn):
     X, y, _ = slow
-    t0 = time.process_time()
+    t0 = time.thread_time()
     if fn == "randomized":
         res = randomized_slr(X, y, 500, n_iter=10_000, max_time=0.05, random_state=0)
     else:
         res = lowrank_slr(X, y, 20, n_iter=10_000, max_time=0.05, random_state=0)
-    assert time.process_time() - t0 < 3.0
+    assert time.thread_time() - t0 < 3.0
     assert res.status == "time_limit_reached"
     assert res.n_iter < 10_000
     assert not res.certificate.passed
