@@ -112,7 +112,9 @@ default="newton"
         Certified relative gap at which ``"newton"`` (default ``1e-10``) and
         ``"adaptive"`` (default ``1e-8``: stop before ``n_iter``) stop.
     max_iter : int >= 1, optional
-        Iteration cap of ``"newton"`` (default 100).
+        Iteration cap of ``"newton"`` (default 100).  Refused with
+        ``"adaptive"``, ``"randomized"`` and ``"lowrank"``, which run
+        ``n_iter`` iterations.
     random_state : int, RandomState instance or None, default=None
         Seeds the sketches of ``"randomized"`` and ``"lowrank"``.
     verbose : bool or int, default=False
@@ -273,6 +275,13 @@ default="newton"
 
     def _solve(self, X, codes, delta1, delta2):
         """Dispatch to the solver; returns its SolverResult."""
+        if self.max_iter is not None and self.solver in ("adaptive", "randomized",
+                                                         "lowrank"):
+            # these run the paper's T iterations: a cap they would ignore is
+            # refused rather than dropped
+            raise ValueError(
+                f"max_iter: solver={self.solver!r} runs n_iter iterations (the "
+                f"paper's T); set n_iter instead (max_iter caps 'newton').")
         if self.solver in ("randomized", "lowrank"):
             rng = check_random_state(self.random_state)
             n, d = X.shape

@@ -213,3 +213,13 @@ def test_scalable_solver_as_written(Xy, solver):
     else:
         assert info["rank"] == X.shape[1] and info["n_sketch"] is None
     assert np.isfinite(est.objective_) and est.status_ == "max_iter_reached"
+
+
+@pytest.mark.parametrize("solver", ["adaptive", "randomized", "lowrank"])
+def test_max_iter_with_a_fixed_T_solver_is_refused(solver):
+    # these run n_iter iterations (the paper's T): max_iter was dropped silently
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(ValueError, match=r"^max_iter: .*n_iter"):
+        SLR(solver=solver, max_iter=5).fit(X, y)
