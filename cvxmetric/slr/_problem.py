@@ -109,7 +109,7 @@ _GAP, _FEAS = certificate_tolerance("slr")
 
 __all__ = ["SLRData", "eq3_closed_form", "check_thresholds", "svec", "smat",
            "newton_decrement", "DEFAULT_BLOCK", "DENSE_MAX_SYM",
-           "Expired", "cg"]
+           "Expired", "cg", "m_in_units"]
 
 #: Largest number of symmetric coordinates ``p = r (r + 1) / 2`` for which
 #: the generalised Hessian is formed densely (a (p, p) matrix and an
@@ -301,6 +301,35 @@ def _encode_labels(y, n):
     return codes.reshape(-1).astype(np.intp), classes
 
 
+def m_in_units(Mi, scale, what):
+    """``Mi / scale^2``: a matrix ``M`` learned on ``X / scale``, in ``X``'s units.
+
+    Raises a ValueError naming ``X`` when that ``M`` is not representable
+    in float64: its entries overflow, or underflow so far that it no longer
+    gives the same similarities (data scaled far from 1, e.g. by
+    ``1e+-200``: the minimiser of Eq. 4 at ``s X`` is the one at ``X``
+    divided by ``s^2``).  ``what`` names the matrix in the message.
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        M = (Mi / scale) / scale
+    big = float(np.max(np.abs(Mi))) if Mi.size else 0.0
+    if not np.all(np.isfinite(M)):
+        raise ValueError(
+            f"X: {what} has entries of order {big:.3g} / {scale:.3g}^2, beyond "
+            f"float64's range (Eq. 4 at s X is minimised by M / s^2, so data of "
+            f"scale {scale:.3g} need an M that overflows); rescale X, e.g. divide "
+            f"it by {scale:.3g}.")
+    with np.errstate(over="ignore"):
+        back = (M * scale) * scale
+    if float(np.linalg.norm(back - Mi)) > 1e-12 * float(np.linalg.norm(Mi)):
+        raise ValueError(
+            f"X: {what} has entries of order {big:.3g} / {scale:.3g}^2, below "
+            f"float64's range (Eq. 4 at s X is minimised by M / s^2, so data of "
+            f"scale {scale:.3g} need an M that underflows); rescale X, e.g. divide "
+            f"it by {scale:.3g}.")
+    return M
+
+
 @dataclass(eq=False)
 class SLRData:
     """Eq. 4 data: samples, labels, thresholds and the thin SVD of ``X``.
@@ -471,25 +500,7 @@ class SLRData:
         if not np.all(np.isfinite(Mi)):
             raise ValueError("X: the similarity matrix M of this problem is not finite "
                              "(X is numerically rank deficient beyond float64).")
-        with np.errstate(over="ignore", under="ignore"):
-            M = (Mi / self.scale) / self.scale
-        big = float(np.max(np.abs(Mi))) if Mi.size else 0.0
-        if not np.all(np.isfinite(M)):
-            raise ValueError(
-                f"X: the minimiser M has entries of order {big:.3g} / {self.scale:.3g}^2, "
-                f"beyond float64's range (Eq. 4 at s X is minimised by M / s^2, so data "
-                f"of scale {self.scale:.3g} need an M that overflows); rescale X, e.g. "
-                f"divide it by {self.scale:.3g}.")
-        with np.errstate(over="ignore"):
-            back = (M * self.scale) * self.scale
-        err = float(np.linalg.norm(back - Mi))
-        if err > 1e-12 * float(np.linalg.norm(Mi)):
-            raise ValueError(
-                f"X: the minimiser M has entries of order {big:.3g} / {self.scale:.3g}^2, "
-                f"below float64's range (Eq. 4 at s X is minimised by M / s^2, so data "
-                f"of scale {self.scale:.3g} need an M that underflows); rescale X, e.g. "
-                f"divide it by {self.scale:.3g}.")
-        return M
+        return m_in_units(Mi, self.scale, "the minimiser M")
 
     def target(self):
         """``D`` (n, n): ``delta1`` on same-class pairs, ``delta2`` elsewhere.

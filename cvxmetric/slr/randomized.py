@@ -80,7 +80,7 @@ from threadpoolctl import threadpool_limits
 from .._validation import check_option, check_samples
 from ..result import Certificate, SolverResult, Status
 from .._solver import Deadline
-from ._problem import Expired, _encode_labels, check_thresholds
+from ._problem import Expired, _encode_labels, check_thresholds, m_in_units
 
 __all__ = [
     "SKETCHES",
@@ -154,29 +154,10 @@ def _factors_in_units(Ln, Rn, c):
     (:func:`_unit_rows`): ``L = Ln / c``, ``R = Rn / c``, ``M = L R^T``.
 
     Raises a ValueError naming ``X`` when ``M`` is not representable in
-    float64 (Eq. 4 at ``s X`` is minimised by ``M / s^2``: data scaled by
-    ``1e+-200`` need an ``M`` that overflows or underflows), as
-    :meth:`~cvxmetric.slr.SLRData.M_of_Z` does.
+    float64 (:func:`~cvxmetric.slr._problem.m_in_units`).
     """
-    Mn = Ln @ Rn.T
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        L, R = Ln / c, Rn / c
-        M = L @ R.T
-        back = (M * c) * c
-    big = float(np.max(np.abs(Mn))) if Mn.size else 0.0
-    if not np.all(np.isfinite(M)):
-        raise ValueError(
-            f"X: the learned M has entries of order {big:.3g} / {c:.3g}^2, beyond "
-            f"float64's range (Eq. 4 at s X is minimised by M / s^2, so data of "
-            f"scale {c:.3g} need an M that overflows); rescale X, e.g. rows of unit "
-            f"norm.")
-    if float(np.linalg.norm(back - Mn)) > 1e-12 * float(np.linalg.norm(Mn)):
-        raise ValueError(
-            f"X: the learned M has entries of order {big:.3g} / {c:.3g}^2, below "
-            f"float64's range (Eq. 4 at s X is minimised by M / s^2, so data of "
-            f"scale {c:.3g} need an M that underflows); rescale X, e.g. rows of "
-            f"unit norm.")
-    return L, R, M
+    M = m_in_units(Ln @ Rn.T, c, "the learned M")
+    return Ln / c, Rn / c, M
 
 
 def single_blas_thread(func):
