@@ -11,6 +11,8 @@ import types
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_iris
+from sklearn.preprocessing import StandardScaler
 
 from cvxmetric.constraints import Triplets
 from cvxmetric.rankdml import RankData, critical_triplets, solve_exact
@@ -57,6 +59,21 @@ def rk():
     return types.SimpleNamespace(pd_matrix=pd_matrix,
                                  retrieval_triplets=retrieval_triplets,
                                  make_data=make_data, KINDS=KINDS)
+
+
+@pytest.fixture(scope="session")
+def docs_iris():
+    """The critical triplets of the docs example: standardised iris, 30
+    queries (every fifth sample), one relevant item each, 3 + 3."""
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    rng = np.random.RandomState(0)
+    queries = np.arange(0, 150, 5)
+    gallery = np.setdiff1d(np.arange(150), queries)
+    relevant = [rng.choice(gallery[y[gallery] == y[q]]) for q in queries]
+    t = critical_triplets(queries, relevant, gallery, X, n_top=3, n_random=3,
+                          random_state=0)
+    return Triplets.create(X, t)
 
 
 @pytest.fixture(scope="session")

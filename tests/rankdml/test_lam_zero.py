@@ -18,24 +18,11 @@ from cvxmetric.rankdml import (
     RankData,
     RankDML,
     RankDMLSupervised,
-    critical_triplets,
     solve_exact,
     solve_fast,
 )
 
 FAST = tolerance("rankdml", "fast")
-
-
-def _iris():
-    X, y = load_iris(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    rng = np.random.RandomState(0)
-    queries = np.arange(0, 150, 5)
-    gallery = np.setdiff1d(np.arange(150), queries)
-    relevant = [rng.choice(gallery[y[gallery] == y[q]]) for q in queries]
-    t = critical_triplets(queries, relevant, gallery, X, n_top=3, n_random=3,
-                          random_state=0)
-    return Triplets.create(X, t)
 
 
 def _rel(a, b):
@@ -53,8 +40,8 @@ WELL_POSED = [
 
 
 @pytest.mark.parametrize("cfg", WELL_POSED, ids=lambda c: "-".join(map(str, c.values())))
-def test_lam_zero_is_certified_and_the_limit_of_small_lam(cfg):
-    trip = _iris()
+def test_lam_zero_is_certified_and_the_limit_of_small_lam(cfg, docs_iris):
+    trip = docs_iris
     data = RankData.from_triplets(trip, lam=0.0, **cfg)
     res = solve_exact(data)
     assert res.status == "optimal" and res.certificate.passed
@@ -68,9 +55,9 @@ def test_lam_zero_is_certified_and_the_limit_of_small_lam(cfg):
         assert _rel(fast.objective, res.objective) <= 10 * FAST
 
 
-def test_diagonal_lam_zero_against_an_independent_lp():
+def test_diagonal_lam_zero_against_an_independent_lp(docs_iris):
     """Eq. 11 at lam = 0 is min sum_t [1 - k_t . a]_+ over a >= 0."""
-    trip = _iris()
+    trip = docs_iris
     data = RankData.from_triplets(trip, regularizer="laplacian", diagonal=True, lam=0.0)
     X, T = trip.X, trip.indices
     K = (X[T[:, 0]] - X[T[:, 2]]) ** 2 - (X[T[:, 0]] - X[T[:, 1]]) ** 2
@@ -79,13 +66,13 @@ def test_diagonal_lam_zero_against_an_independent_lp():
     assert _rel(solve_exact(data).objective, ref) <= 1e-7
 
 
-def test_estimators_accept_lam_zero():
+def test_estimators_accept_lam_zero(docs_iris):
     X, y = load_iris(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     est = RankDMLSupervised(regularizer="laplacian", lam=0, n_queries=30, n_top=3,
                             n_random=3, random_state=0).fit(X, y)
     assert est.status_ == "optimal"
-    trip = _iris()
+    trip = docs_iris
     est = RankDML(regularizer="burg", lam=0.0, preprocessor=trip.X).fit(trip.indices)
     assert est.status_ == "optimal"
 
@@ -121,13 +108,13 @@ def test_trace_fixed_is_well_posed_on_the_same_data():
     assert res.status == "optimal"
 
 
-def test_fast_full_matrix_refuses_lam_zero():
-    trip = _iris()
+def test_fast_full_matrix_refuses_lam_zero(docs_iris):
+    trip = docs_iris
     with pytest.raises(ValueError, match="lam: 0 with a full matrix"):
         RankDML(regularizer="burg", lam=0, solver="fast",
                 preprocessor=trip.X).fit(trip.indices)
 
 
-def test_negative_lam_is_still_refused():
+def test_negative_lam_is_still_refused(docs_iris):
     with pytest.raises(ValueError, match="lam"):
-        RankData.from_triplets(_iris(), lam=-1.0)
+        RankData.from_triplets(docs_iris, lam=-1.0)

@@ -42,24 +42,11 @@ def _slice(loader, seed, n_queries=30, n_top=3, n_random=3):
     return Triplets.create(X, t), A0
 
 
-def _docs_iris():
-    """The triplets of the docs example (iris, 30 queries, 3 + 3)."""
-    X, y = load_iris(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    rng = np.random.RandomState(0)
-    queries = np.arange(0, 150, 5)
-    gallery = np.setdiff1d(np.arange(150), queries)
-    relevant = [rng.choice(gallery[y[gallery] == y[q]]) for q in queries]
-    t = critical_triplets(queries, relevant, gallery, X, n_top=3, n_random=3,
-                          random_state=0)
-    return Triplets.create(X, t)
-
-
 # -- printed versus the variants -------------------------------------------------
 
 
-def test_printed_laplacian_differs_from_trace_fixed_on_iris():
-    T = _docs_iris()
+def test_printed_laplacian_differs_from_trace_fixed_on_iris(docs_iris):
+    T = docs_iris
     printed = solve_exact(RankData.from_triplets(T, regularizer="laplacian",
                                                  diagonal=True, lam=1.0))
     fixed = solve_exact(RankData.from_triplets(T, regularizer="laplacian", diagonal=True,
@@ -76,8 +63,8 @@ def test_printed_laplacian_differs_from_trace_fixed_on_iris():
     assert np.trace(printed.M) != pytest.approx(4.0, rel=1e-3)
 
 
-def test_printed_laplacian_is_attained_and_not_trivial():
-    T = _docs_iris()
+def test_printed_laplacian_is_attained_and_not_trivial(docs_iris):
+    T = docs_iris
     data = RankData.from_triplets(T, regularizer="laplacian", diagonal=True)
     res = solve_exact(data)
     N = data.n_constraints
@@ -194,8 +181,8 @@ def test_fast_matches_exact_on_real_slices(loader, seed, kw, lam):
 # -- the printed Eq. 11's dual domain --------------------------------------------
 
 
-def test_dual_is_moved_into_the_half_space():
-    T = _docs_iris()
+def test_dual_is_moved_into_the_half_space(docs_iris):
+    T = docs_iris
     data = RankData.from_triplets(T, regularizer="laplacian", diagonal=True)
     f_star = solve_exact(data).objective
     s = data.K.sum(axis=1)
@@ -213,8 +200,8 @@ def test_dual_is_moved_into_the_half_space():
     np.testing.assert_array_equal(data.dual_feasible(inside), inside)
 
 
-def test_forms_are_validated_by_the_data():
-    T = _docs_iris()
+def test_forms_are_validated_by_the_data(docs_iris):
+    T = docs_iris
     with pytest.raises(ValueError, match="form: 'spectral' is not a form of the 'laplacian'"):
         RankData.from_triplets(T, regularizer="laplacian", diagonal=True, form="spectral")
     with pytest.raises(ValueError, match="form: 'trace_fixed' is not a form of the 'burg'"):
