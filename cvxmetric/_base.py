@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._solver import FitScopeMixin
 from ._validation import check_finite, check_indices, check_pair_labels, check_samples
-from .constraints import tuples_to_indices
+from .constraints import _row_ids, _zero_length, tuples_to_indices
 
 __all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifierMixin",
            "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
@@ -88,15 +88,6 @@ def _reference_indices(codes, n_max, random_state):
     return np.sort(np.concatenate(chosen))
 
 
-def _same_rows(A, B):
-    """Integer row ids of ``A`` and ``B`` such that two rows get the same id
-    exactly when they are equal (bit for bit, after float64 validation)."""
-    both = np.vstack([A, B])
-    _, ids = np.unique(both, axis=0, return_inverse=True)
-    ids = ids.reshape(-1)
-    return ids[:A.shape[0]], ids[A.shape[0]:]
-
-
 def _label_codes(y, y_ref):
     """One integer code per label of ``y`` followed by ``y_ref``: equal
     labels get equal codes (Python equality: ``1 == 1.0 == np.int64(1)``,
@@ -142,9 +133,8 @@ class LabelledMixin:
         ids)``: the stacked samples, integer label codes (equal labels,
         equal codes) and row ids (equal rows, equal ids)."""
         X_ref, y_ref = self._score_reference()
-        ids, ref_ids = _same_rows(X, X_ref)
-        return (np.vstack([X, X_ref]), _label_codes(y, y_ref),
-                np.concatenate([ids, ref_ids]))
+        items = np.vstack([X, X_ref])
+        return items, _label_codes(y, y_ref), _row_ids(items)
 
     def _score_pairs(self, n, y_all, all_ids):
         """The pairs :meth:`score` ranks, as ``(left, right, same)``: indices
@@ -168,7 +158,7 @@ class LabelledMixin:
             a = rng.randint(n, size=MAX_SCORE_PAIRS - k)
             b = n + rng.randint(max(m, 1), size=MAX_SCORE_PAIRS - k)
             left, right = np.concatenate([i, a]), np.concatenate([j, b])
-        keep = all_ids[left] != all_ids[right]
+        keep = ~_zero_length(all_ids, left, right)
         left, right = left[keep], right[keep]
         same = y_all[left] == y_all[right]
         return left, right, same
