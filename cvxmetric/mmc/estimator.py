@@ -69,6 +69,7 @@ from .._base import (
     form_tuples,
     validate_labelled,
 )
+from .._solver import conic_verbose
 from .._validation import check_pair_labels, check_psd_matrix, check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
 from ._problem import MMCData
@@ -168,11 +169,9 @@ class _MMCBase(MahalanobisMixin, BaseEstimator):
             options["tol"] = tol
         if self.max_iter is not None:
             options["maxiter"] = self.max_iter
-        # verbose: a line per fit at INFO; from 2 on, the conic solvers' own
-        # logs of the exact path too
         log = logger.info if self.verbose else logger.debug
         if self.solver == "exact":
-            result = solve_exact(data, verbose=int(self.verbose) >= 2)
+            result = solve_exact(data, verbose=conic_verbose(self.verbose))
         elif self.solver == "fast":
             solver = MMCNewton if data.diagonal else MMCProjectedGradient
             start = None
@@ -265,9 +264,11 @@ class MMC(PairsClassifierMixin, _MMCBase):
         metric here is returned at the scale ``sum_D sqrt(D2_M) = 1``
         (Eq. 2's constraint), so the learned metric does not depend on it.
     verbose : bool or int, default=False
-        Log the fit's outcome (solver, status, objective, gap, iterations,
-        time) at INFO on the ``cvxmetric`` logger; from 2 on the conic
-        solvers' own logs of the exact path too.
+        ``True`` / ``1``: the fast solvers' progress lines and the fit's
+        outcome (solver, status, objective, gap, iterations, time) at INFO
+        on the ``cvxmetric`` logger (shown on standard error when
+        ``logging`` is not configured); ``2``: also the conic solver's own
+        log (``"exact"``); ``3``: DEBUG.
     preprocessor : array_like of shape (n_samples, n_features) or callable, \
 optional
         Forms the points of pairs given as (n_pairs, 2) indicators: integer
