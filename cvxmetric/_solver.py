@@ -232,7 +232,8 @@ def verbose_logging(verbose):
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("[cvxmetric] %(message)s"))
         logger.addHandler(handler)
-    logger.setLevel(level)
+    # never quieter than the application set it
+    logger.setLevel(min(level, logger.getEffectiveLevel()))
     try:
         yield
     finally:

@@ -171,3 +171,17 @@ def test_every_estimator_takes_verbose(cls):
     param = inspect.signature(cls).parameters.get("verbose")
     assert param is not None and param.default is False
     assert "verbose" in (cls.__doc__ or "")
+
+
+def test_verbose_never_lowers_a_configured_level():
+    import logging
+
+    log = _solver.logger
+    old = log.level
+    log.setLevel(logging.DEBUG)
+    try:
+        with _solver.verbose_logging(1):
+            assert log.isEnabledFor(logging.DEBUG)
+        assert log.level == logging.DEBUG
+    finally:
+        log.setLevel(old)
