@@ -229,7 +229,7 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
             if err > 0.5 * result.certificate.tol_gap * max(1.0, abs(f)) \
                     and result.status == Status.OPTIMAL:
                 result.status = Status.OPTIMAL_INACCURATE
-                self._unrepresentable = err
+                result.info["unrepresentable"] = True
         Lu = np.ldexp(L, -k)
         Mu = Lu.T @ Lu
         top = float(np.max(np.abs(L))) if L.size else 0.0
@@ -263,8 +263,8 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
     def _stop_message(self, result):
         """Why the fit is not certified optimal, and what to change."""
         name, status = type(self).__name__, self.status_
-        err = self.__dict__.pop("_unrepresentable", None)
-        if err is not None:
+        err = result.info.get("rounding_error")
+        if result.info.get("unrepresentable"):
             what = (f"the optimum is certified on the solver's scaled data, but the "
                     f"returned metric's entries are so large against X's (nearly "
                     f"collinear features) that F evaluated in X's units is uncertain "
