@@ -46,13 +46,17 @@ The contract
     of the metric; the family's own names for the rest), plus those added
     with :meth:`DeclaredProblem.add_constraint`.
 ``solve(solver=None, **kwargs)`` -> float
-    ``problem.solve`` with any installed CVXPY solver (keyword arguments go
-    to the solver).  Returns the optimal value; raises
+    With no argument, the package's certified path (Clarabel with tight
+    tolerances, SCS as fallback, a point accepted only when the family's
+    certificate passes: :meth:`DeclaredProblem.solve_certified`); with a
+    solver name, ``problem.solve`` with that installed CVXPY solver
+    (keyword arguments go to the solver), whose claims are then taken as
+    they are.  Returns the optimal value; raises
     :class:`~cvxmetric.result.InfeasibleError`,
-    :class:`~cvxmetric.result.UnboundedError` or
+    :class:`~cvxmetric.result.UnboundedError`,
+    :class:`~cvxmetric.result.CertificateError` or
     :class:`~cvxmetric.result.SolverError` instead of returning a point
-    that is none.  These are the solver's claims: unlike the families'
-    exact paths, no second solver is asked.
+    that is none.
 ``matrix()`` -> ndarray (d, d)
     The metric in the user's units from the metric variable's value
     (symmetrised; ``diag(w)`` for a diagonal metric; SLR's general matrix
@@ -68,7 +72,8 @@ The contract
     optimum with dual multipliers: they are taken from the declared
     constraints of the last solve; before a solve there are none, the
     certificate then has ``dual_bound = -inf`` (it cannot pass) and a
-    ``UserWarning`` says so.  MMC and SLR bound the optimum from the primal
+    ``UserWarning`` says so (as it does for ``certificate()`` with no
+    ``M`` and no solve: a certificate of no point).  MMC and SLR bound the optimum from the primal
     point alone.
 ``metric(M=None, preprocessor=None)``
     A fitted metric object: :class:`MahalanobisMetric` (``transform``,
@@ -107,7 +112,8 @@ from sklearn.base import BaseEstimator
 
 from ._base import BilinearMixin, MahalanobisMixin
 from ._validation import check_finite
-from .result import InfeasibleError, SolverError, UnboundedError
+from ._exact import SOLVERS, solve_certified, solver_options
+from .result import Certificate, InfeasibleError, SolverError, UnboundedError
 
 __all__ = ["DeclaredProblem", "MahalanobisMetric", "BilinearMetric"]
 
@@ -169,6 +175,7 @@ metric_key, data, kind
         self.data = data
         self.kind = kind
         self.declared_constraints = tuple(constraints)
+        self._modified = False
 
     def __repr__(self):
         var = self.variable
@@ -252,6 +259,7 @@ metric_key, data, kind
                              f"{type(constraint).__name__}.")
         self.constraints[name] = constraint
         self.problem = cp.Problem(self.problem.objective, list(self.constraints.values()))
+        self._modified = True
         return self
 
     def add_term(self, expression):
@@ -273,18 +281,23 @@ metric_key, data, kind
             raise ValueError("expression: expected a scalar cvxpy expression.")
         objective = cp.Minimize(self.problem.objective.args[0] + expression)
         self.problem = cp.Problem(objective, list(self.constraints.values()))
+        self._modified = True
         return self
 
     # -- solving ---------------------------------------------------------------
 
     def solve(self, solver=None, **kwargs):
-        """Solve :attr:`problem` with any installed CVXPY solver.
+        """Solve :attr:`problem`: the package's certified path, or any solver.
 
         Parameters
         ----------
         solver : str, optional
-            A name of ``cvxpy.installed_solvers()`` (default: CVXPY's
-            choice).
+            ``None`` (and no keyword arguments): the package's certified
+            path, as the families' exact solvers run it -- Clarabel with
+            tight tolerances, then SCS, a point accepted only when
+            :meth:`certificate` passes (see :meth:`solve_certified`).
+            Otherwise a name of ``cvxpy.installed_solvers()``, run once as
+            ``problem.solve`` with ``kwargs``.
         **kwargs
             Passed to ``cvxpy.Problem.solve`` (``verbose``, solver options
             such as Clarabel's ``tol_gap_rel`` or SCS's ``eps_abs``).
@@ -299,10 +312,15 @@ metric_key, data, kind
         ValueError
             ``solver`` is not installed.
         InfeasibleError, UnboundedError
-            The solver reports the problem infeasible / unbounded.
+            The solver reports the problem infeasible / unbounded (on the
+            certified path: confirmed by a second solver).
+        CertificateError
+            Certified path only: no solver's point passed the certificate.
         SolverError
             The solver failed or stopped without a solution.
         """
+        if solver is None and not kwargs:
+            return self.solve_certified()
         if solver is not None:
             installed = cp.installed_solvers()
             if not isinstance(solver, str) or solver.upper() not in installed:
@@ -330,6 +348,67 @@ metric_key, data, kind
             raise SolverError(f"{what}: {name} ended with status {status!r} and no "
                               f"usable solution.", status=str(status))
         return float(value)
+
+    @property
+    def modified(self):
+        """Whether :meth:`add_constraint` or :meth:`add_term` changed the
+        problem (its certificate is then no longer the declared one's)."""
+        return self._modified
+
+    def solve_certified(self, *, solvers=SOLVERS, tol=1e-9):
+        """The package's certified path: each solver of ``solvers`` in turn
+        (Clarabel, then SCS) with tolerance ``tol``; a point is accepted when
+        :meth:`certificate` passes, a claim of infeasibility or
+        unboundedness only when a second solver makes it too
+        (:func:`cvxmetric._exact.solve_certified`).
+
+        On a problem :attr:`modified` by the user the family's certificate
+        is that of the declared problem, not of the one solved: the solvers
+        run in the same order with the same tolerances and the first one
+        that reports ``optimal`` is accepted -- the solver's word, as with a
+        named solver, not a certificate.
+
+        Returns
+        -------
+        value : float
+            The optimal value the accepted solver reports.
+
+        Raises
+        ------
+        InfeasibleError, UnboundedError, CertificateError, SolverError
+            As :func:`cvxmetric._exact.solve_certified`.
+        """
+        if self._modified:
+            return self._solve_first_optimal(solvers, tol)
+        self._sync_parameters()
+
+        def certify(name, version, opts, times):
+            value = self.variable.value
+            if value is None or not np.all(np.isfinite(value)):
+                return Certificate.no_point(name, version, opts, times)
+            return self._family_certificate(self.matrix())
+
+        try:
+            solve_certified(self.problem, certify, solvers=solvers, tol=tol)
+        except InfeasibleError as exc:
+            raise InfeasibleError(f"{self.family} {self.equation}: {exc}"
+                                  + self._infeasible_hint()) from None
+        return float(self.problem.value)
+
+    def _solve_first_optimal(self, solvers, tol):
+        """The first of ``solvers`` (tight options) that reports ``optimal``."""
+        ended = []
+        for name in solvers:
+            try:
+                value = self.solve(solver=name, **solver_options(name, tol))
+            except SolverError as exc:
+                ended.append(f"{name}: {exc}")
+                continue
+            if self.problem.status == cp.OPTIMAL:
+                return value
+            ended.append(f"{name}: status {self.problem.status}")
+        raise SolverError(f"{self.family} {self.equation} (modified): no solver "
+                          f"reported an optimal solution ({'; '.join(ended)}).")
 
     def _solver_name(self):
         stats = self.problem.solver_stats
@@ -411,6 +490,12 @@ metric_key, data, kind
         -------
         Certificate
         """
+        if M is None and self.variable.value is None:
+            warnings.warn(
+                f"{self.family} {self.equation}: not solved and no M given; the "
+                f"certificate has no point and cannot pass. Call solve() first.",
+                UserWarning, stacklevel=2)
+            return Certificate.no_point("declared (not solved)")
         M = self._check_matrix(M)
         self._sync_parameters()
         return self._family_certificate(M)

@@ -263,6 +263,40 @@ def test_supervised_same_sample_as_fit(iris):
         fitted.objective_, rel=1e-6)
 
 
+@pytest.mark.parametrize("name", CASES)
+def test_default_solve_is_the_certified_path(iris, name):
+    # solve() with no solver: Clarabel tight (SCS fallback), accepted only
+    # when the family's certificate passes -- the exact paths' contract
+    fitted, dp, _ = _fitted_and_declared(iris, name)
+    value = dp.solve()
+    cert = dp.certificate()
+    assert cert.passed, (cert.rel_gap, cert.max_violation)
+    assert cert.solver in ("CLARABEL", "SCS")
+    assert value == pytest.approx(fitted.objective_, rel=1e-6)
+    assert dp.objective() == pytest.approx(fitted.objective_, rel=1e-6)
+
+
+def test_default_solve_of_a_modified_problem(iris):
+    fitted, dp, _ = _fitted_and_declared(iris, "mmc")
+    assert not dp.modified
+    M0 = fitted.get_mahalanobis_matrix()
+    bound = 0.5 * float(np.trace(M0))
+    dp.add_constraint("trace", cp.trace(dp.M) <= bound)
+    assert dp.modified
+    value = dp.solve()
+    assert dp.problem.status == cp.OPTIMAL
+    assert np.trace(dp.matrix()) <= bound * (1 + 1e-6)
+    # the tighter feasible set cannot do better than the declared optimum
+    assert value >= fitted.objective_ * (1 - 1e-6)
+
+
+def test_certificate_before_solve_warns(iris):
+    _, dp, _ = _fitted_and_declared(iris, "mmc")
+    with pytest.warns(UserWarning, match="not solved"):
+        cert = dp.certificate()
+    assert not cert.passed and cert.dual_bound == -np.inf
+
+
 def test_certificate_without_multipliers_says_so(iris):
     _, dp, _ = _fitted_and_declared(iris, "qwise")
     d = dp.n_features
