@@ -6,7 +6,7 @@ tolerance is stated once.
 
 __all__ = ["TOLERANCES", "REFERENCE_AGREEMENT", "EXACT_GAP", "FEASIBILITY",
            "CERTIFICATE_TOLERANCES", "MATRIX_RTOL", "tolerance",
-           "certificate_tolerance"]
+           "certificate_tolerance", "GAP_SCALES", "relative_gap"]
 
 #: Relative objective gap ``(f_method - f_exact) / max(1, |f_exact|)`` a
 #: method must reach on every collection instance and in the tests.  A key
@@ -82,6 +82,14 @@ CERTIFICATE_TOLERANCES = {
     "mmc": (EXACT_GAP, FEASIBILITY),
 }
 
+#: What a relative objective gap ``f - f_ref`` of a family divides by:
+#: ``"unit"`` -- ``max(1, |f_ref|)``, the default -- or ``"objective"`` --
+#: ``|f_ref|`` itself.  MMC's real-data rows compare its scale-free value
+#: ``r(M)``, which scales like ``|S| / |D|^2`` and is often far below 1.
+GAP_SCALES = {
+    "mmc": "objective",
+}
+
 #: Matrices are compared loosely (optima are often low-rank and not unique).
 MATRIX_RTOL = 1e-3
 
@@ -105,3 +113,13 @@ def tolerance(family, method):
 def certificate_tolerance(family):
     """``(gap, feasibility)`` a certificate of ``family`` must meet to pass."""
     return CERTIFICATE_TOLERANCES.get(family, (EXACT_GAP, FEASIBILITY))
+
+
+def relative_gap(family, objective, reference):
+    """``(objective - reference) / scale`` with ``family``'s scale
+    (:data:`GAP_SCALES`); ``None`` when the scale is 0."""
+    if GAP_SCALES.get(family, "unit") == "objective":
+        scale = abs(reference)
+    else:
+        scale = max(1.0, abs(reference))
+    return (objective - reference) / scale if scale > 0 else None

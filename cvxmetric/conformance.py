@@ -585,7 +585,7 @@ def judge(rows):
     ``slower`` (non-exact rows whose exact reference finished), and
     ``failed`` with the reasons in ``why``.
     """
-    from ._tolerances import tolerance
+    from ._tolerances import relative_gap, tolerance
 
     by_key = {(r["dataset"], r["seed"], r["estimator"], r["method"]): r for r in rows}
     for r in rows:
@@ -597,9 +597,7 @@ def judge(rows):
                   and ref.get("objective") is not None and ref.get("passed"))
         r["gap"], r["tolerance"] = None, None
         if ok and ref_ok and r.get("objective") is not None:
-            f_ref = ref["objective"]
-            scale = abs(f_ref) if r["family"] == "mmc" else max(1.0, abs(f_ref))
-            r["gap"] = (r["objective"] - f_ref) / scale if scale > 0 else None
+            r["gap"] = relative_gap(r["family"], r["objective"], ref["objective"])
         if tol_key is not None:
             r["tolerance"] = tolerance(r["family"], tol_key)
         why = []

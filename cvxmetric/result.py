@@ -108,7 +108,7 @@ class Certificate:
     gap : float
         ``objective - dual_bound`` (>= 0 up to round-off).
     rel_gap : float
-        ``gap / max(1, |objective|)``.
+        ``gap / scale``.
     max_violation : float
         Largest violation of the problem's constraints at the returned point
         (for a PSD constraint, ``max(0, -min_eig)``).
@@ -123,6 +123,11 @@ class Certificate:
         Wall-clock seconds (``setup``, ``solve``, ``total``).
     tol_gap, tol_feas : float
         The thresholds :attr:`passed` was judged against.
+    scale : float
+        What :attr:`rel_gap` divides by: ``max(1, |objective|)`` unless the
+        family's certificate says otherwise in its docstring (MMC divides
+        by the objective itself, or by the Euclidean metric's value on
+        degenerate data); ``nan`` where no gap is measured.
     """
 
     objective: float
@@ -137,6 +142,7 @@ class Certificate:
     times: dict = field(default_factory=dict)
     tol_gap: float = EXACT_GAP
     tol_feas: float = FEASIBILITY
+    scale: float = np.nan
 
     @classmethod
     def from_bound(cls, objective, dual_bound, *, max_violation, min_eig, solver,
@@ -146,7 +152,8 @@ class Certificate:
         bound ``dual_bound`` on the optimum: ``gap`` and ``rel_gap`` follow
         (``inf`` when no finite bound is known)."""
         gap = float(objective - dual_bound)
-        rel_gap = abs(gap) / max(1.0, abs(objective)) if np.isfinite(gap) else np.inf
+        scale = max(1.0, abs(objective)) if np.isfinite(objective) else np.nan
+        rel_gap = abs(gap) / scale if np.isfinite(gap) else np.inf
         if not np.isfinite(dual_bound):
             # no valid bound: nothing is certified
             gap, rel_gap = np.inf, np.inf
@@ -154,7 +161,8 @@ class Certificate:
                    gap=gap, rel_gap=float(rel_gap), max_violation=float(max_violation),
                    min_eig=float(min_eig), solver=solver,
                    solver_version=solver_version, tolerances=dict(tolerances or {}),
-                   times=dict(times or {}), tol_gap=tol_gap, tol_feas=tol_feas)
+                   times=dict(times or {}), tol_gap=tol_gap, tol_feas=tol_feas,
+                   scale=float(scale))
 
     @classmethod
     def no_point(cls, solver, solver_version="", tolerances=None, times=None):

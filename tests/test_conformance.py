@@ -281,3 +281,24 @@ def test_judge_size_refusal_is_not_judged_and_fast_stands_on_its_certificate():
     other = _ldml("exact", estimator="LDMLSupervised", error="ValueError: x",
                   error_type="ValueError", status="error")
     assert conformance.judge([other])[0]["failed"]
+
+
+def test_gap_scales_are_read_from_the_tolerance_table():
+    from cvxmetric._tolerances import GAP_SCALES, relative_gap
+
+    assert GAP_SCALES == {"mmc": "objective"}
+    assert relative_gap("mmc", 2e-4, 1e-4) == pytest.approx(1.0)
+    assert relative_gap("qwise", 2e-4, 1e-4) == pytest.approx(1e-4)
+    assert relative_gap("mmc", 1.0, 0.0) is None
+
+
+def test_certificate_states_its_scale():
+    from cvxmetric.result import Certificate
+
+    cert = Certificate.from_bound(5.0, 4.5, max_violation=0.0, min_eig=0.0,
+                                  solver="test")
+    assert cert.scale == 5.0 and cert.rel_gap == pytest.approx(0.5 / cert.scale)
+    small = Certificate.from_bound(0.25, 0.2, max_violation=0.0, min_eig=0.0,
+                                   solver="test")
+    assert small.scale == 1.0
+    assert "scale" in cert.as_dict()

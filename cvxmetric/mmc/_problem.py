@@ -848,7 +848,8 @@ class MMCData:
             rel_gap=float(rel), max_violation=float(violation),
             min_eig=float(min_eig), solver=solver,
             solver_version=solver_version, tolerances=dict(tolerances or {}),
-            times=dict(times or {}), tol_gap=tol, tol_feas=tol_feas)
+            times=dict(times or {}), tol_gap=tol, tol_feas=tol_feas,
+            scale=float(ref))
 
     def relative_gap(self, cert):
         """``(f - LB) / f``, the gap relative to the objective itself."""

@@ -735,6 +735,7 @@ class QwiseData:
         # gap_floor), not against an absolute 1
         if np.isfinite(cert.rel_gap):
             cert.rel_gap = self.relative_gap(obj, bound)
+            cert.scale = max(self.gap_floor, abs(obj))
         return cert
 
 

@@ -197,3 +197,19 @@ def test_num_constraints_is_deprecated(problem):
     np.testing.assert_array_equal(old.components_, new.components_)
     with pytest.raises(ValueError, match="num_constraints"):
         MMCSupervised(n_constraints=40, num_constraints=40).fit(X, y)
+
+
+def test_certificate_scale_is_the_objective():
+    # MMC's gap is relative to its (small) objective itself, and says so
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    import cvxmetric as cm
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    est = cm.MMCSupervised(random_state=0).fit(X, y)
+    cert = est.certificate_
+    assert cert.passed
+    assert cert.scale == pytest.approx(abs(cert.objective))
+    assert cert.rel_gap * cert.scale >= abs(cert.gap) * (1 - 1e-12)
