@@ -116,9 +116,30 @@ FAMILIES = {
     "ldml": ("LDML", "LDMLSupervised"),
 }
 
+def _half_the_samples(X, args, seed):
+    """SLR Algorithm 2's sketch: half the samples."""
+    return max(1, X.shape[0] // 2)
+
+
+def _full_rank(X, args, seed):
+    """SLR Algorithm 3 at full rank (no sketch)."""
+    return X.shape[1]
+
+
+def _smallest_view(X, args, seed):
+    """OMDML Algorithm 2's rank: the smallest view's dimension."""
+    return min(v.shape[1] for v in args[0])
+
+
+def _seed(X, args, seed):
+    return seed
+
+
 #: Family -> methods: ``name: (estimator parameters, role, reference
 #: method, tolerance key)``.  The exact methods come first (they are the
-#: yardstick).  ``tolerance key`` is the method name looked up by
+#: yardstick).  A parameter whose value is a function is computed per case
+#: as ``value(X, fit_args, seed)`` (a rank or a sketch size that depends on
+#: the data).  ``tolerance key`` is the method name looked up by
 #: :func:`~cvxmetric._tolerances.tolerance` (``None``: gap reported only).
 METHODS = {
     "qwise": {
@@ -169,7 +190,9 @@ METHODS = {
         # online learner does not claim the optimum)
         "exact": ({"solver": "exact"}, "exact", None, None),
         "online": ({"solver": "online"}, "paper", "exact", None),
-        "lowrank": ({"solver": "online"}, "paper", "exact", None),
+        # Algorithm 2 at the smallest view's dimension (full rank there)
+        "lowrank": ({"solver": "online", "rank": _smallest_view,
+                     "random_state": _seed}, "paper", "exact", None),
     },
     "ldml": {
         # Eq. 2 as printed (lam = 0, the paper's maximum likelihood; the
@@ -197,9 +220,11 @@ METHODS = {
         # Algorithm 1 with the paper's T = 10 (the estimator's default)
         "adaptive": ({"solver": "adaptive"}, "paper", "exact", None),
         # Algorithm 2 solves a sketched problem: its gap is reported only
-        "randomized": ({"solver": "randomized"}, "paper", "exact", None),
+        "randomized": ({"solver": "randomized", "n_sketch": _half_the_samples},
+                       "paper", "exact", None),
         # Algorithm 3 at full rank without a sketch, T = 10
-        "lowrank": ({"solver": "lowrank"}, "paper", "exact", None),
+        "lowrank": ({"solver": "lowrank", "rank": _full_rank}, "paper", "exact",
+                    None),
     },
 }
 
@@ -338,16 +363,6 @@ def _fit_args(estimator, X, y, seed, n_tuples):
     return kwargs, (X, y), n_c, {}
 
 
-def _slr_extra(method, X):
-    """Parameters SLR requires for Algorithms 2 and 3 (no defaults)."""
-    n, d = X.shape
-    if method == "randomized":
-        return {"n_sketch": max(1, n // 2)}
-    if method == "lowrank":
-        return {"rank": d}
-    return {}
-
-
 def _cannot_link_identical(X, args):
     """True when a cannot-link (label -1) joins two identical points."""
     if len(args) != 2 or np.ndim(args[0]) != 2 or np.shape(args[0])[1:] != (2,):
@@ -385,12 +400,8 @@ def run_case(case):
     params, _, _, _ = METHODS[family][method]
     kwargs, args, n_c, fit_kwargs = _fit_args(estimator, X, y, seed,
                                   int(case.get("n_tuples") or N_TUPLES))
-    if family == "slr":
-        kwargs.update(_slr_extra(method, X))
-    if family == "omdml" and method == "lowrank":
-        # Algorithm 2 at the smallest view's dimension (full rank there)
-        kwargs.update(rank=min(v.shape[1] for v in args[0]), random_state=seed)
-    est = getattr(cvxmetric, estimator)(**params, **kwargs)
+    params = {k: v(X, args, seed) if callable(v) else v for k, v in params.items()}
+    est = getattr(cvxmetric, estimator)(**{**kwargs, **params})
     out = {"n": int(X.shape[0]), "d": int(X.shape[1]), "n_constraints": n_c,
            "base_mb": _max_rss_mb()}
     t0 = time.perf_counter()
