@@ -8,6 +8,7 @@ from .constraints import (
     quadruplets_from_labels,
     triplets_from_labels,
 )
+from .formulations import Formulation, Method, formulation, formulations
 from .ldml.estimator import LDML, LDMLStar, LDMLSupervised, MildML
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
@@ -57,6 +58,10 @@ __all__ = [
     "MildML",
     "LDMLStar",
     "DeclaredProblem",
+    "Formulation",
+    "Method",
+    "formulation",
+    "formulations",
     "MahalanobisMetric",
     "BilinearMetric",
     "Certificate",

@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from . import collection as col
+from .formulations import formulations
 from .result import SolverError
 
 __all__ = ["main", "build_parser"]
@@ -201,10 +202,11 @@ def _show_default(value):
 # ---------------------------------------------------------------------------
 
 #: The estimator (a name in :mod:`cvxmetric`) whose declared
-#: ``_parameter_constraints`` each family's ``solve`` options obey.  A family
+#: ``_parameter_constraints`` each family's ``solve`` options obey (from the
+#: registry of formulations: ``Formulation.options_estimator``).  A family
 #: without one gets the checks its ``FamilySpec.to_data`` makes.
-_ESTIMATORS = {"qwise": "Qwise", "mmc": "MMC", "rankdml": "RankDML",
-               "constraintdml": "ConstraintDML", "slr": "SLR", "ldml": "LDML"}
+_ESTIMATORS = {f.name: f.options_estimator for f in formulations()
+               if f.options_estimator}
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,8 @@ import warnings
 
 import numpy as np
 
+from .formulations import formulations
+
 __all__ = [
     "CASE_MEMORY_MB",
     "CASE_SECONDS",
@@ -103,141 +105,26 @@ __all__ = [
 #: have at most 30 features already).
 DATASETS = ("iris", "wine", "breast_cancer", "digits", "digits-pca30")
 
-#: Family -> estimators (tuple / pair learner first, then the supervised one).
-FAMILIES = {
-    "qwise": ("Qwise", "QwiseSupervised"),
-    "qwise_vector": ("QwiseVector", "QwiseVectorSupervised"),
-    "qwise_structural": ("QwiseStructural", "QwiseStructuralSupervised"),
-    "mmc": ("MMC", "MMCSupervised"),
-    "constraintdml": ("ConstraintDML", "ConstraintDMLSupervised"),
-    "rankdml": ("RankDML", "RankDMLSupervised"),
-    "slr": ("SLR",),
-    "omdml": ("OMDML",),
-    "ldml": ("LDML", "LDMLSupervised"),
-}
-
-def _half_the_samples(X, args, seed):
-    """SLR Algorithm 2's sketch: half the samples."""
-    return max(1, X.shape[0] // 2)
-
-
-def _full_rank(X, args, seed):
-    """SLR Algorithm 3 at full rank (no sketch)."""
-    return X.shape[1]
-
-
-def _smallest_view(X, args, seed):
-    """OMDML Algorithm 2's rank: the smallest view's dimension."""
-    return min(v.shape[1] for v in args[0])
-
-
-def _seed(X, args, seed):
-    return seed
-
+#: Family -> estimators (tuple / pair learner first, then the supervised
+#: one), from the registry of formulations (:mod:`cvxmetric.formulations`).
+FAMILIES = {f.name: f.estimators for f in formulations() if f.suite}
 
 #: Family -> methods: ``name: (estimator parameters, role, reference
-#: method, tolerance key)``.  The exact methods come first (they are the
-#: yardstick).  A parameter whose value is a function is computed per case
-#: as ``value(X, fit_args, seed)`` (a rank or a sketch size that depends on
-#: the data).  ``tolerance key`` is the method name looked up by
-#: :func:`~cvxmetric._tolerances.tolerance` (``None``: gap reported only).
-METHODS = {
-    "qwise": {
-        "exact": ({"solver": "exact"}, "exact", None, None),
-        "fast": ({"solver": "fast"}, "fast", "exact", "fast"),
-        # Algorithm 1 at its default budget: a subgradient method, reported
-        # (TOLERANCES["subgradient"] is what it reaches on the collection;
-        # on these data even Polyak's step with the known optimum stays
-        # above it after 20 000 iterations, docs/conformance.md)
-        "subgradient": ({"solver": "subgradient"}, "paper", "exact", None),
-    },
-    "qwise_vector": {
-        # Eq. 14 (the estimators' default loss, the hinge) and the smoothed
-        # Eq. 27-30, both certified; Algorithm 2 against the smoothed optimum
-        "exact": ({"solver": "exact"}, "exact", None, None),
-        "exact-huber": ({"solver": "exact", "loss": "huber"}, "exact", None, None),
-        "newton": ({"solver": "newton", "loss": "huber"}, "fast", "exact-huber",
-                   "newton"),
-    },
-    "qwise_structural": {
-        # Eq. 16 (AUC loss) in its closed hinge-sum form, exactly and by
-        # the Qwise dual solver, and the paper's 1-slack cutting-plane
-        # method (Sec. 4.4): certified when it stops, but slower than the
-        # closed form's one CVXPY solve here (five minutes and more on
-        # digits), so its gap is reported (its verify tolerance is 1e-6)
-        "exact": ({"solver": "exact"}, "exact", None, None),
-        "fast": ({"solver": "fast"}, "fast", "exact", "fast"),
-        "structural": ({"solver": "cutting_plane"}, "paper", "exact", None),
-    },
-    "mmc": {
-        "exact": ({"solver": "exact"}, "exact", None, None),
-        "exact-diag": ({"solver": "exact", "diagonal": True}, "exact", None, None),
-        "fast": ({"solver": "fast"}, "fast", "exact", "fast"),
-        "newton": ({"solver": "fast", "diagonal": True}, "fast", "exact-diag",
-                   "newton"),
-    },
-    "constraintdml": {
-        "exact": ({"solver": "exact"}, "exact", None, None),
-        "fast": ({"solver": "fast"}, "fast", "exact", "fast"),
-    },
-    "rankdml": {
-        "exact": ({"solver": "exact"}, "exact", None, None),
-        "fast": ({"solver": "fast"}, "fast", "exact", "fast"),
-    },
-    "omdml": {
-        # Eq. 3 at uniform theta (certified), and the two online algorithms,
-        # whose Eq. 3 value at their own theta is reported against it (an
-        # online learner does not claim the optimum)
-        "exact": ({"solver": "exact"}, "exact", None, None),
-        "online": ({"solver": "online"}, "paper", "exact", None),
-        # Algorithm 2 at the smallest view's dimension (full rank there)
-        "lowrank": ({"solver": "online", "rank": _smallest_view,
-                     "random_state": _seed}, "paper", "exact", None),
-    },
-    "ldml": {
-        # Eq. 2 as printed (lam = 0, the paper's maximum likelihood; the
-        # estimators' default is lam="auto"): on pairs a metric separates
-        # the maximum is not attained and the certified answer is NotAttainedError (REFUSALS);
-        # otherwise a certified optimum.  The low-rank gradient method of
-        # Eq. 4-6 at full rank (the default n_components) claims the
-        # certified convex optimum: converged and agreeing are judged, its
-        # time is not (it is the paper's algorithm, not a fast path)
-        "exact": ({"solver": "exact", "lam": 0.0}, "exact", None, None),
-        "fast": ({"solver": "fast", "lam": 0.0}, "fast", "exact", "fast"),
-        "lowrank": ({"solver": "lowrank", "lam": 0.0}, "paper-optimal", "exact",
-                    "lowrank"),
-        # ... and with the trace regulariser lam = 0.1, which makes every
-        # dataset's optimum attained: a certified optimum to compare everywhere
-        "exact-lam0.1": ({"solver": "exact", "lam": 0.1}, "exact", None, None),
-        "fast-lam0.1": ({"solver": "fast", "lam": 0.1}, "fast", "exact-lam0.1",
-                        "fast"),
-        "lowrank-lam0.1": ({"solver": "lowrank", "lam": 0.1}, "paper-optimal",
-                           "exact-lam0.1", "lowrank"),
-    },
-    "slr": {
-        "exact": ({"solver": "exact"}, "exact", None, None),
-        "newton": ({"solver": "newton"}, "fast", "exact", "newton"),
-        # Algorithm 1 with the paper's T = 10 (the estimator's default)
-        "adaptive": ({"solver": "adaptive"}, "paper", "exact", None),
-        # Algorithm 2 solves a sketched problem: its gap is reported only
-        "randomized": ({"solver": "randomized", "n_sketch": _half_the_samples},
-                       "paper", "exact", None),
-        # Algorithm 3 at full rank without a sketch, T = 10
-        "lowrank": ({"solver": "lowrank", "rank": _full_rank}, "paper", "exact",
-                    None),
-    },
-}
+#: method, tolerance key)``, from the registry (a method's reference
+#: listed before it).  A parameter whose value is a function is computed
+#: per case as ``value(X, fit_args, seed)``.  ``tolerance key`` is the
+#: method name looked up by :func:`~cvxmetric._tolerances.tolerance`
+#: (``None``: gap reported only).
+METHODS = {f.name: {m.name: (dict(m.params), m.role, m.reference, m.tolerance)
+                    for m in f.methods}
+           for f in formulations() if f.suite}
 
 #: Family -> ``(error, {method: partner})``: methods whose certified answer
-#: may be a refusal -- ``error`` raised because the problem has no solution
-#: to return (LDML at ``lam = 0`` on pairs a metric separates: the maximum
-#: likelihood is not attained).  A refusal is judged correct when the
-#: partner method refused too, and fails both rows when one refuses and the
-#: other returns a solution (or when the partner's answer is missing).
-REFUSALS = {
-    "ldml": ("NotAttainedError", {"exact": "fast", "fast": "exact",
-                                  "lowrank": "exact"}),
-}
+#: may be a refusal (:attr:`cvxmetric.formulations.Formulation.refusal`).
+#: A refusal is judged correct when the partner method refused too, and
+#: fails both rows when one refuses and the other returns a solution (or
+#: when the partner's answer is missing).
+REFUSALS = {f.name: f.refusal for f in formulations() if f.suite and f.refusal}
 
 #: Triplets (RankDML) / quadruplets (Qwise) given to the tuple learners.
 N_TUPLES = 2000

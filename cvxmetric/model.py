@@ -360,7 +360,11 @@ metric_key, data, kind
         (Clarabel, then SCS) with tolerance ``tol``; a point is accepted when
         :meth:`certificate` passes, a claim of infeasibility or
         unboundedness only when a second solver makes it too
-        (:func:`cvxmetric._exact.solve_certified`).
+        (:func:`cvxmetric._exact.solve_certified`).  Where the family
+        knows how, a solver's point is first made exactly admissible
+        (MMC: projected on the PSD cone, as its exact path does); the
+        variable then holds that point, the one :meth:`matrix` returns and
+        the certificate is of.
 
         On a problem :attr:`modified` by the user the family's certificate
         is that of the declared problem, not of the one solved: the solvers
@@ -371,7 +375,9 @@ metric_key, data, kind
         Returns
         -------
         value : float
-            The optimal value the accepted solver reports.
+            The family's objective at the certified point (:meth:`objective`);
+            on a modified problem, the optimal value the accepted solver
+            reports.
 
         Raises
         ------
@@ -386,14 +392,21 @@ metric_key, data, kind
             value = self.variable.value
             if value is None or not np.all(np.isfinite(value)):
                 return Certificate.no_point(name, version, opts, times)
-            return self._family_certificate(self.matrix())
+            M = self.matrix()
+            repaired = self._family_repair(M)
+            if repaired is not M:
+                # the point returned (matrix()) is the one certified
+                self.variable.value = (np.diag(repaired) if self.diagonal
+                                       else repaired)
+            return self._family_certificate(repaired)
 
         try:
             solve_certified(self.problem, certify, solvers=solvers, tol=tol)
         except InfeasibleError as exc:
             raise InfeasibleError(f"{self.family} {self.equation}: {exc}"
                                   + self._infeasible_hint()) from None
-        return float(self.problem.value)
+        # the objective of the point certified, recomputed by the family
+        return self.objective()
 
     def _solve_first_optimal(self, solvers, tol):
         """The first of ``solvers`` (tight options) that reports ``optimal``."""
@@ -549,6 +562,13 @@ metric_key, data, kind
     def _family_certificate(self, M):
         """The family's certificate of a validated (d, d) ``M``."""
         raise NotImplementedError
+
+    def _family_repair(self, M):
+        """A solver's (d, d) point made exactly admissible where the family
+        knows how (e.g. projected on the PSD cone); ``M`` itself (the same
+        object) when nothing is to be done.  Used by
+        :meth:`solve_certified` before certifying."""
+        return M
 
     def _update_parameters(self, values):
         """Validate new hyperparameter values and update :attr:`data`

@@ -405,6 +405,21 @@ class _MMCDeclared(DeclaredProblem):
                 cert = data.certificate(x, bound=bound, **self._certificate_args())
         return cert
 
+    def _family_repair(self, M):
+        # an interior-point M of Eq. 2 is PSD only to the solver's
+        # tolerance (MMC's optima are low-rank: eigenvalues of -1e-7 times
+        # the largest are common on raw data): its projection, scaled to
+        # g = 1, is feasible -- the point the certificate is of, as in the
+        # exact path
+        if self.diagonal:
+            x = np.maximum(np.diag(M), 0.0)
+        elif np.linalg.eigvalsh(M)[0] >= 0:
+            return M
+        else:
+            x = project_psd(M)
+        x = self.data.normalize(x)
+        return np.diag(x) if self.diagonal else x
+
 
 def declared_problem(data):
     """Eq. 2 exactly as printed, in the user's units, unsolved::

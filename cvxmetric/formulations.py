@@ -1,0 +1,380 @@
+"""The registry of formulations: one object per formulation, read by every layer.
+
+A :class:`Formulation` states, for one convex problem of one paper, what
+the rest of the package needs to know about it: the paper and the equations,
+the estimators that fit it, its canonical data class, its exact path and its
+declared CVXPY problem (as dotted names, imported only when asked for, so
+that reading the registry imports no family), and its methods.  A
+:class:`Method` is one way of solving it, selected by estimator parameters,
+with its role (``"exact"``: the certified yardstick; ``"fast"``: a
+certified fast solver; ``"paper"``: the paper's algorithm, reported;
+``"paper-optimal"``: the paper's algorithm where it claims the convex
+optimum), the method it is compared with, the key of its tolerance in
+:data:`cvxmetric._tolerances.TOLERANCES` and its capabilities.
+
+The real-data conformance suite (:mod:`cvxmetric.conformance`) takes its
+families, estimators, methods and refusals from here, and the command line
+takes the estimator whose parameter constraints a family's ``solve`` options
+obey.  :func:`formulations` lists the entries::
+
+    >>> from cvxmetric import formulations
+    >>> [f.name for f in formulations()][:3]
+    ['qwise', 'qwise_vector', 'qwise_structural']
+"""
+
+from dataclasses import dataclass, field
+from importlib import import_module
+from types import MappingProxyType
+
+__all__ = ["Formulation", "Method", "formulations", "formulation", "ROLES",
+           "CAPABILITIES"]
+
+#: What a method is to its formulation.
+ROLES = ("exact", "fast", "paper", "paper-optimal")
+
+#: Capabilities a method can declare, each checked against the code by the
+#: tests: ``"warm_start"`` -- the exact path takes a starting point
+#: (``init``); ``"partial_fit"`` -- the estimator learns online;
+#: ``"max_time"`` -- the estimator takes a time budget.
+CAPABILITIES = ("warm_start", "partial_fit", "max_time")
+
+
+@dataclass(frozen=True)
+class Method:
+    """One way of solving a formulation.
+
+    Parameters
+    ----------
+    name : str
+        Unique within the formulation.
+    params : dict
+        Estimator parameters that select it (``{"solver": "fast"}``).  A
+        value that is a function is computed per case by the conformance
+        suite as ``value(X, fit_args, seed)`` (a rank or a sketch size that
+        depends on the data).
+    role : str
+        One of :data:`ROLES`.
+    reference : str or None
+        The method it is compared with (``None`` for the exact ones).
+    tolerance : str or None
+        Key of its tolerance (:func:`cvxmetric._tolerances.tolerance`);
+        ``None``: its gap is reported, not judged.
+    capabilities : frozenset of str
+        Among :data:`CAPABILITIES`.
+    """
+
+    name: str
+    params: dict
+    role: str
+    reference: str = None
+    tolerance: str = None
+    capabilities: frozenset = frozenset()
+
+    def __post_init__(self):
+        if self.role not in ROLES:
+            raise ValueError(f"role: expected one of {ROLES}, got {self.role!r}.")
+        unknown = set(self.capabilities) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"capabilities: unknown {sorted(unknown)}; expected "
+                             f"among {CAPABILITIES}.")
+        if (self.role == "exact") != (self.reference is None):
+            raise ValueError(f"reference: an exact method has none, any other one "
+                             f"has one ({self.name!r}: role {self.role!r}, "
+                             f"reference {self.reference!r}).")
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+
+
+@dataclass(frozen=True)
+class Formulation:
+    """One formulation of one paper (module docstring).
+
+    Parameters
+    ----------
+    name : str
+        The formulation's one name (package, collection family, docs,
+        ``problems/``, ``reference/``).
+    paper : str
+        Authors, title, venue.
+    equations : str
+    estimators : tuple of str
+        Names in :mod:`cvxmetric`: the tuple / pair / bag learner first,
+        then the supervised one.
+    data : str
+        ``"module:Class"`` of its canonical data.
+    exact : str or None
+        ``"module:function"`` of its certified exact path.
+    declared : str or None
+        ``"module:function"`` returning its
+        :class:`~cvxmetric.model.DeclaredProblem` (the problem as printed).
+    methods : tuple of Method
+        Each method's reference listed before it.
+    options_estimator : str or None
+        The estimator whose ``_parameter_constraints`` the command line's
+        ``solve`` options obey.
+    refusal : tuple or None
+        ``(error, {method: partner})``: methods whose certified answer may
+        be a refusal -- ``error`` raised because the problem has no solution
+        to return -- judged correct when the partner method refuses too.
+    suite : bool
+        Whether the real-data conformance suite runs it.
+    """
+
+    name: str
+    paper: str
+    equations: str
+    estimators: tuple
+    data: str
+    exact: str = None
+    declared: str = None
+    methods: tuple = ()
+    options_estimator: str = None
+    refusal: tuple = None
+    suite: bool = True
+    _by_name: dict = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        names = [m.name for m in self.methods]
+        if len(set(names)) != len(names):
+            raise ValueError(f"methods: repeated names in {self.name!r}: {names}.")
+        for i, m in enumerate(self.methods):
+            # the yardstick runs first: a reference is listed before its method
+            if m.reference is not None and m.reference not in names[:i]:
+                raise ValueError(f"methods: {self.name}/{m.name} refers to "
+                                 f"{m.reference!r}, not a method of {self.name!r} "
+                                 f"listed before it.")
+        object.__setattr__(self, "estimators", tuple(self.estimators))
+        object.__setattr__(self, "methods", tuple(self.methods))
+        object.__setattr__(self, "_by_name", {m.name: m for m in self.methods})
+
+    def method(self, name):
+        """The method called ``name`` (``ValueError`` naming it otherwise)."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise ValueError(f"method: unknown {name!r} for {self.name!r}; expected "
+                             f"one of {list(self._by_name)}.") from None
+
+    def load(self, what):
+        """Import and return ``data``, ``exact`` or ``declared``."""
+        if what not in ("data", "exact", "declared"):
+            raise ValueError(f"what: expected 'data', 'exact' or 'declared', got "
+                             f"{what!r}.")
+        target = getattr(self, what)
+        if target is None:
+            raise ValueError(f"{what}: {self.name!r} has none.")
+        module, _, attr = target.partition(":")
+        return getattr(import_module(module), attr)
+
+
+# ---------------------------------------------------------------------------
+# Per-case parameters of the real-data suite (functions of the data)
+# ---------------------------------------------------------------------------
+
+
+def _half_the_samples(X, args, seed):
+    """SLR Algorithm 2's sketch: half the samples."""
+    return max(1, X.shape[0] // 2)
+
+
+def _full_rank(X, args, seed):
+    """SLR Algorithm 3 at full rank (no sketch)."""
+    return X.shape[1]
+
+
+def _smallest_view(X, args, seed):
+    """OMDML Algorithm 2's rank: the smallest view's dimension."""
+    return min(v.shape[1] for v in args[0])
+
+
+def _seed(X, args, seed):
+    return seed
+
+
+_QWISE = ("Law, Thome, Cord: Learning a distance metric from relative comparisons "
+          "between quadruplets of images (IJCV 2016)")
+_RANK = ("Lee, Jin, Jain: Rank-based distance metric learning: an application to "
+         "image retrieval (CVPR 2008)")
+_LDML = ("Guillaumin, Verbeek, Schmid: Multiple instance metric learning from "
+         "automatically labeled bags of faces (ECCV 2010)")
+_EXACT = Method("exact", {"solver": "exact"}, "exact")
+
+_REGISTRY = (
+    Formulation(
+        "qwise", _QWISE, "Eq. 8, Eq. 11", ("Qwise", "QwiseSupervised"),
+        data="cvxmetric.qwise._problem:QwiseData",
+        exact="cvxmetric.qwise.exact:solve_exact",
+        declared="cvxmetric.qwise.exact:declared_problem",
+        methods=(
+            Method("exact", {"solver": "exact"}, "exact",
+                   capabilities={"warm_start"}),
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast"),
+            # Algorithm 1 at its default budget: a subgradient method,
+            # reported (TOLERANCES["subgradient"] is what it reaches on the
+            # collection; on these data even Polyak's step with the known
+            # optimum stays above it after 20 000 iterations)
+            Method("subgradient", {"solver": "subgradient"}, "paper", "exact"),
+        ),
+        options_estimator="Qwise"),
+    Formulation(
+        "qwise_vector", _QWISE, "Eq. 14, Eq. 27-30",
+        ("QwiseVector", "QwiseVectorSupervised"),
+        data="cvxmetric.qwise._vector:QwiseVectorData",
+        exact="cvxmetric.qwise.exact:solve_vector_exact",
+        methods=(
+            # Eq. 14 (the estimators' default loss, the hinge) and the
+            # smoothed Eq. 27-30, both certified; Algorithm 2 against the
+            # smoothed optimum
+            _EXACT,
+            Method("exact-huber", {"solver": "exact", "loss": "huber"}, "exact"),
+            Method("newton", {"solver": "newton", "loss": "huber"}, "fast",
+                   "exact-huber", "newton"),
+        )),
+    Formulation(
+        "qwise_structural", _QWISE, "Eq. 16",
+        ("QwiseStructural", "QwiseStructuralSupervised"),
+        data="cvxmetric.qwise.structural:StructuralData",
+        exact="cvxmetric.qwise.structural:solve_structural_exact",
+        methods=(
+            # Eq. 16 (AUC loss) in its closed hinge-sum form, exactly and by
+            # the Qwise dual solver, and the paper's 1-slack cutting-plane
+            # method (Sec. 4.4): certified when it stops, but slower than
+            # the closed form's one CVXPY solve here, so its gap is reported
+            _EXACT,
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast"),
+            Method("structural", {"solver": "cutting_plane"}, "paper", "exact"),
+        )),
+    Formulation(
+        "mmc", _QWISE + ", stating Xing, Ng, Jordan, Russell: Distance metric "
+        "learning, with application to clustering with side-information "
+        "(NIPS 2002)", "Eq. 2", ("MMC", "MMCSupervised"),
+        data="cvxmetric.mmc._problem:MMCData",
+        exact="cvxmetric.mmc.exact:solve_exact",
+        declared="cvxmetric.mmc.exact:declared_problem",
+        methods=(
+            _EXACT,
+            Method("exact-diag", {"solver": "exact", "diagonal": True}, "exact"),
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast"),
+            Method("newton", {"solver": "fast", "diagonal": True}, "fast",
+                   "exact-diag", "newton"),
+        ),
+        options_estimator="MMC"),
+    Formulation(
+        "constraintdml", _RANK + ", Sec. 3.1 (the constraint-based baseline)",
+        "Eq. 1, 4, 6, 10", ("ConstraintDML", "ConstraintDMLSupervised"),
+        data="cvxmetric.rankdml._constraint:ConstraintData",
+        exact="cvxmetric.rankdml._constraint:solve_constraint_exact",
+        declared="cvxmetric.rankdml._constraint:declared_problem",
+        methods=(_EXACT, Method("fast", {"solver": "fast"}, "fast", "exact", "fast")),
+        options_estimator="ConstraintDML"),
+    Formulation(
+        "rankdml", _RANK, "Eq. 7, 9", ("RankDML", "RankDMLSupervised"),
+        data="cvxmetric.rankdml._problem:RankData",
+        exact="cvxmetric.rankdml.exact:solve_exact",
+        declared="cvxmetric.rankdml.exact:declared_problem",
+        methods=(
+            Method("exact", {"solver": "exact"}, "exact",
+                   capabilities={"warm_start"}),
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast"),
+        ),
+        options_estimator="RankDML"),
+    Formulation(
+        "slr", "Qian, Baytas, Jin, Jain, Zhu: Similarity learning via adaptive "
+        "regression (2015)", "Eq. 4", ("SLR",),
+        data="cvxmetric.slr._problem:SLRData",
+        exact="cvxmetric.slr.exact:solve_exact",
+        declared="cvxmetric.slr.estimator:declared_problem",
+        methods=(
+            _EXACT,
+            Method("newton", {"solver": "newton"}, "fast", "exact", "newton"),
+            # Algorithm 1 with the paper's T = 10 (the estimator's default)
+            Method("adaptive", {"solver": "adaptive"}, "paper", "exact"),
+            # Algorithm 2 solves a sketched problem: its gap is reported only
+            Method("randomized", {"solver": "randomized",
+                                  "n_sketch": _half_the_samples}, "paper", "exact"),
+            # Algorithm 3 at full rank without a sketch, T = 10
+            Method("lowrank", {"solver": "lowrank", "rank": _full_rank}, "paper",
+                   "exact"),
+        ),
+        options_estimator="SLR"),
+    Formulation(
+        "omdml", "Wu, Hoi, Zhao, Miao, Liu: Online multi-modal distance metric "
+        "learning (TKDE 2016)", "Eq. 3 at a fixed combination", ("OMDML",),
+        data="cvxmetric.omdml._problem:OMDMLData",
+        exact="cvxmetric.omdml.exact:solve_exact",
+        methods=(
+            # Eq. 3 at uniform theta (certified), and the two online
+            # algorithms, whose Eq. 3 value at their own theta is reported
+            # against it (an online learner does not claim the optimum)
+            _EXACT,
+            Method("online", {"solver": "online"}, "paper", "exact",
+                   capabilities={"partial_fit"}),
+            # Algorithm 2 at the smallest view's dimension (full rank there)
+            Method("lowrank", {"solver": "online", "rank": _smallest_view,
+                               "random_state": _seed}, "paper", "exact",
+                   capabilities={"partial_fit"}),
+        )),
+    Formulation(
+        "ldml", _LDML, "Eq. 2-3", ("LDML", "LDMLSupervised"),
+        data="cvxmetric.ldml.exact:LDMLData",
+        exact="cvxmetric.ldml.exact:solve_exact",
+        methods=(
+            # Eq. 2 as printed (lam = 0, the paper's maximum likelihood; the
+            # estimators' default is lam="auto"): on pairs a metric
+            # separates the maximum is not attained and the certified answer
+            # is NotAttainedError (refusal); otherwise a certified optimum.
+            # The low-rank gradient method of Eq. 4-6 at full rank claims
+            # the certified convex optimum: converged and agreeing are
+            # judged, its time is not (the paper's algorithm, not a fast path)
+            Method("exact", {"solver": "exact", "lam": 0.0}, "exact"),
+            Method("fast", {"solver": "fast", "lam": 0.0}, "fast", "exact", "fast",
+                   capabilities={"max_time"}),
+            Method("lowrank", {"solver": "lowrank", "lam": 0.0}, "paper-optimal",
+                   "exact", "lowrank", capabilities={"max_time"}),
+            # ... and with the trace regulariser lam = 0.1, which makes every
+            # dataset's optimum attained: a certified optimum everywhere
+            Method("exact-lam0.1", {"solver": "exact", "lam": 0.1}, "exact"),
+            Method("fast-lam0.1", {"solver": "fast", "lam": 0.1}, "fast",
+                   "exact-lam0.1", "fast", capabilities={"max_time"}),
+            Method("lowrank-lam0.1", {"solver": "lowrank", "lam": 0.1},
+                   "paper-optimal", "exact-lam0.1", "lowrank",
+                   capabilities={"max_time"}),
+        ),
+        options_estimator="LDML",
+        refusal=("NotAttainedError", {"exact": "fast", "fast": "exact",
+                                      "lowrank": "exact"})),
+    Formulation(
+        "mildml", _LDML, "Eq. 8 (MildML); Eq. 9-11, then Eq. 2 (LDML*)", ("MildML", "LDMLStar"),
+        data="cvxmetric.ldml._mildml:BagPairs",
+        # MildML's objective is not convex (the instance pair of a bag
+        # pair is selected by the metric): no exact path, no certificate
+        methods=(),
+        suite=False),
+)
+
+_BY_NAME = MappingProxyType({f.name: f for f in _REGISTRY})
+
+
+def formulations():
+    """Every registered formulation, in the catalogue's order.
+
+    Returns
+    -------
+    tuple of Formulation
+    """
+    return _REGISTRY
+
+
+def formulation(name):
+    """The formulation called ``name``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` when it is not registered.
+    """
+    try:
+        return _BY_NAME[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"name: unknown formulation {name!r}; expected one of "
+                         f"{list(_BY_NAME)}.") from None

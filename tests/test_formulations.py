@@ -1,0 +1,121 @@
+"""The registry of formulations (cvxmetric.formulations): what it states holds.
+
+Every estimator of the package belongs to one formulation; every dotted name
+imports; every method's parameters are parameters of its estimators, its
+tolerance key resolves, its capabilities are true of the code; the real-data
+suite's tables and the command line's option estimators are the registry's.
+"""
+
+import inspect
+
+import pytest
+from sklearn.base import BaseEstimator
+
+import cvxmetric
+from cvxmetric import Formulation, Method, conformance, formulation, formulations
+from cvxmetric._tolerances import tolerance
+from cvxmetric.cli import _ESTIMATORS
+from cvxmetric.model import DeclaredProblem
+
+FORMULATIONS = formulations()
+NAMES = [f.name for f in FORMULATIONS]
+
+
+def _estimators_of_the_package():
+    out = set()
+    for name in cvxmetric.__all__:
+        obj = getattr(cvxmetric, name)
+        if (inspect.isclass(obj) and issubclass(obj, BaseEstimator)
+                and obj.__module__.split(".")[1] not in ("model",)):
+            out.add(name)
+    return out
+
+
+def test_every_estimator_belongs_to_one_formulation():
+    listed = [e for f in FORMULATIONS for e in f.estimators]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == _estimators_of_the_package()
+
+
+def test_names_are_unique_and_looked_up():
+    assert len(set(NAMES)) == len(NAMES)
+    for f in FORMULATIONS:
+        assert formulation(f.name) is f
+    with pytest.raises(ValueError, match="^name: unknown formulation"):
+        formulation("bogus")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_dotted_names_import(name):
+    f = formulation(name)
+    assert inspect.isclass(f.load("data"))
+    for what in ("exact", "declared"):
+        if getattr(f, what) is None:
+            with pytest.raises(ValueError, match=f"^{what}: "):
+                f.load(what)
+        else:
+            assert callable(f.load(what))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_methods_are_what_the_code_offers(name):
+    f = formulation(name)
+    classes = [getattr(cvxmetric, e) for e in f.estimators]
+    for m in f.methods:
+        assert f.method(m.name) is m
+        # every parameter selects something the estimators take
+        for cls in classes:
+            assert set(m.params) <= set(cls().get_params()), (m.name, cls.__name__)
+        if m.tolerance is not None:
+            assert tolerance(f.name, m.tolerance) > 0
+        if "warm_start" in m.capabilities:
+            assert "init" in inspect.signature(f.load("exact")).parameters
+        if "partial_fit" in m.capabilities:
+            assert all(hasattr(cls, "partial_fit") for cls in classes)
+        if "max_time" in m.capabilities:
+            assert all("max_time" in cls().get_params() for cls in classes)
+    with pytest.raises(ValueError, match="^method: unknown"):
+        f.method("bogus")
+
+
+def test_declared_problems_are_declared_problems():
+    import numpy as np
+    from sklearn.datasets import load_iris
+
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X[::5])
+    y = y[::5]
+    for f in FORMULATIONS:
+        if f.declared is None:
+            continue
+        est = getattr(cvxmetric, f.estimators[-1])
+        kwargs = {"random_state": 0} if "random_state" in est().get_params() else {}
+        dp = est(**kwargs).declared_problem(X, y)
+        assert isinstance(dp, DeclaredProblem) and dp.family == f.name
+        assert np.isfinite(dp.solve()) and dp.certificate().passed
+
+
+def test_the_suite_and_the_cli_read_the_registry():
+    suite = [f for f in FORMULATIONS if f.suite]
+    assert list(conformance.FAMILIES) == [f.name for f in suite]
+    for f in suite:
+        assert conformance.FAMILIES[f.name] == f.estimators
+        assert list(conformance.METHODS[f.name]) == [m.name for m in f.methods]
+    assert conformance.REFUSALS == {f.name: f.refusal for f in suite if f.refusal}
+    assert _ESTIMATORS == {f.name: f.options_estimator for f in FORMULATIONS
+                           if f.options_estimator}
+
+
+def test_entries_are_validated():
+    with pytest.raises(ValueError, match="^role:"):
+        Method("x", {}, "bogus")
+    with pytest.raises(ValueError, match="^capabilities:"):
+        Method("x", {}, "exact", capabilities={"gpu"})
+    with pytest.raises(ValueError, match="^reference:"):
+        Method("x", {}, "fast")
+    with pytest.raises(ValueError, match="^methods:"):
+        Formulation("f", "p", "Eq. 1", ("E",), "m:D",
+                    methods=(Method("fast", {}, "fast", "exact"),
+                             Method("exact", {}, "exact")))
