@@ -180,6 +180,17 @@ class OMDMLData:
             self._diff["B"] = [V[t[:, 0]] - V[t[:, 2]] for V in self.views]
         return self._diff["B"]
 
+    def active_features(self):
+        """Per view, the boolean mask of features that differ within some
+        triplet (the others enter no difference ``a``, ``b``)."""
+        if "active" not in self._diff:
+            act = [np.zeros(n, dtype=bool) for n in self.dims]
+            for _, diffs in self._blocks():
+                for on, (A, B) in zip(act, diffs):
+                    on |= np.any(A != 0, axis=0) | np.any(B != 0, axis=0)
+            self._diff["active"] = act
+        return self._diff["active"]
+
     @property
     def n_views(self):
         return len(self.views)
@@ -230,24 +241,63 @@ class OMDMLData:
             for Si, (A, B) in zip(S, diffs):
                 Si += (A.T * al) @ A - (B.T * al) @ B
         out = float(alpha.sum())
-        for Si, th in zip(S, theta):
-            P = project_psd(-th * Si)
-            out -= 0.5 * float(np.sum(P * P))
+        for Si, th, on in zip(S, theta, self.active_features()):
+            # rows and columns of features constant over the triplets are
+            # exactly 0 in S_i, and so in Pi_+: left out, so that round-off
+            # of the eigensolver cannot put a spurious penalty there (which
+            # a large data scale would multiply)
+            P = project_psd(-th * Si[np.ix_(on, on)])
+            with np.errstate(over="ignore"):  # at huge scales: -inf, no bound
+                out -= 0.5 * float(np.sum(P * P))
         return out
+
+    def view_exponents(self):
+        """``k_i >= 0`` with ``2^k_i`` the scale of view ``i``'s differences.
+
+        ``2^k_i`` is the power of two nearest to the root mean square length
+        of the triplets' differences ``x_p - x_p+``, ``x_p - x_p-`` in view
+        ``i`` (computed without overflow), and 0 when that length is below
+        about 1.  With ``x = 2^k y`` and ``M_i = 2^(-2k) N_i`` Eq. 3 reads
+
+            0.5 sum_i 2^(-4 k_i) ||N_i||_F^2 + C sum_t max(0, sum_i theta_i
+            <N_i, V_ti(y)> + 1),
+
+        the same objective value (the substitution is exact in floating
+        point), over data of unit scale: the exact model is solved in these
+        units.  Views shorter than 1 are solved as given: there the
+        regulariser dominates and the optimum is near ``M = 0`` already.
+        """
+        out = []
+        for V in self.views:
+            top = float(np.max(np.abs(V)))
+            if top == 0.0:
+                out.append(0)
+                continue
+            ka = int(np.frexp(top)[1])
+            W = np.ldexp(V, -ka)  # |W| <= 1: the squares below cannot overflow
+            t = self.triplets[:: max(1, self.n_triplets // 20000)]
+            D = np.concatenate([W[t[:, 0]] - W[t[:, 1]], W[t[:, 0]] - W[t[:, 2]]])
+            rms = float(np.sqrt(np.mean(np.einsum("ij,ij->i", D, D))))
+            k = ka + (int(np.round(np.log2(rms))) if rms > 0 else 0)
+            out.append(max(0, k))
+        return tuple(out)
 
     def certificate(self, Ms, theta, alpha=None, *, solver, solver_version="",
                     tolerances=None, times=None):
         """Certificate of ``Ms`` for Eq. 3 at ``theta``.
 
         ``alpha`` defaults to the multipliers consistent with ``Ms``
-        (``C`` on active hinges, 0 elsewhere); the larger bound of the two
-        is kept when ``alpha`` is given.
+        (``C`` on active hinges, 0 elsewhere); the largest bound is kept
+        when ``alpha`` is given (one vector, or a list of candidate
+        vectors: every one gives a valid bound).
         """
         f = self.view_scores(Ms) @ theta + 1.0
         obj = self._objective(Ms, f)  # f also fixes the default multipliers
         bound = self.dual_bound(np.where(f > 0, self.C, 0.0), theta)
         if alpha is not None:
-            bound = max(bound, self.dual_bound(alpha, theta))
+            cands = alpha if isinstance(alpha, (list, tuple)) else [alpha]
+            for a in cands:
+                bound = max(bound, self.dual_bound(np.asarray(a, dtype=float), theta))
         eigs = [float(np.linalg.eigvalsh(0.5 * (M + M.T))[0]) for M in Ms]
         min_eig = min(eigs)
         tol_gap, tol_feas = certificate_tolerance("omdml")

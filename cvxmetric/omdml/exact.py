@@ -25,12 +25,14 @@ a local solution).
 
 import itertools
 import time
+import warnings
 
 import cvxpy as cp
 import numpy as np
 
-from .._exact import SOLVERS, solve_certified
-from ..result import SolverResult
+from .._exact import SOLVERS, solve_certified, solver_options
+from .._linalg import project_psd
+from ..result import CertificateError, SolverResult
 from ._problem import OMDMLData, check_theta
 
 __all__ = ["OMDMLModel", "solve_exact", "solve_joint_grid", "solve_joint_alternating",
@@ -71,23 +73,43 @@ class OMDMLModel:
         m = data.n_views
         theta = np.full(m, 1.0 / m) if theta is None else check_theta(theta, m)
         self.data = data
+        # Each view is solved in the units of its own scale (exact powers of
+        # two, OMDMLData.view_exponents): with features of 1e5 the user-unit
+        # model pairs squared distances of 1e10 with metrics of 1e-10, which
+        # the conic solvers do not resolve.  The regulariser's weight
+        # 2^(-4 k_i) is floored at 2^-40 in the model only: below it the
+        # model's optimum is the hinge minimiser to the solvers' accuracy,
+        # and the certificate judges the point on the true problem.
+        self.exponents = data.view_exponents()
+        weights = [float(np.ldexp(1.0, max(-4 * k, -40))) for k in self.exponents]
+        A = [np.ldexp(Ai, -k) for Ai, k in zip(data.A, self.exponents)]
+        B = [np.ldexp(Bi, -k) for Bi, k in zip(data.B, self.exponents)]
         # [declare:omdml-eq3]
         C = cp.Parameter(nonneg=True, value=data.C, name="C")
         th = cp.Parameter(m, nonneg=True, value=theta, name="theta")
         M = [cp.Variable((n, n), symmetric=True, name=f"M_{i}")
              for i, n in enumerate(data.dims)]
         xi = cp.Variable(data.n_triplets, nonneg=True, name="xi")
-        f = sum(th[i] * (_sqdist_expr(M[i], data.A[i]) - _sqdist_expr(M[i], data.B[i]))
+        f = sum(th[i] * (_sqdist_expr(M[i], A[i]) - _sqdist_expr(M[i], B[i]))
                 for i in range(m))  # (T,) combined d(p, p+) - d(p, p-)
         cons = {"hinge": xi >= f + 1.0}
         cons.update({f"psd_{i}": M[i] >> 0 for i in range(m)})
-        objective = 0.5 * sum(cp.sum_squares(Mi) for Mi in M) + C * cp.sum(xi)
+        objective = 0.5 * sum(w * cp.sum_squares(Mi) for w, Mi in zip(weights, M)) \
+            + C * cp.sum(xi)
         # [/declare]
         self.M, self.xi = M, xi
         self.params = {"C": C, "theta": th}
         self.constraints = cons
         self.problem = cp.Problem(cp.Minimize(objective), list(cons.values()))
         assert self.problem.is_dpp(), "the OMDML model must be DPP"
+
+    def metrics(self):
+        """The model's point in the user's units: each ``M_i`` projected onto
+        the PSD cone (the solvers leave eigenvalues of ``-tol``, which at a
+        large data scale would move the hinges by ``tol`` times the squared
+        distances) and mapped back by ``2^(-2 k_i)``."""
+        return [np.ldexp(project_psd(Mi.value), -2 * k)
+                for Mi, k in zip(self.M, self.exponents)]
 
     @property
     def theta(self):
@@ -99,24 +121,145 @@ class OMDMLModel:
 
     def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
         """Solve as declared; a certified :class:`SolverResult` (``M``: the
-        block-diagonal matrix of the ``M_i``; ``info["metrics"]``: the list)."""
+        block-diagonal matrix of the ``M_i``; ``info["metrics"]``: the list),
+        in the user's units."""
         t0 = time.perf_counter()
         theta = self.theta
+        found = {}
 
         def certify(name, version, opts, times):
-            Ms = [0.5 * (Mi.value + Mi.value.T) for Mi in self.M]
-            alpha = np.ravel(self.constraints["hinge"].dual_value)
-            return self.data.certificate(Ms, theta, alpha, solver=name,
-                                         solver_version=version, tolerances=opts,
-                                         times=times)
+            Ms = self.metrics()
+            alpha = [np.ravel(self.constraints["hinge"].dual_value)]
+            kw = dict(solver=name, solver_version=version, tolerances=opts,
+                      times=times)
+            cert = self.data.certificate(Ms, theta, alpha, **kw)
+            if not cert.passed:
+                # the solver's multipliers bound Eq. 3 only up to
+                # ||Pi_+(-theta S)||^2 2^(4k) / 2: at a large data scale the
+                # hinge-only bound of strictly feasible multipliers is needed
+                alpha += interior_multipliers(self.data, theta, self.exponents)
+                cert = self.data.certificate(Ms, theta, alpha, **kw)
+            found["Ms"] = Ms
+            return cert
 
-        cert, info = solve_certified(self.problem, certify, solvers=solvers, tol=tol,
-                                     verbose=verbose)
-        Ms = [0.5 * (Mi.value + Mi.value.T) for Mi in self.M]
-        return omdml_result(Ms, theta, cert, status=info["status"],
+        try:
+            cert, info = solve_certified(self.problem, certify, solvers=solvers,
+                                         tol=tol, verbose=verbose)
+        except CertificateError as exc:
+            _refuse_degenerate_large_views(self.data, theta, self.exponents, exc)
+            raise
+        return omdml_result(found["Ms"], theta, cert, status=info["status"],
                             n_iter=info["n_iter"], method="exact",
-                            info={"attempts": info["attempts"]},
+                            info={"attempts": info["attempts"],
+                                  "exponents": self.exponents},
                             time=time.perf_counter() - t0)
+
+
+def _refuse_degenerate_large_views(data, theta, exponents, exc):
+    """Name the view when a failed certificate comes from a large view whose
+    differences do not span its (non-constant) features.
+
+    Along a direction ``u`` in which the differences vary by a fraction
+    ``eps`` of their length, a metric weight ``1 / eps^2`` moves the hinges
+    by O(1) at a cost ``2^(-4k) / eps^4``: at a large scale ``2^k`` even
+    directions at the round-off of the data (``x`` normalised to a fixed
+    sum, a feature that is a combination of others) decide the optimum,
+    and no bound computed in floating point separates them from the rest.
+    Refused with a ``ValueError`` naming the view (chained to ``exc``).
+    """
+    for i, (V_A, V_B, k, th) in enumerate(zip(data.A, data.B, exponents, theta)):
+        if k < _HARD_EXP or th == 0:
+            continue
+        on = data.active_features()[i]
+        D = np.ldexp(np.concatenate([V_A[:, on], V_B[:, on]]), -k)
+        sv = np.linalg.svd(D, compute_uv=False)
+        if sv.size < int(on.sum()) or sv[-1] <= _DEGENERATE * sv[0]:
+            rank = int(np.sum(sv > _DEGENERATE * sv[0]))
+            raise ValueError(
+                f"views[{i}]: at its scale (differences of length about 2^{k}) "
+                f"Eq. 3's optimum is set by directions in which the view's "
+                f"differences barely vary, and they span only {rank} of its "
+                f"{int(on.sum())} non-constant features (e.g. features normalised "
+                f"to a fixed sum): the optimum then depends on the data's "
+                f"round-off and cannot be certified. Rescale the view (the paper "
+                f"scales every feature to [0, 1]) or drop the dependent "
+                f"features.") from exc
+
+
+#: A large view whose smallest singular value of the differences is below
+#: this fraction of the largest is treated as rank deficient
+#: (:func:`_refuse_degenerate_large_views`).
+_DEGENERATE = 1e-6
+
+#: Views of scale ``2^k`` with ``k`` at least this are bounded through the
+#: hinge-only dual (strictly feasible multipliers) in
+#: :func:`interior_multipliers`; their regulariser's share of the optimum,
+#: at most ``2^(-4k) ||N||^2 / 2``, is then below the certificate's tolerance.
+_HARD_EXP = 8
+
+
+def interior_multipliers(data, theta, exponents=None, *, margins=(1e-8, 1e-6)):
+    """Hinge multipliers whose bound survives a large data scale.
+
+    The dual bound of Eq. 3 is ``sum_t alpha_t - sum_i 2^(4 k_i)
+    ||Pi_+(-theta_i S_i(alpha))||^2 / 2`` in the scale-free units of
+    :meth:`OMDMLData.view_exponents`: a solver's multipliers, feasible up
+    to its tolerance, leave a ``Pi_+`` of that size, which the factor
+    ``2^(4k)`` of a large view turns into a gap of any size.  Here the
+    views with ``k_i >= 8`` get multipliers that make ``theta_i S_i(alpha)``
+    PSD *strictly*: ``theta_i S_i(alpha) >= delta_i I``, the margin
+    ``delta_i`` (a fraction ``margins`` of the mean ``C (|a|^2 + |b|^2)``)
+    keeping the computed ``S_i`` PSD through round-off (their ``Pi_+`` is
+    then exactly 0), at a cost of about ``delta_i tr(N_i)`` in the bound;
+    the other views keep their penalty.  The multipliers maximise that
+    bound; every one is a valid bound whatever the solver's accuracy, and
+    views with ``theta_i = 0`` do not enter it.
+
+    Returns
+    -------
+    list of ndarray
+        One candidate per margin that the solver could satisfy (possibly
+        none: e.g. a large view whose differences do not span its space
+        admits no strictly feasible multipliers).
+    """
+    if exponents is None:
+        exponents = data.view_exponents()
+    T = data.n_triplets
+    out = []
+    for margin in margins:
+        a = cp.Variable(T, nonneg=True)
+        cons = [a <= data.C]
+        penalty = 0.0
+        for Ai, Bi, k, th in zip(data.A, data.B, exponents, theta):
+            if th == 0:
+                continue
+            # features constant over the triplets are left out: their rows
+            # of S are 0 for every alpha, and so outside the bound
+            on = np.any(Ai != 0, axis=0) | np.any(Bi != 0, axis=0)
+            A, B = np.ldexp(Ai[:, on], -k), np.ldexp(Bi[:, on], -k)
+            n = A.shape[1]
+            # S(a) = A^T diag(a) A - B^T diag(a) B, linear in a: its (n*n, T)
+            # coefficient matrix, one column per triplet
+            K = (np.einsum("ti,tj->ijt", A, A) - np.einsum("ti,tj->ijt", B, B)
+                 ).reshape(n * n, T)
+            S = cp.reshape(K @ a, (n, n), order="C")
+            S = th * 0.5 * (S + S.T)
+            if k >= _HARD_EXP:
+                delta = margin * data.C * float(np.mean(np.sum(A * A + B * B, axis=1)))
+                cons.append(S >> delta * np.eye(n))
+            else:  # ||Pi_+(-S)||^2 = min over Z PSD of ||S - Z||^2
+                Z = cp.Variable((n, n), PSD=True)
+                penalty = penalty + float(np.ldexp(0.5, 4 * k)) * cp.sum_squares(S - Z)
+        problem = cp.Problem(cp.Maximize(cp.sum(a) - penalty), cons)
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                problem.solve(solver="CLARABEL", **solver_options("CLARABEL"))
+        except cp.SolverError:
+            continue
+        if a.value is not None and problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+            out.append(np.clip(np.asarray(a.value, dtype=float), 0.0, data.C))
+    return out
 
 
 def omdml_result(Ms, theta, cert, *, status, n_iter, method, info, time=0.0,
