@@ -17,6 +17,7 @@ import warnings
 
 import cvxpy as cp
 
+from ._trace import record
 from .result import (
     CertificateError,
     InfeasibleError,
@@ -116,6 +117,7 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
     attempts = []
     best = None
     claims = {}  # kind -> solvers that claimed it
+    why = None  # why the next solver runs (the trace's record)
     for name in solvers:
         opts = solver_options(name, tol, max_iter)
         t0 = time.perf_counter()
@@ -131,6 +133,9 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
             # exception type; neither ends the search
             attempts.append({"solver": name, "error": f"{type(exc).__name__}: {exc}"})
             logger.info("%s failed: %s", name, exc)
+            record(name, "conic", seconds=time.perf_counter() - t0,
+                   status=f"error ({type(exc).__name__})", why=why)
+            why = f"{name} failed ({type(exc).__name__})"
             continue
         total = time.perf_counter() - t0
         stats = problem.solver_stats
@@ -141,9 +146,13 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
             "total": total,
         }
         status = problem.status
+        n_iter = int(getattr(stats, "num_iters", 0) or 0) if stats else 0
         attempts.append({"solver": name, "status": status, "time": total})
         logger.info("%s: status %s in %.3g s", name, status, total)
         if status in _CLAIMS:
+            record(name, "conic", iterations=n_iter, seconds=total, status=status,
+                   why=why)
+            why = f"{name} claimed the problem {_CLAIMS[status]}"
             kind = _CLAIMS[status]
             claims.setdefault(kind, []).append(name)
             verdict = None if confirm is None else confirm(kind)
@@ -154,13 +163,21 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
             continue
         if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
             logger.info("%s returned status %s", name, status)
+            record(name, "conic", iterations=n_iter, seconds=total, status=status,
+                   why=why)
+            why = f"{name} ended {status}"
             continue
         cert = certify(name, _version(name), opts, times)
         info = {
             "status": status,
-            "n_iter": int(getattr(stats, "num_iters", 0) or 0),
+            "n_iter": n_iter,
             "attempts": attempts,
         }
+        record(name, "conic", iterations=n_iter, seconds=time.perf_counter() - t0,
+               gap=cert.rel_gap, status=status + ("" if cert.passed else
+                                                  ", certificate fails"), why=why)
+        why = (f"{name}'s certificate failed (gap {cert.rel_gap:.2g}, violation "
+               f"{cert.max_violation:.2g})")
         if cert.passed:
             info["status"] = Status.OPTIMAL if status == cp.OPTIMAL else status
             return cert, info

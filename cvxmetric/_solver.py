@@ -34,6 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
+from ._trace import record, recording
 from .result import SolverResult, Status
 
 __all__ = ["IterativeSolver", "Deadline", "stop_message", "blas_threads",
@@ -251,8 +252,14 @@ def _scoped(method):
             arrays.extend(a if isinstance(a, (list, tuple)) else [a])
         verbose = getattr(self, "verbose", 0)
         with fit_threads(*(a for a in arrays if isinstance(a, np.ndarray))), \
-                verbose_logging(verbose if isinstance(verbose, (bool, Integral)) else 0):
-            return method(self, *args, **kwargs)
+                verbose_logging(verbose if isinstance(verbose, (bool, Integral)) else 0), \
+                recording() as stages:
+            out = method(self, *args, **kwargs)
+            result = getattr(self, "result_", None)
+            if isinstance(result, SolverResult) and stages:
+                # every stage of the fit, the data preparation's solves too
+                result.trace = tuple(stages)
+            return out
 
     wrapper._cvxmetric_policy = True
     return wrapper
@@ -267,7 +274,9 @@ class FitScopeMixin:
       ``preprocessor``): data preparation, certificates and calibration
       follow the same threading policy as the solvers' phases;
     * :func:`verbose_logging` of the estimator's ``verbose`` (when it has
-      one): one meaning of ``verbose`` in every estimator.
+      one): one meaning of ``verbose`` in every estimator;
+    * :func:`cvxmetric._trace.recording`: the stages that ran in the fit
+      become its result's ``trace`` (``result_.trace``).
 
     Each ``fit`` gets both without having to ask for them.
     """
@@ -422,7 +431,7 @@ class IterativeSolver:
         """
         t0 = last_log = time.perf_counter()
         self.deadline = deadline = Deadline(self.max_time, t0)
-        with blas_threads(self.blas_flops(data)):
+        with recording() as stages, blas_threads(self.blas_flops(data)):
             M, state = self.init_state(data, init)
             while not self.converged(state) and state.iter_num < self.maxiter:
                 if deadline.expired():
@@ -433,16 +442,18 @@ class IterativeSolver:
                     _progress(self.name, state, now - t0)
                     last_log = now
             M, cert, info = self.finalize(M, state, data)
-        if self.converged(state):
-            raw = Status.OPTIMAL
-        else:
-            raw = Status.TIME_LIMIT if deadline.hit else Status.MAX_ITER
-        info.setdefault("final_error", float(state.error))
-        cert.times["total"] = time.perf_counter() - t0
+            if self.converged(state):
+                raw = Status.OPTIMAL
+            else:
+                raw = Status.TIME_LIMIT if deadline.hit else Status.MAX_ITER
+            info.setdefault("final_error", float(state.error))
+            cert.times["total"] = time.perf_counter() - t0
+            record(self.name, "iterative", iterations=state.iter_num,
+                   seconds=cert.times["total"], gap=cert.rel_gap, status=raw)
         result = SolverResult(
             M=M, status=raw, objective=cert.objective, n_iter=state.iter_num,
             certificate=cert, method=self.name, info=info,
-            time=cert.times["total"], raw_status=raw,
+            time=cert.times["total"], raw_status=raw, trace=tuple(stages),
         )
         logger.info("%s done: %s after %d iterations, objective %.10g, relative "
                     "gap %.3g, %.2f s", self.name, result.status, result.n_iter,

@@ -484,14 +484,19 @@ def _cmd_solve(args):
         given = " ".join(f"{o.flag}={hp[o.name]!r}" for o in _family_options(family)
                          if o.name in hp)
         raise ValueError(f"{exc} (options given: {given})") from None
-    if args.method == "exact":
-        import warnings
+    from ._trace import format_trace, recording
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # judged by the certificate
-            res = inst.spec.exact(data)
-    else:
-        res = col.run_method(inst.family, args.method, data)
+    with recording() as stages:
+        if args.method == "exact":
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # judged by the certificate
+                res = inst.spec.exact(data)
+        else:
+            res = col.run_method(inst.family, args.method, data)
+    if stages:
+        res.trace = tuple(stages)
     cert = res.certificate
     # compare with the stored reference when the file belongs to a collection
     ref_info = None
@@ -524,6 +529,7 @@ def _cmd_solve(args):
         "time": res.time,
         "certificate": cert.as_dict(),
         "reference": ref_info,
+        "trace": [stage.as_dict() for stage in res.trace],
         "M": np.asarray(res.M),
     }
     if args.json:
@@ -537,6 +543,9 @@ def _cmd_solve(args):
           f"{cert.max_violation:.3g}  min_eig {cert.min_eig:.3g}  solver "
           f"{cert.solver}  passed {cert.passed}")
     print(f"time       {res.time:.3f} s")
+    if args.trace:
+        print("trace:")
+        print("\n".join("  " + line for line in format_trace(res.trace).splitlines()))
     if ref_info and ref_info.get("status") == "current":
         print(f"reference  {ref_info['objective']:.10g}  (rel gap "
               f"{ref_info['rel_gap']:.3g})")
@@ -1065,7 +1074,10 @@ def _add_solve_arguments(p, family):
                         "values for that file) and exit")
     p.add_argument("--json", action="store_true",
                    help="print a JSON document (objective, status, certificate, "
-                        "time, M)")
+                        "time, trace, M)")
+    p.add_argument("--trace", action="store_true",
+                   help="print the stages that ran (solver, iterations, seconds, "
+                        "gap after each, why each started)")
     own = {o.flag: o for o in _family_options(family)} if family else {}
     group = p.add_argument_group(
         f"options of family {family!r} (override the manifest; checked as "

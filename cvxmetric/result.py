@@ -219,6 +219,11 @@ class SolverResult:
         What the solver itself reported (CVXPY's status for the exact path,
         the reason an iterative solver stopped); defaults to the ``status``
         given on construction.
+    trace : tuple of Stage
+        The stages that ran, in order (:class:`cvxmetric._trace.Stage`: the
+        conic solvers tried, the iterative solvers run, with iterations,
+        seconds, the gap after each and why each started); filled by the
+        iterative solvers and by the estimators' ``fit``.
     """
 
     M: np.ndarray
@@ -230,6 +235,7 @@ class SolverResult:
     info: dict = field(default_factory=dict)
     time: float = 0.0
     raw_status: str = ""
+    trace: tuple = ()
 
     def __post_init__(self):
         # one meaning of status: "optimal" iff the certificate passes at the
