@@ -54,6 +54,8 @@ import threading
 import time
 import warnings
 import zipfile
+from importlib import import_module
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -61,6 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from ._tolerances import REFERENCE_AGREEMENT, tolerance
+from .formulations import formulations
 from .result import SolverError
 
 try:
@@ -254,12 +257,61 @@ class FamilySpec:
     matrix_dim: object = None
 
 
-#: Registered families, by name.
-FAMILIES = {}
+class _Registered(MutableMapping):
+    """The families registered so far, loaded on first read.
+
+    The first read imports the collection module of every formulation of
+    the registry (:attr:`cvxmetric.formulations.Formulation.collection`),
+    each of which calls :func:`register_family`; nothing is imported when
+    this module is.  Families iterate in the registry's order (those
+    registered by other code after them, in registration order).
+    """
+
+    def __init__(self):
+        self._store = {}
+
+    def __getitem__(self, key):
+        _load_families()
+        return self._store[key]
+
+    def __iter__(self):
+        _load_families()
+        order = {f.name: i for i, f in enumerate(formulations())}
+        return iter(sorted(self._store, key=lambda k: order.get(k, len(order))))
+
+    def __len__(self):
+        _load_families()
+        return len(self._store)
+
+    def __setitem__(self, key, value):
+        self._store[key] = value
+
+    def __delitem__(self, key):
+        del self._store[key]
+
+    def __repr__(self):
+        return f"{type(self).__name__}({list(self)})"
+
+
+#: Registered families, by name (:class:`FamilySpec`).
+FAMILIES = _Registered()
 
 #: Fast methods per family: ``{family: {method: callable(data) -> SolverResult}}``.
 #: ``cvxmetric verify`` judges method ``m`` against ``tolerance(family, m)``.
-METHODS = {}
+METHODS = _Registered()
+
+_LOADED = False
+
+
+def _load_families():
+    """Import every formulation's collection module once (they register
+    their families); re-entrant, since those modules import this one."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    for module in dict.fromkeys(f.collection for f in formulations() if f.collection):
+        import_module(module)
 
 
 def register_family(spec, methods=None):
@@ -2029,17 +2081,3 @@ def make_problems(root, family="qwise", *, check=False):
         out.append({"name": name, "sha256": sha, "changed": changed,
                     "sizes": inst.sizes})
     return out
-
-
-# ---------------------------------------------------------------------------
-# Other families register themselves in their own ``_collection`` module.
-# One import per family, in the order ``cvxmetric list`` shows them.
-# ---------------------------------------------------------------------------
-
-from .qwise import _collection as _qwise_collection  # noqa: E402,F401
-from .mmc import _collection as _mmc_collection  # noqa: E402,F401
-from .rankdml import _collection as _rankdml_collection  # noqa: E402,F401
-from .rankdml import _constraint_collection as _cdml_collection  # noqa: E402,F401
-from .slr import _collection as _slr_collection  # noqa: E402,F401
-from .omdml import _collection as _omdml_collection  # noqa: E402,F401
-from .ldml import _collection as _ldml_collection  # noqa: E402,F401

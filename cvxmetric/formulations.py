@@ -118,6 +118,10 @@ class Formulation:
         to return -- judged correct when the partner method refuses too.
     suite : bool
         Whether the real-data conformance suite runs it.
+    collection : str or None
+        The module that registers its family of ``problems/`` instances
+        (:func:`cvxmetric.collection.register_family`), imported by the
+        collection on first use.
     """
 
     name: str
@@ -131,6 +135,7 @@ class Formulation:
     options_estimator: str = None
     refusal: tuple = None
     suite: bool = True
+    collection: str = None
     _by_name: dict = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -203,6 +208,7 @@ _REGISTRY = (
     Formulation(
         "qwise", _QWISE, "Eq. 8, Eq. 11", ("Qwise", "QwiseSupervised"),
         data="cvxmetric.qwise._problem:QwiseData",
+        collection="cvxmetric.qwise._collection",
         exact="cvxmetric.qwise.exact:solve_exact",
         declared="cvxmetric.qwise.exact:declared_problem",
         methods=(
@@ -220,6 +226,7 @@ _REGISTRY = (
         "qwise_vector", _QWISE, "Eq. 14, Eq. 27-30",
         ("QwiseVector", "QwiseVectorSupervised"),
         data="cvxmetric.qwise._vector:QwiseVectorData",
+        collection="cvxmetric.qwise._collection",
         exact="cvxmetric.qwise.exact:solve_vector_exact",
         methods=(
             # Eq. 14 (the estimators' default loss, the hinge) and the
@@ -234,6 +241,7 @@ _REGISTRY = (
         "qwise_structural", _QWISE, "Eq. 16",
         ("QwiseStructural", "QwiseStructuralSupervised"),
         data="cvxmetric.qwise.structural:StructuralData",
+        collection="cvxmetric.qwise._collection",
         exact="cvxmetric.qwise.structural:solve_structural_exact",
         methods=(
             # Eq. 16 (AUC loss) in its closed hinge-sum form, exactly and by
@@ -249,6 +257,7 @@ _REGISTRY = (
         "learning, with application to clustering with side-information "
         "(NIPS 2002)", "Eq. 2", ("MMC", "MMCSupervised"),
         data="cvxmetric.mmc._problem:MMCData",
+        collection="cvxmetric.mmc._collection",
         exact="cvxmetric.mmc.exact:solve_exact",
         declared="cvxmetric.mmc.exact:declared_problem",
         methods=(
@@ -263,6 +272,7 @@ _REGISTRY = (
         "constraintdml", _RANK + ", Sec. 3.1 (the constraint-based baseline)",
         "Eq. 1, 4, 6, 10", ("ConstraintDML", "ConstraintDMLSupervised"),
         data="cvxmetric.rankdml._constraint:ConstraintData",
+        collection="cvxmetric.rankdml._constraint_collection",
         exact="cvxmetric.rankdml._constraint:solve_constraint_exact",
         declared="cvxmetric.rankdml._constraint:declared_problem",
         methods=(_EXACT, Method("fast", {"solver": "fast"}, "fast", "exact", "fast")),
@@ -270,6 +280,7 @@ _REGISTRY = (
     Formulation(
         "rankdml", _RANK, "Eq. 7, 9", ("RankDML", "RankDMLSupervised"),
         data="cvxmetric.rankdml._problem:RankData",
+        collection="cvxmetric.rankdml._collection",
         exact="cvxmetric.rankdml.exact:solve_exact",
         declared="cvxmetric.rankdml.exact:declared_problem",
         methods=(
@@ -282,6 +293,7 @@ _REGISTRY = (
         "slr", "Qian, Baytas, Jin, Jain, Zhu: Similarity learning via adaptive "
         "regression (2015)", "Eq. 4", ("SLR",),
         data="cvxmetric.slr._problem:SLRData",
+        collection="cvxmetric.slr._collection",
         exact="cvxmetric.slr.exact:solve_exact",
         declared="cvxmetric.slr.estimator:declared_problem",
         methods=(
@@ -301,6 +313,7 @@ _REGISTRY = (
         "omdml", "Wu, Hoi, Zhao, Miao, Liu: Online multi-modal distance metric "
         "learning (TKDE 2016)", "Eq. 3 at a fixed combination", ("OMDML",),
         data="cvxmetric.omdml._problem:OMDMLData",
+        collection="cvxmetric.omdml._collection",
         exact="cvxmetric.omdml.exact:solve_exact",
         methods=(
             # Eq. 3 at uniform theta (certified), and the two online
@@ -317,6 +330,7 @@ _REGISTRY = (
     Formulation(
         "ldml", _LDML, "Eq. 2-3", ("LDML", "LDMLSupervised"),
         data="cvxmetric.ldml.exact:LDMLData",
+        collection="cvxmetric.ldml._collection",
         exact="cvxmetric.ldml.exact:solve_exact",
         methods=(
             # Eq. 2 as printed (lam = 0, the paper's maximum likelihood; the

@@ -119,3 +119,23 @@ def test_entries_are_validated():
         Formulation("f", "p", "Eq. 1", ("E",), "m:D",
                     methods=(Method("fast", {}, "fast", "exact"),
                              Method("exact", {}, "exact")))
+
+
+def test_the_collection_loads_its_families_from_the_registry():
+    import subprocess
+    import sys
+
+    from cvxmetric import collection as col
+
+    with_collection = [f.name for f in FORMULATIONS if f.collection]
+    assert list(col.FAMILIES) == with_collection
+    assert list(col.METHODS) == with_collection
+    # importing the collection imports no family's collection module: the
+    # first read does (no import circle held together by import order)
+    code = ("import sys, cvxmetric.collection as col; "
+            "print(any(m.endswith('._collection') for m in sys.modules)); "
+            "col.FAMILIES['mmc']; "
+            "print(any(m.endswith('._collection') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "True"]
