@@ -139,3 +139,18 @@ def test_the_collection_loads_its_families_from_the_registry():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "True"]
+
+
+def test_every_tolerance_entry_names_a_registered_method():
+    from cvxmetric import collection as col
+    from cvxmetric._tolerances import TOLERANCES
+
+    generic = {m.tolerance for f in FORMULATIONS for m in f.methods} | {"exact"}
+    for key in TOLERANCES:
+        family, _, method = key.rpartition("/")
+        if not family:
+            assert key in generic | {"subgradient"}, key
+            continue
+        f = formulation(family)
+        known = {m.name for m in f.methods} | set(col.METHODS.get(family, {}))
+        assert method in known, key
