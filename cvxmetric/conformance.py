@@ -483,82 +483,120 @@ def judge(rows):
     ``slower`` (non-exact rows whose exact reference finished), and
     ``failed`` with the reasons in ``why``.
     """
-    from ._tolerances import relative_gap, tolerance
-
     by_key = {(r["dataset"], r["seed"], r["estimator"], r["method"]): r for r in rows}
     for r in rows:
         _, role, ref_name, tol_key = METHODS[r["family"]][r["method"]]
         r["role"] = role
-        ok = r.get("error") is None
         ref = by_key.get((r["dataset"], r["seed"], r["estimator"], ref_name))
-        ref_ok = (ref is not None and ref.get("error") is None
-                  and ref.get("objective") is not None and ref.get("passed"))
-        r["gap"], r["tolerance"] = None, None
-        if ok and ref_ok and r.get("objective") is not None:
-            r["gap"] = relative_gap(r["family"], r["objective"], ref["objective"])
-        if tol_key is not None:
-            r["tolerance"] = tolerance(r["family"], tol_key)
-        why = []
+        _gap_and_tolerance(r, ref, tol_key)
         r["certified"] = r["converged"] = r["agreeing"] = r["slower"] = None
         # a family's certified refusal, agreed by its partner method
         # (REFUSALS), is that method's correct answer; a disagreement fails
         refusal, refusal_why = _refusal(r, by_key)
         r["refusal"] = refusal
-        if refusal in ("disagree", "unconfirmed"):
-            why.append(refusal_why)
-        if role == "exact" and r.get("error_type") == "ProblemSizeError":
-            # the solver's documented size limit (LDMLSupervised "exact":
-            # one exponential cone per pair): nothing to certify, and the
-            # other methods are judged by their own certificates
-            r["refusal"] = "size"
-        elif role == "exact":
-            proven = bool(r.get("proven_infeasible")) or refusal == "agreed"
-            r["certified"] = proven or (ok and r.get("status") == "optimal"
-                                        and bool(r.get("passed")))
-            if not r["certified"] and not refusal:
-                why.append(_reason(r, "not certified"))
+        why = [refusal_why] if refusal in ("disagree", "unconfirmed") else []
+        if role == "exact":
+            why += _judge_exact(r, refusal)
         else:
-            if role in ("fast", "paper-optimal"):
-                # "optimal" implies a passing certificate under the shared
-                # contract; both are asked so that older code is judged alike
-                r["converged"] = refusal == "agreed" or (
-                    ok and r.get("status") == "optimal" and bool(r.get("passed")))
-                if not r["converged"] and not refusal:
-                    why.append(_reason(r, "not converged"))
-            if refusal == "agreed":
-                pass  # no optimum to agree with: the refusal is the answer
-            elif r["tolerance"] is not None:
-                if r["gap"] is not None:
-                    r["agreeing"] = abs(r["gap"]) <= r["tolerance"]
-                    if not r["agreeing"]:
-                        why.append(f"gap {r['gap']:.2e} > tol {r['tolerance']:.0e}")
-                elif ok and not ref_ok and ref is not None:
-                    r["agreeing"] = None  # no certified yardstick: not judged
-                elif not ok:
-                    r["agreeing"] = False
-            if ref is not None and r.get("seconds") is not None:
-                t_ref = ref.get("seconds") if ref.get("error") is None else None
-                if refusal == "agreed" and _refused(ref):
-                    t_ref = ref.get("seconds")  # refusal against refusal
-                if ref.get("timeout"):
-                    t_ref = None
-                if t_ref is not None:
-                    r["slower"] = bool(r["seconds"] > t_ref + SLOWER_MARGIN)
-                    r["exact_seconds"] = t_ref
-                    if r["slower"] and role == "fast":
-                        why.append(f"slower than exact ({r['seconds']:.2f} s > "
-                                   f"{t_ref:.2f} s)")
-        if role in ("exact", "fast", "paper-optimal"):
-            r["failed"] = bool(why)  # "slower" is a verdict of fast rows only
-        else:  # a paper's algorithm fails only on its stated tolerance / errors
-            answered = ok or refusal == "agreed"
-            r["failed"] = ((r["agreeing"] is False) or not answered
-                           or refusal in ("disagree", "unconfirmed"))
-            why = [w for w in why if not w.startswith("slower")]
-            if not answered and not why:
-                why.append(_reason(r, "error"))
-        r["why"] = "; ".join(why)
+            why += _judge_converged(r, refusal) + _judge_agreeing(r, ref, refusal)
+            why += _judge_slower(r, ref, refusal)
+        _judge_failed(r, why, refusal)
     return rows
+
+
+def _reference_ok(ref):
+    return (ref is not None and ref.get("error") is None
+            and ref.get("objective") is not None and bool(ref.get("passed")))
+
+
+def _gap_and_tolerance(r, ref, tol_key):
+    """``gap`` against the certified reference and the method's ``tolerance``."""
+    from ._tolerances import relative_gap, tolerance
+
+    r["gap"], r["tolerance"] = None, None
+    if r.get("error") is None and _reference_ok(ref) and r.get("objective") is not None:
+        r["gap"] = relative_gap(r["family"], r["objective"], ref["objective"])
+    if tol_key is not None:
+        r["tolerance"] = tolerance(r["family"], tol_key)
+
+
+def _judge_exact(r, refusal):
+    """``certified`` of an exact row; the reasons it fails."""
+    if r.get("error_type") == "ProblemSizeError":
+        # the solver's documented size limit (LDMLSupervised "exact": one
+        # exponential cone per pair): nothing to certify, and the other
+        # methods are judged by their own certificates
+        r["refusal"] = "size"
+        return []
+    proven = bool(r.get("proven_infeasible")) or refusal == "agreed"
+    r["certified"] = proven or (r.get("error") is None and r.get("status") == "optimal"
+                                and bool(r.get("passed")))
+    if not r["certified"] and not refusal:
+        return [_reason(r, "not certified")]
+    return []
+
+
+def _judge_converged(r, refusal):
+    """``converged`` of a fast or paper-optimal row."""
+    if r["role"] not in ("fast", "paper-optimal"):
+        return []
+    # "optimal" implies a passing certificate under the shared contract;
+    # both are asked so that older code is judged alike
+    r["converged"] = refusal == "agreed" or (
+        r.get("error") is None and r.get("status") == "optimal"
+        and bool(r.get("passed")))
+    if not r["converged"] and not refusal:
+        return [_reason(r, "not converged")]
+    return []
+
+
+def _judge_agreeing(r, ref, refusal):
+    """``agreeing``: the gap against the reference within the tolerance."""
+    if refusal == "agreed" or r["tolerance"] is None:
+        return []  # the refusal is the answer: no optimum to agree with
+    ok = r.get("error") is None
+    if r["gap"] is not None:
+        r["agreeing"] = abs(r["gap"]) <= r["tolerance"]
+        if not r["agreeing"]:
+            return [f"gap {r['gap']:.2e} > tol {r['tolerance']:.0e}"]
+    elif ok and not _reference_ok(ref) and ref is not None:
+        r["agreeing"] = None  # no certified yardstick: not judged
+    elif not ok:
+        r["agreeing"] = False
+    return []
+
+
+def _judge_slower(r, ref, refusal):
+    """``slower``: the row took longer than its reference's fit (plus
+    :data:`SLOWER_MARGIN`); a reason only for fast rows."""
+    if ref is None or r.get("seconds") is None:
+        return []
+    t_ref = ref.get("seconds") if ref.get("error") is None else None
+    if refusal == "agreed" and _refused(ref):
+        t_ref = ref.get("seconds")  # refusal against refusal
+    if ref.get("timeout"):
+        t_ref = None
+    if t_ref is None:
+        return []
+    r["slower"] = bool(r["seconds"] > t_ref + SLOWER_MARGIN)
+    r["exact_seconds"] = t_ref
+    if r["slower"] and r["role"] == "fast":
+        return [f"slower than exact ({r['seconds']:.2f} s > {t_ref:.2f} s)"]
+    return []
+
+
+def _judge_failed(r, why, refusal):
+    """``failed`` and ``why`` from the verdicts."""
+    if r["role"] in ("exact", "fast", "paper-optimal"):
+        r["failed"] = bool(why)  # "slower" is a verdict of fast rows only
+    else:  # a paper's algorithm fails only on its stated tolerance / errors
+        answered = r.get("error") is None or refusal == "agreed"
+        r["failed"] = ((r["agreeing"] is False) or not answered
+                       or refusal in ("disagree", "unconfirmed"))
+        why = [w for w in why if not w.startswith("slower")]
+        if not answered and not why:
+            why.append(_reason(r, "error"))
+    r["why"] = "; ".join(why)
 
 
 def _reason(r, what):
