@@ -473,3 +473,53 @@ def test_structural_tiny_scale_solved(iris_vector_sets, solver):
     est.fit(X * 1e-150, y)
     assert est.status_ == "optimal"
     assert abs(est.objective_ - 1.0) <= 1e-6
+
+
+# ---------------------------------------------------------------------------
+# tiny scales: fast and exact agree (M = 0 certified, or the same refusal)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e-60, 1e-75, 1e-100, 1e-150])
+@pytest.mark.parametrize("regularizer", ["trace", "frobenius"])
+def test_tiny_scales_fast_and_exact_agree(base, scale, regularizer):
+    """Where the scale-free hinge weight is in range, both certify M = 0 or
+    a point as good (every hinge at its margin; the exact path's conic solve had left
+    round-off around 0 and raised CertificateError under the trace); where
+    it is not, both refuse naming X."""
+    X, y, Q = base
+    out = {}
+    for solver in ("exact", "fast"):
+        est = Qwise(preprocessor=X * scale, regularizer=regularizer, solver=solver)
+        try:
+            est.fit(Q)
+        except ValueError as exc:
+            assert str(exc).startswith("X: the hinge weight"), str(exc)
+            out[solver] = "refused"
+            continue
+        assert est.status_ == "optimal" and est.certificate_.passed
+        out[solver] = est.objective_
+    if out["exact"] == "refused" or out["fast"] == "refused":
+        assert out["exact"] == out["fast"]
+    else:
+        assert np.isclose(out["exact"], out["fast"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e-75, 1e-150])
+@pytest.mark.parametrize("regularizer", ["trace", "frobenius"])
+def test_structural_tiny_scale_fast_agrees_with_exact(iris_vector_sets, scale,
+                                                     regularizer):
+    """The closed form's scale-free weight underflows, but M = 0 is
+    certified on Eq. 16 itself: fast returns it, as exact does (C H(0) = C)."""
+    from cvxmetric.qwise.structural import QwiseStructuralSupervised
+
+    X, y, _, _, _ = iris_vector_sets
+    res = {}
+    for solver in ("exact", "fast"):
+        est = QwiseStructuralSupervised(solver=solver, regularizer=regularizer,
+                                        n_constraints=100, random_state=0)
+        est.fit(X * scale, y)
+        assert est.status_ == "optimal" and est.certificate_.passed
+        res[solver] = est.objective_
+    assert np.isclose(res["fast"], 1.0, rtol=1e-9)
+    assert np.isclose(res["exact"], res["fast"], rtol=1e-6)
