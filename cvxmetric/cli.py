@@ -765,61 +765,69 @@ def _check_bench_options(args, suite):
         raise ValueError("--max-seconds: needs isolated runs (a run in this "
                          "process cannot be stopped safely); drop --no-isolate.")
     if suite == "synthetic":
-        families = args.family or ["qwise"]
-        bench_families = _bench_families()
-        missing = [f for f in families if f not in bench_families]
-        if missing:
-            raise ValueError(
-                f"{args.family_flag}: {missing[0]} has no synthetic benchmark "
-                f"(those of {', '.join(bench_families)}); `--suite collection "
-                f"--family {missing[0]}` times its collection instances.")
-        others = [f for f in families if f != "qwise"]
-        if others:
-            _refuse(_given(args, _QWISE_OPTIONS),
-                    f"only for the Qwise benchmark (--family qwise); the "
-                    f"benchmark of {others[0]} runs its fixed cases.")
-        if args.no_isolate:
-            _refuse(["--no-isolate" for f in others
-                     if not _synthetic_takes(f, "isolate")],
-                    "the benchmark of this family always isolates its runs.")
-        if args.methods and "qwise" in families:
-            from .qwise import _bench as qbench
+        _check_synthetic_options(args)
+    else:
+        _check_real_options(args)
 
-            unknown = [m for m in args.methods if m not in qbench.BENCH_METHODS]
-            if unknown:
-                raise ValueError(f"--methods: unknown {unknown} for the Qwise "
-                                 f"benchmark; its methods: "
-                                 f"{', '.join(qbench.BENCH_METHODS)}.")
-    else:  # real
-        from . import conformance
 
-        _refuse(_given(args, _SYNTHETIC_OPTIONS),
-                "only with the synthetic benchmarks (--family F).")
-        _refuse(["--seed"] if args.seed is not None else [],
-                "not used by --suite real; --seeds lists its seeds.")
-        _refuse_families(args, tuple(conformance.FAMILIES), "--suite real")
-        known = sorted({m for f in conformance.FAMILIES
-                        for m in conformance.METHODS[f]})
-        unknown = [m for m in args.methods or () if m not in known]
+def _check_synthetic_options(args):
+    """``bench --family F``: the families' benchmarks and their options."""
+    families = args.family or ["qwise"]
+    bench_families = _bench_families()
+    missing = [f for f in families if f not in bench_families]
+    if missing:
+        raise ValueError(
+            f"{args.family_flag}: {missing[0]} has no synthetic benchmark "
+            f"(those of {', '.join(bench_families)}); `--suite collection "
+            f"--family {missing[0]}` times its collection instances.")
+    others = [f for f in families if f != "qwise"]
+    if others:
+        _refuse(_given(args, _QWISE_OPTIONS),
+                f"only for the Qwise benchmark (--family qwise); the "
+                f"benchmark of {others[0]} runs its fixed cases.")
+    if args.no_isolate:
+        _refuse(["--no-isolate" for f in others
+                 if not _synthetic_takes(f, "isolate")],
+                "the benchmark of this family always isolates its runs.")
+    if args.methods and "qwise" in families:
+        from .qwise import _bench as qbench
+
+        unknown = [m for m in args.methods if m not in qbench.BENCH_METHODS]
         if unknown:
-            raise ValueError(f"--methods: unknown {unknown} for --suite real; "
-                             f"its methods: {', '.join(known)}.")
-        cases = conformance.cases(
-            args.datasets or conformance.DATASETS,
-            args.seeds or conformance.DEFAULT_SEEDS,
-            args.family or tuple(conformance.FAMILIES), methods=args.methods,
-            estimators=args.estimators)
-        if not cases:
-            fams = args.family or tuple(conformance.FAMILIES)
-            raise ValueError(
-                "--suite real: the selection has no case, nothing to run ("
-                + "; ".join(f"{f}: estimators {', '.join(conformance.FAMILIES[f])}"
-                            f", methods {', '.join(conformance.METHODS[f])}"
-                            for f in fams)
-                + (f"; --estimators {','.join(args.estimators)}"
-                   if args.estimators else "")
-                + (f"; --methods {','.join(args.methods)}" if args.methods else "")
-                + ").")
+            raise ValueError(f"--methods: unknown {unknown} for the Qwise "
+                             f"benchmark; its methods: "
+                             f"{', '.join(qbench.BENCH_METHODS)}.")
+
+
+def _check_real_options(args):
+    """``bench --suite real``: its options, and a selection that runs something."""
+    from . import conformance
+
+    _refuse(_given(args, _SYNTHETIC_OPTIONS),
+            "only with the synthetic benchmarks (--family F).")
+    _refuse(["--seed"] if args.seed is not None else [],
+            "not used by --suite real; --seeds lists its seeds.")
+    _refuse_families(args, tuple(conformance.FAMILIES), "--suite real")
+    known = sorted({m for f in conformance.FAMILIES for m in conformance.METHODS[f]})
+    unknown = [m for m in args.methods or () if m not in known]
+    if unknown:
+        raise ValueError(f"--methods: unknown {unknown} for --suite real; "
+                         f"its methods: {', '.join(known)}.")
+    fams = args.family or tuple(conformance.FAMILIES)
+    cases = conformance.cases(
+        args.datasets or conformance.DATASETS,
+        args.seeds or conformance.DEFAULT_SEEDS,
+        fams, methods=args.methods, estimators=args.estimators)
+    if not cases:
+        raise ValueError(
+            "--suite real: the selection has no case, nothing to run ("
+            + "; ".join(f"{f}: estimators {', '.join(conformance.FAMILIES[f])}"
+                        f", methods {', '.join(conformance.METHODS[f])}"
+                        for f in fams)
+            + (f"; --estimators {','.join(args.estimators)}"
+               if args.estimators else "")
+            + (f"; --methods {','.join(args.methods)}" if args.methods else "")
+            + ").")
 
 
 #: Every ``bench`` option, ``(dest, flag)``: what a mode refuses unless it
