@@ -26,6 +26,7 @@ a lower bound on the optimum at that ``theta`` for every such ``alpha``
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg
 
 from .._linalg import project_psd
 from .._tolerances import certificate_tolerance
@@ -39,6 +40,29 @@ _BLOCK = 8192  # triplets per block of the certificate's passes
 #: Largest squared difference length of a view accepted (see
 #: :meth:`OMDMLData._check_triplets`).
 MAX_SQ_DIST = 1e150
+
+
+#: Singular values of a view's differences below this fraction of the
+#: largest are the directions "outside the span" of :meth:`OMDMLData.view_bases`.
+_SPAN_TOL = 1e-6
+
+
+def _schur_penalty(T, r):
+    """``0.5 ||Pi_+(-(T_22 - T_21 T_11^-1 T_12))||_F^2`` for the leading
+    ``r x r`` block ``T_11`` of ``T``, or ``inf`` when ``T_11`` is not
+    positive definite by a margin above round-off (see
+    :meth:`OMDMLData.dual_bound`)."""
+    T = 0.5 * (T + T.T)
+    T11 = T[:r, :r]
+    lam = np.linalg.eigvalsh(T11)
+    if not lam[0] > 1e-12 * abs(lam[-1]):
+        return np.inf
+    if r == T.shape[0]:
+        return 0.0
+    T12 = T[:r, r:]
+    schur = T[r:, r:] - T12.T @ scipy.linalg.solve(T11, T12, assume_a="pos")
+    P = project_psd(-schur)
+    return 0.5 * float(np.sum(P * P))
 
 
 def check_views(views, name="views"):
@@ -233,23 +257,70 @@ class OMDMLData:
         return reg + self.C * float(np.sum(np.maximum(arg, 0.0)))
 
     def dual_bound(self, alpha, theta):
-        """``D(alpha)`` of the module docstring (``alpha`` clipped to [0, C])."""
+        """``D(alpha)`` of the module docstring (``alpha`` clipped to [0, C]).
+
+        Each ``S_i`` is built in the basis of :meth:`view_bases` (the same
+        bound: ``Pi_+`` and the Frobenius norm are invariant under a change
+        of orthonormal basis), over the features that vary within some
+        triplet.  When ``theta_i S_i`` is positive definite on the span of
+        the differences (block ``T_11``), the penalty is also bounded by
+        that of the Schur complement ``T_22 - T_21 T_11^-1 T_12``: with
+        ``T = T_Q + E``, ``T_Q = [[T_11, T_12], [T_21, T_21 T_11^-1 T_12]]``
+        PSD and ``E`` that Schur complement in its corner,
+        ``<N, T> >= <N, E>`` for every PSD ``N``.  The Schur complement is
+        of the order of the differences' components outside the span
+        squared, where the full ``Pi_+`` carries the eigensolver's
+        round-off of ``||S_i||`` (which a large data scale multiplies); the
+        smaller penalty is kept.
+        """
         alpha = np.clip(alpha, 0.0, self.C)
-        S = [np.zeros((n, n)) for n in self.dims]
+        bases = self.view_bases()
+        active = self.active_features()
+        S = [np.zeros((U.shape[1],) * 2) for U, _ in bases]
         for rows, diffs in self._blocks():
             al = alpha[rows]
-            for Si, (A, B) in zip(S, diffs):
-                Si += (A.T * al) @ A - (B.T * al) @ B
+            for Si, (A, B), (U, _), on in zip(S, diffs, bases, active):
+                # features constant over the triplets are exactly 0 in S_i
+                # and in Pi_+: left out, so that no round-off lands there
+                Ar, Br = A[:, on] @ U, B[:, on] @ U
+                Si += (Ar.T * al) @ Ar - (Br.T * al) @ Br
         out = float(alpha.sum())
-        for Si, th, on in zip(S, theta, self.active_features()):
-            # rows and columns of features constant over the triplets are
-            # exactly 0 in S_i, and so in Pi_+: left out, so that round-off
-            # of the eigensolver cannot put a spurious penalty there (which
-            # a large data scale would multiply)
-            P = project_psd(-th * Si[np.ix_(on, on)])
-            with np.errstate(over="ignore"):  # at huge scales: -inf, no bound
-                out -= 0.5 * float(np.sum(P * P))
-        return out
+        with np.errstate(over="ignore", invalid="ignore"):  # huge scales: no bound
+            for Si, th, (_, r) in zip(S, theta, bases):
+                P = project_psd(-th * Si)
+                pen = 0.5 * float(np.sum(P * P))
+                if pen > 0 and th > 0 and r > 0:
+                    pen = min(pen, _schur_penalty(th * Si, r))
+                out -= pen
+        return out if np.isfinite(out) else -np.inf
+
+    def view_bases(self):
+        """Per view ``(U, r)``: an orthonormal basis ``U`` of the features
+        that vary within some triplet (:meth:`active_features`), its first
+        ``r`` columns spanning the triplets' differences (singular values
+        above ``1e-6`` of the largest), the others the directions in which
+        they barely vary (features normalised to a fixed sum, a feature
+        that is a combination of others)."""
+        if "bases" not in self._diff:
+            act = self.active_features()
+            exps = self.view_exponents()
+            G = [np.zeros((int(on.sum()),) * 2) for on in act]
+            for _, diffs in self._blocks():
+                for Gi, (A, B), on, k in zip(G, diffs, act, exps):
+                    # in the view's own units: no overflow at any scale
+                    An, Bn = np.ldexp(A[:, on], -k), np.ldexp(B[:, on], -k)
+                    Gi += An.T @ An + Bn.T @ Bn
+            out = []
+            for Gi in G:
+                if Gi.shape[0] == 0:
+                    out.append((np.zeros((0, 0)), 0))
+                    continue
+                ev, U = np.linalg.eigh(0.5 * (Gi + Gi.T))
+                ev, U = ev[::-1], U[:, ::-1]
+                r = int(np.sum(ev > _SPAN_TOL ** 2 * max(ev[0], np.finfo(float).tiny)))
+                out.append((U, r))
+            self._diff["bases"] = out
+        return self._diff["bases"]
 
     def view_exponents(self):
         """``k_i >= 0`` with ``2^k_i`` the scale of view ``i``'s differences.

@@ -163,33 +163,24 @@ def _refuse_degenerate_large_views(data, theta, exponents, exc):
     ``eps`` of their length, a metric weight ``1 / eps^2`` moves the hinges
     by O(1) at a cost ``2^(-4k) / eps^4``: at a large scale ``2^k`` even
     directions at the round-off of the data (``x`` normalised to a fixed
-    sum, a feature that is a combination of others) decide the optimum,
-    and no bound computed in floating point separates them from the rest.
-    Refused with a ``ValueError`` naming the view (chained to ``exc``).
+    sum, a feature that is a combination of others) weigh on the optimum,
+    and the bound of :meth:`OMDMLData.dual_bound` (their Schur complement,
+    of order ``eps^2``, times ``2^(4k)``) no longer separates them.  Refused
+    with a ``ValueError`` naming the view (chained to ``exc``).
     """
-    for i, (V_A, V_B, k, th) in enumerate(zip(data.A, data.B, exponents, theta)):
-        if k < _HARD_EXP or th == 0:
+    for i, (k, th, (U, r)) in enumerate(zip(exponents, theta, data.view_bases())):
+        if k < _HARD_EXP or th == 0 or r == U.shape[1]:
             continue
-        on = data.active_features()[i]
-        D = np.ldexp(np.concatenate([V_A[:, on], V_B[:, on]]), -k)
-        sv = np.linalg.svd(D, compute_uv=False)
-        if sv.size < int(on.sum()) or sv[-1] <= _DEGENERATE * sv[0]:
-            rank = int(np.sum(sv > _DEGENERATE * sv[0]))
-            raise ValueError(
-                f"views[{i}]: at its scale (differences of length about 2^{k}) "
-                f"Eq. 3's optimum is set by directions in which the view's "
-                f"differences barely vary, and they span only {rank} of its "
-                f"{int(on.sum())} non-constant features (e.g. features normalised "
-                f"to a fixed sum): the optimum then depends on the data's "
-                f"round-off and cannot be certified. Rescale the view (the paper "
-                f"scales every feature to [0, 1]) or drop the dependent "
-                f"features.") from exc
+        raise ValueError(
+            f"views[{i}]: at its scale (differences of length about 2^{k}) the "
+            f"triplets' differences span only {r} of the view's {U.shape[1]} "
+            f"non-constant features (e.g. features normalised to a fixed sum), "
+            f"and the directions outside that span, where the differences vary "
+            f"only at the data's round-off, weigh on Eq. 3's optimum beyond what "
+            f"a floating-point bound separates: it cannot be certified. Rescale "
+            f"the view (the paper scales every feature to [0, 1]) or drop the "
+            f"dependent features.") from exc
 
-
-#: A large view whose smallest singular value of the differences is below
-#: this fraction of the largest is treated as rank deficient
-#: (:func:`_refuse_degenerate_large_views`).
-_DEGENERATE = 1e-6
 
 #: Views of scale ``2^k`` with ``k`` at least this are bounded through the
 #: hinge-only dual (strictly feasible multipliers) in
@@ -230,13 +221,17 @@ def interior_multipliers(data, theta, exponents=None, *, margins=(1e-8, 1e-6)):
         a = cp.Variable(T, nonneg=True)
         cons = [a <= data.C]
         penalty = 0.0
-        for Ai, Bi, k, th in zip(data.A, data.B, exponents, theta):
-            if th == 0:
+        for Ai, Bi, k, th, on, (U, r) in zip(data.A, data.B, exponents, theta,
+                                             data.active_features(), data.view_bases()):
+            if th == 0 or r == 0:
                 continue
-            # features constant over the triplets are left out: their rows
-            # of S are 0 for every alpha, and so outside the bound
-            on = np.any(Ai != 0, axis=0) | np.any(Bi != 0, axis=0)
-            A, B = np.ldexp(Ai[:, on], -k), np.ldexp(Bi[:, on], -k)
+            # features constant over the triplets are left out (their rows
+            # of S are 0 for every alpha); a large view is bounded on the
+            # span of its differences, the rest through the Schur
+            # complement of OMDMLData.dual_bound
+            A, B = np.ldexp(Ai[:, on] @ U, -k), np.ldexp(Bi[:, on] @ U, -k)
+            if k >= _HARD_EXP:
+                A, B = A[:, :r], B[:, :r]
             n = A.shape[1]
             # S(a) = A^T diag(a) A - B^T diag(a) B, linear in a: its (n*n, T)
             # coefficient matrix, one column per triplet
