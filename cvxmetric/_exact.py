@@ -121,74 +121,87 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
     for name in solvers:
         opts = solver_options(name, tol, max_iter)
         t0 = time.perf_counter()
-        try:
-            with warnings.catch_warnings():
-                # CVXPY warns on an inaccurate solution; here that status is a
-                # value, judged by the certificate below (and logged)
-                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-                problem.solve(solver=name, verbose=verbose, **opts)
-        except Exception as exc:  # noqa: BLE001 - any solver failure: try the next
-            # CVXPY raises SolverError, but a solver's own failure (SCS's
-            # allocation error, a Clarabel panic) can surface as another
-            # exception type; neither ends the search
-            attempts.append({"solver": name, "error": f"{type(exc).__name__}: {exc}"})
-            logger.info("%s failed: %s", name, exc)
+        error = _run(problem, name, opts, verbose)
+        if error is not None:
+            attempts.append({"solver": name, "error": error})
             record(name, "conic", seconds=time.perf_counter() - t0,
-                   status=f"error ({type(exc).__name__})", why=why)
-            why = f"{name} failed ({type(exc).__name__})"
+                   status=f"error ({error.split(':')[0]})", why=why)
+            why = f"{name} failed ({error.split(':')[0]})"
             continue
-        total = time.perf_counter() - t0
-        stats = problem.solver_stats
-        solve_time = float(stats.solve_time or 0.0) if stats else 0.0
-        times = {
-            "compile": float(getattr(problem, "compilation_time", 0.0) or 0.0),
-            "solve": solve_time,
-            "total": total,
-        }
-        status = problem.status
-        n_iter = int(getattr(stats, "num_iters", 0) or 0) if stats else 0
-        attempts.append({"solver": name, "status": status, "time": total})
-        logger.info("%s: status %s in %.3g s", name, status, total)
-        if status in _CLAIMS:
-            record(name, "conic", iterations=n_iter, seconds=total, status=status,
-                   why=why)
-            why = f"{name} claimed the problem {_CLAIMS[status]}"
-            kind = _CLAIMS[status]
-            claims.setdefault(kind, []).append(name)
-            verdict = None if confirm is None else confirm(kind)
-            if verdict:
-                _raise_claim(kind, claims[kind], "confirmed by a check on the data")
-            if verdict is None and len(claims[kind]) >= 2:
-                _raise_claim(kind, claims[kind], "agreed")
-            continue
+        status, n_iter, times = _outcome(problem, t0)
+        attempts.append({"solver": name, "status": status, "time": times["total"]})
+        logger.info("%s: status %s in %.3g s", name, status, times["total"])
         if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-            logger.info("%s returned status %s", name, status)
-            record(name, "conic", iterations=n_iter, seconds=total, status=status,
-                   why=why)
-            why = f"{name} ended {status}"
+            record(name, "conic", iterations=n_iter, seconds=times["total"],
+                   status=status, why=why)
+            if status in _CLAIMS:
+                why = f"{name} claimed the problem {_CLAIMS[status]}"
+                _weigh_claim(_CLAIMS[status], name, claims, confirm)
+            else:
+                why = f"{name} ended {status}"
             continue
         cert = certify(name, _version(name), opts, times)
-        info = {
-            "status": status,
-            "n_iter": n_iter,
-            "attempts": attempts,
-        }
+        info = {"status": status, "n_iter": n_iter, "attempts": attempts}
         record(name, "conic", iterations=n_iter, seconds=time.perf_counter() - t0,
                gap=cert.rel_gap, status=status + ("" if cert.passed else
                                                   ", certificate fails"), why=why)
-        why = (f"{name}'s certificate failed (gap {cert.rel_gap:.2g}, violation "
-               f"{cert.max_violation:.2g})")
         if cert.passed:
             info["status"] = Status.OPTIMAL if status == cp.OPTIMAL else status
             return cert, info
-        logger.info(
-            "%s (%s): certificate fails, rel_gap=%.2e violation=%.2e",
-            name, status, cert.rel_gap, cert.max_violation,
-        )
+        why = (f"{name}'s certificate failed (gap {cert.rel_gap:.2g}, violation "
+               f"{cert.max_violation:.2g})")
+        logger.info("%s (%s): certificate fails, rel_gap=%.2e violation=%.2e",
+                    name, status, cert.rel_gap, cert.max_violation)
         if best is None or cert.rel_gap < best[0].rel_gap:
             best = (cert, info)
+    _raise_unsolved(best, claims, attempts)
+
+
+def _run(problem, name, opts, verbose):
+    """Solve with one solver; ``None``, or the error it ended with (text)."""
+    try:
+        with warnings.catch_warnings():
+            # CVXPY warns on an inaccurate solution; here that status is a
+            # value, judged by the certificate (and logged)
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=name, verbose=verbose, **opts)
+    except Exception as exc:  # noqa: BLE001 - any solver failure: try the next
+        # CVXPY raises SolverError, but a solver's own failure (SCS's
+        # allocation error, a Clarabel panic) can surface as another
+        # exception type; neither ends the search
+        logger.info("%s failed: %s", name, exc)
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _outcome(problem, t0):
+    """``(status, iterations, times)`` of the solve started at ``t0``."""
+    total = time.perf_counter() - t0
+    stats = problem.solver_stats
+    times = {
+        "compile": float(getattr(problem, "compilation_time", 0.0) or 0.0),
+        "solve": float(stats.solve_time or 0.0) if stats else 0.0,
+        "total": total,
+    }
+    n_iter = int(getattr(stats, "num_iters", 0) or 0) if stats else 0
+    return problem.status, n_iter, times
+
+
+def _weigh_claim(kind, name, claims, confirm):
+    """Record ``name``'s claim; raise when the data or a second solver
+    confirms it (:func:`solve_certified`)."""
+    claims.setdefault(kind, []).append(name)
+    verdict = None if confirm is None else confirm(kind)
+    if verdict:
+        _raise_claim(kind, claims[kind], "confirmed by a check on the data")
+    if verdict is None and len(claims[kind]) >= 2:
+        _raise_claim(kind, claims[kind], "agreed")
+
+
+def _raise_unsolved(best, claims, attempts):
+    """The error that ends a search without a certified point."""
     if best is not None:
-        cert, info = best
+        cert, _ = best
         if claims:
             logger.info("unconfirmed claims: %s", claims)
         raise CertificateError(
