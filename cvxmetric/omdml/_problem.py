@@ -349,8 +349,8 @@ class OMDMLData:
             t = self.triplets[:: max(1, self.n_triplets // 20000)]
             D = np.concatenate([W[t[:, 0]] - W[t[:, 1]], W[t[:, 0]] - W[t[:, 2]]])
             rms = float(np.sqrt(np.mean(np.einsum("ij,ij->i", D, D))))
-            k = ka + (int(np.round(np.log2(rms))) if rms > 0 else 0)
-            out.append(max(0, k))
+            # a view constant over the triplets has no scale to normalise
+            out.append(max(0, ka + int(np.round(np.log2(rms)))) if rms > 0 else 0)
         return tuple(out)
 
     def certificate(self, Ms, theta, alpha=None, *, solver, solver_version="",

@@ -185,3 +185,13 @@ def test_huge_view_with_dependent_features_is_refused_naming_it():
         _fit("exact", [v * 1e20 for v in views], t)
     # at unit scale the same view is an ordinary problem
     assert _fit("exact", views, t).status_ == "optimal"
+
+
+def test_constant_view_next_to_large_views_is_certified():
+    """A view constant over the triplets (no scale of its own) beside views
+    at 1e8: it is left as given and the others are certified."""
+    views, t = _data()
+    views[1] = np.full_like(views[1], 5e9)
+    est = _fit("exact", [views[0] * 1e8, views[1], views[2] * 1e8], t)
+    assert est.status_ == "optimal"
+    assert np.allclose(est.metrics_[1], 0.0)
