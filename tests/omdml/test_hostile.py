@@ -194,4 +194,5 @@ def test_constant_view_next_to_large_views_is_certified():
     views[1] = np.full_like(views[1], 5e9)
     est = _fit("exact", [views[0] * 1e8, views[1], views[2] * 1e8], t)
     assert est.status_ == "optimal"
-    assert np.allclose(est.metrics_[1], 0.0)
+    # no hinge depends on it: the optimum is 0 (to the certificate's tolerance)
+    assert np.abs(est.metrics_[1]).max() < 1e-3
