@@ -1138,6 +1138,24 @@ def build_parser(solve_family=None):
     p.add_argument("--family", choices=fam_choices)
     p.set_defaults(func=_cmd_list)
 
+    _add_verify_parser(sub, common, fam_choices)
+    p = sub.add_parser(
+        "solve", parents=[common], help="solve one instance file",
+        description="Solve one instance file with one method of its family."
+                    + (f" FILE is a {solve_family} instance." if solve_family
+                       else ""),
+        epilog=None if solve_family else _families_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_solve_arguments(p, solve_family)
+    p.set_defaults(func=_cmd_solve)
+
+    _add_writer_parsers(sub, common, fam_choices)
+    _add_bench_parser(sub, common)
+    return parser
+
+
+def _add_verify_parser(sub, common, fam_choices):
+    """``cvxmetric verify``."""
     p = sub.add_parser("verify", parents=[common],
                        help="check every fast method against the references")
     p.add_argument("--family", choices=fam_choices)
@@ -1159,16 +1177,11 @@ def build_parser(solve_family=None):
     p.add_argument("--json", action="store_true", help="rows as JSON")
     p.set_defaults(func=_cmd_verify)
 
-    p = sub.add_parser(
-        "solve", parents=[common], help="solve one instance file",
-        description="Solve one instance file with one method of its family."
-                    + (f" FILE is a {solve_family} instance." if solve_family
-                       else ""),
-        epilog=None if solve_family else _families_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_solve_arguments(p, solve_family)
-    p.set_defaults(func=_cmd_solve)
 
+
+def _add_writer_parsers(sub, common, fam_choices):
+    """``cvxmetric reference`` and ``cvxmetric make-problems``: the commands
+    that write into a collection."""
     write_help = ("write into the collection found by default (--root, "
                   "$CVXMETRIC_ROOT, the current directory or the package's "
                   "repository); needed unless --root DIR or --out DIR names it")
@@ -1214,6 +1227,11 @@ def build_parser(solve_family=None):
                        help="write the instances under DIR/problems/")
     p.set_defaults(func=_cmd_make_problems)
 
+
+
+def _add_bench_parser(sub, common):
+    """``cvxmetric bench``: the collection, synthetic and real-data suites
+    and the threading and scaling benchmarks."""
     p = sub.add_parser(
         "bench", parents=[common],
         help="time the methods on the collection (default), a family's "
@@ -1290,6 +1308,15 @@ def build_parser(solve_family=None):
                    help="synthetic / real: run in this process (peak memory is "
                         "then process-wide; no --max-seconds)")
     p.add_argument("--json", action="store_true", help="rows as JSON")
+    _add_real_suite_arguments(p)
+    p.set_defaults(func=_cmd_bench)
+
+
+def _add_real_suite_arguments(p):
+    """``bench``'s options of the real-data suite and of the threading and
+    scaling benchmarks."""
+    from . import conformance
+
     p.add_argument("--datasets", metavar="NAME[,NAME...]",
                    type=_list_type(choices=conformance.DATASETS, what="dataset"),
                    help="--suite real: comma-separated subset of "
@@ -1316,8 +1343,6 @@ def build_parser(solve_family=None):
                    type=_list_type(choices=estimators, what="estimator"),
                    help="--suite real: comma-separated names among "
                         + ", ".join(estimators))
-    p.set_defaults(func=_cmd_bench)
-    return parser
 
 
 def _command_rest(argv, command):
