@@ -62,6 +62,10 @@ class OMDMLModel:
     ----------
     problem : cvxpy.Problem
     M : list of cvxpy.Variable (n_i, n_i), symmetric
+        In each view's own units: ``M_i = 2^(-2 k_i)`` times this
+        (:meth:`metrics` maps them back).
+    exponents : tuple of int
+        The ``k_i`` of :meth:`OMDMLData.view_exponents`.
     xi : cvxpy.Variable (T,)
     params : dict of cvxpy.Parameter
         ``C`` and ``theta``.
