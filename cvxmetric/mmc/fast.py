@@ -75,6 +75,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from .._linesearch import backtracking
 from .._solver import IterativeSolver
 from ..result import SolverResult
 from ._problem import MMCData, project_nonneg_halfspace, project_psd_halfspace
@@ -326,21 +327,20 @@ class MMCProjectedGradient(IterativeSolver):
         # needs an accurate point, not only an accurate g): the test allows
         # that round-off, so steps continue where they would stall
         noise = 1e-14 * state.g
-        alpha, backtracks = 1.0, 0
-        while True:
+
+        def trial(alpha):
             dist = state.dist + alpha * d_dist
-            if np.all(dist > 0):
-                g_new = float(np.sum(np.sqrt(dist)))
-                if g_new >= g_ref + self.sigma * alpha * slope - noise:
-                    break
-            alpha *= 0.5
-            backtracks += 1
-            if alpha < 1e-20 or self.deadline.expired():
-                # no increase possible (x is stationary), or out of time
-                alpha = 0.0
-                dist = state.dist
-                g_new = state.g
-                break
+            return dist, (float(np.sum(np.sqrt(dist))) if np.all(dist > 0) else None)
+
+        search = backtracking(
+            trial, lambda alpha, v: v[1] is not None
+            and v[1] >= g_ref + self.sigma * alpha * slope - noise,
+            min_step=1e-20, deadline=self.deadline)
+        alpha, backtracks = search.step, search.backtracks
+        dist, g_new = search.value
+        if not search.accepted:
+            # no increase possible (x is stationary), or out of time
+            alpha, dist, g_new = 0.0, state.dist, state.g
         x_new = x + alpha * direction
         grad_new = sp.grad(dist) if alpha > 0 else grad
         # Barzilai-Borwein (BB1) step for the concave g: <s, s> / -<s, y>
@@ -522,18 +522,18 @@ class MMCNewton(IterativeSolver):
         # of evaluating it (its terms are O(1)); the test allows that
         # round-off, so the quadratic convergence of w is not cut short
         noise = 1e-14 * (1.0 + abs(float(self._a @ w)) + abs(h - float(self._a @ w)))
-        alpha = 1.0
-        while True:
+        def trial(alpha):
             w_new = np.maximum(w + alpha * d, 0.0)
-            h_new, dist_new = self._h(w_new)
+            return (w_new, *self._h(w_new))
+
+        def accept(alpha, v):
+            # sufficient decrease along the projection arc
             decrease = (alpha * float(-grad[free] @ d[free])
-                        + float(grad[fixed] @ (w[fixed] - w_new[fixed])))
-            if h_new <= h - self.sigma * decrease + noise:
-                break
-            alpha *= 0.5
-            if alpha < 1e-20 or self.deadline.expired():
-                w_new, h_new, dist_new = w, h, dist
-                break
+                        + float(grad[fixed] @ (w[fixed] - v[0][fixed])))
+            return v[1] <= h - self.sigma * decrease + noise
+
+        search = backtracking(trial, accept, min_step=1e-20, deadline=self.deadline)
+        w_new, h_new, dist_new = search.value if search.accepted else (w, h, dist)
         # exact minimisation along the ray through w_new (closed form,
         # t = 1 / (2 a^T v)): h can only decrease, and the iterate stays on
         # the set a^T w = 1/2 where every minimiser of h lies

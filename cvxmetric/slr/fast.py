@@ -59,6 +59,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._linesearch import backtracking
 from .._solver import IterativeSolver
 from .._tolerances import certificate_tolerance
 from ._problem import (
@@ -622,15 +623,13 @@ class SemismoothNewton(_SLRSolver):
         dl = self.deadline
         dZ = smat(state.direction, data.rank)
         slope = float(state.g @ state.direction)  # < 0
-        t = 1.0
-        evaluated = data.evaluate(Z + dZ, grad=True, hessian=True, deadline=dl)
-        accepted = evaluated[0] <= state.f + self.armijo * slope
-        for _ in range(self.max_backtrack):
-            if accepted:
-                break
-            t *= 0.5
-            f = data.evaluate(Z + t * dZ, deadline=dl)[0]
-            accepted = f <= state.f + self.armijo * t * slope
+        # the full step is evaluated with its derivatives (kept when accepted)
+        full = data.evaluate(Z + dZ, grad=True, hessian=True, deadline=dl)
+        search = backtracking(
+            lambda t: full[0] if t == 1.0 else data.evaluate(Z + t * dZ, deadline=dl)[0],
+            lambda t, f: f <= state.f + self.armijo * t * slope,
+            max_backtracks=self.max_backtrack)
+        t, accepted, evaluated = search.step, search.accepted, full
         if accepted:
             Z = Z + t * dZ
             if t < 1.0:
@@ -690,14 +689,11 @@ class SemismoothNewton(_SLRSolver):
         near = -slope / 2.0 <= 1e-3 * max(1.0, f)
         out = data.pass_masks(Z + dZ, dual_mask=masks if near else None, deadline=dl)
         bound = data.dual_bound_from(out[4], Z + dZ) if near else 0.0
-        t = 1.0
-        accepted = out[0] <= f + self.armijo * slope
-        for _ in range(self.max_backtrack):
-            if accepted:
-                break
-            t *= 0.5
-            f_t = data.evaluate(Z + t * dZ, deadline=dl)[0]
-            accepted = f_t <= f + self.armijo * t * slope
+        search = backtracking(
+            lambda t: out[0] if t == 1.0 else data.evaluate(Z + t * dZ, deadline=dl)[0],
+            lambda t, f_t: f_t <= f + self.armijo * t * slope,
+            max_backtracks=self.max_backtrack)
+        t, accepted = search.step, search.accepted
         if accepted:
             Z = Z + t * dZ
             if t < 1.0:
