@@ -41,8 +41,37 @@ from .fast import PairSet, _random_start
 
 __all__ = ["BagPairs", "MildMLSolver", "check_bags", "fit_mildml"]
 
-# Bags per block of the selection (the block's (rows * m, N) distances).
-_BAG_BLOCK = 256
+# Entries of one block of the selection's distances (32 MB).
+_BLOCK_ENTRIES = 1 << 22
+
+# Up to this many instance pairs per bag pair, the selection's minimum is a
+# running minimum over strided views of the block (no copy); beyond, the
+# block is transposed and reduced by argmin.
+_RUNNING_MIN = 16
+
+
+def _block_min(Dm):
+    """The smallest entry of each ``Dm[r, :, c, :]`` (``Dm`` of shape
+    ``(R, s1, C, s2)``) and its position ``(ka, kc)``: the first in
+    row-major order of ``(s1, s2)`` among equal values."""
+    R, s1, C, s2 = Dm.shape
+    if s1 * s2 <= _RUNNING_MIN:
+        dmin = Dm[:, 0, :, 0].copy()
+        k = np.zeros(dmin.shape, dtype=np.intp)
+        better = np.empty(dmin.shape, dtype=bool)
+        for u in range(s1):
+            for v in range(s2):
+                if u == v == 0:
+                    continue
+                cand = Dm[:, u, :, v]
+                np.less(cand, dmin, out=better)
+                np.copyto(dmin, cand, where=better)
+                np.copyto(k, u * s2 + v, where=better)
+        return dmin, k // s2, k % s2
+    flat = Dm.transpose(0, 2, 1, 3).reshape(R, C, s1 * s2)
+    k = np.argmin(flat, axis=2)
+    dmin = np.take_along_axis(flat, k[..., None], axis=2)[..., 0]
+    return dmin, k // s2, k % s2
 
 
 def check_bags(bags, bag_labels, n_instances, *, labels_name="bag_labels"):
@@ -141,11 +170,11 @@ class BagPairs:
         self.bags, self.captions, self.classes = check_bags(bags, bag_labels, X.shape[0])
         nb = len(self.bags)
         self.sizes = np.array([B.size for B in self.bags])
-        m = int(self.sizes.max())
-        self.pad = np.full((nb, m), -1, dtype=np.intp)
-        for k, B in enumerate(self.bags):
-            self.pad[k, :B.size] = B
-        self.mask = self.pad >= 0
+        # (size, bag ids, (n_bags, size) instance ids) of the bags of each size
+        self._groups = []
+        for size in np.unique(self.sizes):
+            ids = np.flatnonzero(self.sizes == size)
+            self._groups.append((int(size), ids, np.stack([self.bags[k] for k in ids])))
         # caption overlap of every bag pair: t = [Y_d . Y_e >= 1]
         Y = np.zeros((nb, len(self.classes)), dtype=np.float32)
         for k, s in enumerate(self.captions):
@@ -159,6 +188,7 @@ class BagPairs:
         self.loss = PairSet(X, np.zeros((1, 2), dtype=np.intp), [1.0], lam=lam,
                             regularizer=regularizer, gram=gram)
         self.X = self.loss.X
+        self._plan = self._block_plan()
 
     @property
     def n_features(self):
@@ -168,6 +198,40 @@ class BagPairs:
     def n_pairs(self):
         return len(self.s)
 
+    def _block_plan(self):
+        """The blocks of :meth:`select`, fixed by the bags alone: for each,
+        ``(g1, rows, g2, lo, sel, p, first, second)`` -- row bags
+        ``rows`` of group ``g1`` against the bags of group ``g2`` from
+        ``lo`` on; ``sel`` the block's flat entries that are bag pairs to
+        keep (``None``: all), ``p`` their bag pair indices, ``first`` /
+        ``second`` the instance slots (row-bag slot ``r s1``, column-bag
+        slot ``c s2``) of the pair's bag ``d`` and bag ``e``, and whether
+        the row bag is ``e`` (``swap``)."""
+        plan = []
+        n_cols = int(self.sizes.sum())
+        for g1, (s1, bg1, _) in enumerate(self._groups):
+            step = max(1, _BLOCK_ENTRIES // (s1 * n_cols))  # bags per block
+            for a in range(0, len(bg1), step):
+                rb = bg1[a:a + step]
+                for g2 in range(g1, len(self._groups)):
+                    s2, bg2, _ = self._groups[g2]
+                    lo = a if g2 == g1 else 0  # within a group: columns from the block on
+                    cb = bg2[lo:]
+                    if g2 == g1:  # the pairs above the diagonal
+                        sel = np.flatnonzero((np.arange(len(rb))[:, None]
+                                              < np.arange(len(cb))[None, :]).ravel())
+                        rr, cc = np.divmod(sel, len(cb))
+                    else:
+                        sel = None
+                        rr, cc = np.divmod(np.arange(len(rb) * len(cb)), len(cb))
+                    d_, e_ = rb[rr], cb[cc]
+                    swap = d_ > e_
+                    p = self._pair_index(np.minimum(d_, e_), np.maximum(d_, e_))
+                    plan.append((g1, slice(a, a + step), g2, lo, sel, p,
+                                 (rr * s1).astype(np.intp), (cc * s2).astype(np.intp),
+                                 swap if swap.any() else None))
+        return plan
+
     def select(self, Z):
         """Eq. 7 for every bag pair at the coordinates ``Z = X L^T``.
 
@@ -175,42 +239,60 @@ class BagPairs:
         -------
         pairs : ndarray of int, shape (n_bag_pairs, 2)
             The closest instance pair of each bag pair (in the order of
-            ``(self.d, self.e)``).
+            ``(self.d, self.e)``; the first instance from bag ``d``).
         dist : ndarray of shape (n_bag_pairs,)
+            Its squared distance, from the Gram form (``q_i + q_j - 2 z_i .
+            z_j``, clipped at 0); :meth:`objective` recomputes the selected
+            pairs' distances from their differences.
         """
-        nb, m = self.pad.shape
         q = np.einsum("nd,nd->n", Z, Z)
-        flat = self.pad.ravel()  # (nb m,), -1 padded
-        Zf, qf = Z[flat], np.where(flat >= 0, q[flat], np.inf)
         best = np.empty(len(self.s))
-        arg = np.empty(len(self.s), dtype=np.intp)
-        # pair p = (d, e), d < e, in row-major order: offsets per row d
-        offset = np.concatenate([[0], np.cumsum(nb - 1 - np.arange(nb))])
-        for a in range(0, nb, _BAG_BLOCK):
-            r = slice(a, min(a + _BAG_BLOCK, nb))
-            rows = self.pad[r].ravel()
-            Zr, qr = Z[rows], np.where(rows >= 0, q[rows], np.inf)
-            cols = slice(a * m, nb * m)
-            Dm = qr[:, None] + qf[None, cols] - 2.0 * (Zr @ Zf[cols].T)
-            Dm = Dm.reshape(r.stop - a, m, nb - a, m).transpose(0, 2, 1, 3)
-            Dm = Dm.reshape(r.stop - a, nb - a, m * m)  # (rows, bags >= a, m*m)
-            k = np.argmin(Dm, axis=2)
-            dmin = np.take_along_axis(Dm, k[..., None], axis=2)[..., 0]
-            for t in range(r.stop - a):
-                dd = a + t
-                lo, hi = offset[dd], offset[dd + 1]
-                # bags e > dd sit at columns e - a
-                best[lo:hi] = dmin[t, dd + 1 - a:]
-                arg[lo:hi] = k[t, dd + 1 - a:]
-        i = self.pad[self.d, arg // m]
-        j = self.pad[self.e, arg % m]
-        return np.column_stack([i, j]), np.maximum(best, 0.0)
+        arg = np.empty((len(self.s), 2), dtype=np.intp)
+        # bags grouped by size: a block of bag pairs of sizes (s1, s2) is a
+        # (r s1, n2 s2) distance array viewed as (r, s1, n2, s2), with no
+        # padding; each unordered bag pair is computed once (pairs within
+        # a group: the blocks on and above its diagonal).  The distances
+        # q_i + q_j - 2 z_i . z_j are one product of [Z, q, 1] and
+        # [-2 Z, 1, q] (no further passes over the block).
+        ones = np.ones((Z.shape[0], 1))
+        rows_aug = np.hstack([Z, q[:, None], ones])
+        cols_aug = np.hstack([-2.0 * Z, ones, q[:, None]])
+        cols = [cols_aug[I.ravel()] for _, _, I in self._groups]
+        for g1, rows, g2, lo, sel, p, rslot, cslot, swap in self._plan:
+            s1, _, I1 = self._groups[g1]
+            s2, _, I2 = self._groups[g2]
+            Ir, Ic = I1[rows].ravel(), I2[lo:].ravel()
+            nr, nc = len(Ir) // s1, len(Ic) // s2
+            Dm = (rows_aug[Ir] @ cols[g2][lo * s2:].T).reshape(nr, s1, nc, s2)
+            dmin, ka, kc = _block_min(Dm)
+            if sel is not None:
+                dmin, ka, kc = dmin.ravel()[sel], ka.ravel()[sel], kc.ravel()[sel]
+            best[p] = dmin.ravel()
+            i_, j_ = Ir[rslot + ka.ravel()], Ic[cslot + kc.ravel()]
+            if swap is not None:
+                i_, j_ = np.where(swap, j_, i_), np.where(swap, i_, j_)
+            arg[p, 0], arg[p, 1] = i_, j_
+        return arg, np.maximum(best, 0.0)
+
+    def _pair_index(self, d, e):
+        """The index of bag pair ``(d, e)``, ``d < e``, in ``(self.d, self.e)``
+        (row-major upper triangle)."""
+        nb = len(self.bags)
+        return d * (2 * nb - d - 1) // 2 + (e - d - 1)
 
     def objective(self, L, b):
         """Eq. 8 (negated, with the regulariser) at ``(L, b)``."""
-        pairs, _ = self.select(self.X @ L.T)
+        return self._evaluate(L, b)[0]
+
+    def _evaluate(self, L, b):
+        """``(F, pairs, dist)``: Eq. 8 at ``(L, b)``, the selection it used
+        (``self.loss`` then holds those pairs) and their squared distances,
+        from the differences."""
+        Z = self.X @ L.T
+        pairs, _ = self.select(Z)
         self.loss.set_pairs(pairs, self.s)
-        return self.loss.value_grad(L, b, grad=False)
+        dist = self.loss._distances(Z)
+        return self.loss.value_grad(L, b, grad=False, dist=dist), pairs, dist
 
 
 class MildState(NamedTuple):
@@ -252,17 +334,16 @@ class MildMLSolver(IterativeSolver):
         if L.shape != (self.rank, data.n_features):
             raise ValueError(f"init: L0 must have shape ({self.rank}, "
                              f"{data.n_features}), got {L.shape}.")
-        self._pairs = data.select(data.X @ L.T)[0]
-        f = data.objective(L, b)
+        f, self._pairs, self._dist = data._evaluate(L, b)
         return L, MildState(0, math.inf, b, f, 1.0, 0)
 
     def update(self, L, state, data):
-        # (i) the selection at the current metric
-        pairs, _ = data.select(data.X @ L.T)
-        changed = int(np.sum(np.any(pairs != self._pairs, axis=1)))
-        self._pairs = pairs
+        # (i) the selection at the current metric: that of the point's own
+        # evaluation (init_state's, or the accepted trial of the last line
+        # search), kept with its distances rather than recomputed
+        pairs = self._pairs
         data.loss.set_pairs(pairs, data.s)
-        f, gL, gb = data.loss.value_grad(L, state.b)
+        f, gL, gb = data.loss.value_grad(L, state.b, dist=self._dist)
         gnorm2 = float(np.sum(gL * gL)) + gb * gb
         if state.iter_num == 0:
             step = max(1.0, float(np.linalg.norm(L))) / max(math.sqrt(gnorm2), 1e-300)
@@ -271,15 +352,20 @@ class MildMLSolver(IterativeSolver):
         # (ii) one line search on Eq. 8 itself (selection redone at each trial)
         while True:
             L_new, b_new = L - step * gL, state.b - step * gb
-            f_new = data.objective(L_new, b_new)
+            f_new, new, dist = data._evaluate(L_new, b_new)
             if f_new <= f - 1e-4 * step * gnorm2:
                 break
             step *= 0.5
-            if step * math.sqrt(gnorm2) < 1e-14 * (1.0 + float(np.linalg.norm(L))) \
-                    or self.deadline.expired():
+            if self.deadline.expired():
+                # past max_time: stay, not converged (the run ends on the
+                # deadline with time_limit_reached)
+                return L, state._replace(iter_num=state.iter_num + 1, n_changed=0)
+            if step * math.sqrt(gnorm2) < 1e-14 * (1.0 + float(np.linalg.norm(L))):
                 # no decrease left at this selection: stay
                 return L, state._replace(iter_num=state.iter_num + 1, error=0.0,
-                                         n_changed=changed)
+                                         n_changed=0)
+        changed = int(np.sum(np.any(new != pairs, axis=1)))
+        self._pairs, self._dist = new, dist
         if data.loss.lam == 0 and data.loss.worst_margin < 0:
             # Eq. 7 scales with M: every bag pair on its side of b now stays
             # so, each term falling, as (M, b) grows
@@ -296,8 +382,8 @@ class MildMLSolver(IterativeSolver):
         # a non-convex, non-smooth problem: no lower bound is known
         cert = Certificate.from_bound(state.f, -math.inf, max_violation=0.0, min_eig=0.0,
                                       solver=self.name, tolerances={"tol": self.tol})
-        pairs, dist = data.select(data.X @ L.T)
-        return L.T @ L, cert, {"L": L, "b": state.b, "selected": pairs,
+        # the selection at L: that of its last evaluation
+        return L.T @ L, cert, {"L": L, "b": state.b, "selected": self._pairs,
                                "stationarity": state.error, "n_changed": state.n_changed}
 
 

@@ -107,3 +107,83 @@ def test_bad_bags():
         BagPairs(X, [[0, 1], [2], [3]], [[0], [0], [0]])
     with pytest.raises(ValueError, match="listed twice"):
         BagPairs(X, [[0, 0], [2], [3]], [[0], [1], [0]])
+
+
+def test_selection_of_large_overlapping_bags_and_ties():
+    # bags of up to 7 instances (beyond the running minimum's 16 instance
+    # pairs), an instance in two bags (distance 0), and rounded coordinates
+    # (exact ties): the smallest distance of every bag pair, from its bags
+    rng = np.random.default_rng(4)
+    X = np.round(rng.standard_normal((60, 3)) * 2) / 2
+    bags, i = [], 0
+    while i < 60:
+        k = int(rng.integers(1, 8))
+        bags.append(np.arange(i, min(60, i + k)))
+        i += k
+    bags.append(np.array([0, 59]))  # shares instances with the first and last bags
+    caps = [rng.choice(3, size=int(rng.integers(1, 3)), replace=False) for _ in bags]
+    data = BagPairs(X, bags, caps)
+    pairs, dist = data.select(X)
+    for p, (d, e) in enumerate(zip(data.d, data.e)):
+        brute = min(np.sum((X[a] - X[c]) ** 2) for a, c in itertools.product(bags[d], bags[e]))
+        i, j = pairs[p]
+        assert i in bags[d] and j in bags[e]
+        assert np.sum((X[i] - X[j]) ** 2) == brute
+        assert abs(dist[p] - brute) <= 1e-12
+
+
+def test_each_iteration_selects_once_per_trial_step():
+    # the selection (and the distances) of the accepted trial point are kept
+    # for the next iteration's gradient, not recomputed
+    X, bags, caps, rng = _random_bags(60, 4, 2)
+    data = BagPairs(X, bags, caps, lam=0.05)
+    calls = {"select": 0, "distances": 0}
+    select, distances = data.select, data.loss._distances
+
+    def counted_select(Z):
+        calls["select"] += 1
+        return select(Z)
+
+    def counted_distances(Z):
+        calls["distances"] += 1
+        return distances(Z)
+
+    data.select, data.loss._distances = counted_select, counted_distances
+    L0 = rng.standard_normal((4, 4))
+    res = MildMLSolver(rank=4, maxiter=25, tol=1e-12).run(data, (L0, 0.5), warn=False)
+    assert res.n_iter == 25
+    # one selection and one distance pass per evaluation of Eq. 8: the start
+    # and each trial step (at least one per iteration), none for gradients
+    assert calls["distances"] == calls["select"]
+    assert 1 + res.n_iter <= calls["select"] <= 1 + 3 * res.n_iter
+    data.select, data.loss._distances = select, distances
+    # the kept selection is that of the returned point
+    L = res.info["L"]
+    np.testing.assert_array_equal(res.info["selected"], data.select(X @ L.T)[0])
+    assert data.objective(L, res.info["b"]) == res.objective
+
+
+def test_a_deadline_inside_the_line_search_is_not_convergence():
+    # every trial step is refused and slow: the budget runs out while the
+    # line search is halving, which must end time_limit_reached (not a
+    # stationary point, as a step too small to lower F would)
+    import time
+
+    X, bags, caps, rng = _random_bags(30, 3, 3)
+    data = BagPairs(X, bags, caps, lam=0.05)
+    evaluate = data._evaluate
+    state = {"n": 0}
+
+    def refused(L, b):
+        state["n"] += 1
+        f, pairs, dist = evaluate(L, b)
+        if state["n"] == 1:
+            return f, pairs, dist  # the start
+        time.sleep(0.01)
+        return np.inf, pairs, dist
+
+    data._evaluate = refused
+    res = MildMLSolver(rank=3, maxiter=50, max_time=0.05).run(
+        data, (rng.standard_normal((3, 3)), 0.5), warn=False)
+    assert res.raw_status == "time_limit_reached"
+    assert res.status == "time_limit_reached"
