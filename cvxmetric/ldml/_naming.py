@@ -23,6 +23,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from .._validation import check_finite, check_scalar
+from ._budget import expired
 
 __all__ = ["assign_bag", "label_instances", "clustering_objective"]
 
@@ -121,6 +122,13 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False, init=
     -------
     labels : ndarray of int, shape (n_instances,)
         The class of each instance, ``-1`` for no name.
+
+    Notes
+    -----
+    Inside a fit's budget (``max_time``, :mod:`._budget`) the sweeps stop
+    at the first bag after the budget is spent at which two instances share
+    a class (the least LDML can learn from); the instances of bags that the
+    first sweep has not reached then have no name.
     """
     Z = check_finite(Z, "Z", ndim=2)
     b = check_scalar(b, "b")
@@ -153,23 +161,44 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False, init=
             if not np.all(np.isin(lab[named], s)) or np.any(lab < -1):
                 raise ValueError(f"init: bags[{k}] has a label outside its label set.")
             member[B[named], lab[named]] = True
+    # squared norms once: each bag's distances to all instances are then
+    # one product
+    q = np.einsum("ij,ij->i", Z, Z)
+    # instances whose bag has been visited (the paper's start names every
+    # instance in every class of its bag: not yet a labelling)
+    visited = np.ones(n, dtype=bool) if init is not None else np.zeros(n, dtype=bool)
+    stopped = False
     for _ in range(int(n_sweeps)):
         changed = False
         for B, s in zip(bags, sets):
+            if expired() and _names_a_pair(member, visited):
+                # past the fit's budget (max_time), once the labels give
+                # LDML a same-class pair to learn from
+                stopped = True
+                break
             old = member[B].copy()
             member[B] = False
             if s.size:
-                D = _sqdist(Z[B], Z)  # (|B|, n)
-                W = b - D
+                ZB = Z[B]
+                D = np.maximum(q[B][:, None] + q[None, :] - 2.0 * ZB @ Z.T, 0.0)
+                W = b - D  # (|B|, n)
                 # gain of class k: w_ii + 2 sum over the members outside B
                 G = b + 2.0 * (W @ member[:, s])
                 choice = assign_bag(G, name_all=name_all)
                 named = choice >= 0
                 member[B[named], s[choice[named]]] = True
+            visited[B] = True
             changed |= not np.array_equal(old, member[B])
-        if not changed:
+        if stopped or not changed:
             break
+    member[~visited] = False  # bags the first sweep did not reach: no name
     labels = np.full(n, -1, dtype=int)
     rows, cols = np.nonzero(member)
     labels[rows] = cols
     return labels
+
+
+def _names_a_pair(member, visited):
+    """Whether two visited instances share a class (a bag names each class
+    at most once: they lie in two bags)."""
+    return bool(np.any(np.count_nonzero(member[visited], axis=0) >= 2))

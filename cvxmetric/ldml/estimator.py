@@ -864,6 +864,10 @@ n_features_in_
             new = label_instances(Z, idx, sets, b, name_all=True)
             if labels is not None and np.array_equal(new, labels):
                 break  # the labels are a fixed point: no new fit
+            if res is not None and expired():
+                # max_time ran out in this labelling: the last round's fit
+                # stands (a fit now would stop at its start)
+                break
             labels = new
             rounds += 1
             # an unnamed instance is its own class (different from every other)

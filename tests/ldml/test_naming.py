@@ -221,3 +221,27 @@ def test_label_step_from_given_labels():
     bad[A.bags[0][0]] = 9 if 9 not in A.captions[0] else 8
     with pytest.raises(ValueError, match=r"init: bags\[0\]"):
         label_instances(A.X, A.bags, A.captions, 3.0, init=bad)
+
+
+def test_label_step_past_the_budget_stops_once_a_class_has_two_instances():
+    from cvxmetric.ldml._budget import budget
+
+    Z, bags, caps, _ = _toy(3, n_bags=40)
+    # (LDML*'s training step: every instance its caption has room for named)
+    full = label_instances(Z, bags, caps, 20.0, name_all=True)
+    with budget(0.0):
+        cut = label_instances(Z, bags, caps, 20.0, name_all=True)
+    # the first sweep stopped at the first bag boundary where two visited
+    # instances share a class; the bags it did not reach have no name
+    named = np.flatnonzero(cut >= 0)
+    assert named.size >= 2
+    classes, counts = np.unique(cut[named], return_counts=True)
+    assert counts.max() >= 2
+    last = max(k for k, B in enumerate(bags) if np.any(cut[B] >= 0))
+    assert all(np.all(cut[B] < 0) for B in bags[last + 1:])
+    assert last + 1 < len(bags)
+    # every name is one its bag's caption allows
+    for B, s in zip(bags, caps):
+        assert np.all(np.isin(cut[B][cut[B] >= 0], s))
+    # without a budget the whole label step runs
+    assert np.sum(full >= 0) > np.sum(cut >= 0)
