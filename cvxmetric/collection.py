@@ -54,10 +54,10 @@ import threading
 import time
 import warnings
 import zipfile
-from importlib import import_module
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from importlib import import_module
 from pathlib import Path
 
 import numpy as np

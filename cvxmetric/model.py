@@ -111,8 +111,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ._base import BilinearMixin, MahalanobisMixin
-from ._validation import check_finite
 from ._exact import SOLVERS, solve_certified, solver_options
+from ._validation import check_finite
 from .result import Certificate, InfeasibleError, SolverError, UnboundedError
 
 __all__ = ["DeclaredProblem", "MahalanobisMetric", "BilinearMetric"]

@@ -44,11 +44,12 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-import scipy.linalg
 
 from .._linalg import PairOperator, eigh_psd, project_psd
+from .._linesearch import backtracking
 from .._solver import Deadline, IterativeSolver, blas_threads, stop_message
 from ..result import SolverResult, Status
 
@@ -1119,20 +1120,23 @@ class ProjectedNewton(IterativeSolver):
         direction = -g.copy()
         if F.size:
             direction[F] = -_solve_pd(stage.hessian(omega, s, F), g[F])
-        eta = 1.0
         f0 = state.objective
-        for _ in range(self._HALVINGS):
+
+        def trial(eta):
             new = stage.project(omega + eta * direction)
             s_new = stage.margins(new)
-            f_new = stage.objective(new, s_new)
-            if not self.line_search or \
-                    f_new <= f0 + self._ARMIJO * float(g @ (new - omega)):
-                break
-            if self.deadline.expired():
-                break
-            eta *= 0.5
+            return new, s_new, stage.objective(new, s_new)
+
+        search = backtracking(
+            trial, lambda eta, v: not self.line_search
+            or v[2] <= f0 + self._ARMIJO * float(g @ (v[0] - omega)),
+            max_backtracks=self._HALVINGS - 1, deadline=self.deadline)
+        eta = search.step
+        if search.accepted:
+            new, s_new, _ = search.value
         else:
-            # no decrease found at 2^-60: the point is optimal to round-off
+            # no decrease found (the point is optimal to round-off), or the
+            # budget is spent: no step
             new, s_new = omega, s
         step = new - omega
         n_quad = int(stage.quadratic_set(s).size)
