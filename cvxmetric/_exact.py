@@ -33,24 +33,31 @@ logger = logging.getLogger("cvxmetric")
 SOLVERS = ("CLARABEL", "SCS")
 
 
-def solver_options(solver, tol=1e-9, max_iter=None):
-    """Explicit tolerances passed to ``solver`` (recorded in certificates)."""
+def solver_options(solver, tol=1e-9, max_iter=None, time_limit=None):
+    """Explicit tolerances passed to ``solver`` (recorded in certificates);
+    ``time_limit`` (seconds > 0, optional) bounds the solver's own run."""
     if solver == "CLARABEL":
-        return {
+        opts = {
             "tol_gap_abs": tol,
             "tol_gap_rel": tol,
             "tol_feas": tol,
             "tol_ktratio": 1e-7,
             "max_iter": max_iter or 400,
         }
+        if time_limit is not None:
+            opts["time_limit"] = float(time_limit)
+        return opts
     if solver == "SCS":
-        return {
+        opts = {
             "eps_abs": tol,
             "eps_rel": tol,
             "eps_infeas": 1e-10,
             "max_iters": max_iter or 200_000,
             "acceleration_lookback": 10,
         }
+        if time_limit is not None:
+            opts["time_limit_secs"] = float(time_limit)  # (0 would mean none)
+        return opts
     raise ValueError(f"solver: unknown option {solver!r}; expected one of {SOLVERS}.")
 
 
@@ -74,7 +81,7 @@ _CLAIMS = {
 
 
 def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=None,
-                    verbose=False, confirm=None):
+                    verbose=False, confirm=None, time_limit=None):
     """Solve ``problem`` and return ``(certificate, info)``.
 
     Parameters
@@ -91,6 +98,9 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
         Solver tolerance (gap and feasibility).
     max_iter : int, optional
     verbose : bool
+    time_limit : float, optional
+        Seconds (> 0) each solver may run (:func:`solver_options`); what a
+        solve stopped by it returns is judged like any other answer.
     confirm : callable, optional
         ``confirm(kind)`` with ``kind`` in ``{"infeasible", "unbounded"}``:
         the caller's own check of a solver's claim on the data (e.g. a
@@ -119,7 +129,7 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
     claims = {}  # kind -> solvers that claimed it
     why = None  # why the next solver runs (the trace's record)
     for name in solvers:
-        opts = solver_options(name, tol, max_iter)
+        opts = solver_options(name, tol, max_iter, time_limit)
         t0 = time.perf_counter()
         error = _run(problem, name, opts, verbose)
         if error is not None:

@@ -49,9 +49,10 @@ from ..result import (
     NotAttainedError,
     SolverError,
     SolverResult,
+    Status,
     UnboundedError,
 )
-from ._budget import expired
+from ._budget import expired, remaining
 from ._polish import polish
 
 __all__ = ["LDMLData", "solve_exact", "REGULARIZERS", "LEVEL_SDP_PAIRS", "LEVEL_SDP_MAX",
@@ -87,16 +88,32 @@ DIRECTION_PAIRS = 1000
 DIRECTION_RANK = 30
 
 
+def _time_limit():
+    """Seconds left in the fit's budget for one conic solve (``None``:
+    no budget).  The solvers take it as their own limit (Clarabel's
+    ``time_limit``, SCS's ``time_limit_secs``); CVXPY's compilation
+    before it is not interruptible."""
+    left = remaining()
+    return None if math.isinf(left) else max(left, 1e-3)
+
+
 def _attempts(prob, solvers):
     """Solve ``prob`` with each solver in turn, yielding after each solve
     that did not fail; the caller judges the status and stops when it has
     what it needs.  CVXPY's "inaccurate" warning is silenced: the status is
-    judged."""
+    judged.  Within the fit's budget: each solve stops at what is left of
+    it, and none starts once it is spent."""
     for name in solvers:
+        if expired():
+            return
+        limit = _time_limit()
+        opts = {} if limit is None else \
+            {"CLARABEL": {"time_limit": limit}, "SCS": {"time_limit_secs": limit}}.get(
+                name, {})
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                prob.solve(solver=name)
+                prob.solve(solver=name, **opts)
         except cp.error.SolverError:
             continue
         yield name
@@ -468,6 +485,10 @@ class LDMLData:
             if c_true > 1e-9 * float(np.abs(Sv).max()):
                 found = (idx, w, c_true)
             break
+        if found is None and expired():
+            # stopped by the fit's budget: not a try (not kept)
+            self._direction_tries -= 1
+            return None
         if found is not None or self._direction_tries >= 3:
             self._direction = found if found is not None else False
         return found
@@ -508,6 +529,8 @@ class LDMLData:
             self._attained = True
             return True
         gain = self.recession(solvers)
+        if not math.isfinite(gain) and expired():
+            return None  # past the fit's budget: undecided
         if not math.isfinite(gain):
             raise SolverError("pairs: attainment of Eq. 2 could not be decided "
                               "(no solver answered the recession problem).")
@@ -598,6 +621,8 @@ class LDMLData:
             c = float(np.linalg.eigvalsh(0.5 * (G + G.T))[0])
             if c > 0:
                 return (1.0 + 1e-9) * kappa * float(mu.sum()) / c
+        if expired():
+            return math.inf  # past the fit's budget: no bound (nothing certified)
         raise SolverError("pairs: the level set of Eq. 2 could not be bounded (no "
                           "solver answered); no certificate can be given.")
 
@@ -614,6 +639,18 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     ------
     NotAttainedError
         When the infimum is not attained (module docstring).
+
+    Notes
+    -----
+    Within a fit's budget (``max_time``, :mod:`._budget`) every conic solve
+    stops at what is left of it (the solver's own time limit; CVXPY's
+    compilation is not interruptible), no attempt starts once it is spent,
+    and the polish, the repair and the SDPs are skipped.  A solve that the
+    budget stops uncertified returns, with status ``time_limit_reached``,
+    the point of lowest ``F`` among those the attempts produced and ``M =
+    0`` (at the best ``b``), with that point's certificate -- as the fast
+    solvers return their last iterate (``optimal`` only if that
+    certificate passes).
     """
     t0 = time.perf_counter()
     f0 = data.value_at_zero()
@@ -636,16 +673,21 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     # Every point is finished by the Newton polish when its own
     # certificate does not pass (._polish).
     error = None
+    seen = []  # (certificate, M, b) of every point an attempt produced
     for model, B, divisor, delta, names, opts in _attempt_models(data, solvers, tol):
+        if expired():
+            return _time_limited(data, seen, tau, t0)
         try:
             cert, info, Mv, bv = _solve_scaled(data, B, divisor, tau, f0, names, verbose,
-                                               delta=delta, **opts)
+                                               delta=delta, seen=seen, **opts)
             break
         except (InfeasibleError, UnboundedError):
             raise
         except SolverError as exc:
             error = exc
     else:
+        if expired():
+            return _time_limited(data, seen, tau, t0)
         raise error
     return SolverResult(M=Mv, status=info["status"], objective=cert.objective,
                         n_iter=info["n_iter"], certificate=cert, method="exact",
@@ -653,6 +695,27 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
                               "attempts": info["attempts"],
                               "model": model, "polished": info["polished"]},
                         time=time.perf_counter() - t0)
+
+
+def _time_limited(data, seen, tau, t0):
+    """The result of :func:`solve_exact` stopped by the fit's budget: the
+    lowest ``F`` among the attempts' points and ``M = 0``, with its
+    certificate (module docstring); status ``time_limit_reached`` unless
+    that certificate passes."""
+    M0 = np.zeros((data.d, data.d))
+    b0 = data.best_b(np.zeros(data.n_pairs))
+    f0 = data.objective(M0, b0)
+    zero = Certificate.from_bound(f0, data.dual_bound(M0, b0, tau), max_violation=0.0,
+                                  min_eig=0.0, solver="zero")
+    cert, Mv, bv = min(seen + [(zero, M0, b0)], key=lambda t: t[0].objective)
+    status = Status.OPTIMAL if cert.passed else Status.TIME_LIMIT
+    logger.info("exact: the budget (max_time) ran out after %d attempt point(s); "
+                "returning F = %.10g (%s)", len(seen), cert.objective, status)
+    return SolverResult(M=Mv, status=status, objective=cert.objective, n_iter=0,
+                        certificate=cert, method="exact",
+                        info={"b": float(bv), "trace_bound": tau, "attempts": [],
+                              "model": "time_limit", "polished": False},
+                        time=time.perf_counter() - t0, raw_status=Status.TIME_LIMIT)
 
 
 def _attempt_models(data, solvers, tol):
@@ -674,7 +737,7 @@ def _attempt_models(data, solvers, tol):
 
 
 def _solve_scaled(data, B, divisor, tau, f0, solvers, verbose, *, delta=0.0, tol=1e-9,
-                  max_iter=None):
+                  max_iter=None, seen=None):
     """One certified solve of Eq. 2 in the coordinates ``M_input = B M
     B^T``, the objective divided by ``divisor`` (plus ``delta tr(M)``, a
     continuation whose point only starts the polish): ``(certificate,
@@ -716,6 +779,8 @@ def _solve_scaled(data, B, divisor, tau, f0, solvers, verbose, *, delta=0.0, tol
         # the cheap bounds first (no level-set SDP: tens of seconds on the
         # digits' 2 000 pairs)
         cert = certificate(Mv, bv, name, version, opts, times)
+        if seen is not None:
+            seen.append((cert, Mv, bv))  # a point to return if the budget ends
         if cert.passed:
             return cert
         # the solver's point, finished by Newton's method on its face
@@ -733,7 +798,8 @@ def _solve_scaled(data, B, divisor, tau, f0, solvers, verbose, *, delta=0.0, tol
         return certificate(Mv, bv, name, version, opts, times, sharpen=True)
 
     cert, info = solve_certified(problem, certify, solvers=solvers, tol=tol,
-                                 max_iter=max_iter, verbose=verbose)
+                                 max_iter=max_iter, verbose=verbose,
+                                 time_limit=_time_limit())
     info["polished"] = bool(polished)
     if polished:
         return cert, info, polished["M"], polished["b"]

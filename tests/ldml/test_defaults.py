@@ -252,6 +252,81 @@ def test_max_time_ends_time_limit_reached_with_a_warning():
     assert est.n_rounds_ == 1
 
 
+def test_ldmlstar_past_max_time_stops_its_first_label_step(monkeypatch):
+    # 400 bags of 4: the label step solves one matching per bag and sweep;
+    # past the budget it stops once a class has two instances (a few bags),
+    # where it used to run its sweeps to the end
+    import cvxmetric.ldml._naming as naming
+
+    rng = np.random.RandomState(0)
+    y = np.arange(1600) % 20
+    X = rng.normal(size=(20, 30))[y] * 1.5 + rng.normal(size=(1600, 30))
+    bags, caps = _bags(y, 4)
+    calls = []
+    assign = naming.assign_bag
+    monkeypatch.setattr(naming, "assign_bag", lambda G, **kw: calls.append(1) or assign(G, **kw))
+    for max_time in (1e-6, 0.05):
+        calls.clear()
+        with pytest.warns(ConvergenceWarning, match="time_limit_reached.*max_time"):
+            est = LDMLStar(max_time=max_time, preprocessor=X, random_state=0).fit(bags, caps)
+        assert est.status_ == "time_limit_reached" and est.n_rounds_ == 1
+        if max_time == 1e-6:  # spent before the label step (0.05 s: by the machine)
+            assert 0 < len(calls) < 10  # the full fit: 4 800 matchings
+            assert np.all(est.labels_[np.concatenate(bags[len(calls):])] == -1)
+
+
+def test_ldml_exact_honours_max_time():
+    import time
+
+    X, y = _std(load_breast_cancer)
+    pairs, labels = pairs_from_labels(y, 180, random_state=0)
+    t0 = time.thread_time()
+    full = LDML(solver="exact", preprocessor=X).fit(pairs, labels)
+    t_full = time.thread_time() - t0
+    assert full.status_ == "optimal"
+    # spent before the first solve: the point M = 0 (the best b), uncertified
+    with pytest.warns(ConvergenceWarning, match="time_limit_reached.*max_time"):
+        est = LDML(solver="exact", preprocessor=X, max_time=1e-6).fit(pairs, labels)
+    assert est.status_ == "time_limit_reached" and not est.certificate_.passed
+    assert not np.any(est.get_mahalanobis_matrix())
+    f = LDMLData(X, pairs, labels, lam=est.lam_).objective(est.get_mahalanobis_matrix(),
+                                                           est.b_)
+    assert abs(f - est.objective_) <= 1e-10 * f
+    # spent during the conic solves: they stop at the budget (their own
+    # time limit), later attempts do not start; the point returned is a
+    # real point (never below the optimum), not called optimal
+    t0 = time.thread_time()
+    with pytest.warns(ConvergenceWarning, match="time_limit_reached.*max_time"):
+        est = LDML(solver="exact", preprocessor=X, max_time=0.1).fit(pairs, labels)
+    t_cut = time.thread_time() - t0
+    assert est.status_ == "time_limit_reached" and not est.certificate_.passed
+    assert est.objective_ >= full.objective_ * (1 - 1e-9)
+    assert t_cut < 0.5 * t_full
+
+
+def test_exact_past_its_budget_returns_the_best_point_it_has():
+    from cvxmetric.ldml.exact import _time_limited
+    from cvxmetric.result import Certificate
+
+    X, y = _iris()
+    pairs, labels = pairs_from_labels(y, 180, random_state=0)
+    data = LDMLData(X, pairs, labels, lam=1.0)
+    opt = LDML(solver="exact", preprocessor=X, lam=1.0).fit(pairs, labels)
+    M, b = opt.get_mahalanobis_matrix(), opt.b_
+    f = data.objective(M, b)
+    loose = Certificate.from_bound(f, f - 1.0, max_violation=0.0, min_eig=0.0,
+                                   solver="CLARABEL")
+    res = _time_limited(data, [(loose, M, b)], None, 0.0)
+    assert res.status == "time_limit_reached" and res.objective == f
+    np.testing.assert_array_equal(res.M, M)
+    # nothing better than M = 0 seen: M = 0 at its best b
+    worse = Certificate.from_bound(1e9, 0.0, max_violation=0.0, min_eig=0.0,
+                                   solver="CLARABEL")
+    res = _time_limited(data, [(worse, 2 * M, b)], None, 0.0)
+    assert res.status == "time_limit_reached" and not np.any(res.M)
+    assert res.objective == pytest.approx(data.value_at_zero(), rel=1e-12)
+
+
 # -- bad input ----------------------------------------------------------------
 
 def test_identical_samples_are_refused_naming_the_argument():
