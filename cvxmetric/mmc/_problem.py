@@ -83,7 +83,7 @@ from .._linalg import project_psd
 from .._solver import fit_threads
 from .._tolerances import certificate_tolerance
 from ..constraints import LabeledPairs
-from ..result import Certificate
+from ..result import Certificate, SolverResult
 
 _GAP, _FEAS = certificate_tolerance("mmc")
 
@@ -91,6 +91,8 @@ __all__ = [
     "MMCData",
     "project_psd_halfspace",
     "project_nonneg_halfspace",
+    "mmc_result",
+    "DEGENERATE_MSG",
 ]
 
 #: Singular values of the Jacobi-scaled similar differences (unit columns)
@@ -856,3 +858,24 @@ class MMCData:
         if cert.objective == 0:
             return 0.0 if cert.gap <= 0 else np.inf
         return cert.gap / abs(cert.objective)
+
+
+#: Why the result of degenerate data has value 0 (``info["degenerate"]``).
+DEGENERATE_MSG = (
+    "degenerate data: a dissimilar difference has a component in the null "
+    "space of A_S (no similar pair varies along it), so the optimal value is "
+    "0; the returned M only sees those directions (range in null(A_S)), "
+    "scaled to sum_D sqrt(D2) = 1: it ignores every direction the similar "
+    "pairs use.")
+
+
+def mmc_result(data, x, cert, status, n_iter, method, info, seconds):
+    """A :class:`SolverResult` with ``M`` as a matrix and ``info["scale_free"]``."""
+    info = dict(info)
+    info["scale_free"] = float(data.scale_free(x))
+    info["scale_free_rel_gap"] = float(data.relative_gap(cert))
+    if data.diagonal:
+        info["w"] = np.asarray(x, dtype=float)
+    return SolverResult(M=data.as_matrix(x), status=status,
+                        objective=cert.objective, n_iter=int(n_iter),
+                        certificate=cert, method=method, info=info, time=seconds)

@@ -55,7 +55,7 @@ from .._exact import SOLVERS, solve_certified
 from .._linalg import project_psd
 from ..model import DeclaredProblem
 from ..result import Certificate, CertificateError, SolverError, SolverResult, Status
-from ._problem import MMCData
+from ._problem import DEGENERATE_MSG, MMCData, mmc_result
 
 __all__ = ["MMCModel", "solve_exact", "declared_problem", "PAPER"]
 
@@ -198,9 +198,9 @@ class MMCModel:
             cert = data.certificate(data.degenerate_solution(),
                                     solver="degenerate", times={})
             if cert.passed:
-                return _result(data, data.degenerate_solution(), cert,
+                return mmc_result(data, data.degenerate_solution(), cert,
                                Status.OPTIMAL, 0, "exact",
-                               {"model": self, "degenerate": _DEGENERATE_MSG},
+                               {"model": self, "degenerate": DEGENERATE_MSG},
                                time.perf_counter() - t0)
             # numerically borderline: let the conic solvers try
 
@@ -233,17 +233,9 @@ class MMCModel:
                 except ValueError as cause:  # the reason no point certifies
                     raise cause from exc
             raise
-        return _result(data, self.point(), cert, info["status"], info["n_iter"],
+        return mmc_result(data, self.point(), cert, info["status"], info["n_iter"],
                        "exact", {"model": self, "attempts": info["attempts"]},
                        time.perf_counter() - t0)
-
-
-_DEGENERATE_MSG = (
-    "degenerate data: a dissimilar difference has a component in the null "
-    "space of A_S (no similar pair varies along it), so the optimal value is "
-    "0; the returned M only sees those directions (range in null(A_S)), "
-    "scaled to sum_D sqrt(D2) = 1: it ignores every direction the similar "
-    "pairs use.")
 
 
 def _polished_bound(data, x, maxiter=500):
@@ -268,18 +260,6 @@ def _polished_bound(data, x, maxiter=500):
         # opportunistic: without a better bound the plain certificate stands
         return -np.inf
     return float(res.certificate.dual_bound)
-
-
-def _result(data, x, cert, status, n_iter, method, info, seconds):
-    """A :class:`SolverResult` with ``M`` as a matrix and ``info["scale_free"]``."""
-    info = dict(info)
-    info["scale_free"] = float(data.scale_free(x))
-    info["scale_free_rel_gap"] = float(data.relative_gap(cert))
-    if data.diagonal:
-        info["w"] = np.asarray(x, dtype=float)
-    return SolverResult(M=data.as_matrix(x), status=status,
-                        objective=cert.objective, n_iter=int(n_iter),
-                        certificate=cert, method=method, info=info, time=seconds)
 
 
 #: A full problem with more than this many coefficients in its dense

@@ -77,9 +77,13 @@ from sklearn.utils._param_validation import Interval
 
 from .._linesearch import backtracking
 from .._solver import IterativeSolver
-from ..result import SolverResult
-from ._problem import MMCData, project_nonneg_halfspace, project_psd_halfspace
-from .exact import _DEGENERATE_MSG, _result
+from ._problem import (
+    DEGENERATE_MSG,
+    MMCData,
+    mmc_result,
+    project_nonneg_halfspace,
+    project_psd_halfspace,
+)
 
 __all__ = ["MMCProjectedGradient", "MMCNewton"]
 
@@ -374,7 +378,7 @@ class MMCProjectedGradient(IterativeSolver):
             x, bound=state.best_lb, solver=self.name,
             tolerances={"tol": self.tol, "memory": self.memory,
                         "sigma": self.sigma, "precondition": self.precondition})
-        res = _result(data, x, cert, "", state.iter_num, self.name,
+        res = mmc_result(data, x, cert, "", state.iter_num, self.name,
                       {"n_backtracks": state.n_backtracks}, 0.0)
         return res.M, cert, res.info
 
@@ -553,7 +557,7 @@ class MMCNewton(IterativeSolver):
         cert = data.certificate(
             w, bound=state.best_lb, solver=self.name,
             tolerances={"tol": self.tol, "sigma": self.sigma, "eps": self.eps})
-        res = _result(data, data.normalize(w), cert, "", state.iter_num,
+        res = mmc_result(data, data.normalize(w), cert, "", state.iter_num,
                       self.name, {"h": h, "w_newton": w}, 0.0)
         return res.M, cert, res.info
 
@@ -566,8 +570,8 @@ def _degenerate_result(data, name):
     cert = data.certificate(x, solver=name)
     if not cert.passed:
         raise CertificateError(
-            f"{_DEGENERATE_MSG} The projector's objective "
+            f"{DEGENERATE_MSG} The projector's objective "
             f"{cert.objective:.3g} is not negligible (the data are only "
             f"numerically degenerate); solve with the exact path.")
-    return _result(data, x, cert, Status.OPTIMAL, 0, name,
-                   {"degenerate": _DEGENERATE_MSG}, 0.0)
+    return mmc_result(data, x, cert, Status.OPTIMAL, 0, name,
+                   {"degenerate": DEGENERATE_MSG}, 0.0)
