@@ -74,6 +74,11 @@ def _block_min(Dm):
     return dmin, k // s2, k % s2
 
 
+def _small(idx):
+    """Indices as int32 when they fit (else as they are)."""
+    return idx.astype(np.int32) if idx.size == 0 or idx.max() < 2 ** 31 - 1 else idx
+
+
 def check_bags(bags, bag_labels, n_instances, *, labels_name="bag_labels"):
     """Validated bags (list of int arrays) and label sets (list of int arrays).
 
@@ -227,8 +232,11 @@ class BagPairs:
                     d_, e_ = rb[rr], cb[cc]
                     swap = d_ > e_
                     p = self._pair_index(np.minimum(d_, e_), np.maximum(d_, e_))
-                    plan.append((g1, slice(a, a + step), g2, lo, sel, p,
-                                 (rr * s1).astype(np.intp), (cc * s2).astype(np.intp),
+                    # (32-bit where they fit: the plan holds a few indices
+                    # per bag pair)
+                    plan.append((g1, slice(a, a + step), g2, lo,
+                                 None if sel is None else _small(sel), _small(p),
+                                 _small(rr * s1), _small(cc * s2),
                                  swap if swap.any() else None))
         return plan
 

@@ -167,16 +167,21 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False, init=
     # instances whose bag has been visited (the paper's start names every
     # instance in every class of its bag: not yet a labelling)
     visited = np.ones(n, dtype=bool) if init is not None else np.zeros(n, dtype=bool)
+    # named visited instances per class (a bag names a class at most once:
+    # two of them lie in two bags)
+    count = member.sum(axis=0) if init is not None else np.zeros(member.shape[1], int)
     stopped = False
     for _ in range(int(n_sweeps)):
         changed = False
         for B, s in zip(bags, sets):
-            if expired() and _names_a_pair(member, visited):
+            if expired() and count.max() >= 2:
                 # past the fit's budget (max_time), once the labels give
                 # LDML a same-class pair to learn from
                 stopped = True
                 break
             old = member[B].copy()
+            if visited[B].all():
+                count -= old.sum(axis=0)
             member[B] = False
             if s.size:
                 ZB = Z[B]
@@ -188,6 +193,7 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False, init=
                 named = choice >= 0
                 member[B[named], s[choice[named]]] = True
             visited[B] = True
+            count += member[B].sum(axis=0)
             changed |= not np.array_equal(old, member[B])
         if stopped or not changed:
             break
@@ -197,8 +203,3 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False, init=
     labels[rows] = cols
     return labels
 
-
-def _names_a_pair(member, visited):
-    """Whether two visited instances share a class (a bag names each class
-    at most once: they lie in two bags)."""
-    return bool(np.any(np.count_nonzero(member[visited], axis=0) >= 2))
