@@ -91,8 +91,9 @@ DIRECTION_RANK = 30
 def _time_limit():
     """Seconds left in the fit's budget for one conic solve (``None``:
     no budget).  The solvers take it as their own limit (Clarabel's
-    ``time_limit``, SCS's ``time_limit_secs``); CVXPY's compilation
-    before it is not interruptible."""
+    ``time_limit``, SCS's ``time_limit_secs``); CVXPY's compilation is not
+    interruptible, so within a budget it runs first (and is kept for the
+    solve) and the limit is what is left after it."""
     left = remaining()
     return None if math.isinf(left) else max(left, 1e-3)
 
@@ -106,6 +107,15 @@ def _attempts(prob, solvers):
     for name in solvers:
         if expired():
             return
+        if math.isfinite(remaining()):
+            # compile first (kept for the solve): the solver's limit is then
+            # what is left after the uninterruptible compilation
+            try:
+                prob.get_problem_data(name)
+            except Exception:  # noqa: BLE001 - the solve reports it
+                pass
+            if expired():
+                return
         limit = _time_limit()
         opts = {} if limit is None else \
             {"CLARABEL": {"time_limit": limit}, "SCS": {"time_limit_secs": limit}}.get(
@@ -797,6 +807,16 @@ def _solve_scaled(data, B, divisor, tau, f0, solvers, verbose, *, delta=0.0, tol
         # last, the level-set SDP's sharper bound at the solver's point
         return certificate(Mv, bv, name, version, opts, times, sharpen=True)
 
+    if math.isfinite(remaining()):
+        # within a budget, compile first (CVXPY keeps the compiled problem
+        # for the solve): the solver's time limit is then what is left
+        # after the compilation, which cannot be interrupted
+        try:
+            problem.get_problem_data(solvers[0])
+        except Exception:  # noqa: BLE001 - the solve reports it
+            pass
+        if expired():
+            raise SolverError("max_time: spent compiling the conic problem.")
     cert, info = solve_certified(problem, certify, solvers=solvers, tol=tol,
                                  max_iter=max_iter, verbose=verbose,
                                  time_limit=_time_limit())

@@ -304,6 +304,23 @@ def test_ldml_exact_honours_max_time():
     assert t_cut < 0.5 * t_full
 
 
+def test_ldml_exact_budget_bounds_the_attainment_sdps():
+    # lam = 0 on digits PCA-30's 2 000 pairs: the attainment and level-set
+    # SDPs take minutes of CPU; within max_time each conic solve is
+    # compiled first and limited to what is left, so the fit ends after
+    # about one compilation and one solver iteration past its budget
+    import time
+
+    X, y = load_digits(return_X_y=True)
+    X = PCA(30, random_state=0).fit_transform(X)
+    pairs, labels = pairs_from_labels(y, 2000, random_state=0)
+    t0 = time.thread_time()
+    with pytest.warns(ConvergenceWarning, match="time_limit_reached.*max_time"):
+        est = LDML(solver="exact", lam=0, preprocessor=X, max_time=0.3).fit(pairs, labels)
+    assert time.thread_time() - t0 < 10.0
+    assert est.status_ == "time_limit_reached" and not est.certificate_.passed
+
+
 def test_exact_past_its_budget_returns_the_best_point_it_has():
     from cvxmetric.ldml.exact import _time_limited
     from cvxmetric.result import Certificate
