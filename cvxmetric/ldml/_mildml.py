@@ -20,7 +20,9 @@ with singleton bags the selection is fixed and MildML minimises LDML's
 objective over all pairs.
 
 Cost of a selection: one pass over all instance pairs, ``O(N^2 d)`` flops in
-blocks of bags (no N x N array).
+blocks of bags of one size (no N x N array, no padding).  An iteration costs
+one selection and one pass over the selected pairs per trial step: the
+accepted trial's selection and distances serve the next gradient.
 """
 
 import math
@@ -205,13 +207,13 @@ class BagPairs:
 
     def _block_plan(self):
         """The blocks of :meth:`select`, fixed by the bags alone: for each,
-        ``(g1, rows, g2, lo, sel, p, first, second)`` -- row bags
-        ``rows`` of group ``g1`` against the bags of group ``g2`` from
-        ``lo`` on; ``sel`` the block's flat entries that are bag pairs to
-        keep (``None``: all), ``p`` their bag pair indices, ``first`` /
-        ``second`` the instance slots (row-bag slot ``r s1``, column-bag
-        slot ``c s2``) of the pair's bag ``d`` and bag ``e``, and whether
-        the row bag is ``e`` (``swap``)."""
+        ``(g1, rows, g2, lo, sel, p, rslot, cslot, swap)`` -- the row bags
+        ``rows`` (a slice) of size group ``g1`` against the bags of group
+        ``g2`` from position ``lo`` on; ``sel`` the block's flat entries
+        that are bag pairs to keep (``None``: all), ``p`` their bag pair
+        indices, ``rslot`` / ``cslot`` the offsets ``r s1`` / ``c s2`` of
+        their row / column bag in the block's instance lists, and ``swap``
+        where the row bag is the pair's ``e`` (``None``: nowhere)."""
         plan = []
         n_cols = int(self.sizes.sum())
         for g1, (s1, bg1, _) in enumerate(self._groups):
