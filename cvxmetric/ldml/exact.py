@@ -112,8 +112,8 @@ def _attempts(prob, solvers):
             # what is left after the uninterruptible compilation
             try:
                 prob.get_problem_data(name)
-            except Exception:  # noqa: BLE001 - the solve reports it
-                pass
+            except Exception as exc:  # noqa: BLE001 - the solve reports it
+                logger.debug("%s: compilation failed: %s", name, exc)
             if expired():
                 return
         limit = _time_limit()
@@ -813,8 +813,8 @@ def _solve_scaled(data, B, divisor, tau, f0, solvers, verbose, *, delta=0.0, tol
         # after the compilation, which cannot be interrupted
         try:
             problem.get_problem_data(solvers[0])
-        except Exception:  # noqa: BLE001 - the solve reports it
-            pass
+        except Exception as exc:  # noqa: BLE001 - the solve reports it
+            logger.debug("%s: compilation failed: %s", solvers[0], exc)
         if expired():
             raise SolverError("max_time: spent compiling the conic problem.")
     cert, info = solve_certified(problem, certify, solvers=solvers, tol=tol,

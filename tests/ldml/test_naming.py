@@ -235,7 +235,7 @@ def test_label_step_past_the_budget_stops_once_a_class_has_two_instances():
     # instances share a class; the bags it did not reach have no name
     named = np.flatnonzero(cut >= 0)
     assert named.size >= 2
-    classes, counts = np.unique(cut[named], return_counts=True)
+    _, counts = np.unique(cut[named], return_counts=True)
     assert counts.max() >= 2
     last = max(k for k, B in enumerate(bags) if np.any(cut[B] >= 0))
     assert all(np.all(cut[B] < 0) for B in bags[last + 1:])
