@@ -228,6 +228,7 @@ _REGISTRY = (
         data="cvxmetric.qwise._vector:QwiseVectorData",
         collection="cvxmetric.qwise._collection",
         exact="cvxmetric.qwise.exact:solve_vector_exact",
+        declared="cvxmetric.qwise.exact:declared_vector_problem",
         methods=(
             # Eq. 14 (the estimators' default loss, the hinge) and the
             # smoothed Eq. 27-30, both certified; Algorithm 2 against the
@@ -243,6 +244,7 @@ _REGISTRY = (
         data="cvxmetric.qwise.structural:StructuralData",
         collection="cvxmetric.qwise._collection",
         exact="cvxmetric.qwise.structural:solve_structural_exact",
+        declared="cvxmetric.qwise.structural:declared_problem",
         methods=(
             # Eq. 16 (AUC loss) in its closed hinge-sum form, exactly and by
             # the Qwise dual solver, and the paper's 1-slack cutting-plane
@@ -315,6 +317,7 @@ _REGISTRY = (
         data="cvxmetric.omdml._problem:OMDMLData",
         collection="cvxmetric.omdml._collection",
         exact="cvxmetric.omdml.exact:solve_exact",
+        declared="cvxmetric.omdml.exact:declared_problem",
         methods=(
             # Eq. 3 at uniform theta (certified), and the two online
             # algorithms, whose Eq. 3 value at their own theta is reported

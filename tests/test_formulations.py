@@ -92,7 +92,11 @@ def test_declared_problems_are_declared_problems():
             continue
         est = getattr(cvxmetric, f.estimators[-1])
         kwargs = {"random_state": 0} if "random_state" in est().get_params() else {}
-        dp = est(**kwargs).declared_problem(X, y)
+        args = (X, y)
+        if f.name == "omdml":  # views and triplets, not (X, y)
+            args = ([X[:, :2], X[:, 2:]],
+                    cvxmetric.triplets_from_labels(y, 40, random_state=0))
+        dp = est(**kwargs).declared_problem(*args)
         assert isinstance(dp, DeclaredProblem) and dp.family == f.name
         assert np.isfinite(dp.solve()) and dp.certificate().passed
 

@@ -26,7 +26,7 @@ from .._solver import FitScopeMixin, conic_verbose
 from .._validation import check_indices
 from ..result import Status
 from ._problem import OMDMLData, check_theta, check_views
-from .exact import solve_exact
+from .exact import declared_problem, solve_exact
 from .fast import LowRankOMDML, OMDMLOnline, check_ranks
 
 __all__ = ["OMDML"]
@@ -179,6 +179,37 @@ class OMDML(FitScopeMixin, BaseEstimator):
                     f"approach it; solver='exact' solves Eq. 3 at fixed theta.",
                     ConvergenceWarning, stacklevel=3)
         return self._store(result, data, ranks)
+
+    def declared_problem(self, views, triplets):
+        """Eq. 3 at this estimator's ``theta`` (uniform when None) on this
+        input, as declared, without solving it.
+
+        Takes exactly what :meth:`fit` takes and validates it as ``fit``
+        does; the estimator is not changed.  The declared problem is the
+        convex one the exact path solves (full matrices ``M_i``) whatever
+        ``solver`` and ``rank`` say: the online algorithms do not claim its
+        optimum.
+
+        Parameters
+        ----------
+        views, triplets
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            The problem in the user's units (:mod:`cvxmetric.model`): one
+            metric per view (variables ``M_0`` .. ``M_{m-1}``), the
+            contract's matrix their block-diagonal matrix, ``metric()`` the
+            combined distance over ``np.hstack(views)``; its optimal value
+            is the ``objective_`` of ``fit`` with ``solver="exact"``.
+        """
+        self._validate_params()
+        data = OMDMLData.from_views(views, triplets, C=self.C)
+        self._ranks(data)
+        if self.theta is not None:
+            check_theta(self.theta, data.n_views)
+        return declared_problem(data, self.theta)
 
     def partial_fit(self, views, triplets):
         """Continue the stream with more triplets (one pass over them).

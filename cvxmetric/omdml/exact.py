@@ -32,11 +32,12 @@ import numpy as np
 
 from .._exact import SOLVERS, solve_certified, solver_options
 from .._linalg import project_psd
+from ..model import DeclaredProblem, MahalanobisMetric
 from ..result import CertificateError, SolverResult
 from ._problem import OMDMLData, check_theta
 
 __all__ = ["OMDMLModel", "solve_exact", "solve_joint_grid", "solve_joint_alternating",
-           "PAPER"]
+           "declared_problem", "PAPER"]
 
 PAPER = ("Wu, Hoi, Zhao, Miao, Liu: Online multi-modal distance metric learning "
          "(TKDE 2016)")
@@ -73,10 +74,12 @@ class OMDMLModel:
         ``hinge`` and ``psd_0`` .. ``psd_{m-1}``.
     """
 
-    def __init__(self, data, theta=None):
+    def __init__(self, data, theta=None, *, _scaled=True):
         m = data.n_views
         theta = np.full(m, 1.0 / m) if theta is None else check_theta(theta, m)
         self.data = data
+        # _scaled=False: every k_i = 0, the problem as printed in the user's
+        # units (declared_problem); the exact path solves the scaled one
         # Each view is solved in the units of its own scale (exact powers of
         # two, OMDMLData.view_exponents): with features of 1e5 the user-unit
         # model pairs squared distances of 1e10 with metrics of 1e-10, which
@@ -84,7 +87,7 @@ class OMDMLModel:
         # 2^(-4 k_i) is floored at 2^-40 in the model only: below it the
         # model's optimum is the hinge minimiser to the solvers' accuracy,
         # and the certificate judges the point on the true problem.
-        self.exponents = data.view_exponents()
+        self.exponents = data.view_exponents() if _scaled else (0,) * m
         weights = [float(np.ldexp(1.0, max(-4 * k, -40))) for k in self.exponents]
         A = [np.ldexp(Ai, -k) for Ai, k in zip(data.A, self.exponents)]
         B = [np.ldexp(Bi, -k) for Bi, k in zip(data.B, self.exponents)]
@@ -289,6 +292,199 @@ def solve_exact(data, theta=None, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     if not isinstance(data, OMDMLData):
         raise TypeError("data: expected an OMDMLData instance.")
     return OMDMLModel(data, theta).solve(solvers=solvers, tol=tol, verbose=verbose)
+
+
+# ---------------------------------------------------------------------------
+# The declared problem (cvxmetric.model's contract)
+# ---------------------------------------------------------------------------
+
+
+class _OMDMLDeclared(DeclaredProblem):
+    """Eq. 3 at a fixed ``theta``, as printed, in the user's units
+    (:func:`declared_problem`).
+
+    One metric per view: the variables ``M_0`` .. ``M_{m-1}``
+    (:attr:`metric_keys`; ``metric_key`` is the first).  The contract's
+    matrix is their block-diagonal matrix over the concatenated views
+    (:attr:`M`, :meth:`matrix`, and the ``M`` that :meth:`objective` and
+    :meth:`certificate` take, as the exact path's ``result.M``);
+    :meth:`metrics` splits it into the per-view matrices and
+    :meth:`metric` is the combined distance ``sum_i theta_i d_i``.
+    """
+
+    def __init__(self, *, theta, **kwargs):
+        super().__init__(**kwargs)
+        self.theta = np.asarray(theta, dtype=float)
+        self.metric_keys = tuple(f"M_{i}" for i in range(self.data.n_views))
+
+    def __repr__(self):
+        return (f"DeclaredProblem(family={self.family!r}, equation={self.equation!r}, "
+                f"{', '.join(self.metric_keys)}: dims {self.data.dims}, "
+                f"parameters={sorted(self.parameters)}, "
+                f"constraints={list(self.constraints)})")
+
+    # -- the block-diagonal metric ---------------------------------------------
+
+    @property
+    def n_features(self):
+        return int(sum(self.data.dims))
+
+    @property
+    def M(self):
+        """``blockdiag(M_0, ..., M_{m-1})`` as a CVXPY expression."""
+        Ms = [self.variables[k] for k in self.metric_keys]
+        dims = self.data.dims
+        return cp.bmat([[Ms[i] if i == j else np.zeros((dims[i], dims[j]))
+                         for j in range(len(dims))] for i in range(len(dims))])
+
+    def matrix(self):
+        """The block-diagonal matrix of the symmetrised ``M_i`` values."""
+        from scipy.linalg import block_diag
+
+        blocks = []
+        for key in self.metric_keys:
+            val = self.variables[key].value
+            if val is None:
+                raise ValueError(f"{key}: has no value; call solve() first.")
+            val = np.asarray(val, dtype=float)
+            blocks.append(0.5 * (val + val.T))
+        return block_diag(*blocks)
+
+    def _check_matrix(self, M):
+        M = super()._check_matrix(M)
+        mask = np.ones(M.shape, dtype=bool)
+        for sl in self._slices():
+            mask[sl, sl] = False
+        if np.any(M[mask] != 0):
+            raise ValueError(
+                f"M: expected the block-diagonal matrix of the views' metrics "
+                f"(blocks of sizes {list(self.data.dims)}); it has entries off the "
+                f"blocks (largest {float(np.max(np.abs(M[mask]))):.3g}).")
+        return M
+
+    def _slices(self):
+        ends = np.cumsum(self.data.dims)
+        return [slice(int(e - n), int(e)) for e, n in zip(ends, self.data.dims)]
+
+    def metrics(self, M=None):
+        """The per-view matrices ``[M_0, ..., M_{m-1}]`` of ``M`` (default
+        :meth:`matrix`)."""
+        M = self._check_matrix(M)
+        return [M[sl, sl].copy() for sl in self._slices()]
+
+    def metric(self, M=None, preprocessor=None):
+        """The combined distance ``sum_i theta_i d_i`` as a Mahalanobis
+        metric over the concatenated views ``np.hstack(views)``: the
+        block-diagonal matrix of ``theta_i M_i``.
+
+        Parameters
+        ----------
+        M : array_like, optional
+            The block-diagonal matrix of the ``M_i`` (default :meth:`matrix`).
+        preprocessor : array_like of shape (n_samples, sum of n_i), optional
+            ``np.hstack(views)``, for integer pairs.
+        """
+        from scipy.linalg import block_diag
+
+        self._sync_parameters()
+        Ms = self.metrics(M)
+        return MahalanobisMetric(block_diag(*[t * Mi for t, Mi in zip(self.theta, Ms)]),
+                                 preprocessor=preprocessor).fit()
+
+    # -- the family's side -------------------------------------------------------
+
+    def _family_objective(self, M):
+        return self.data.objective(self.metrics(M), self.theta)
+
+    def _family_certificate(self, M):
+        # the bound holds for any multipliers in [0, C]: those consistent
+        # with the point always, and the hinges' duals of the last solve
+        # (the tight ones) when there are any
+        alpha = self._dual("hinge")
+        return self.data.certificate(self.metrics(M), self.theta, alpha,
+                                     **self._certificate_args())
+
+    def _family_repair(self, M):
+        # each M_i of an interior point is PSD only to the solver's
+        # tolerance: its projection (as the exact path certifies), written
+        # back to the views' variables and into M, which the certified path
+        # then certifies (M is the caller's fresh matrix())
+        if all(np.linalg.eigvalsh(Mi)[0] >= 0 for Mi in self.metrics(M)):
+            return M
+        for key, sl in zip(self.metric_keys, self._slices()):
+            P = project_psd(M[sl, sl])
+            M[sl, sl] = P
+            self.variables[key].value = P
+        return M
+
+    def _update_parameters(self, values):
+        # validated first (ValueError naming C / theta): nothing changes on
+        # a refusal
+        data, theta = self.data, self.theta
+        if "C" in values:
+            data = data.with_C(float(values["C"]))
+        if "theta" in values:
+            theta = check_theta(values["theta"], data.n_views)
+        self.data, self.theta = data, theta
+
+    def set_parameters(self, **values):
+        super().set_parameters(**values)
+        if "theta" in values:
+            # the simplex point as validated (normalised to sum 1)
+            self.parameters["theta"].value = self.theta
+        return self
+
+    def _sync_parameters(self):
+        C, theta = self.parameters["C"].value, self.parameters["theta"].value
+        changed = {}
+        if C is not None and float(C) != self.data.C:
+            changed["C"] = C
+        if theta is not None and not np.array_equal(np.asarray(theta, float),
+                                                     self.theta):
+            changed["theta"] = theta
+        if changed:
+            self._update_parameters(changed)
+
+
+def declared_problem(data, theta=None):
+    """Eq. 3 at a fixed ``theta`` exactly as printed, in the user's units,
+    unsolved::
+
+        minimise_{M_i, xi}  0.5 sum_i ||M_i||_F^2 + C sum_t xi_t
+        subject to  xi_t >= sum_i theta_i (d_i(p_t, p_t+) - d_i(p_t, p_t-)) + 1
+                    (hinge),   xi >= 0,   M_i PSD  (psd_i)
+
+    :class:`OMDMLModel` without its per-view scaling (every ``k_i = 0``,
+    every weight 1): variables ``M_0`` ..
+    ``M_{m-1}`` (symmetric, one per view) and ``xi``; parameters ``C`` and
+    ``theta`` (validated in the simplex); constraints ``hinge`` and
+    ``psd_0`` .. ``psd_{m-1}``.  The contract's metric is the
+    block-diagonal matrix of the ``M_i`` (see the returned object's
+    ``metrics`` and ``metric``).  The certificate bounds the optimum with
+    the multipliers consistent with the point and, after a solve, the
+    duals of ``hinge``.
+
+    Parameters
+    ----------
+    data : OMDMLData
+    theta : array_like of shape (m,), optional
+        In the simplex; default uniform.
+
+    Returns
+    -------
+    DeclaredProblem
+        See :mod:`cvxmetric.model`.
+    """
+    if not isinstance(data, OMDMLData):
+        raise TypeError("data: expected an OMDMLData instance.")
+    model = OMDMLModel(data, theta, _scaled=False)
+    variables = {f"M_{i}": Mi for i, Mi in enumerate(model.M)}
+    variables["xi"] = model.xi
+    return _OMDMLDeclared(
+        family="omdml", paper=PAPER, equation="Eq. 3 at a fixed theta",
+        problem=model.problem, variables=variables, parameters=model.params,
+        constraints=model.constraints, metric_key="M_0", data=data,
+        theta=model.theta)
 
 
 def simplex_grid(m, resolution):

@@ -54,7 +54,12 @@ from ..constraints import (
 from ..result import Status
 from ._problem import REGULARIZERS, QwiseData
 from ._vector import H_RANGE, LOSSES, PSI, QwiseVectorData
-from .exact import declared_problem, solve_exact, solve_vector_exact
+from .exact import (
+    declared_problem,
+    declared_vector_problem,
+    solve_exact,
+    solve_vector_exact,
+)
 from .fast import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
 
 __all__ = ["Qwise", "QwiseSupervised", "SOLVER_NAMES", "QwiseVector",
@@ -618,7 +623,12 @@ class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
 
     def _vector_data(self, quadruplets, pairs, psi):
         self.loss_ = self._loss()
-        return QwiseVectorData.from_sets(quadruplets, pairs, psi=psi, loss=self.loss_,
+        return self._declared_data(quadruplets, pairs, psi)
+
+    def _declared_data(self, quadruplets, pairs, psi):
+        """The canonical data of the loss :meth:`_loss` solves (the estimator
+        is not changed)."""
+        return QwiseVectorData.from_sets(quadruplets, pairs, psi=psi, loss=self._loss(),
                                          h=self.h, C_q=self.C_q, C_p=self.C_p)
 
     def _solve_one(self, data):
@@ -900,6 +910,48 @@ class QwiseVector(_QwiseVectorBase):
         data = self._sets_data(quadruplets, delta, pairs, pair_labels)
         return self._store([self._solve_one(data)], self.psi, data.n_features)
 
+    def declared_problem(self, quadruplets, y=None, *, delta=1.0, pairs=None,
+                         pair_labels=None):
+        """Eq. 14 (or the smoothed Eq. 27-30) on this input, as declared,
+        without solving it.
+
+        Takes what :meth:`fit` takes and validates it as ``fit`` does, for
+        one constraint set: one problem is declared, so the rows of ``L``
+        of several attributes (dicts) are declared one call per attribute.
+        The loss is the one ``fit`` solves (``loss``, or the solver's own
+        when it is None).  The estimator is not changed.
+
+        Parameters
+        ----------
+        quadruplets, y, delta, pairs, pair_labels
+            As in :meth:`fit` (no dicts).
+
+        Returns
+        -------
+        DeclaredProblem
+            The problem in the user's units (:mod:`cvxmetric.model`); its
+            optimal value is the ``objective_`` of an exact ``fit``.
+        """
+        self._validate_params()
+        if y is not None:
+            raise ValueError(
+                "y: QwiseVector.declared_problem takes no labels (each quadruplet "
+                "(i, j, k, l) already says D(k, l) >= D(i, j) + delta); pass "
+                "margins by keyword.")
+        if (pairs is None) != (pair_labels is None):
+            missing = "pair_labels" if pair_labels is None else "pairs"
+            raise ValueError(f"{missing}: pairs and pair_labels must be given together.")
+        for name, value in (("quadruplets", quadruplets), ("delta", delta),
+                            ("pairs", pairs), ("pair_labels", pair_labels)):
+            if isinstance(value, dict):
+                raise ValueError(
+                    f"{name}: one constraint set per attribute (a dict) is one "
+                    f"problem per attribute; declare each attribute's set on its "
+                    f"own.")
+        labels = None if pair_labels is None else Qwise._check_pair_labels(pair_labels)
+        quads, labelled = Qwise._build_sets(self, quadruplets, delta, pairs, labels)
+        return declared_vector_problem(self._declared_data(quads, labelled, self.psi))
+
     def _sets_data(self, quadruplets, delta, pairs, pair_labels):
         labels = None if pair_labels is None else Qwise._check_pair_labels(pair_labels)
         quads, labelled = Qwise._build_sets(self, quadruplets, delta, pairs, labels)
@@ -1007,8 +1059,36 @@ status_, certificate_, result_, n_iter_, n_features_in_, loss_
         -------
         self : QwiseVectorSupervised
         """
+        quads, labelled, d = self._sample(X, y)
+        data = self._vector_data(quads, labelled, "squared")
+        return self._store([self._solve_one(data)], "squared", d)
+
+    def declared_problem(self, X, y):
+        """Eq. 14 (or the smoothed Eq. 27-30) on the constraints
+        ``fit(X, y)`` samples, unsolved.
+
+        Validates as :meth:`fit` does and draws the same quadruplets (and
+        pairs) as ``fit`` with the same ``random_state``; the estimator is
+        not changed (a ``RandomState`` instance is not advanced either).
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            The problem in the user's units (:mod:`cvxmetric.model`).
+        """
+        self._validate_params()
+        twin = clone(self)
+        quads, labelled, _ = twin._sample(X, y)
+        return declared_vector_problem(twin._declared_data(quads, labelled, "squared"))
+
+    def _sample(self, X, y):
+        """Validate ``(X, y)`` and sample the quadruplets (and pairs)."""
         X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
         quads, labelled = _label_sets(X, y, self.n_constraints, self.random_state,
                                       with_pairs=self.C_p > 0)
-        data = self._vector_data(quads, labelled, "squared")
-        return self._store([self._solve_one(data)], "squared", X.shape[1])
+        return quads, labelled, X.shape[1]

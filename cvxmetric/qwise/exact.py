@@ -48,7 +48,7 @@ from ._problem import QwiseData
 from ._vector import QwiseVectorData
 
 __all__ = ["QwiseModel", "solve_exact", "declared_problem", "PAPER",
-           "QwiseVectorModel", "solve_vector_exact"]
+           "QwiseVectorModel", "solve_vector_exact", "declared_vector_problem"]
 
 #: The paper, as :class:`~cvxmetric.model.DeclaredProblem` cites it.
 PAPER = ("Law, Thome, Cord: Learning a distance metric from relative "
@@ -623,3 +623,166 @@ def solve_vector_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
         raise TypeError("data: expected a QwiseVectorData instance.")
     return QwiseVectorModel(data, _feature_scale=data.feature_scale()).solve(
         solvers=solvers, tol=tol, verbose=verbose)
+
+
+# ---------------------------------------------------------------------------
+# The declared vector problem (cvxmetric.model's contract)
+# ---------------------------------------------------------------------------
+
+
+class _QwiseVectorDeclared(_ModelDeclared):
+    """Eq. 14 / Eq. 27-30 as declared by :class:`QwiseVectorModel` on the
+    user's data (:func:`declared_vector_problem`)."""
+
+    def __init__(self, model):
+        self.model = model
+        data = model.data
+        variables = {"w": model.w, "b": model.b}
+        for key in ("xi", "xi_p"):
+            if getattr(model, key, None) is not None:
+                variables[key] = getattr(model, key)
+        super().__init__(
+            family="qwise_vector", paper=PAPER,
+            equation="Eq. 14" if data.loss == "hinge" else "Eq. 27-30",
+            problem=model.problem, variables=variables, parameters=model.params,
+            constraints=model.constraints, metric_key="w", data=data)
+        self._linear = not data.nonneg
+
+    # -- psi="linear": the metric w w^T is not affine in the variable w ----
+
+    @property
+    def M(self):
+        if self._linear:
+            raise ValueError(
+                "M: with psi='linear' the metric is w w^T, which is not affine in "
+                "the variable w; write added constraints and terms with "
+                "dp.variables['w'] (and dp.variables['b']).")
+        return super().M
+
+    def matrix(self):
+        """``diag(w)`` (``psi="squared"``) or ``w w^T`` (``psi="linear"``)."""
+        if not self._linear:
+            return super().matrix()
+        w = self.variable.value
+        if w is None:
+            raise ValueError("w: has no value; call solve() first.")
+        w = np.asarray(w, dtype=float)
+        return np.outer(w, w)
+
+    def _check_matrix(self, M):
+        if not self._linear:
+            return super()._check_matrix(M)
+        if M is None:
+            return self.matrix()
+        from .._validation import check_finite
+
+        d = self.n_features
+        M = check_finite(M, "M")
+        if M.shape not in ((d,), (d, d)):
+            raise ValueError(f"M: expected w of shape ({d},) or w w^T of shape "
+                             f"({d}, {d}), got {M.shape}.")
+        return M
+
+    def metric(self, M=None, preprocessor=None):
+        M = self._check_matrix(M)
+        if M.ndim == 1:
+            M = np.outer(M, M)
+        return super().metric(M, preprocessor=preprocessor)
+
+    # -- the family's point: omega = [w; b] ------------------------------------
+
+    def _omega(self, M):
+        """``[w; b]`` of a checked ``M``: ``w = diag(M)`` (squared), the
+        given ``w`` or, for ``w w^T`` (whose sign of ``w`` is lost), the
+        solved ``w`` when ``M`` is its ``w w^T`` (linear); ``b`` is the
+        solved threshold, 0 before a solve."""
+        if M.ndim == 1:
+            w = M
+        elif not self._linear:
+            w = np.diag(M)
+        else:
+            w = self.variable.value
+            if w is None or not np.array_equal(M, np.outer(w, w)):
+                raise ValueError(
+                    "M: with psi='linear', M = w w^T does not determine the sign "
+                    "of w; pass w itself (shape (n_features,)).")
+            w = np.asarray(w, dtype=float)
+        b = self.variables["b"].value
+        return np.append(w, 0.0 if b is None else float(b))
+
+    def _family_objective(self, M):
+        return self.data.objective(self._omega(M))
+
+    def _family_certificate(self, M):
+        data, omega = self.data, self._omega(M)
+        beta, missing = None, False
+        if data.loss == "hinge":
+            # Eq. 14's bound needs the hinges' multipliers: beta_r is the
+            # dual of term r's constraint divided by its weight C_r
+            parts = []
+            for key, C, n in (("quadruplets", data.C_q, data.n_quadruplets),
+                              ("pairs", data.C_p, data.n_pairs)):
+                if not n:
+                    continue
+                lam = self._dual(key)
+                if lam is None:
+                    missing = True
+                    break
+                parts.append(np.ravel(lam) / C if C > 0 else np.zeros(n))
+            if not missing:
+                beta = np.concatenate(parts)
+        # the smoothed problem's dual point is the slope at omega (beta=None)
+        cert = data.certificate(omega, beta, **self._certificate_args())
+        if missing:
+            self._warn_no_multipliers()
+            cert = Certificate.from_bound(
+                cert.objective, -np.inf, max_violation=cert.max_violation,
+                min_eig=cert.min_eig, solver=cert.solver, times=cert.times,
+                tol_gap=cert.tol_gap, tol_feas=cert.tol_feas)
+        return cert
+
+    def _family_repair(self, M):
+        # an interior-point (w, b) >= 0 only to the solver's tolerance: its
+        # projection on K, the point the exact path certifies
+        if self._linear:
+            return M
+        b = self.variables["b"]
+        if b.value is not None and float(b.value) < 0:
+            b.value = 0.0
+        w = np.diag(M)
+        if np.all(w >= 0):
+            return M
+        return np.diag(np.maximum(w, 0.0))
+
+
+def declared_vector_problem(data):
+    """Eq. 14 (``loss="hinge"``) or the smoothed Eq. 27-30 (``"huber"``)
+    exactly as printed, in the user's units, unsolved.
+
+    :class:`QwiseVectorModel` without its feature scaling: variables ``w``
+    (the metric variable: ``M = diag(w)`` for ``psi="squared"``, ``w w^T``
+    for ``psi="linear"``) and the threshold ``b``, with the hinge also
+    ``xi`` / ``xi_p``; parameters ``C_q``, ``C_p``; constraints
+    ``quadruplets`` and ``pairs`` (hinge, non-empty sets only; the smoothed
+    problem has none).  The cone ``(w, b) >= 0`` of ``psi="squared"`` is
+    the variables' ``nonneg`` attribute.  The certificate (Appendix A's
+    Fenchel bound) takes the hinge's multipliers from those constraints of
+    the last solve; the smoothed bound needs none.  A point's threshold is
+    the solved ``b`` (0 before a solve).
+
+    Parameters
+    ----------
+    data : QwiseVectorData
+        In the user's units (not :meth:`~QwiseVectorData.scaled`).
+
+    Returns
+    -------
+    DeclaredProblem
+        See :mod:`cvxmetric.model`.
+    """
+    if not isinstance(data, QwiseVectorData):
+        raise TypeError("data: expected a QwiseVectorData instance.")
+    if np.any(np.asarray(data.w_weight) != 1.0):
+        raise ValueError("data: a scaled twin (QwiseVectorData.scaled) is not the "
+                         "problem as printed; declare the user's data.")
+    return _QwiseVectorDeclared(QwiseVectorModel(data))

@@ -89,7 +89,7 @@ from typing import NamedTuple
 
 import cvxpy as cp
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -113,6 +113,7 @@ from ..constraints import (
     triplets_from_labels,
     tuples_to_indices,
 )
+from ..model import DeclaredProblem
 from ..result import Certificate, SolverError, SolverResult, Status
 from .exact import _sqdist_expr
 
@@ -123,6 +124,7 @@ __all__ = [
     "solve_structural_exact",
     "solve_structural_fast",
     "solve_structural_enumerated",
+    "declared_problem",
     "QwiseStructural",
     "QwiseStructuralSupervised",
     "bench_structural",
@@ -941,18 +943,10 @@ def solve_structural_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     if not isinstance(data, StructuralData):
         raise TypeError("data: expected a StructuralData instance.")
     t0 = time.perf_counter()
-    d = data.n_features
-    op = data.op
-    Phi = op.X[op.i] - op.X[op.j]  # (n_pairs, d)
-    i, j, w, _ = data.terms()
-    # [declare:structural-closed-form]
-    M = cp.Variable((d, d), symmetric=True, name="M")
-    s = cp.Variable(len(i), nonneg=True, name="s")
-    dist = _sqdist_expr(M, Phi)  # all d_p = u_p^T M u_p at once
-    con = s >= 1 - 2 * (dist[j] - dist[i])
-    problem = cp.Problem(cp.Minimize(_omega_expr(data.regularizer, M)
-                                     + data.C * (w @ s)), [con, M >> 0])
-    # [/declare]
+    # the declared problem itself (declared_problem), solved and certified
+    declared = declared_problem(data)
+    M, problem = declared.variables["M"], declared.problem
+    con = declared.constraints["hinges"]
 
     def certify(name, version, opts, times):
         Mv = project_psd(M.value)
@@ -967,8 +961,91 @@ def solve_structural_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
         M=project_psd(M.value), status=info["status"], objective=cert.objective,
         n_iter=info["n_iter"], certificate=cert, method="exact",
         info={"alpha": np.ravel(con.dual_value).copy(), "attempts": info["attempts"],
-              "n_terms": len(i)},
+              "n_terms": int(con.shape[0])},
         time=time.perf_counter() - t0)
+
+
+class _StructuralDeclared(DeclaredProblem):
+    """Eq. 16 in its closed form, as printed, in the user's units
+    (:func:`declared_problem`)."""
+
+    def _family_objective(self, M):
+        return self.data.objective(M)
+
+    def _family_certificate(self, M):
+        lam = self._dual("hinges")
+        if lam is None:
+            self._warn_no_multipliers()
+            bound = -np.inf
+        else:
+            # the hinges' multipliers, made consistent with M where a hinge
+            # is strictly active / inactive (hinge_dual_bound keeps the best)
+            upper = self.data.objective(project_psd(M))
+            bound = self.data.hinge_dual_bound(np.ravel(lam), M, upper)
+        args = self._certificate_args()
+        return self.data.certificate(M, bound, solver=args["solver"],
+                                     times=args["times"])
+
+    def _family_repair(self, M):
+        # an interior-point M is PSD only to the solver's tolerance: its
+        # projection is the point the exact path certifies
+        if np.linalg.eigvalsh(M)[0] >= 0:
+            return M
+        return project_psd(M)
+
+    def _update_parameters(self, values):
+        # validated (ValueError naming C) before anything changes
+        self.data = self.data.with_params(C=float(values["C"]))
+
+
+def declared_problem(data):
+    """Eq. 16 as printed, in the user's units, unsolved.
+
+    The 1-slack constraint set of Eq. 16 has one constraint per choice of
+    rankings (exponentially many); its value at every ``M`` is the closed
+    form ``Omega(M) + C H(M)`` (module docstring), declared as
+    :func:`solve_structural_exact` solves it::
+
+        minimise_{M, s}  Omega(M) + C sum_t w_t s_t
+        subject to  s_t >= 1 - 2 (d_j(M) - d_i(M))  (hinges),  s >= 0,
+                    M PSD  (psd)
+
+    with ``w_t = 1 / (|X| P_x N_x)`` and every distance at once.  Variables
+    ``M`` (symmetric) and ``s``; parameter ``C``; constraints ``hinges``
+    and ``psd``.  The certificate's dual bound
+    (:meth:`StructuralData.hinge_dual_bound`) takes the multipliers of
+    ``hinges`` from the last solve.
+
+    Parameters
+    ----------
+    data : StructuralData
+
+    Returns
+    -------
+    DeclaredProblem
+        See :mod:`cvxmetric.model`.
+    """
+    from .exact import PAPER
+
+    if not isinstance(data, StructuralData):
+        raise TypeError("data: expected a StructuralData instance.")
+    d = data.n_features
+    op = data.op
+    Phi = op.X[op.i] - op.X[op.j]  # (n_pairs, d)
+    i, j, w, _ = data.terms()
+    # [declare:structural-closed-form]
+    M = cp.Variable((d, d), symmetric=True, name="M")
+    s = cp.Variable(len(i), nonneg=True, name="s")
+    C = cp.Parameter(nonneg=True, value=data.C, name="C")
+    dist = _sqdist_expr(M, Phi)  # all d_p = u_p^T M u_p at once
+    cons = {"hinges": s >= 1 - 2 * (dist[j] - dist[i]), "psd": M >> 0}
+    problem = cp.Problem(cp.Minimize(_omega_expr(data.regularizer, M)
+                                     + C * (w @ s)), list(cons.values()))
+    # [/declare]
+    return _StructuralDeclared(
+        family="qwise_structural", paper=PAPER, equation="Eq. 16", problem=problem,
+        variables={"M": M, "s": s}, parameters={"C": C}, constraints=cons,
+        metric_key="M", data=data)
 
 
 def _weak_order_patterns(P, N):
@@ -1263,6 +1340,26 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
         """
         return self._solve(self._data(tuples, y))
 
+    def declared_problem(self, tuples, y=None):
+        """Eq. 16 on these tuples, as declared, without solving it.
+
+        Takes exactly what :meth:`fit` takes and validates it as ``fit``
+        does; the estimator is not changed.
+
+        Parameters
+        ----------
+        tuples, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            The problem in the user's units (:mod:`cvxmetric.model`); its
+            optimal value is the ``objective_`` of a certified ``fit``.
+        """
+        self._validate_params()
+        return declared_problem(self._data(tuples, y))
+
     def _data(self, tuples, y=None):
         if y is not None:
             raise ValueError(
@@ -1348,6 +1445,31 @@ certificate_, result_, n_features_in_
         -------
         self : QwiseStructuralSupervised
         """
+        return self._solve(self._sample(X, y))
+
+    def declared_problem(self, X, y):
+        """Eq. 16 on the tuples ``fit(X, y)`` samples, unsolved.
+
+        Validates as :meth:`fit` does and draws the same tuples as ``fit``
+        with the same ``random_state``; the estimator is not changed (a
+        ``RandomState`` instance is not advanced either).
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            The problem in the user's units (:mod:`cvxmetric.model`).
+        """
+        self._validate_params()
+        return declared_problem(clone(self)._sample(X, y))
+
+    def _sample(self, X, y):
+        """Validate ``(X, y)``; the :class:`StructuralData` of the sampled
+        tuples."""
         X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
         n = self.n_constraints
         if n is None:
@@ -1368,7 +1490,7 @@ certificate_, result_, n_features_in_
         else:
             data = StructuralData.from_triplets(
                 Triplets.create(X, idx), regularizer=self.regularizer, C=self.C)
-        return self._solve(data)
+        return data
 
 
 # ---------------------------------------------------------------------------
