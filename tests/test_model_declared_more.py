@@ -290,3 +290,20 @@ def test_declared_problem_validates_like_fit(iris, make, args, arg):
 @pytest.mark.parametrize("name", ["qwise_vector", "qwise_structural", "omdml"])
 def test_registry_names_the_declaration(name):
     assert formulation(name).load("declared").__name__.startswith("declared")
+
+
+def test_omdml_page_example(docs_helpers):
+    """The declared-problem example of docs/omdml.md prints what it shows."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "omdml.md").read_text()
+    section = text[text.index("OMDML has one metric per view"):
+                   text.index("## The online algorithms")]
+    pairs = docs_helpers.python_text_pairs(section, "docs/omdml.md")
+    assert len(pairs) == 1
+    code, expected = pairs[0]
+    got = docs_helpers.run_code(code, "docs/omdml.md (declaration)")
+    want = expected.splitlines()
+    assert len(got) == len(want), "\n".join(got)
+    for g, w in zip(got, want):
+        assert docs_helpers.same_numbers(g, w, 1e-4), (g, w)
