@@ -335,6 +335,7 @@ _REGISTRY = (
         data="cvxmetric.ldml.exact:LDMLData",
         collection="cvxmetric.ldml._collection",
         exact="cvxmetric.ldml.exact:solve_exact",
+        declared="cvxmetric.ldml.exact:declared_problem",
         methods=(
             # Eq. 2 as printed (lam = 0, the paper's maximum likelihood; the
             # estimators' default is lam="auto"): on pairs a metric

@@ -36,7 +36,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
 from sklearn.utils import check_random_state
@@ -52,7 +52,7 @@ from ..constraints import tuples_to_indices
 from ._budget import budget, expired, remaining
 from ._mildml import BagPairs, check_bags, fit_mildml
 from ._naming import label_instances
-from .exact import REGULARIZERS, LDMLData, _sigmoid, solve_exact
+from .exact import REGULARIZERS, LDMLData, _sigmoid, declared_problem, solve_exact
 from ._scale import (
     auto_lam,
     scaled_lam,
@@ -310,6 +310,17 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         return self._store(solve_fast(data, warn=False, **_fast_options(self)), D, k=k,
                            loss=loss)
 
+    def _declared_rank(self, D):
+        """The declared problem is the convex Eq. 2 at full rank: a lower
+        ``n_components`` (the low-rank problem of Eq. 4-6, not convex) is
+        refused."""
+        d = self._rank(D)
+        if d < D:
+            raise ValueError(f"n_components: the declared problem is the convex Eq. 2 "
+                             f"over full-rank M; n_components={d} < {D} is the "
+                             f"low-rank problem of Eq. 4-6, which is not convex and "
+                             f"has no declared problem (leave n_components=None).")
+
     def _zero(self, zp, lam):
         """The certified ``M = 0`` when the weight makes it optimal (a huge
         ``lam``, or tiny data: no solver needed), else ``None``."""
@@ -456,6 +467,53 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
             self.calibrate_threshold(pairs, y, **calibration_params)
         return self
 
+    def declared_problem(self, pairs, y, calibration_params=None):
+        """Eq. 2 on these pairs, as printed (user's units), without solving it.
+
+        Takes exactly what :meth:`fit` takes and validates it as ``fit``
+        does (``calibration_params`` is checked, then unused); the
+        estimator is not changed.  The parameter ``lam`` holds the weight
+        ``fit`` would use: ``lam_``, so ``lam="auto"`` resolved to its
+        number on these pairs, in the units of ``X``.  ``solver`` is not
+        used (the problem is solved by ``dp.solve``); ``n_components``
+        below the input dimension is refused (the low-rank problem is not
+        convex).  ``dp.solve()`` gives the conic solver one exponential
+        cone per pair.
+
+        Parameters
+        ----------
+        pairs, y, calibration_params
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            See :func:`cvxmetric.ldml.exact.declared_problem`; its optimal
+            value is the ``objective_`` of an exact ``fit``.
+
+        Raises
+        ------
+        NotAttainedError
+            From ``dp.solve()`` / ``dp.certificate()`` when ``lam = 0`` and
+            a metric separates the pairs (no maximiser of the likelihood).
+        """
+        self._validate_params()
+        if calibration_params is not None:
+            self._check_calibration_params(calibration_params)
+        X = self.preprocessor
+        if X is not None:
+            X = check_samples(X, "preprocessor")
+        X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
+        y = check_pair_labels(y, idx.shape[0], "y")
+        if np.all(y == y[0]):
+            raise ValueError("y: both similar (+1) and dissimilar (-1) pairs are needed.")
+        self._declared_rank(X.shape[1])
+        twin = clone(self)  # lam_ is set on the twin, not on self
+        Xu, k = twin._units(X)
+        twin._lam(zero_point(Xu, idx, y), k)
+        return declared_problem(LDMLData(X, idx, y, lam=twin.lam_,
+                                         regularizer=self.regularizer))
+
 
 class LDMLSupervised(LabelledMixin, TransformerMixin, _LDMLBase):
     """LDML from class labels: every pair of samples, ``t_ij = [y_i = y_j]``.
@@ -598,6 +656,53 @@ n_features_in_
             return self._store(solve_exact(data, verbose=conic_verbose(self.verbose)), D, k=k, loss=loss)
         return self._store(solve_fast(data, loss=loss, warn=False, **_fast_options(self)),
                            D, k=k, loss=loss)
+
+    def declared_problem(self, X, y):
+        """Eq. 2 on every pair of samples, as printed (user's units), unsolved.
+
+        Validates as :meth:`fit` does and uses the pairs ``fit`` uses (every
+        pair of samples, pairs of identical samples left out); nothing is
+        drawn at random, and the estimator is not changed.  The parameter
+        ``lam`` holds the weight ``fit`` would use: ``lam_``, so
+        ``lam="auto"`` resolved to its number on these samples, in the
+        units of ``X``.  ``solver`` is not used; a ``kernel`` and
+        ``n_components`` below the input dimension are refused (the
+        declared problem is the convex Eq. 2 on the features, at full
+        rank).
+
+        The problem is built at any size, but ``dp.solve()`` gives the
+        conic solver one exponential cone per pair, ``N (N - 1) / 2`` of
+        them: ``solver="exact"`` refuses beyond 5 000 pairs
+        (:data:`PAIRS_MAX`), where the conic solvers stop being reliable.
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            See :func:`cvxmetric.ldml.exact.declared_problem`; its optimal
+            value is the ``objective_`` of an exact ``fit``.
+        """
+        self._validate_params()
+        twin = clone(self)  # validate_labelled and lam_ set attributes
+        X, y, _, codes = validate_labelled(twin, X, y, ensure_min_samples=2)
+        if self.kernel is not None:
+            raise ValueError(f"kernel: the declared problem is Eq. 2 on the features; "
+                             f"the kernel form ({self.kernel!r}, learned by "
+                             f"solver='lowrank') has none. Set kernel=None.")
+        if self.kernel_params is not None:
+            raise ValueError("kernel_params: given without a kernel; set kernel "
+                             "(e.g. kernel='rbf') or leave kernel_params None.")
+        D = X.shape[1]
+        self._declared_rank(D)
+        Xu, k = twin._units(X)
+        loss = AllPairs(Xu, codes, lam=0.0, regularizer=self.regularizer)
+        twin._lam(zero_point_labels(Xu, loss.labels, loss._rows), k)
+        pairs = AllPairs(X, codes, lam=twin.lam_, regularizer=self.regularizer)
+        return declared_problem(pairs.pair_data())
 
     def _solver(self, N, D):
         """``solver="auto"``: ``"lowrank"``, the fastest certified solver at

@@ -29,6 +29,7 @@ method on the face it found (:mod:`._polish`) and kept only if the
 polished point's own certificate passes.
 """
 
+import copy
 import logging
 import math
 import time
@@ -43,6 +44,7 @@ from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, project_psd, whitening_basis
 from .._validation import check_indices, check_option, check_samples, check_scalar
 from ..constraints import _row_ids, _zero_length
+from ..model import DeclaredProblem
 from ..result import (
     Certificate,
     InfeasibleError,
@@ -55,8 +57,8 @@ from ..result import (
 from ._budget import expired, remaining
 from ._polish import polish
 
-__all__ = ["LDMLData", "solve_exact", "REGULARIZERS", "LEVEL_SDP_PAIRS", "LEVEL_SDP_MAX",
-           "DIRECTION_PAIRS", "DIRECTION_RANK"]
+__all__ = ["LDMLData", "solve_exact", "declared_problem", "PAPER", "REGULARIZERS",
+           "LEVEL_SDP_PAIRS", "LEVEL_SDP_MAX", "DIRECTION_PAIRS", "DIRECTION_RANK"]
 
 logger = logging.getLogger(__name__)
 
@@ -755,7 +757,6 @@ def _solve_scaled(data, B, divisor, tau, f0, solvers, verbose, *, delta=0.0, tol
     # B None: the model as printed, on the raw features
     Phi = data.Phi if B is None else data.Phi @ B  # (P, r)
     r = Phi.shape[1]
-    # [declare:ldml-eq2]
     M = cp.Variable((r, r), PSD=True, name="M")   # the metric on scaled features
     M_input = M if B is None else B @ M @ B.T      # (D, D)
     b = cp.Variable(name="b")
@@ -764,7 +765,6 @@ def _solve_scaled(data, B, divisor, tau, f0, solvers, verbose, *, delta=0.0, tol
     loss = cp.sum(cp.logistic(cp.multiply(data.s, dist - b)))
     reg = cp.trace(M_input) if data.regularizer == "trace" else 0.5 * cp.sum_squares(M_input)
     problem = cp.Problem(cp.Minimize((loss + lam * reg) / divisor))
-    # [/declare]
     if delta:
         problem = cp.Problem(problem.objective + cp.Minimize(delta * cp.trace(M)))
 
@@ -824,3 +824,162 @@ def _solve_scaled(data, B, divisor, tau, f0, solvers, verbose, *, delta=0.0, tol
     if polished:
         return cert, info, polished["M"], polished["b"]
     return cert, info, value(), float(b.value)
+
+
+# ---------------------------------------------------------------------------
+# The declared problem (cvxmetric.model's contract)
+# ---------------------------------------------------------------------------
+
+#: The paper, as :class:`~cvxmetric.model.DeclaredProblem` cites it.
+PAPER = ("Guillaumin, Verbeek, Schmid: Multiple instance metric learning from "
+         "automatically labeled bags of faces (ECCV 2010)")
+
+
+class _LDMLDeclared(DeclaredProblem):
+    """Eq. 2 as printed (with its optional regulariser), in the user's units.
+
+    The objective and the certificate are functions of ``M`` alone: ``F(M,
+    b)`` at the best threshold for ``M`` (:meth:`LDMLData.best_b`, one
+    root), as the exact path's certificate re-optimises ``b``; an upper
+    bound on the optimum at any ``M``, equal to it at an optimal one.
+    """
+
+    def _tau(self):
+        """``tau >= tr(M*)`` of the current ``data`` (its trace bound at
+        ``F(0, b_0)``, kept per weight); raises NotAttainedError when the
+        optimum is not attained, as the exact path does before any solve."""
+        key = (self.data.lam, self.data.regularizer)
+        cached = getattr(self, "_tau_cache", None)
+        if cached is None or cached[0] != key:
+            self._tau_cache = (key, self.data.trace_bound(self.data.value_at_zero()))
+        return self._tau_cache[1]
+
+    def _family_objective(self, M):
+        data = self.data
+        return data.objective(M, data.best_b(data.distances(M)))
+
+    def _cheap_certificate(self, M, sharpen=False):
+        """The exact path's certificate of ``M`` (``b`` re-optimised); with
+        ``sharpen``, the level-set SDP's bound too (small problems only)."""
+        data = self.data
+        tau = self._tau()
+        b = data.best_b(data.distances(M))
+        f_upper = data.value_at_zero() if sharpen else None
+        min_eig = float(np.linalg.eigvalsh(M)[0])
+        return Certificate.from_bound(data.objective(M, b),
+                                      data.dual_bound(M, b, tau, f_upper),
+                                      max_violation=max(0.0, -min_eig), min_eig=min_eig,
+                                      **self._certificate_args())
+
+    def _family_certificate(self, M):
+        # the slopes at M are the dual point (no multipliers are read from
+        # the constraints); as in the exact path, the cheap bounds first and
+        # the level-set SDP's sharper one only when they fall short
+        cached = getattr(self, "_last_cert", None)
+        if cached is not None and cached[0] is M and cached[1] is self.data:
+            cert = cached[2]
+        else:
+            cert = self._cheap_certificate(M)
+        if cert.passed:
+            return cert
+        return self._cheap_certificate(M, sharpen=True)
+
+    def _family_repair(self, M):
+        # an interior-point point of Eq. 2 on nearly separated pairs stops
+        # short of its certificate (the dual point read from its slopes is
+        # first-order away): Newton's method on the face it found finishes
+        # it, as in the exact path (._polish); the polished point is kept
+        # only when its own certificate passes, and b follows it
+        self._last_cert = None
+        cert = self._cheap_certificate(M)
+        if cert.passed:
+            self._last_cert = (M, self.data, cert)
+            return M
+        b = self.variables["b"].value
+        b = self.data.best_b(self.data.distances(M)) if b is None else float(b)
+        for Mp, bp in polish(self.data, M, b):
+            cert_p = self._cheap_certificate(Mp)
+            if cert_p.passed:
+                logger.info("declared: certified after the Newton polish (rel_gap "
+                            "%.2e -> %.2e)", cert.rel_gap, cert_p.rel_gap)
+                self.variables["b"].value = float(bp)
+                self._last_cert = (Mp, self.data, cert_p)
+                return Mp
+        self._last_cert = (M, self.data, cert)
+        return M
+
+    def solve_certified(self, *, solvers=SOLVERS, tol=1e-9):
+        """The package's certified path (:meth:`DeclaredProblem.solve_certified`),
+        after attainment is decided: with ``lam = 0`` on pairs that a metric
+        separates, :class:`~cvxmetric.result.NotAttainedError` is raised
+        before any solve (the infimum has no minimiser, so no point can be
+        returned as one)."""
+        if not self._modified:
+            self._sync_parameters()
+            self._tau()
+        return super().solve_certified(solvers=solvers, tol=tol)
+
+    def _update_parameters(self, values):
+        data = copy.copy(self.data)
+        data.lam = check_scalar(values["lam"], "lam", low=0.0)
+        data._tau0 = None  # the fast solvers' trace bound depends on lam
+        self.data = data
+
+
+def declared_problem(data):
+    """Eq. 2 exactly as printed (with its optional regulariser), in the
+    user's units, unsolved::
+
+        minimise_{M, b}  sum_p log(1 + exp(s_p (d_M(x_i, x_j) - b))) + lam R(M)
+        subject to       M PSD
+
+    with ``d_M`` the squared distance ``phi_p^T M phi_p`` of every pair's
+    difference ``phi_p = x_i - x_j`` (all pairs at once), the logistic terms
+    vectorised (``cp.logistic``: one exponential cone per pair), ``R(M) =
+    tr(M)`` or ``0.5 ||M||_F^2`` (``data.regularizer``) and ``lam`` a
+    nonnegative ``cp.Parameter`` (``lam = 0``: Eq. 2 as printed).  The
+    variables ``M`` (symmetric, the metric) and ``b`` (the threshold of
+    Eq. 3); the constraint ``psd`` (``M >> 0``).  The problem is DPP.
+
+    Unlike the exact solver (:func:`solve_exact`), nothing is scaled: its
+    attempts on rescaled features and on the objective per pair exist
+    because Clarabel fails on the printed sum of thousands of terms (iris's
+    7 140 standardised pairs); here the printed problem is the one solved.
+
+    Parameters
+    ----------
+    data : LDMLData
+        In the user's units; ``data.lam`` is the weight (the estimators
+        pass their ``lam_``: ``lam="auto"`` resolved to a number).
+
+    Returns
+    -------
+    DeclaredProblem
+        See :mod:`cvxmetric.model`.  ``objective(M)`` and ``certificate(M)``
+        are those of ``M`` at its best threshold ``b`` (one root), by
+        :class:`LDMLData`'s code: the duality gap of the slopes at ``M``,
+        no multipliers of the constraints needed.  ``solve()`` (the
+        certified path) finishes a solver's point by the exact path's
+        Newton polish when its certificate falls short (``b`` follows).
+        With ``lam = 0`` on pairs that a metric separates the optimum is
+        not attained: ``solve()`` and ``certificate()`` raise
+        :class:`~cvxmetric.result.NotAttainedError`, as the exact path does.
+    """
+    if not isinstance(data, LDMLData):
+        raise TypeError("data: expected an LDMLData instance.")
+    # [declare:ldml-eq2]
+    Phi, s = data.Phi, data.s                              # (P, D), (P,) of +1 / -1
+    M = cp.Variable((data.d, data.d), symmetric=True, name="M")
+    b = cp.Variable(name="b")
+    lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
+    dist = cp.sum(cp.multiply(Phi @ M, Phi), axis=1)       # d_M of every pair
+    loss = cp.sum(cp.logistic(cp.multiply(s, dist - b)))
+    reg = cp.trace(M) if data.regularizer == "trace" else 0.5 * cp.sum_squares(M)
+    constraints = {"psd": M >> 0}
+    problem = cp.Problem(cp.Minimize(loss + lam * reg), list(constraints.values()))
+    # [/declare]
+    return _LDMLDeclared(
+        family="ldml", paper=PAPER,
+        equation="Eq. 2",
+        problem=problem, variables={"M": M, "b": b}, parameters={"lam": lam},
+        constraints=constraints, metric_key="M", data=data)
