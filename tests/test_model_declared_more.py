@@ -181,7 +181,7 @@ def test_parameters_are_dpp_and_validated(iris, name, key, value, bad):
 
 def _cap(dp):
     """A constraint that cuts the declared optimum off."""
-    if dp.family == "qwise_vector" and "linear" in repr(dp.data):
+    if dp.family == "qwise_vector" and dp.data.psi == "linear":
         w = dp.variables["w"]
         return w[0] <= 0.5 * float(w.value[0]) if w.value[0] > 0 else \
             w[0] >= 0.5 * float(w.value[0])
@@ -245,7 +245,7 @@ def test_supervised_same_sample_as_fit(iris):
 def test_vector_linear_point_is_w(iris):
     fitted, dp, _ = _declared(iris, "qwise_vector-linear")
     with pytest.raises(ValueError, match="^M: with psi='linear'"):
-        dp.M
+        _ = dp.M
     dp.solve()
     w = dp.variables["w"].value
     assert np.allclose(dp.matrix(), np.outer(w, w))
@@ -259,7 +259,7 @@ def test_vector_linear_point_is_w(iris):
 
 
 def test_omdml_block_diagonal_matrix(iris):
-    fitted, dp, _ = _declared(iris, "omdml-theta")
+    _, dp, _ = _declared(iris, "omdml-theta")
     dp.solve()
     M = dp.matrix()
     assert M.shape == (4, 4)
