@@ -81,7 +81,7 @@ class RankDMLModel:
         ``triplets``, ``psd`` (or ``nonneg``) and ``trace``.
     """
 
-    def __init__(self, data, *, margin=None, active=None):
+    def __init__(self, data, *, margin=None, active=None, scale=None):
         self.data = data
         d = data.n_features
         N = data.n_constraints
@@ -90,6 +90,13 @@ class RankDMLModel:
         self.margin_index = idx
         self.active = (np.zeros(N, dtype=bool) if active is None
                        else np.asarray(active, dtype=bool))
+        self.reduced = reduced
+        self.scale = None
+        self._logdet_shift = 0.0
+        if scale is not None:
+            # the solver's internal model: same problem, variable B = D A D
+            self._build_scaled(data, idx, _check_feature_scale(scale, d))
+            return
         # [declare:rankdml-triplets]
         lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
         self.params = {"lam": lam}
@@ -132,6 +139,110 @@ class RankDMLModel:
             lin = cp.sum(cp.multiply(S_V, A))
             objective = objective + float(self.active.sum()) - lin
         self.reduced = reduced
+        self.problem = cp.Problem(cp.Minimize(objective), list(cons.values()))
+        assert self.problem.is_dpp(), "RankDML model must be DPP"
+
+    def _build_scaled(self, data, idx, D):
+        """The same problem in the variable ``B = D A D`` (``b = D^2 a``).
+
+        See "Feature scaling" in the class docstring.  Every term is the
+        declared one rewritten exactly (``D`` holds powers of two, so the
+        scaled rows ``Phi D^{-1}`` and weights ``w_i w_j`` are exact):
+
+        * hinge rows: ``<A, phi phi^T> = <B, (W phi)(W phi)^T>``, ``W = D^{-1}``
+          (diagonal: ``k_t . a = (k_t w^2) . b``);
+        * ``A PSD`` iff ``B PSD`` (congruence by the positive diagonal
+          ``W``; ``a >= 0`` iff ``b >= 0``);
+        * ``tr(A) = sum_i w_i^2 B_ii`` (``sum(a) = w^2 . b``);
+        * Frobenius: ``||A||_F^2 = ||(w w^T) * B||_F^2``, elementwise
+          weights ``w_i w_j``: the same strongly convex function of ``A``;
+        * Laplacian: ``a = w^2 * b`` inside the printed ``||a - mean(a)||^2``;
+        * Burg / LogDet: ``W1 A W1 = G B G^T`` with ``G = W1 W``, so
+          ``logdet(W1 A W1) = logdet(B) + 2 logdet(W1) + 2 sum_i log w_i``
+          -- a constant shift, carried in the ``const`` parameter so that
+          the model's optimal value is the declared one; Burg's printed
+          ``||A P1||_F^2 = ||W B W P1||_F^2``, its spectral
+          ``||W1 A W1||_F^2 = ||G B G^T||_F^2``; LogDet's
+          ``tr(W1 A W1) = <W W1^2 W, B>``;
+        * the reduction's linear term: ``<S_V, A> = <W S_V W, B>``.
+        """
+        d = data.n_features
+        self.scale = D
+        w = 1.0 / D
+        self.w = w
+        w2 = w * w
+        lam = cp.Parameter(nonneg=True, value=data.lam, name="lam")
+        self.params = {"lam": lam}
+        self._derived = {}
+        self.eps = cp.Variable(len(idx), nonneg=True, name="eps") if len(idx) else None
+        cons = {}
+        if data.diagonal:
+            B = cp.Variable(d, name="b")
+            cons["nonneg"] = B >= 0
+            A_expr = cp.multiply(w2, B)
+        else:
+            B = cp.Variable((d, d), symmetric=True, name="B")
+            cons["psd"] = B >> 0
+            A_expr = None
+        if len(idx):
+            if data.diagonal:
+                lhs = (data.K[idx] * w2) @ B
+            else:
+                near, far = data.near[idx], data.far[idx]
+                pairs, inv = np.unique(np.concatenate([near, far]), return_inverse=True)
+                Phi = (data.op.X[data.op.i[pairs]] - data.op.X[data.op.j[pairs]]) * w
+                dist = cp.sum(cp.multiply(Phi @ B, Phi), axis=1)
+                lhs = dist[inv[len(idx):]] - dist[inv[:len(idx)]]
+            cons["triplets"] = lhs >= 1 - self.eps
+        self.A = B
+        reg = data.regularizer
+        if reg == "frobenius":
+            weights = w2 if data.diagonal else np.outer(w, w)
+            term = 0.5 * lam * cp.sum_squares(cp.multiply(weights, B))
+        elif reg == "laplacian":
+            if data.trace_fixed:
+                self.params["tau"] = cp.Parameter(pos=True, value=data.tau, name="tau")
+            term = 0.5 * lam * cp.sum_squares(A_expr - cp.sum(A_expr) / d)
+        else:
+            self.params["tau"] = cp.Parameter(pos=True, value=data.tau, name="tau")
+            ev, U = np.linalg.eigh(data.A0 / np.trace(data.A0))
+            W1 = (U / np.sqrt(ev)) @ U.T
+            W1 = 0.5 * (W1 + W1.T)
+            G = W1 * w  # W1 W
+            # logdet(W1 A W1) = logdet(B) + shift
+            self._logdet_shift = float(-np.sum(np.log(ev)) + 2.0 * np.sum(np.log(w)))
+            const = cp.Parameter(name="const")
+            self._derived["const"] = const
+            if reg == "burg":
+                quad = cp.Parameter(nonneg=True, name="lam_over_2tau2")
+                self._derived["quad"] = quad
+                if data.form == "printed":
+                    P1 = W1 @ W1
+                    P1 = 0.5 * (P1 + P1.T)
+                    # A P1 = W B (W P1)
+                    first = cp.sum_squares(cp.multiply(w[:, None], B) @ (w[:, None] * P1))
+                else:
+                    first = cp.sum_squares(G @ B @ G.T)
+                term = quad * first - lam * cp.log_det(B) + const
+            else:
+                lin = cp.Parameter(nonneg=True, name="lam_over_2tau")
+                self._derived["lin"] = lin
+                N1 = G.T @ G  # W W1^2 W
+                N1 = 0.5 * (N1 + N1.T)
+                term = lin * cp.sum(cp.multiply(N1, B)) - 0.5 * lam * cp.log_det(B) + const
+            self._sync()
+        if data.trace_fixed:
+            tr = (cp.sum(cp.multiply(w2, B)) if data.diagonal
+                  else cp.sum(cp.multiply(w2, cp.diag(B))))
+            cons["trace"] = tr == self.params["tau"]
+        self.constraints = cons
+        objective = term
+        if self.eps is not None:
+            objective = objective + cp.sum(self.eps)
+        if np.any(self.active):
+            S_V = data.S_of(self.active.astype(float))
+            S_B = S_V * w2 if data.diagonal else (w[:, None] * S_V) * w[None, :]
+            objective = objective + float(self.active.sum()) - cp.sum(cp.multiply(S_B, B))
         self.problem = cp.Problem(cp.Minimize(objective), list(cons.values()))
         assert self.problem.is_dpp(), "RankDML model must be DPP"
 
@@ -182,12 +293,14 @@ class RankDMLModel:
         lam = float(self.params["lam"].value)
         tau = float(self.params["tau"].value)
         d = self.data.n_features
+        # _logdet_shift: logdet(W1 A W1) - logdet(B) of a scaled model (0 else)
+        shift = self._logdet_shift
         if self.data.regularizer == "burg":
             self._derived["quad"].value = lam / (2.0 * tau * tau)
-            self._derived["const"].value = 0.5 * lam * (2.0 * d * np.log(tau) - d)
+            self._derived["const"].value = 0.5 * lam * (2.0 * d * np.log(tau) - d) - lam * shift
         else:
             self._derived["lin"].value = lam / (2.0 * tau)
-            self._derived["const"].value = 0.5 * lam * (d * np.log(tau) - d)
+            self._derived["const"].value = 0.5 * lam * (d * np.log(tau) - d - shift)
 
     def set_params(self, **values):
         """Update ``lam`` (and ``tau``) in place; re-solving does not recompile.
@@ -224,9 +337,30 @@ class RankDMLModel:
         return alpha
 
     def value(self):
-        """The solver's ``A`` as a solver variable (symmetrised matrix or a)."""
+        """The solver's ``A`` in the data's units (symmetrised matrix or a).
+
+        A scaled model's ``B`` is first repaired in its own coordinates --
+        negative eigenvalues (entries) clipped to 0, so that ``A = W B W``
+        is PSD by congruence, the trace then restored by a positive factor
+        -- and mapped back: repairing ``A`` instead would move its small
+        entries by the round-off of its large ones.
+        """
         val = self.A.value
-        return val if self.data.diagonal else 0.5 * (val + val.T)
+        if self.scale is None:
+            return val if self.data.diagonal else 0.5 * (val + val.T)
+        w = self.w
+        if self.data.diagonal:
+            a = w * w * np.maximum(val, 0.0)
+            tr = float(np.sum(a))
+        else:
+            ev, U = np.linalg.eigh(0.5 * (val + val.T))
+            Bp = (U * np.maximum(ev, 0.0)) @ U.T
+            a = (w[:, None] * Bp) * w[None, :]
+            a = 0.5 * (a + a.T)
+            tr = float(np.trace(a))
+        if self.data.trace_fixed and tr > 0:
+            a = a * (self.data.tau / tr)
+        return a
 
     def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
         """Solve; return a :class:`SolverResult` certified on the full problem.
@@ -309,6 +443,44 @@ def declared_problem(data):
     if not isinstance(data, RankData):
         raise TypeError("data: expected a RankData instance.")
     return _RankDeclared(RankDMLModel(data))
+
+
+def _check_feature_scale(scale, d):
+    D = np.asarray(scale, dtype=float)
+    if D.shape != (d,) or not np.all(np.isfinite(D)) or not np.all(D > 0):
+        raise ValueError(f"scale: expected {d} positive finite per-feature factors.")
+    if not np.array_equal(np.ldexp(1.0, np.frexp(D)[1] - 1), D):
+        raise ValueError("scale: the per-feature factors must be powers of two "
+                         "(the scaled model must be the same problem exactly).")
+    return D
+
+
+def _feature_scale(data):
+    """Per-feature powers of two ``D`` for the solver's variable ``B = D A D``.
+
+    ``D_j`` is the power of two nearest the root mean square of feature
+    ``j``'s differences over the triplets' pairs: the scaled rows
+    ``Phi D^{-1}`` have every feature of unit size, whatever the units of
+    the columns of ``X``; a feature constant over the pairs keeps
+    ``D_j = 1``.  ``None`` when every ``D_j`` is 1 (nothing to gain).
+    """
+    op = data.op
+    d = data.n_features
+    if op.n_pairs == 0:
+        return None
+    Phi = op.X[op.i] - op.X[op.j]
+    top = np.max(np.abs(Phi), axis=0)
+    safe = np.where(top > 0, top, 1.0)
+    rms = safe * np.sqrt(np.mean((Phi / safe) ** 2, axis=0))
+    live = rms > 0
+    if not np.any(live):
+        return None
+    logs = np.zeros(d)
+    logs[live] = np.log2(rms[live])
+    e = np.clip(np.round(logs), -500, 500).astype(int)
+    if not np.any(e):
+        return None
+    return np.ldexp(1.0, e)
 
 
 def _refute(kind):
@@ -420,9 +592,10 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
         # no smooth dual: no fast solution to guess the margin set from
         reduce = False
     inner, k = _unit_scale(data) if rescale and data.lam > 0 else (data, 0)
+    scaled = rescale  # per-feature scaling of the conic model (_feature_scale)
     if k == 0:
         return _solve_exact(data, reduce=reduce, init=init, solvers=solvers, tol=tol,
-                            max_rounds=max_rounds, verbose=verbose)
+                            max_rounds=max_rounds, verbose=verbose, scaled=scaled)
     if init is not None:
         info = dict(init.info)
         init = SolverResult(M=np.ldexp(np.asarray(init.M, float), 2 * k),
@@ -431,7 +604,7 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
                             certificate=init.certificate, method=init.method, info=info,
                             raw_status=init.raw_status)
     res = _solve_exact(inner, reduce=reduce, init=init, solvers=solvers, tol=tol,
-                       max_rounds=max_rounds, verbose=verbose)
+                       max_rounds=max_rounds, verbose=verbose, scaled=scaled)
     M = np.ldexp(res.M, -2 * k)
     if not data.diagonal:
         # a cone violation within tolerance in the solver's units grows by
@@ -450,7 +623,7 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
     if not cert.passed:
         # not certified in the user's units: solve there instead
         return _solve_exact(data, reduce=reduce, init=None, solvers=solvers, tol=tol,
-                            max_rounds=max_rounds, verbose=verbose)
+                            max_rounds=max_rounds, verbose=verbose, scaled=scaled)
     info = {**res.info, "scaling": float(np.ldexp(1.0, k))}
     return SolverResult(M=M, status=res.raw_status or res.status, objective=cert.objective,
                         n_iter=res.n_iter, certificate=cert, method=res.method, info=info,
@@ -458,7 +631,7 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
 
 
 def _solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
-                 max_rounds=6, verbose=False):
+                 max_rounds=6, verbose=False, scaled=True):
     """Certified exact solution of Eq. 7 / 9 / 11 (in the units of ``data``).
 
     Parameters
@@ -508,8 +681,10 @@ def _solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
     the declared model took 443 s and 1.4 GB; the reduction keeps only the
     margin set.
     """
+    scale = _feature_scale(data) if scaled else None
     if not reduce:
-        return RankDMLModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+        return RankDMLModel(data, scale=scale).solve(solvers=solvers, tol=tol,
+                                                     verbose=verbose)
     t0 = time.perf_counter()
     if init is None:
         from .fast import solve_fast
@@ -521,26 +696,37 @@ def _solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
     sizes = []
     for _ in range(max_rounds):
         sizes.append(int(W.sum()))
-        model = RankDMLModel(data, margin=W, active=V)
-        try:
-            result = model.solve(solvers=solvers, tol=tol, verbose=verbose)
-        except SolverError:
-            result = None
-        if result is not None:
-            result.info["margin_set_sizes"] = sizes
-            result.time = time.perf_counter() - t0
-            return result
-        if model.A.value is None:
-            break
-        # inconsistent hinges join the margin set
-        arg = data.margins(model.value())
-        bad = (V & (arg < -1e-9)) | (~W & ~V & (arg > 1e-9))
-        if not np.any(bad):
+        model = RankDMLModel(data, margin=W, active=V, scale=scale)
+        # the first solver alone: when its point shows hinges inconsistent
+        # with the guessed partition, the guess is at fault, not the solver,
+        # and a fallback solve of the same reduced model is wasted (measured:
+        # SCS ran 93 s to its iteration cap on such a round, breast_cancer)
+        bad = None
+        for group in (solvers[:1], solvers[1:]):
+            if not group:
+                continue
+            try:
+                result = model.solve(solvers=group, tol=tol, verbose=verbose)
+            except SolverError:
+                result = None
+            if result is not None:
+                result.info["margin_set_sizes"] = sizes
+                result.time = time.perf_counter() - t0
+                return result
+            if model.A.value is None:
+                continue
+            # inconsistent hinges join the margin set
+            arg = data.margins(model.value())
+            bad = (V & (arg < -1e-9)) | (~W & ~V & (arg > 1e-9))
+            if np.any(bad):
+                break
+        if bad is None or not np.any(bad):
             break
         W = W | bad
         V = V & ~bad
     try:
-        result = RankDMLModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+        result = RankDMLModel(data, scale=scale).solve(solvers=solvers, tol=tol,
+                                                       verbose=verbose)
     except SolverError:
         if not init.certificate.passed:
             raise

@@ -164,6 +164,71 @@ class RankDualSolver(IterativeSolver):
 
     name = "fast-dual"
 
+    def run(self, data, init=None, *, warn=True):
+        """Iterate from ``init``; below the continuation threshold of ``lam``
+        (:meth:`continuation`), through a sequence of larger ``lam`` first.
+
+        ``maxiter`` and ``max_time`` bound the whole run, stages included;
+        ``n_iter`` counts the iterations of every stage.
+        """
+        lams = self.continuation(data)
+        if not lams:
+            return super().run(data, init, warn=warn)
+        t0 = time.perf_counter()
+        used = 0
+        for lam_k in lams:
+            rest = (None if self.max_time is None
+                    else max(self.max_time - (time.perf_counter() - t0), 0.0))
+            left = self.maxiter - used
+            if left < 2 or (rest is not None and rest <= 0.0):
+                break
+            # a stage only warm starts the next: a loose gap is enough
+            stage = dataclasses.replace(self, maxiter=left - 1, tol=max(self.tol, 1e-5),
+                                        max_time=rest)
+            res = super(RankDualSolver, stage).run(dataclasses.replace(data, lam=lam_k),
+                                                   init, warn=False)
+            used += res.n_iter
+            init = dataclasses.replace(res, info={"alpha": res.info["alpha"]})
+        rest = (None if self.max_time is None
+                else max(self.max_time - (time.perf_counter() - t0), 1e-3))
+        final = dataclasses.replace(self, maxiter=max(self.maxiter - used, 1), max_time=rest)
+        res = super(RankDualSolver, final).run(data, init, warn=warn)
+        res.info["continuation"] = [float(x) for x in lams]
+        res.n_iter += used
+        res.time = time.perf_counter() - t0
+        return res
+
+    #: Continuation threshold (:meth:`continuation`): ``lam`` against the
+    #: per-triplet size of the spectral map's argument.
+    continuation_ratio = 1e-2
+
+    def continuation(self, data):
+        """The larger ``lam`` solved first (largest first), or ``[]``.
+
+        Burg / LogDet: the primal map is a spectral function of ``z / lam``,
+        ``z`` the eigenvalues of ``V (S(alpha) - nu I) V``; as ``lam``
+        shrinks the dual approaches the nonsmooth ``1^T alpha - tau
+        lambda_max(S)`` and the region where Newton's quadratic model holds
+        shrinks with it (measured on the docs' iris triplets, LogDet:
+        17 iterations at ``lam = 1``, 179 at ``1e-3``, no certificate in 500
+        at ``1e-4``).  Below ``lam_0 = continuation_ratio * ||V S(1) V||_2 /
+        N`` the dual is solved at ``lam_0, lam_0 / 10, ...`` down to ``lam``,
+        each stage warm started from the last one's multipliers (the dual
+        optimum moves continuously with ``lam``): 10-20 Newton steps a
+        decade on the same instance.
+        """
+        if data.regularizer not in ("burg", "logdet") or data.diagonal or data.lam <= 0:
+            return []
+        N = data.n_constraints
+        if N == 0:
+            return []
+        VSV = data.V @ data.S_of(np.ones(N)) @ data.V
+        lam0 = self.continuation_ratio * float(np.linalg.norm(VSV, 2)) / N
+        if not data.lam < lam0 or not np.isfinite(lam0):
+            return []
+        k = int(np.ceil(np.log10(lam0 / data.lam)))
+        return [data.lam * 10.0 ** j for j in range(min(k, 30), 0, -1)]
+
     def converged(self, state):
         # at least one Newton step, even when the starting multipliers are
         # already certified (iteration counts then mean "steps taken")
