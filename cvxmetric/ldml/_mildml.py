@@ -35,6 +35,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
+from .._linesearch import backtracking
 from .._solver import IterativeSolver
 from .._validation import check_finite
 from ..result import Certificate, NotAttainedError, SolverResult, Status
@@ -359,21 +360,28 @@ class MildMLSolver(IterativeSolver):
             step = max(1.0, float(np.linalg.norm(L))) / max(math.sqrt(gnorm2), 1e-300)
         else:
             step = 2.0 * state.step
+
         # (ii) one line search on Eq. 8 itself (selection redone at each trial)
-        while True:
-            L_new, b_new = L - step * gL, state.b - step * gb
-            f_new, new, dist = data._evaluate(L_new, b_new)
-            if f_new <= f - 1e-4 * step * gnorm2:
-                break
-            step *= 0.5
+        def trial(t):
+            L_new, b_new = L - t * gL, state.b - t * gb
+            return (L_new, b_new, *data._evaluate(L_new, b_new))
+
+        search = backtracking(
+            trial, lambda t, v: v[2] <= f - 1e-4 * t * gnorm2, step=step,
+            # below this step the move is under the round-off of L
+            min_step=(1e-14 * (1.0 + float(np.linalg.norm(L))) / math.sqrt(gnorm2)
+                      if gnorm2 > 0 else math.inf),
+            deadline=self.deadline)
+        if not search.accepted:
             if self.deadline.expired():
                 # past max_time: stay, not converged (the run ends on the
                 # deadline with time_limit_reached)
                 return L, state._replace(iter_num=state.iter_num + 1, n_changed=0)
-            if step * math.sqrt(gnorm2) < 1e-14 * (1.0 + float(np.linalg.norm(L))):
-                # no decrease left at this selection: stay
-                return L, state._replace(iter_num=state.iter_num + 1, error=0.0,
-                                         n_changed=0)
+            # no decrease left at this selection: stay
+            return L, state._replace(iter_num=state.iter_num + 1, error=0.0,
+                                     n_changed=0)
+        step = search.step
+        L_new, b_new, f_new, new, dist = search.value
         changed = int(np.sum(np.any(new != pairs, axis=1)))
         self._pairs, self._dist = new, dist
         if data.loss.lam == 0 and data.loss.worst_margin < 0:

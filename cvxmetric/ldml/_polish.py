@@ -33,6 +33,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh
 from scipy.special import expit
 
+from .._linesearch import backtracking
 from ._budget import expired
 
 __all__ = ["polish", "POLISH_RANK"]
@@ -206,14 +207,9 @@ def _newton(data, Psi, U, Z, b, maxiter=60):
             if quiet >= 2:
                 break
             continue
-        t, blocked = 1.0, False
-        while t > 1e-12:
-            f_new = chart.value(t * step, b)
-            if f_new <= f - 0.25 * t * dec:
-                break
-            blocked = blocked or f_new == np.inf
-            t *= 0.5
-        if t <= 1e-12 or (blocked and t < 1e-3):
+        search, blocked = _search(chart, step, b, f, dec)
+        t, f_new = search.step, search.value
+        if not search.accepted or (blocked and t < 1e-3):
             # steps cut short by Z > 0: the minimiser lies on a smaller
             # face; drop Z's weakest direction (a face too large)
             if not blocked or U.shape[1] <= 1:
@@ -225,6 +221,23 @@ def _newton(data, Psi, U, Z, b, maxiter=60):
         U, Z, b = chart.point(t * step, b)
         f = f_new
     return U @ Z @ U.T, float(b)
+
+
+def _search(chart, step, b, f, dec):
+    """Armijo's backtracking along the Newton ``step`` of value ``f`` and
+    decrease ``dec``: ``(LineSearch, blocked)``, ``blocked`` whether a trial
+    left ``Z > 0`` (``F = inf`` there)."""
+    blocked = []
+
+    def trial(t):
+        f_new = chart.value(t * step, b)
+        if f_new == np.inf:
+            blocked.append(t)
+        return f_new
+
+    search = backtracking(trial, lambda t, f_new: f_new <= f - 0.25 * t * dec,
+                          min_step=1e-12)
+    return search, bool(blocked)
 
 
 def _gradient(data, Psi, Mr, b):

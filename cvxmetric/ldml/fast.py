@@ -45,6 +45,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
 from .._linalg import project_psd, whitening_basis
+from .._linesearch import backtracking
 from .._solver import IterativeSolver, stop_message
 from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate, NotAttainedError, SolverResult, Status
@@ -235,15 +236,22 @@ class ProjectedGradient(IterativeSolver):
         Y = state.Y
         fY, bY, distY = self._value(data, Y)
         G = self._grad(data, Y, bY, distY)
-        step = state.step
-        while True:
+
+        def trial(step):
             M_new = project_psd(Y - step * G)
-            D = M_new - Y
-            f_new, b_new, _ = self._value(data, M_new)
-            if f_new <= fY + float(np.sum(G * D)) + 0.5 / step * float(np.sum(D * D)) \
-                    + 1e-13 * abs(fY) or step < 1e-300 or self.deadline.expired():
-                break
-            step *= 0.5
+            return M_new, M_new - Y, *self._value(data, M_new)[:2]
+
+        def accept(step, v):
+            # the quadratic upper bound at the step (with a round-off
+            # allowance); below the smallest step or past the budget the
+            # trial point is taken as it is
+            _, D, f_new, _ = v
+            return f_new <= fY + float(np.sum(G * D)) + 0.5 / step * float(np.sum(D * D)) \
+                + 1e-13 * abs(fY) or step < 1e-300 or self.deadline.expired()
+
+        search = backtracking(trial, accept, step=state.step)
+        step = search.step
+        M_new, D, f_new, b_new = search.value
         theta, restarts = state.theta, state.n_restarts
         if float(np.sum((Y - M_new) * (M_new - M))) > 0:
             # gradient restart (O'Donoghue and Candes): the momentum points
@@ -650,19 +658,26 @@ class LowRankLDML(IterativeSolver):
         if slope >= 0:  # not a descent direction: forget the memory
             pairs, d = (), -state.step * g
             slope = float(g @ d)
-        t = 1.0
-        while True:
+        d_norm, x_norm = float(np.linalg.norm(d)), float(np.linalg.norm(x))
+
+        def trial(t):
             x_new = x + t * d
-            f_new = loss.value_grad(x_new[:-1].reshape(shape), x_new[-1], grad=False)
-            if f_new <= f + 1e-4 * t * slope:
-                break
-            if f_new >= f - 1e-15 * abs(f) and t * float(np.linalg.norm(d)) < 1e-12 * (
-                    1.0 + float(np.linalg.norm(x))):
-                # the step no longer moves F beyond round-off
-                return L, state._replace(iter_num=state.iter_num + 1, stalled=True)
-            t *= 0.5
-            if self.deadline.expired():
-                break
+            return x_new, loss.value_grad(x_new[:-1].reshape(shape), x_new[-1], grad=False)
+
+        def armijo(t, v):
+            return v[1] <= f + 1e-4 * t * slope
+
+        def stalled(t, v):
+            # the step no longer moves F beyond round-off
+            return v[1] >= f - 1e-15 * abs(f) and t * d_norm < 1e-12 * (1.0 + x_norm)
+
+        # Armijo's test, or a stall (which ends the search too); past the
+        # budget the last trial point is taken as it is
+        search = backtracking(trial, lambda t, v: armijo(t, v) or stalled(t, v),
+                              deadline=self.deadline)
+        if search.accepted and not armijo(search.step, search.value):
+            return L, state._replace(iter_num=state.iter_num + 1, stalled=True)
+        x_new = search.value[0]
         L_new, b_new = x_new[:-1].reshape(shape), float(x_new[-1])
         f_new, gL_new, gb_new = loss.value_grad(L_new, b_new)
         if loss.lam == 0 and loss.worst_margin < 0:

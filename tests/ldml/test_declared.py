@@ -6,7 +6,7 @@ import pytest
 from sklearn.datasets import load_iris, load_wine
 from sklearn.preprocessing import StandardScaler
 
-from cvxmetric import LDML, LDMLSupervised, DeclaredProblem, pairs_from_labels
+from cvxmetric import LDML, DeclaredProblem, LDMLSupervised, pairs_from_labels
 from cvxmetric.formulations import formulation
 from cvxmetric.ldml.exact import LDMLData, declared_problem
 from cvxmetric.result import NotAttainedError
