@@ -300,7 +300,7 @@ class ConstraintData(FullOrDiagonal):
         # (normalized), refused beyond the range every solver represents
         # (when the typical cannot-link is that short too, the whole of X is
         # at a scale the solvers refuse, naming X: ConstraintData.normalized)
-        with np.errstate(over="ignore", divide="ignore"):
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             ratio = lam / (sq[cannot] * sq[cannot])
         typical = ratio[~zero[cannot]]
         if lam > 0 and len(typical) and np.median(typical) <= _LAM_MAX:
@@ -717,6 +717,38 @@ class ConstraintData(FullOrDiagonal):
 # ---------------------------------------------------------------------------
 
 
+# the exact model's per-feature scales 2^e are kept within 2^+-_EXP_MAX, so
+# that the weights 2^-(e_i + e_j) of its regulariser, squared by the conic
+# form, stay far inside the floating-point range
+_EXP_MAX = 64
+
+
+def _feature_exponents(data):
+    """Exponents ``e`` (int, (d,)) of the exact model's scaling ``D = 2^e``.
+
+    ``D_j`` is the root mean square of feature ``j`` of the cannot-links'
+    differences, rounded to a power of two: after dividing by ``D`` every
+    feature has size about 1 on the cannot-links.  A feature no cannot-link
+    moves takes its root mean square over all pairs, and ``D_j = 1`` when
+    no pair moves it.  Any positive ``D`` gives the same problem (see
+    :class:`ConstraintDMLModel`); the choice only conditions it.
+    """
+    X, pairs = data.X, data.pairs
+    d = data.n_features
+    with np.errstate(under="ignore", over="ignore"):
+        diff = X[pairs[:, 0]] - X[pairs[:, 1]]
+        sq = diff * diff
+        rms = np.sqrt(np.mean(sq[data.cannot], axis=0))
+        every = np.sqrt(np.mean(sq, axis=0))
+    rms = np.where(rms > 0, rms, every)
+    e = np.zeros(d, dtype=int)
+    ok = np.isfinite(rms) & (rms > 0)
+    # round(log2(rms)): frexp's exponent of rms / sqrt(2) rounds to the
+    # nearest power of two without a logarithm of a subnormal
+    e[ok] = np.frexp(rms[ok] * np.sqrt(0.5))[1]
+    return np.clip(e, -_EXP_MAX, _EXP_MAX)
+
+
 def _sqdist_expr(A, Phi):
     """Vectorised ``phi_p^T A phi_p`` for the rows of ``Phi`` (n_pairs, d)."""
     return cp.sum(cp.multiply(Phi @ A, Phi), axis=1)
@@ -727,8 +759,28 @@ class ConstraintDMLModel:
 
     The solver's internal model: it is solved in normalised units
     (:meth:`ConstraintData.normalized`) with the objective divided by
-    ``max(1, lam)``.  The problem as the paper prints it, in the user's
-    units, is :func:`declared_problem`.
+    ``max(1, lam)``, and in per-feature scaled coordinates (below).  The
+    problem as the paper prints it, in the user's units, is
+    :func:`declared_problem`.
+
+    **Per-feature scaling.**  The normalisation divides ``X`` by one
+    power of two; features of very different sizes (raw data whose columns
+    span 0.1 to 1000) still leave an optimal ``A`` whose entries span many
+    orders of magnitude, which an interior-point solver does not resolve to
+    the package's tolerance.  The model therefore has the variable
+    ``B = D A D`` with ``D = diag(2^e)`` (:func:`_feature_exponents`: the
+    cannot-links' root mean square per feature, a power of two, so the
+    change is exact): the distances are those of ``B`` over the scaled
+    differences ``Phi D^{-1}``, the must-link constant is
+    ``D^{-1} Sigma_S D^{-1}``, the regulariser
+    ``(lam/2) ||D^{-1} B D^{-1}||_F^2`` is written
+    ``sum_squares(multiply(w w^T, B))`` with ``w = 1 / diag(D)``, and
+    ``B >> 0`` is ``A >> 0`` by congruence (diagonal: ``a = b / D^2``,
+    ``psi_p / D^2``, ``(lam/2) ||b / D^2||^2``, ``b >= 0``).  The
+    constraints are the same functions of the metric, so their multipliers
+    ``u`` and the dual bound are unchanged.  :meth:`metric` maps ``B``
+    back after repairing it onto its cone, and every certificate is of
+    that ``A``, in the normalised units.
 
     The model, with ``Phi_S``, ``Phi_D`` the difference vectors of the
     must- and cannot-links, ``d_A = rowsum((Phi A) * Phi)`` (full) or
@@ -764,7 +816,10 @@ class ConstraintDMLModel:
     ----------
     problem : cvxpy.Problem
     A : cvxpy.Variable
-        (d, d) symmetric, or (d,) for diagonal problems.
+        The scaled variable ``B`` (``b``): (d, d) symmetric, or (d,) for
+        diagonal problems; :meth:`metric` gives ``A`` (``a``).
+    exponents : ndarray of int, shape (d,)
+        ``D = diag(2^exponents)``.
     weight, lam : cvxpy.Parameter
         ``1 / c`` and ``lam / c`` with ``c = max(1, lam)``: the objective
         divided by ``c`` (same minimiser; the multipliers are the constraints'
@@ -779,7 +834,14 @@ class ConstraintDMLModel:
         self.form = form
         d = data.n_features
         X, pairs = data.X, data.pairs
-        diff = X[pairs[:, 0]] - X[pairs[:, 1]]  # (P, d)
+        # per-feature powers of two D (exact): the variable is B = D A D and
+        # the differences Phi D^{-1}, so that every feature of the scaled
+        # differences has the same size on the cannot-links
+        self.exponents = _feature_exponents(data)
+        w = np.ldexp(1.0, -self.exponents)  # 1 / D
+        self._w = w
+        with np.errstate(under="ignore"):
+            diff = (X[pairs[:, 0]] - X[pairs[:, 1]]) * w  # (P, d), Phi D^{-1}
         # the objective is divided by c = max(1, lam), so that neither term
         # carries a weight above 1 (a large lam -- tiny data, see
         # ConstraintData.normalized -- otherwise defeats the conic solvers);
@@ -789,21 +851,25 @@ class ConstraintDMLModel:
         self._set_weights(data.lam)
         cons = {}
         if data.diagonal:
-            A = cp.Variable(d, name="a")
-            Psi = data.Psi
+            B = cp.Variable(d, name="b")
+            w2 = w * w  # a = b / D^2
+            with np.errstate(under="ignore"):
+                Psi = data.Psi * w2  # psi_p / D^2: psi_p^T a = (psi_p / D^2)^T b
 
             def dist(rows):
-                return Psi[rows] @ A
+                return Psi[rows] @ B
 
-            cons["cone"] = A >= 0
+            cons["cone"] = B >= 0
+            A_of_B = cp.multiply(w2, B)
         else:
-            A = cp.Variable((d, d), symmetric=True, name="A")
+            B = cp.Variable((d, d), symmetric=True, name="B")
 
             def dist(rows):
-                return _sqdist_expr(A, diff[rows])
+                return _sqdist_expr(B, diff[rows])
 
-            cons["cone"] = A >> 0
-        self.A = A
+            cons["cone"] = B >> 0  # B PSD <=> A = D^{-1} B D^{-1} PSD
+            A_of_B = cp.multiply(np.outer(w, w), B)
+        self.A = B
         cons["cannot"] = dist(data.cannot) >= 1
         self.eps = None
         loss = 0
@@ -811,12 +877,14 @@ class ConstraintDMLModel:
         if data.hard:
             if len(m):
                 if data.diagonal:
-                    loss = data.Psi[m].sum(axis=0) @ A
+                    loss = Psi[m].sum(axis=0) @ B
                 else:
-                    w = np.zeros(data.n_pairs)
-                    w[m] = 1.0
-                    Sigma = data.op.gram(w)
-                    loss = cp.sum(cp.multiply(0.5 * (Sigma + Sigma.T), A))
+                    u = np.zeros(data.n_pairs)
+                    u[m] = 1.0
+                    Sigma = data.op.gram(u)
+                    # <Sigma, A> = <D^{-1} Sigma D^{-1}, B>
+                    Sigma = 0.5 * (Sigma + Sigma.T) * np.outer(w, w)
+                    loss = cp.sum(cp.multiply(Sigma, B))
         elif len(m):
             if form == "slack":
                 self.eps = cp.Variable(len(m), nonneg=True, name="eps")
@@ -827,11 +895,38 @@ class ConstraintDMLModel:
                 cons["must"] = dist(m) - 1 == self.eps
                 loss = cp.sum(cp.pos(self.eps))
         self.constraints = cons
-        reg = 0.5 * self.lam * cp.sum_squares(A)
+        reg = 0.5 * self.lam * cp.sum_squares(A_of_B)  # (lam/2) ||A||_F^2
         self.problem = cp.Problem(
             cp.Minimize(self.weight * loss + reg if len(m) else reg),
             list(cons.values()))
         assert self.problem.is_dpp(), "the constraint-based model must be DPP"
+
+    def metric(self):
+        """``A`` (or ``a``) of the last solve, in the data's units, or ``None``.
+
+        ``B`` is first repaired onto its cone (negative eigenvalues of the
+        symmetrised ``B`` clipped; ``max(b, 0)``): ``A = D^{-1} B_+ D^{-1}``
+        is then PSD by congruence, where ``D^{-1} B D^{-1}`` would amplify a
+        round-off eigenvalue of ``B`` by up to ``max(1 / D)^2``.  Clipping
+        adds a PSD matrix, so no distance decreases and no satisfied
+        cannot-link is broken.
+        """
+        value = self.A.value
+        if value is None:
+            return None
+        w = self._w
+        b = np.asarray(value, dtype=float)
+        with np.errstate(under="ignore"):
+            if self.data.diagonal:
+                return np.maximum(b, 0.0) * (w * w)
+            lo, V = np.linalg.eigh(0.5 * (b + b.T))
+            if lo[0] < 0:
+                keep = lo > 0
+                G = V[:, keep] * np.sqrt(lo[keep])
+                b = G @ G.T
+            else:
+                b = 0.5 * (b + b.T)
+            return b * np.outer(w, w)
 
     def set_lam(self, lam):
         """Change ``lam`` in place (validated; the canonical data follows)."""
@@ -885,7 +980,7 @@ class ConstraintDMLModel:
 
         def certify(name, version, opts, times):
             return data.certificate(
-                self.A.value, self.multipliers(), solver=name, solver_version=version,
+                self.metric(), self.multipliers(), solver=name, solver_version=version,
                 tolerances=opts, times=times,
             )
 
@@ -913,8 +1008,8 @@ class ConstraintDMLModel:
                 f"for t = 1 / min ||phi||^2): the certificate is numerical, "
                 f"typically from badly scaled data (rescale X or lam)."
             ) from exc
-        a = np.asarray(self.A.value, dtype=float)
-        M = np.diag(a) if data.diagonal else 0.5 * (a + a.T)
+        a = self.metric()
+        M = np.diag(a) if data.diagonal else a
         u = self.multipliers()
         out = {"u": u, "theta": u[data.cannot].copy(), "form": self.form,
                "attempts": info["attempts"], "equation": data.equation}
