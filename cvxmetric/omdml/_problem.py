@@ -322,6 +322,34 @@ class OMDMLData:
             self._diff["bases"] = out
         return self._diff["bases"]
 
+    def feature_exponents(self):
+        """``k_ij >= 0`` per feature ``j`` of each view ``i``: ``2^k_ij`` the
+        power of two nearest to the root mean square of feature ``j``'s
+        differences over the triplets (computed without overflow), 0 below
+        about 1 or for a feature constant over the triplets.  The exact
+        model solves each feature in these units (:class:`OMDMLModel`).
+
+        Returns
+        -------
+        list of ndarray of int, shape (n_i,)
+        """
+        out = []
+        for Ai, Bi in zip(self.A, self.B):
+            top = float(max(np.max(np.abs(Ai), initial=0.0),
+                            np.max(np.abs(Bi), initial=0.0)))
+            if top == 0.0:
+                out.append(np.zeros(Ai.shape[1], dtype=int))
+                continue
+            ka = int(np.frexp(top)[1])
+            step = max(1, Ai.shape[0] // 20000)
+            # |W| <= 1: the squares below cannot overflow
+            W = np.concatenate([np.ldexp(Ai[::step], -ka), np.ldexp(Bi[::step], -ka)])
+            rms = np.sqrt(np.mean(W * W, axis=0))
+            with np.errstate(divide="ignore"):
+                k = ka + np.round(np.log2(np.where(rms > 0, rms, 1.0))).astype(int)
+            out.append(np.where(rms > 0, np.maximum(k, 0), 0))
+        return out
+
     def view_exponents(self):
         """``k_i >= 0`` with ``2^k_i`` the scale of view ``i``'s differences.
 

@@ -63,10 +63,13 @@ class OMDMLModel:
     ----------
     problem : cvxpy.Problem
     M : list of cvxpy.Variable (n_i, n_i), symmetric
-        In each view's own units: ``M_i = 2^(-2 k_i)`` times this
-        (:meth:`metrics` maps them back).
+        In each feature's own units: ``(M_i)_jl = 2^-(k_ij + k_il)`` times
+        this (:meth:`metrics` maps them back).
     exponents : tuple of int
-        The ``k_i`` of :meth:`OMDMLData.view_exponents`.
+        The ``k_i`` of :meth:`OMDMLData.view_exponents` (the views' scales,
+        which the certificate's bound uses).
+    feature_exponents : list of ndarray of int
+        The ``k_ij`` of :meth:`OMDMLData.feature_exponents`.
     xi : cvxpy.Variable (T,)
     params : dict of cvxpy.Parameter
         ``C`` and ``theta``.
@@ -80,17 +83,27 @@ class OMDMLModel:
         self.data = data
         # _scaled=False: every k_i = 0, the problem as printed in the user's
         # units (declared_problem); the exact path solves the scaled one
-        # Each view is solved in the units of its own scale (exact powers of
-        # two, OMDMLData.view_exponents): with features of 1e5 the user-unit
-        # model pairs squared distances of 1e10 with metrics of 1e-10, which
-        # the conic solvers do not resolve.  The regulariser's weight
-        # 2^(-4 k_i) is floored at 2^-40 in the model only: below it the
-        # model's optimum is the hinge minimiser to the solvers' accuracy,
-        # and the certificate judges the point on the true problem.
+        # Each feature is solved in the units of its own scale (exact powers
+        # of two, OMDMLData.feature_exponents): with features of 1e5 the
+        # user-unit model pairs squared distances of 1e10 with metrics of
+        # 1e-10, which the conic solvers do not resolve.  The regulariser's
+        # weights 2^(-2 (k_j + k_l)) are floored at 2^-40 in the model only:
+        # below it the model's optimum is the hinge minimiser to the
+        # solvers' accuracy, and the certificate judges the point on the
+        # true problem.
+        # Within a view, each feature has its own power of two (raw features
+        # of one view span orders: 0.1 and 1e3 in breast_cancer's), so the
+        # point's round-off is relative to each feature's scale: with
+        # M_i = D^-1 N_i D^-1, D = diag(2^k_ij), the PSD projection of N_i
+        # moves the hinges by round-off only, and the regulariser is
+        # ||W * N_i||_F^2 with W = 2^-(k_j + k_l)
         self.exponents = data.view_exponents() if _scaled else (0,) * m
-        weights = [float(np.ldexp(1.0, max(-4 * k, -40))) for k in self.exponents]
-        A = [np.ldexp(Ai, -k) for Ai, k in zip(data.A, self.exponents)]
-        B = [np.ldexp(Bi, -k) for Bi, k in zip(data.B, self.exponents)]
+        self.feature_exponents = (data.feature_exponents() if _scaled
+                                  else [np.zeros(n, dtype=int) for n in data.dims])
+        weights = [np.ldexp(1.0, -np.minimum(k[:, None] + k[None, :], 20))
+                   for k in self.feature_exponents]
+        A = [np.ldexp(Ai, -k[None, :]) for Ai, k in zip(data.A, self.feature_exponents)]
+        B = [np.ldexp(Bi, -k[None, :]) for Bi, k in zip(data.B, self.feature_exponents)]
         # [declare:omdml-eq3]
         C = cp.Parameter(nonneg=True, value=data.C, name="C")
         th = cp.Parameter(m, nonneg=True, value=theta, name="theta")
@@ -101,8 +114,8 @@ class OMDMLModel:
                 for i in range(m))  # (T,) combined d(p, p+) - d(p, p-)
         cons = {"hinge": xi >= f + 1.0}
         cons.update({f"psd_{i}": M[i] >> 0 for i in range(m)})
-        objective = 0.5 * sum(w * cp.sum_squares(Mi) for w, Mi in zip(weights, M)) \
-            + C * cp.sum(xi)
+        objective = 0.5 * sum(cp.sum_squares(cp.multiply(w, Mi))
+                              for w, Mi in zip(weights, M)) + C * cp.sum(xi)
         # [/declare]
         self.M, self.xi = M, xi
         self.params = {"C": C, "theta": th}
@@ -115,8 +128,8 @@ class OMDMLModel:
         the PSD cone (the solvers leave eigenvalues of ``-tol``, which at a
         large data scale would move the hinges by ``tol`` times the squared
         distances) and mapped back by ``2^(-2 k_i)``."""
-        return [np.ldexp(project_psd(Mi.value), -2 * k)
-                for Mi, k in zip(self.M, self.exponents)]
+        return [np.ldexp(project_psd(Mi.value), -(k[:, None] + k[None, :]))
+                for Mi, k in zip(self.M, self.feature_exponents)]
 
     @property
     def theta(self):
@@ -291,7 +304,8 @@ def solve_exact(data, theta=None, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     """
     if not isinstance(data, OMDMLData):
         raise TypeError("data: expected an OMDMLData instance.")
-    return OMDMLModel(data, theta).solve(solvers=solvers, tol=tol, verbose=verbose)
+    model = OMDMLModel(data, theta)
+    return model.solve(solvers=solvers, tol=tol, verbose=verbose)
 
 
 # ---------------------------------------------------------------------------
