@@ -1,8 +1,11 @@
 """The declared CVXPY model of every formulation: one contract for all families.
 
-Every family (``qwise``, ``mmc``, ``rankdml``, ``slr``, ``constraintdml``) can hand out
-its problem *exactly as the paper prints it, in the user's units*, as a
-:class:`DeclaredProblem`.  Each estimator of those families has the method
+Every convex formulation (``qwise``, ``qwise_vector``, ``qwise_structural``,
+``mmc``, ``constraintdml``, ``rankdml``, ``slr``, ``omdml``, ``ldml``: the
+registry's entries with a ``declared`` path, :mod:`cvxmetric.formulations`)
+hands out its problem *exactly as the paper prints it, in the user's units*,
+as a :class:`DeclaredProblem`; MildML's Eq. 8 is not convex and has none.
+Each estimator of those formulations has the method
 ``declared_problem(*fit_args, **fit_kwargs)``: it takes exactly what its
 ``fit`` takes, validates it as ``fit`` does (a supervised learner draws the
 same constraint sample as ``fit`` with the same ``random_state``), and
@@ -18,7 +21,7 @@ returns the declared problem *without solving it*::
 The contract
 ------------
 ``family`` : str
-    ``"qwise"``, ``"mmc"``, ``"rankdml"``, ``"slr"`` or ``"constraintdml"``.
+    The formulation's name in the registry (``"qwise"``, ``"mmc"``, ...).
 ``paper``, ``equation`` : str
     The paper (authors, title, year) and which of its equations is declared
     (e.g. ``"Eq. 11"``).
