@@ -520,7 +520,9 @@ def _feature_scale(data):
         return None
     logs = np.zeros(d)
     logs[live] = np.log2(rms[live])
-    e = np.clip(np.round(logs), -500, 500).astype(int)
+    # |e| <= 200 covers every admissible difference length (MAX_DIFF_LENGTH
+    # = 1e60 < 2^200) and keeps the weights w_i w_j >= 2^-400 normal
+    e = np.clip(np.round(logs), -200, 200).astype(int)
     if not np.any(e):
         return None
     return np.ldexp(1.0, e)

@@ -142,7 +142,8 @@ class RankDualSolver(IterativeSolver):
     the prior) and the indicator of the hinges violated at ``A*(0)``.
     ``error`` is the relative gap between the best primal objective and the
     best dual bound seen (the bound is also evaluated at the multipliers made
-    consistent with ``A``).
+    consistent with ``A``).  For Burg / LogDet at a small ``lam`` the run
+    goes through larger values of ``lam`` first (:meth:`continuation`).
 
     Attributes
     ----------
