@@ -109,6 +109,9 @@ _MARGIN_TOL = 1e-9
 # largest lam of the normalised problem (see ConstraintData.normalized): the
 # fast dual squares its multipliers, which grow like lam
 _LAM_MAX = 1e100
+# a cannot-link this many times shorter than the median one is named when
+# the exact solve fails (ConstraintData._short_pairs_hint)
+_SHORT = 1e3
 # pairs shown in an error message
 _SHOW = 10
 # store the difference vectors (P, d) up to this many floats (16 MB)
@@ -475,6 +478,37 @@ class ConstraintData(FullOrDiagonal):
         return (f"{len(rows)} cannot-link(s) join identical points "
                 f"({_show_rows(rows, self.pairs)}); d_A(q, x) = 0 < 1 for every "
                 f"metric A. Remove these pairs (or correct their labels).")
+
+    def _short_pairs_hint(self):
+        """Why a conic solve of a well-posed problem may fail: cannot-links
+        far shorter than the median one ("" when there are none).
+
+        A cannot-link of length ``l`` needs a metric of at least ``1 / l^2``
+        along it, so one ``_SHORT`` times shorter than the median forces
+        eigenvalues of the optimal metric ``1 / _SHORT^2`` times the typical
+        one; an interior-point solver in double precision does not resolve
+        both (measured: Eq. 4 fails from a ratio of about 1000).  The fast
+        dual solver meets the short pair through one multiplier and
+        certifies such problems up to the range :meth:`from_pairs` accepts.
+        """
+        diff = self.X[self.pairs[self.cannot, 0]] - self.X[self.pairs[self.cannot, 1]]
+        norms = np.sqrt(np.einsum("pd,pd->p", diff, diff))
+        ok = norms > 0
+        if not np.any(ok):
+            return ""
+        median = float(np.median(norms[ok]))
+        rows = self.cannot[ok & (norms < median / _SHORT)]
+        if not len(rows):
+            return ""
+        ratio = median / float(np.min(norms[ok]))
+        return (
+            f"pairs: {len(rows)} cannot-link(s) are more than {_SHORT:g} times "
+            f"shorter than the median cannot-link ({_show_rows(rows, self.pairs)}; "
+            f"the shortest by a factor {ratio:.3g}): d_A >= 1 needs a metric of "
+            f"at least 1 / length^2 along each, so the optimal metric's "
+            f"eigenvalues span a range the conic solvers do not resolve. The "
+            f"problem itself is well posed: solver='fast' certifies it; or drop "
+            f"or merge these pairs.")
 
     def _certified_message(self, solver_message, ray_rows):
         """Message for an infeasibility certified by a conic solver (called
@@ -997,16 +1031,19 @@ class ConstraintDMLModel:
         except InfeasibleError as exc:
             raise InfeasibleError(
                 data._certified_message(str(exc), self._ray_rows())) from exc
-        except CertificateError:
-            raise
+        except CertificateError as exc:
+            hint = data._short_pairs_hint()
+            if not hint:
+                raise
+            raise CertificateError(f"{exc} {hint}", getattr(exc, "result", None)) from exc
         except SolverError as exc:
             if "claimed the problem infeasible" not in str(exc):
                 raise
+            hint = data._short_pairs_hint() or "typically from badly scaled data (rescale X or lam)."
             raise SolverError(
                 f"Eq. {data.equation}: {exc} The problem is feasible "
                 f"(no cannot-link joins identical points, so A = t I is feasible "
-                f"for t = 1 / min ||phi||^2): the certificate is numerical, "
-                f"typically from badly scaled data (rescale X or lam)."
+                f"for t = 1 / min ||phi||^2): the certificate is numerical, {hint}"
             ) from exc
         a = self.metric()
         M = np.diag(a) if data.diagonal else a

@@ -25,6 +25,7 @@ from cvxmetric.rankdml._constraint import (
     solve_constraint_exact,
 )
 from cvxmetric.rankdml._constraint_fast import ConstraintDualSolver
+from cvxmetric.result import SolverError
 
 
 def _rel(a, b):
@@ -131,3 +132,46 @@ def test_standardised_data_keep_unit_scales():
     dn, _ = ConstraintData.from_pairs(X, pairs, labels).normalized()
     e = _feature_exponents(dn)
     assert e.max() - e.min() <= 2
+
+
+# ---------------------------------------------------------------------------
+# one cannot-link far shorter than the others
+# ---------------------------------------------------------------------------
+
+
+def _short_cannot_link(eps):
+    """12 unit-scale points, 11 ordinary pairs, and a cannot-link (row 11)
+    between x_0 and x_0 + eps e_1."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(12, 3)
+    X = np.vstack([X, X[0] + np.array([eps, 0.0, 0.0])])
+    pairs = [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [10, 11], [1, 2], [3, 4],
+             [5, 6], [7, 8], [9, 10], [0, 12]]
+    labels = [1, 1, 1, -1, -1, -1, 1, -1, 1, -1, 1, -1]
+    return X, np.array(pairs), np.array(labels)
+
+
+@pytest.mark.parametrize("hard", [True, False], ids=["eq1", "eq4"])
+def test_short_cannot_link_exact_agrees_with_fast_or_names_pairs(hard):
+    """A 1e-12 cannot-link next to unit data at lam = 1: well posed (the
+    optimum is about lam / (2 l^4) = 5e47, attained and representable),
+    certified by the fast solver.  The exact path either certifies the same
+    optimum or fails with an error naming ``pairs`` and the row -- never the
+    bare "claimed infeasible" it used to raise, never a wrong answer."""
+    X, pairs, labels = _short_cannot_link(1e-12)
+    data = ConstraintData.from_pairs(X, pairs, labels, hard=hard, lam=1.0)
+    length = float(np.linalg.norm(X[0] - X[12]))
+    fast = ConstraintDualSolver().run(data)
+    assert fast.certificate.passed
+    # the forced regulariser, d_A >= 1 => ||A||_F >= 1 / l^2, dominates
+    floor = 0.5 / length ** 4
+    assert floor <= fast.objective <= floor * (1 + 1e-9)
+    try:
+        exact = solve_constraint_exact(data)
+    except SolverError as exc:  # CertificateError included
+        msg = str(exc)
+        assert "pairs: 1 cannot-link(s)" in msg and "row 11 (0, 12)" in msg
+        assert "solver='fast'" in msg
+    else:
+        assert exact.certificate.passed
+        assert _rel(exact.objective, fast.objective) <= 2 * EXACT_GAP
