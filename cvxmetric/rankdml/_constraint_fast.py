@@ -76,6 +76,7 @@ from scipy.optimize import lsq_linear
 from sklearn.utils._param_validation import Interval
 
 from .._linalg import eigh_psd
+from .._linesearch import backtracking
 from .._solver import IterativeSolver
 
 # Levenberg-Marquardt damping of the Newton system, relative to its diagonal
@@ -855,15 +856,12 @@ class ConstraintDualSolver(IterativeSolver):
         if best is None:
             # the projected arc need not be convex (clipping bends it):
             # Armijo backtracking from alpha = 1 as the fallback
-            alpha = 1.0
-            for _ in range(60):
-                if self.deadline.expired():
-                    break
-                alpha *= 0.5
-                p = view.evaluate(np.clip(u + alpha * d, lo, hi))
-                if decrease(p):
-                    return p, True
-            return point, False
+            if self.deadline.expired():
+                return point, False
+            search = backtracking(lambda a: view.evaluate(np.clip(u + a * d, lo, hi)),
+                                  lambda a, p: decrease(p), step=0.5,
+                                  max_backtracks=59, deadline=self.deadline)
+            return (search.value, True) if search.accepted else (point, False)
         return best, True
 
     def _pcg(self, view, point, F, rhs, mu, D, L, res):

@@ -95,6 +95,7 @@ import numpy as np
 import scipy.linalg
 
 from .._linalg import PairOperator, eigh_psd
+from .._linesearch import backtracking
 from .._tolerances import certificate_tolerance
 from .._validation import check_option, check_psd_matrix, check_scalar
 from ..constraints import Triplets
@@ -970,18 +971,22 @@ class RankData(FullOrDiagonal):
             # A + t dA = C (I + t Y) C^T is positive definite iff I + t Y is
             ymin = float(np.linalg.eigvalsh(Y)[0])
             t = 1.0 if ymin >= -0.5 else 0.5 / -ymin
-            while t > 1e-12:
+            if not t > 1e-12:
+                break
+
+            def trial(t):
                 new = A + t * dA
                 new = 0.5 * (new + new.T)
                 Cn = chol(new)
-                if Cn is not None:
-                    f_new = value(new, Cn)
-                    if f_new <= f - 0.25 * t * dec or dec <= 1e-14 * scale:
-                        break
-                t *= 0.5
-            if not t > 1e-12:
+                return new, Cn, (value(new, Cn) if Cn is not None else None)
+
+            search = backtracking(
+                trial, lambda t, v: v[1] is not None
+                and (v[2] <= f - 0.25 * t * dec or dec <= 1e-14 * scale),
+                min_step=1e-12)
+            if not search.accepted or not search.step > 1e-12:
                 break
-            A, C, f = new, Cn, f_new
+            A, C, f = search.value
         A = 0.5 * (A + A.T)
         # the Lagrangian at the best multiplier for A, minus the strong
         # convexity slack: a rigorous lower bound on the inner minimum

@@ -67,6 +67,7 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval
 
+from .._linesearch import backtracking
 from .._solver import IterativeSolver, stop_message
 from ..result import SolverResult, Status
 from ._problem import project_capped_simplex
@@ -346,29 +347,36 @@ class RankDualSolver(IterativeSolver):
             pF, n_cg = self._cg(data, cache, free, mF, rho)
             p[free] = pF
         p[binding] = m[binding] / h
-        accepted = False
-        step = 1.0
         noise = 1e-11 * max(1.0, abs(g))
-        for _ in range(40):
-            if self.deadline.expired():
-                break
+
+        def trial(step):
             new = np.clip(alpha + step * p, 0.0, 1.0)
             move = float(m @ (new - alpha))
-            if move <= 0:
-                break
-            g_new, A_new, m_new, cache_new, nu_new = self._evaluate(data, new, nu)
-            if g_new >= g + 1e-4 * move:
-                accepted = True
-                break
+            return new, move, (self._evaluate(data, new, nu) if move > 0 else None)
+
+        def accept(step, v):
+            new, move, evaluated = v
+            if evaluated is None:
+                return True  # no ascent along p: the search stops (not a step)
+            if evaluated[0] >= g + 1e-4 * move:
+                return True
             if move <= noise:
                 # the predicted increase is below the round-off of g: judge
                 # the step by the projected gradient (the optimality
                 # residual) instead, as Newton methods do near a solution
-                pg_new = np.clip(new + m_new, 0.0, 1.0) - new
-                if float(np.linalg.norm(pg_new)) <= 0.9 * pg_norm:
-                    accepted = True
-                    break
-            step *= 0.5
+                pg_new = np.clip(new + evaluated[2], 0.0, 1.0) - new
+                return float(np.linalg.norm(pg_new)) <= 0.9 * pg_norm
+            return False
+
+        accepted, step = False, 1.0
+        if not self.deadline.expired():
+            search = backtracking(trial, accept, max_backtracks=39,
+                                  deadline=self.deadline)
+            step = search.step
+            accepted = search.accepted and search.value[2] is not None
+            if accepted:
+                new = search.value[0]
+                g_new, A_new, m_new, cache_new, nu_new = search.value[2]
         n_fallback = s.n_fallback
         # Levenberg-Marquardt schedule of the regularisation: shrink it
         # after a full Newton step (the model is trusted), grow it when the
