@@ -862,7 +862,7 @@ class ConstraintDMLModel:
         ``cannot``, ``must`` (Eq. 4 / 6 only), ``cone``.
     """
 
-    def __init__(self, data, form="slack"):
+    def __init__(self, data, form="slack", *, basis=None):
         check_option(form, "form", FORMS)
         self.data = data
         self.form = form
@@ -872,10 +872,17 @@ class ConstraintDMLModel:
         # the differences Phi D^{-1}, so that every feature of the scaled
         # differences has the same size on the cannot-links
         self.exponents = _feature_exponents(data)
-        w = np.ldexp(1.0, -self.exponents)  # 1 / D
+        if basis is None:
+            self._V, w = None, np.ldexp(1.0, -self.exponents)  # 1 / D
+        else:
+            # A = V diag(w) B diag(w) V^T (refined)
+            self._V, w = basis
         self._w = w
         with np.errstate(under="ignore"):
-            diff = (X[pairs[:, 0]] - X[pairs[:, 1]]) * w  # (P, d), Phi D^{-1}
+            diff = X[pairs[:, 0]] - X[pairs[:, 1]]
+            if self._V is not None:
+                diff = diff @ self._V
+            diff = diff * w  # (P, d), Phi V diag(w)
         # the objective is divided by c = max(1, lam), so that neither term
         # carries a weight above 1 (a large lam -- tiny data, see
         # ConstraintData.normalized -- otherwise defeats the conic solvers);
@@ -916,8 +923,11 @@ class ConstraintDMLModel:
                     u = np.zeros(data.n_pairs)
                     u[m] = 1.0
                     Sigma = data.op.gram(u)
-                    # <Sigma, A> = <D^{-1} Sigma D^{-1}, B>
-                    Sigma = 0.5 * (Sigma + Sigma.T) * np.outer(w, w)
+                    Sigma = 0.5 * (Sigma + Sigma.T)
+                    if self._V is not None:
+                        Sigma = self._V.T @ Sigma @ self._V
+                    # <Sigma, A> = <diag(w) V^T Sigma V diag(w), B>
+                    Sigma = Sigma * np.outer(w, w)
                     loss = cp.sum(cp.multiply(Sigma, B))
         elif len(m):
             if form == "slack":
@@ -960,7 +970,40 @@ class ConstraintDMLModel:
                 b = G @ G.T
             else:
                 b = 0.5 * (b + b.T)
-            return b * np.outer(w, w)
+            a = b * np.outer(w, w)
+            if self._V is not None:
+                a = self._V @ a @ self._V.T
+                a = 0.5 * (a + a.T)
+            return a
+
+    def refined(self):
+        """The same problem in the coordinates of this model's point, or
+        ``None`` when it has none.
+
+        With ``A = V diag(lambda) V^T`` the last solve's metric, the
+        variable becomes ``B`` with ``A = V diag(s) B diag(s) V^T``,
+        ``s = sqrt(max(lambda, 1e-10 lambda_max))``: the last point is
+        ``B = I`` on its range, so an interior point whose metric spans
+        many orders (a tiny ``lam`` that alone bounds the optimum along
+        directions the must-links barely see) is solved again at unit
+        scale.  ``||A||_F = ||diag(s) B diag(s)||_F`` (``V`` is
+        orthogonal), so the regulariser keeps its weighted form; diagonal
+        problems are rescaled without rotation (``a = s^2 b``).
+        """
+        a = self.metric()
+        if a is None or not np.all(np.isfinite(a)):
+            return None
+        if self.data.diagonal:
+            top = float(np.max(a))
+            if not top > 0:
+                return None
+            s = np.sqrt(np.maximum(a, 1e-10 * top))
+            return ConstraintDMLModel(self.data, self.form, basis=(None, s))
+        lam_, V = np.linalg.eigh(a)
+        if not lam_[-1] > 0:
+            return None
+        s = np.sqrt(np.maximum(lam_, 1e-10 * lam_[-1]))
+        return ConstraintDMLModel(self.data, self.form, basis=(V, s))
 
     def set_lam(self, lam):
         """Change ``lam`` in place (validated; the canonical data follows)."""
@@ -1098,8 +1141,26 @@ def solve_constraint_exact(data, *, form="slack", precheck=True, solvers=SOLVERS
     # solved in units where the pair lengths are O(1) (the same problem with
     # lam / s^4, see ConstraintData.normalized), reported in X's units
     data_n, k = data.normalized()
-    result = ConstraintDMLModel(data_n, form).solve(solvers=solvers, tol=tol,
-                                                    verbose=verbose)
+    model = ConstraintDMLModel(data_n, form)
+    first, rest = tuple(solvers[:1]), tuple(solvers[1:])
+    try:
+        result = model.solve(solvers=first, tol=tol, verbose=verbose)
+    except (CertificateError, SolverError) as exc:
+        # the first solver's point, when its certificate fails, gives the
+        # coordinates to solve again in (ConstraintDMLModel.refined); then
+        # the other solvers on the model as it was
+        result = None
+        refined = model.refined() if isinstance(exc, CertificateError) else None
+        if refined is not None:
+            try:
+                result = refined.solve(solvers=first, tol=tol, verbose=verbose)
+                result.info["refined"] = True
+            except (CertificateError, SolverError):
+                result = None
+        if result is None:
+            if not rest:
+                raise
+            result = model.solve(solvers=rest, tol=tol, verbose=verbose)
     return data_n.restore_units(result, k)
 
 

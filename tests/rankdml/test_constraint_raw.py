@@ -175,3 +175,46 @@ def test_short_cannot_link_exact_agrees_with_fast_or_names_pairs(hard):
     else:
         assert exact.certificate.passed
         assert _rel(exact.objective, fast.objective) <= 2 * EXACT_GAP
+
+
+def test_refined_model_solves_the_same_problem(wine_pairs):
+    # the point's own coordinates are a change of variables: the refined
+    # model's certified optimum is the first model's
+    X, pairs, labels = wine_pairs
+    data, _ = ConstraintData.from_pairs(X, pairs, labels, lam=1.0).normalized()
+    model = ConstraintDMLModel(data)
+    first = model.solve()
+    refined = model.refined()
+    assert refined is not None
+    again = refined.solve()
+    assert first.certificate.passed and again.certificate.passed
+    assert _rel(again.objective, first.objective) <= 2 * EXACT_GAP
+    diag = ConstraintDMLModel(ConstraintData.from_pairs(
+        X, pairs, labels, lam=1.0, diagonal=True).normalized()[0])
+    d1 = diag.solve()
+    d2 = diag.refined().solve()
+    assert _rel(d2.objective, d1.objective) <= 2 * EXACT_GAP
+
+
+def test_raw_breast_cancer_supervised_defaults_certify_by_refinement():
+    # effective lam ~1e-12: the tiny regulariser alone sets the optimum's
+    # scale along directions the must-links barely see (||A|| ~ 3e7); the
+    # first Clarabel point fails its certificate (gap 7.8e-4), the solve in
+    # its own coordinates certifies (it raised CertificateError after 225 s)
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = cm.ConstraintDMLSupervised(random_state=0).fit(X, y)
+    res = est.result_
+    assert est.status_ == "optimal" and res.info.get("refined") is True
+    # the objective and the constraints re-derived in the user's units
+    _, pairs, labels = cm.ConstraintDMLSupervised(random_state=0)._sample(X, y)
+    A = est.get_mahalanobis_matrix()
+    phi = X[pairs[:, 0]] - X[pairs[:, 1]]
+    dist = np.einsum("pi,ij,pj->p", phi, A, phi)
+    f = float(np.sum(dist[labels == 1])) + 0.5 * float(np.sum(A * A))
+    assert _rel(f, est.objective_) <= 1e-9
+    assert dist[labels == -1].min() >= 1 - FEASIBILITY * max(1.0, f)
+    assert res.certificate.dual_bound <= est.objective_
