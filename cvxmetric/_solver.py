@@ -278,7 +278,7 @@ class FitScopeMixin:
     * :func:`cvxmetric._trace.recording`: the stages that ran in the fit
       become its result's ``trace`` (``result_.trace``).
 
-    Each ``fit`` gets both without having to ask for them.
+    Each ``fit`` gets all three without having to ask for them.
     """
 
     _POLICY_METHODS = ("fit", "partial_fit", "calibrate_threshold")
