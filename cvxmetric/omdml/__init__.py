@@ -1,15 +1,23 @@
 """OMDML: online multi-modal distance metric learning (Wu, Hoi et al., TKDE 2016)."""
 
+from .._lazy import lazy_exports
 from ._problem import OMDMLData
-from ._views import digits_views, retrieval_split, scale_views, synthetic_views
+from .estimator import OMDML
 from .exact import (
     OMDMLModel,
     solve_exact,
     solve_joint_alternating,
     solve_joint_grid,
 )
-from .estimator import OMDML
 from .fast import LowRankOMDML, OMDMLOnline, mistake_bound, pa_step, project_rank2
+
+# the papers' experiments: imported on first use, not with the package
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "digits_views": "_views",
+    "retrieval_split": "_views",
+    "scale_views": "_views",
+    "synthetic_views": "_views",
+})
 
 __all__ = [
     "OMDMLData",

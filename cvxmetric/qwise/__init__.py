@@ -1,18 +1,8 @@
 """Qwise: quadruplet-wise metric learning (Law, Thome, Cord, IJCV 2016)."""
 
-from ._pages import PageVersions, make_page_versions
+from .._lazy import lazy_exports
 from ._problem import C_RANGE, REGULARIZERS, QwiseData, Scaling
 from ._vector import LOSSES, PSI, QwiseVectorData
-from .attributes import (
-    AttributeGaussianClassifier,
-    AttributeOrdering,
-    attribute_constraints,
-    fit_relative_attributes,
-    oqwsl_constraints,
-    pairwise_constraints,
-    qwsl_constraints,
-    usable_class_pairs,
-)
 from .exact import QwiseModel, QwiseVectorModel, solve_exact, solve_vector_exact
 from .fast import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
 from .structural import (
@@ -22,19 +12,33 @@ from .structural import (
     solve_structural_exact,
     solve_structural_fast,
 )
-from .taxonomy import ClassTree, TaxonomyQuadruplets, taxonomy_quadruplets
-from .temporal import (
-    LateFusionSVM,
-    TemporalProblem,
-    cell_descriptors,
-    jaccard_distances,
-    pseudo_label_pairs,
-    region_distances,
-    successive_pairs,
-    temporal_problem,
-    temporal_quadruplets,
-    unsupervised_change_detector,
-)
+
+# the papers' experiments: imported on first use, not with the package
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "PageVersions": "_pages",
+    "make_page_versions": "_pages",
+    "AttributeGaussianClassifier": "attributes",
+    "AttributeOrdering": "attributes",
+    "attribute_constraints": "attributes",
+    "fit_relative_attributes": "attributes",
+    "oqwsl_constraints": "attributes",
+    "pairwise_constraints": "attributes",
+    "qwsl_constraints": "attributes",
+    "usable_class_pairs": "attributes",
+    "ClassTree": "taxonomy",
+    "TaxonomyQuadruplets": "taxonomy",
+    "taxonomy_quadruplets": "taxonomy",
+    "LateFusionSVM": "temporal",
+    "TemporalProblem": "temporal",
+    "cell_descriptors": "temporal",
+    "jaccard_distances": "temporal",
+    "pseudo_label_pairs": "temporal",
+    "region_distances": "temporal",
+    "successive_pairs": "temporal",
+    "temporal_problem": "temporal",
+    "temporal_quadruplets": "temporal",
+    "unsupervised_change_detector": "temporal",
+})
 
 __all__ = [
     "QwiseData",

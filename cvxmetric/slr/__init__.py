@@ -6,8 +6,8 @@ its randomized (Algorithm 2) and low-rank (Algorithm 3) variants, the OASIS
 and Euclid baselines, and the :class:`SLR` estimator.
 """
 
+from .._lazy import lazy_exports
 from ._problem import SLRData, eq3_closed_form
-from .baselines import euclidean_scores, slr_fixed, slr_whole
 from .estimator import SLR, SOLVER_NAMES
 from .exact import FORMS, SLRModel, solve_eq1, solve_exact
 from .fast import AdaptiveRegression, SemismoothNewton
@@ -19,6 +19,13 @@ from .randomized import (
     theorem1_bound,
     theorem1_check,
 )
+
+# the papers' experiments: imported on first use, not with the package
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "euclidean_scores": "baselines",
+    "slr_fixed": "baselines",
+    "slr_whole": "baselines",
+})
 
 __all__ = [
     "SLR",
