@@ -25,7 +25,7 @@ import copy
 import warnings
 
 import numpy as np
-from sklearn.base import ClassNamePrefixFeaturesOutMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, clone
 from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 from sklearn.utils import ClassifierTags, TransformerTags, check_random_state
 from sklearn.utils._set_output import _SetOutputMixin
@@ -114,6 +114,35 @@ class LabelledMixin:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+    def declared_problem(self, X, y):
+        """The problem :meth:`fit` solves on ``(X, y)``, as its paper prints
+        it (user's units), unsolved.
+
+        Validates as :meth:`fit` does and draws the same constraints as
+        ``fit`` with the same ``random_state``; the estimator is not changed
+        (a ``RandomState`` instance is not advanced either).  Which equation
+        it is: the estimator's class docstring, or the registry's entry
+        (:func:`cvxmetric.formulation`).
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            See :mod:`cvxmetric.model`; its optimal value is the
+            ``objective_`` of an exact ``fit``.
+        """
+        self._validate_params()
+        return clone(self)._declare(X, y)
+
+    def _declare(self, X, y):
+        """The declared problem of ``fit(X, y)``'s constraints (called on a
+        clone: sampling may set attributes)."""
+        raise NotImplementedError
 
     def _embed(self, X):
         """Validated samples in the learned coordinates (``X L^T``; a

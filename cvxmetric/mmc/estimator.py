@@ -56,7 +56,7 @@ from numbers import Integral, Real
 from types import SimpleNamespace
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.datasets import make_spd_matrix
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -482,26 +482,9 @@ status_, n_iter_, certificate_, result_, n_features_in_
         """
         return self._solve(self._sample(X, y))
 
-    def declared_problem(self, X, y):
-        """Eq. 2 on the pairs ``fit(X, y)`` samples, as printed, unsolved.
-
-        Validates as :meth:`fit` does and draws the same pairs as ``fit``
-        with the same ``random_state``; the estimator is not changed (a
-        ``RandomState`` instance is not advanced either).
-
-        Parameters
-        ----------
-        X, y
-            As in :meth:`fit`.
-
-        Returns
-        -------
-        DeclaredProblem
-            See :mod:`cvxmetric.model`.
-        """
-        self._validate_params()
-        twin = clone(self)
-        return declared_problem(twin._data(twin._sample(X, y)))
+    def _declare(self, X, y):
+        """Eq. 2 on the constraints ``fit(X, y)`` samples."""
+        return declared_problem(self._data(self._sample(X, y)))
 
     def _sample(self, X, y):
         """Validate ``(X, y)`` and sample the labelled pairs."""

@@ -31,7 +31,7 @@ import logging
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -511,27 +511,10 @@ certificate_, result_, n_features_in_
         quads, labelled = self._sample(X, y)
         return self._solve(quads, labelled)
 
-    def declared_problem(self, X, y):
-        """Eq. 8 / Eq. 11 on the constraints ``fit(X, y)`` samples, unsolved.
-
-        Validates as :meth:`fit` does and draws the same quadruplets (and
-        pairs) as ``fit`` with the same ``random_state``; the estimator is
-        not changed (a ``RandomState`` instance is not advanced either).
-
-        Parameters
-        ----------
-        X, y
-            As in :meth:`fit`.
-
-        Returns
-        -------
-        DeclaredProblem
-            The problem in the user's units (:mod:`cvxmetric.model`).
-        """
-        self._validate_params()
-        twin = clone(self)
-        quads, labelled = twin._sample(X, y)
-        return declared_problem(twin._data(quads, labelled))
+    def _declare(self, X, y):
+        """Eq. 8 / Eq. 11 on the constraints ``fit(X, y)`` samples."""
+        quads, labelled = self._sample(X, y)
+        return declared_problem(self._data(quads, labelled))
 
     def _sample(self, X, y):
         """Validate ``(X, y)`` and sample the quadruplets (and pairs)."""
@@ -1063,28 +1046,10 @@ status_, certificate_, result_, n_iter_, n_features_in_, loss_
         data = self._vector_data(quads, labelled, "squared")
         return self._store([self._solve_one(data)], "squared", d)
 
-    def declared_problem(self, X, y):
-        """Eq. 14 (or the smoothed Eq. 27-30) on the constraints
-        ``fit(X, y)`` samples, unsolved.
-
-        Validates as :meth:`fit` does and draws the same quadruplets (and
-        pairs) as ``fit`` with the same ``random_state``; the estimator is
-        not changed (a ``RandomState`` instance is not advanced either).
-
-        Parameters
-        ----------
-        X, y
-            As in :meth:`fit`.
-
-        Returns
-        -------
-        DeclaredProblem
-            The problem in the user's units (:mod:`cvxmetric.model`).
-        """
-        self._validate_params()
-        twin = clone(self)
-        quads, labelled, _ = twin._sample(X, y)
-        return declared_vector_problem(twin._declared_data(quads, labelled, "squared"))
+    def _declare(self, X, y):
+        """Eq. 14 (or the smoothed Eq. 27-30) on the constraints ``fit(X, y)`` samples."""
+        quads, labelled, _ = self._sample(X, y)
+        return declared_vector_problem(self._declared_data(quads, labelled, "squared"))
 
     def _sample(self, X, y):
         """Validate ``(X, y)`` and sample the quadruplets (and pairs)."""

@@ -89,7 +89,7 @@ from typing import NamedTuple
 
 import cvxpy as cp
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -1447,25 +1447,9 @@ certificate_, result_, n_features_in_
         """
         return self._solve(self._sample(X, y))
 
-    def declared_problem(self, X, y):
-        """Eq. 16 on the tuples ``fit(X, y)`` samples, unsolved.
-
-        Validates as :meth:`fit` does and draws the same tuples as ``fit``
-        with the same ``random_state``; the estimator is not changed (a
-        ``RandomState`` instance is not advanced either).
-
-        Parameters
-        ----------
-        X, y
-            As in :meth:`fit`.
-
-        Returns
-        -------
-        DeclaredProblem
-            The problem in the user's units (:mod:`cvxmetric.model`).
-        """
-        self._validate_params()
-        return declared_problem(clone(self)._sample(X, y))
+    def _declare(self, X, y):
+        """Eq. 16 on the constraints ``fit(X, y)`` samples."""
+        return declared_problem(self._sample(X, y))
 
     def _sample(self, X, y):
         """Validate ``(X, y)``; the :class:`StructuralData` of the sampled

@@ -31,7 +31,7 @@ import logging
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -367,21 +367,9 @@ certificate_, result_, n_features_in_, n_triplets_
         """
         return self._solve(self._sample(X, y))
 
-    def declared_problem(self, X, y):
-        """Eq. 7 / 9 / 11 on the triplets ``fit(X, y)`` selects, unsolved.
-
-        Validates as :meth:`fit` does and selects the same triplets with the
-        same ``random_state``; the estimator is not changed (a
-        ``RandomState`` instance is not advanced either).
-
-        Returns
-        -------
-        DeclaredProblem
-            See :mod:`cvxmetric.model`.
-        """
-        self._validate_params()
-        twin = clone(self)
-        return declared_problem(twin._data(twin._sample(X, y)))
+    def _declare(self, X, y):
+        """Eq. 7 / 9 / 11 on the constraints ``fit(X, y)`` samples."""
+        return declared_problem(self._data(self._sample(X, y)))
 
     def _sample(self, X, y):
         """Validate ``(X, y)`` and select the critical triplets."""
