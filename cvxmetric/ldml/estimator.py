@@ -452,6 +452,15 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         -------
         self : LDML
         """
+        X, idx, y = self._pairs_input(pairs, y, calibration_params)
+        self._solve_pairs(X, idx, y)
+        self.classes_ = np.array([-1, 1])
+        if calibration_params is not None:
+            self.calibrate_threshold(pairs, y, **calibration_params)
+        return self
+
+    def _pairs_input(self, pairs, y, calibration_params):
+        """:meth:`fit`'s input validated: ``(X, idx, y)``."""
         if calibration_params is not None:
             self._check_calibration_params(calibration_params)
         X = self.preprocessor
@@ -461,11 +470,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         y = check_pair_labels(y, idx.shape[0], "y")
         if np.all(y == y[0]):
             raise ValueError("y: both similar (+1) and dissimilar (-1) pairs are needed.")
-        self._solve_pairs(X, idx, y)
-        self.classes_ = np.array([-1, 1])
-        if calibration_params is not None:
-            self.calibrate_threshold(pairs, y, **calibration_params)
-        return self
+        return X, idx, y
 
     def declared_problem(self, pairs, y, calibration_params=None):
         """Eq. 2 on these pairs, as printed (user's units), without solving it.
@@ -498,15 +503,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
             a metric separates the pairs (no maximiser of the likelihood).
         """
         self._validate_params()
-        if calibration_params is not None:
-            self._check_calibration_params(calibration_params)
-        X = self.preprocessor
-        if X is not None:
-            X = check_samples(X, "preprocessor")
-        X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
-        y = check_pair_labels(y, idx.shape[0], "y")
-        if np.all(y == y[0]):
-            raise ValueError("y: both similar (+1) and dissimilar (-1) pairs are needed.")
+        X, idx, y = self._pairs_input(pairs, y, calibration_params)
         self._declared_rank(X.shape[1])
         twin = clone(self)  # lam_ is set on the twin, not on self
         Xu, k = twin._units(X)
