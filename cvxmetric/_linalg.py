@@ -12,7 +12,7 @@ the samples, ``q_i + q_j - 2 x_i^T M x_j`` evaluated chunk by chunk.
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["PairOperator", "project_psd", "eigh_psd"]
+__all__ = ["PairOperator", "project_psd", "eigh_psd", "pow2_rms_exponents"]
 
 # Rows per chunk of the gathered (sample-space) loops.
 _CHUNK = 1 << 16
@@ -28,6 +28,37 @@ _SMALL_PHI = 1 << 16
 # choose the cheaper way of forming a Gram matrix.
 _SPARSE_COST = 8.0
 _GATHER_COST = 4.0
+
+
+def pow2_rms_exponents(diff):
+    """Per column of ``diff`` (n, d), the exponent ``e`` of the power of two
+    nearest its root mean square: the per-feature (Jacobi) scale of the
+    exact models that solve in each feature's own units.
+
+    Computed without overflow or a logarithm of a subnormal (each column is
+    divided by its largest entry first; ``2^e`` is rounded through
+    ``frexp``).
+
+    Returns
+    -------
+    e : ndarray of int, shape (d,)
+        0 for a column of zeros (or without rows).
+    live : ndarray of bool, shape (d,)
+        The columns that are not all zero.
+    """
+    diff = np.asarray(diff, dtype=float)
+    d = diff.shape[1]
+    e = np.zeros(d, dtype=int)
+    if diff.shape[0] == 0:
+        return e, np.zeros(d, dtype=bool)
+    top = np.max(np.abs(diff), axis=0)
+    live = top > 0
+    safe = np.where(live, top, 1.0)
+    with np.errstate(under="ignore"):
+        rms = safe * np.sqrt(np.mean((diff / safe) ** 2, axis=0))
+    # frexp's exponent of rms / sqrt(2) is round(log2(rms))
+    e[live] = np.frexp(rms[live] * np.sqrt(0.5))[1]
+    return e, live
 
 
 def eigh_psd(A):

@@ -270,3 +270,19 @@ def test_whitening_basis_spans_the_centred_rows_with_unit_variance():
     Xc = X - X.mean(axis=0)
     P = B @ np.linalg.pinv(B)
     np.testing.assert_allclose(Xc @ P.T, Xc, atol=1e-8 * np.abs(Xc).max())
+
+
+def test_pow2_rms_exponents():
+    from cvxmetric._linalg import pow2_rms_exponents
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(400, 4))
+    rms0 = np.sqrt(np.mean(base * base, axis=0))
+    scales = np.array([1e-3, 1.0, 1e3, 1e200])
+    e, live = pow2_rms_exponents(np.column_stack([base * scales, np.zeros(400)]))
+    assert live.tolist() == [True] * 4 + [False] and e[4] == 0
+    # 2^e is the power of two nearest the root mean square, at any scale
+    ratio = np.ldexp(rms0 * scales, -e[:4])
+    assert np.all((ratio >= 2 ** -0.5) & (ratio <= 2 ** 0.5))
+    e0, live0 = pow2_rms_exponents(np.empty((0, 3)))
+    assert e0.tolist() == [0, 0, 0] and not live0.any()

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from .._linalg import project_psd
+from .._linalg import pow2_rms_exponents, project_psd
 from .._tolerances import certificate_tolerance
 from .._validation import check_finite, check_indices, check_scalar
 from ..result import Certificate
@@ -335,19 +335,9 @@ class OMDMLData:
         """
         out = []
         for Ai, Bi in zip(self.A, self.B):
-            top = float(max(np.max(np.abs(Ai), initial=0.0),
-                            np.max(np.abs(Bi), initial=0.0)))
-            if top == 0.0:
-                out.append(np.zeros(Ai.shape[1], dtype=int))
-                continue
-            ka = int(np.frexp(top)[1])
             step = max(1, Ai.shape[0] // 20000)
-            # |W| <= 1: the squares below cannot overflow
-            W = np.concatenate([np.ldexp(Ai[::step], -ka), np.ldexp(Bi[::step], -ka)])
-            rms = np.sqrt(np.mean(W * W, axis=0))
-            with np.errstate(divide="ignore"):
-                k = ka + np.round(np.log2(np.where(rms > 0, rms, 1.0))).astype(int)
-            out.append(np.where(rms > 0, np.maximum(k, 0), 0))
+            k, _ = pow2_rms_exponents(np.concatenate([Ai[::step], Bi[::step]]))
+            out.append(np.maximum(k, 0))
         return out
 
     def view_exponents(self):

@@ -71,7 +71,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._exact import SOLVERS, solve_certified
-from .._linalg import PairOperator, eigh_psd
+from .._linalg import PairOperator, eigh_psd, pow2_rms_exponents
 from .._tolerances import certificate_tolerance
 from .._validation import check_indices, check_option, check_samples, check_scalar
 from ..model import DeclaredProblem
@@ -768,18 +768,10 @@ def _feature_exponents(data):
     :class:`ConstraintDMLModel`); the choice only conditions it.
     """
     X, pairs = data.X, data.pairs
-    d = data.n_features
-    with np.errstate(under="ignore", over="ignore"):
-        diff = X[pairs[:, 0]] - X[pairs[:, 1]]
-        sq = diff * diff
-        rms = np.sqrt(np.mean(sq[data.cannot], axis=0))
-        every = np.sqrt(np.mean(sq, axis=0))
-    rms = np.where(rms > 0, rms, every)
-    e = np.zeros(d, dtype=int)
-    ok = np.isfinite(rms) & (rms > 0)
-    # round(log2(rms)): frexp's exponent of rms / sqrt(2) rounds to the
-    # nearest power of two without a logarithm of a subnormal
-    e[ok] = np.frexp(rms[ok] * np.sqrt(0.5))[1]
+    diff = X[pairs[:, 0]] - X[pairs[:, 1]]
+    e, live = pow2_rms_exponents(diff[data.cannot])
+    e_all, _ = pow2_rms_exponents(diff)
+    e = np.where(live, e, e_all)
     return np.clip(e, -_EXP_MAX, _EXP_MAX)
 
 

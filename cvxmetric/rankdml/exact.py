@@ -56,6 +56,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._exact import SOLVERS, solve_certified
+from .._linalg import pow2_rms_exponents
 from ..model import _ModelDeclared
 from ..result import SolverError, SolverResult
 from ._problem import RankData
@@ -508,21 +509,14 @@ def _feature_scale(data):
     ``D_j = 1``.  ``None`` when every ``D_j`` is 1 (nothing to gain).
     """
     op = data.op
-    d = data.n_features
     if op.n_pairs == 0:
         return None
-    Phi = op.X[op.i] - op.X[op.j]
-    top = np.max(np.abs(Phi), axis=0)
-    safe = np.where(top > 0, top, 1.0)
-    rms = safe * np.sqrt(np.mean((Phi / safe) ** 2, axis=0))
-    live = rms > 0
+    e, live = pow2_rms_exponents(op.X[op.i] - op.X[op.j])
     if not np.any(live):
         return None
-    logs = np.zeros(d)
-    logs[live] = np.log2(rms[live])
     # |e| <= 200 covers every admissible difference length (MAX_DIFF_LENGTH
     # = 1e60 < 2^200) and keeps the weights w_i w_j >= 2^-400 normal
-    e = np.clip(np.round(logs), -200, 200).astype(int)
+    e = np.clip(e, -200, 200)
     if not np.any(e):
         return None
     return np.ldexp(1.0, e)
