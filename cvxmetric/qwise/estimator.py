@@ -876,13 +876,7 @@ class QwiseVector(_QwiseVectorBase):
         -------
         self : QwiseVector
         """
-        if y is not None:
-            raise ValueError(
-                "y: QwiseVector.fit takes no labels (each quadruplet (i, j, k, l) "
-                "already says D(k, l) >= D(i, j) + delta); pass margins by keyword.")
-        if (pairs is None) != (pair_labels is None):
-            missing = "pair_labels" if pair_labels is None else "pairs"
-            raise ValueError(f"{missing}: pairs and pair_labels must be given together.")
+        self._check_labels_and_pairs("fit", y, pairs, pair_labels)
         if isinstance(quadruplets, dict):
             return self._fit_attributes(quadruplets, delta, pairs, pair_labels)
         for name, value in (("delta", delta), ("pairs", pairs),
@@ -916,14 +910,7 @@ class QwiseVector(_QwiseVectorBase):
             optimal value is the ``objective_`` of an exact ``fit``.
         """
         self._validate_params()
-        if y is not None:
-            raise ValueError(
-                "y: QwiseVector.declared_problem takes no labels (each quadruplet "
-                "(i, j, k, l) already says D(k, l) >= D(i, j) + delta); pass "
-                "margins by keyword.")
-        if (pairs is None) != (pair_labels is None):
-            missing = "pair_labels" if pair_labels is None else "pairs"
-            raise ValueError(f"{missing}: pairs and pair_labels must be given together.")
+        self._check_labels_and_pairs("declared_problem", y, pairs, pair_labels)
         for name, value in (("quadruplets", quadruplets), ("delta", delta),
                             ("pairs", pairs), ("pair_labels", pair_labels)):
             if isinstance(value, dict):
@@ -931,13 +918,28 @@ class QwiseVector(_QwiseVectorBase):
                     f"{name}: one constraint set per attribute (a dict) is one "
                     f"problem per attribute; declare each attribute's set on its "
                     f"own.")
-        labels = None if pair_labels is None else Qwise._check_pair_labels(pair_labels)
-        quads, labelled = Qwise._build_sets(self, quadruplets, delta, pairs, labels)
+        quads, labelled = self._sets(quadruplets, delta, pairs, pair_labels)
         return declared_vector_problem(self._declared_data(quads, labelled, self.psi))
 
-    def _sets_data(self, quadruplets, delta, pairs, pair_labels):
+    @staticmethod
+    def _check_labels_and_pairs(method, y, pairs, pair_labels):
+        """Refuse ``y`` (margins go by keyword) and half of a labelled pair set."""
+        if y is not None:
+            raise ValueError(
+                f"y: QwiseVector.{method} takes no labels (each quadruplet "
+                f"(i, j, k, l) already says D(k, l) >= D(i, j) + delta); pass "
+                f"margins by keyword.")
+        if (pairs is None) != (pair_labels is None):
+            missing = "pair_labels" if pair_labels is None else "pairs"
+            raise ValueError(f"{missing}: pairs and pair_labels must be given together.")
+
+    def _sets(self, quadruplets, delta, pairs, pair_labels):
+        """The quadruplets and labelled pairs of one constraint set."""
         labels = None if pair_labels is None else Qwise._check_pair_labels(pair_labels)
-        quads, labelled = Qwise._build_sets(self, quadruplets, delta, pairs, labels)
+        return Qwise._build_sets(self, quadruplets, delta, pairs, labels)
+
+    def _sets_data(self, quadruplets, delta, pairs, pair_labels):
+        quads, labelled = self._sets(quadruplets, delta, pairs, pair_labels)
         return self._vector_data(quads, labelled, self.psi)
 
     def _fit_attributes(self, quadruplets, delta, pairs, pair_labels):
