@@ -352,9 +352,12 @@ class OMDMLData:
             <N_i, V_ti(y)> + 1),
 
         the same objective value (the substitution is exact in floating
-        point), over data of unit scale: the exact model is solved in these
-        units.  Views shorter than 1 are solved as given: there the
-        regulariser dominates and the optimum is near ``M = 0`` already.
+        point), over data of unit scale: the certificate's strictly
+        feasible multipliers and the refusal of degenerate large views
+        work in these units (the exact model itself is solved in each
+        feature's units, :meth:`feature_exponents`).  Views shorter than 1
+        keep ``k_i = 0``: there the regulariser dominates and the optimum is
+        near ``M = 0`` already.
         """
         out = []
         for V in self.views:

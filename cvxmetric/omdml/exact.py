@@ -468,7 +468,7 @@ def declared_problem(data, theta=None):
         subject to  xi_t >= sum_i theta_i (d_i(p_t, p_t+) - d_i(p_t, p_t-)) + 1
                     (hinge),   xi >= 0,   M_i PSD  (psd_i)
 
-    :class:`OMDMLModel` without its per-view scaling (every ``k_i = 0``,
+    :class:`OMDMLModel` without its per-feature scaling (every ``k_ij = 0``,
     every weight 1): variables ``M_0`` ..
     ``M_{m-1}`` (symmetric, one per view) and ``xi``; parameters ``C`` and
     ``theta`` (validated in the simplex); constraints ``hinge`` and
