@@ -225,3 +225,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if Path(str(item.fspath)).resolve() in floors:
             item.add_marker(pytest.mark.floors)
+
+
+@pytest.fixture
+def one_blas_thread():
+    """Run the test on one BLAS thread.
+
+    The budget tests measure this thread's CPU seconds (``time.thread_time``:
+    wall time depends on the machine's load).  With several BLAS threads
+    the calling thread spins while its workers wait for a core, so on a
+    loaded machine the spin, not the code under test, fills the measure
+    (a 0.05 s budget read 4 s next to two busy processes).
+    """
+    from cvxmetric._solver import forced_blas_threads
+
+    with forced_blas_threads(1):
+        yield

@@ -275,6 +275,7 @@ def test_ldmlstar_past_max_time_stops_its_first_label_step(monkeypatch):
             assert np.all(est.labels_[np.concatenate(bags[len(calls):])] == -1)
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 def test_ldml_exact_honours_max_time():
     import time
 
@@ -304,6 +305,7 @@ def test_ldml_exact_honours_max_time():
     assert t_cut < 0.5 * t_full
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 def test_ldml_exact_budget_bounds_the_attainment_sdps():
     # lam = 0 on digits PCA-30's 2 000 pairs: the attainment and level-set
     # SDPs take minutes of CPU; within max_time each conic solve is

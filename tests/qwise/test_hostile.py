@@ -339,6 +339,7 @@ def big():
     lambda: QwiseDualSolver(max_time=0.3, working_set=3000),
     lambda: ProjectedSubgradient(max_time=0.3),
 ])
+@pytest.mark.usefixtures("one_blas_thread")
 def test_max_time_is_honoured(big, make):
     solver = make()
     t0 = time.thread_time()

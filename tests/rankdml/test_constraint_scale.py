@@ -72,6 +72,7 @@ def _check_result(est):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 @pytest.mark.parametrize("scale", [1e3, 1e4])
 def test_fast_at_large_scale_reaches_the_exact_optimum_quickly(scale):
     # was: 13.7 s ending at 167 (1e3); 220 s, max_iter_reached, A = 0 (1e4)
@@ -88,6 +89,7 @@ def test_fast_at_large_scale_reaches_the_exact_optimum_quickly(scale):
     assert elapsed < 10.0  # measured 0.2 s
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 def test_underflowing_cannot_links_fail_fast_with_a_clear_error():
     # was: the fast solver ran for minutes at X * 1e-150
     X, pairs, labels = _small(0)
@@ -186,6 +188,7 @@ _HINGE_CASES = ("scale_1e+150", "offset_1e8", "collinear", "d1", "n2")
 
 @pytest.mark.parametrize(("case", "hard"), [(c, True) for c in sorted(_hostile_cases())]
                          + [(c, False) for c in _HINGE_CASES])
+@pytest.mark.usefixtures("one_blas_thread")
 def test_hostile_input_right_answer_or_clear_error(case, hard):
     X, pairs, labels = _hostile_cases()[case]
     out = {}
@@ -242,6 +245,7 @@ def test_inner_loops_stop_at_the_deadline():
     assert n_cg <= 1 and np.all(np.isfinite(x))
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 def test_max_time_is_honoured_within_a_round():
     # a round on this instance takes well over the budget
     X, pairs, labels = query_gallery(300, 400, 12, 20, random_state=0)

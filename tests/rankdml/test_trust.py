@@ -232,6 +232,7 @@ def _wine_data(reg, diagonal=False):
     return RankData.from_triplets(Triplets.create(X, t), regularizer=reg, diagonal=diagonal)
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 @pytest.mark.parametrize("reg", ["logdet", "burg"])
 def test_dual_newton_honours_max_time(reg):
     data = _wine_data(reg)
@@ -243,6 +244,7 @@ def test_dual_newton_honours_max_time(reg):
     assert took < 2.0, took
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 def test_pdhg_honours_max_time():
     data = _wine_data("frobenius")
     t0 = time.thread_time()
@@ -457,6 +459,7 @@ def test_eq7_hard_margin_regime_fast_path_certifies(scale):
     assert fast.objective_ == pytest.approx(unit.objective_ / scale ** 4, rel=1e-2)
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 @pytest.mark.parametrize("scale", [1e5, 1e8])
 @pytest.mark.parametrize("reg", ["burg", "logdet"])
 @pytest.mark.parametrize("solver", ["exact", "fast"])

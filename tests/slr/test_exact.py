@@ -130,6 +130,7 @@ def test_targets_only_form_at_the_optimum(data, exact):
     np.testing.assert_allclose(U @ (U.T @ T @ U) @ U.T, K, atol=1e-6)
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 def test_exact_path_refuses_a_form_beyond_its_memory_limit(monkeypatch):
     """At digits size (n = 1437, r = 30) the conic solve of the whole form
     aborted the process with std::bad_alloc under 4 GiB; the whole form is

@@ -90,6 +90,7 @@ def slow():
     return X, y, SLRData.from_labels(X, y)
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 @pytest.mark.parametrize("hessian", ["dense", "cg"])
 def test_newton_honours_max_time_within_one_block(slow, hessian):
     _, _, data = slow
@@ -107,6 +108,7 @@ def test_newton_honours_max_time_within_one_block(slow, hessian):
     assert elapsed < budget + 2.0
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 def test_adaptive_honours_max_time(slow):
     _, _, data = slow
     t0 = time.thread_time()
@@ -124,6 +126,7 @@ def test_pass_raises_expired_inside_the_block_loop(medium):
         medium.pass_masks(medium.least_squares_Z(), deadline=dead)
 
 
+@pytest.mark.usefixtures("one_blas_thread")
 @pytest.mark.parametrize("fn", ["randomized", "lowrank"])
 def test_algorithms_2_and_3_honour_max_time(slow, fn):
     X, y, _ = slow
