@@ -15,7 +15,7 @@ from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
 from .omdml.estimator import OMDML
 from .qwise.estimator import Qwise, QwiseSupervised, QwiseVector, QwiseVectorSupervised
 from .qwise.structural import QwiseStructural, QwiseStructuralSupervised
-from .rankdml.constraint_estimator import ConstraintDML, ConstraintDMLSupervised
+from .constraintdml.estimator import ConstraintDML, ConstraintDMLSupervised
 from .rankdml.estimator import RankDML, RankDMLSupervised
 from .result import (
     Certificate,

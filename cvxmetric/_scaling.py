@@ -146,7 +146,7 @@ def _problem(family, sizes, seed):
         return MMCProjectedGradient(), MMCData.create(X, pairs, labels)
     if family == "constraintdml":
         from .constraints import pairs_from_labels
-        from .rankdml import ConstraintData, ConstraintDualSolver
+        from .constraintdml import ConstraintData, ConstraintDualSolver
 
         X, y = _class_data(rng, int(sizes["n"]), int(sizes["d"]), 5)
         pairs, labels = pairs_from_labels(y, int(sizes["pairs"]), random_state=seed)

@@ -273,10 +273,10 @@ _REGISTRY = (
     Formulation(
         "constraintdml", _RANK + ", Sec. 3.1 (the constraint-based baseline)",
         "Eq. 1, 4, 6, 10", ("ConstraintDML", "ConstraintDMLSupervised"),
-        data="cvxmetric.rankdml._constraint:ConstraintData",
-        collection="cvxmetric.rankdml._constraint_collection",
-        exact="cvxmetric.rankdml._constraint:solve_constraint_exact",
-        declared="cvxmetric.rankdml._constraint:declared_problem",
+        data="cvxmetric.constraintdml._problem:ConstraintData",
+        collection="cvxmetric.constraintdml._collection",
+        exact="cvxmetric.constraintdml._problem:solve_constraint_exact",
+        declared="cvxmetric.constraintdml._problem:declared_problem",
         methods=(_EXACT, Method("fast", {"solver": "fast"}, "fast", "exact", "fast")),
         options_estimator="ConstraintDML"),
     Formulation(

@@ -212,7 +212,7 @@ FLOORS_MODULES = (
     "qwise/test_structural_collection.py",
     "mmc/test_solvers.py",
     "rankdml/test_rankdml_collection.py",
-    "rankdml/test_constraint_collection.py",
+    "constraintdml/test_collection.py",
     "slr/test_collection.py",
     "omdml/test_collection.py",
     "ldml/test_collection.py",

@@ -36,14 +36,15 @@ SOURCES = (
     "cvxmetric/qwise/structural.py",
     "cvxmetric/mmc/exact.py",
     "cvxmetric/rankdml/exact.py",
-    "cvxmetric/rankdml/_constraint.py",
+    "cvxmetric/constraintdml/_problem.py",
     "cvxmetric/slr/estimator.py",
     "cvxmetric/omdml/exact.py",
     "cvxmetric/ldml/exact.py",
 )
 
 #: Family pages, each with a "## The CVXPY declaration" section.
-PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/slr.md",
+PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/constraintdml.md",
+         "docs/slr.md",
          "docs/omdml.md", "docs/ldml.md")
 
 HEADING = "## The CVXPY declaration"

@@ -15,7 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 import cvxmetric.mmc.fast  # noqa: F401 - registers the subclasses
 import cvxmetric.qwise.fast  # noqa: F401
-import cvxmetric.rankdml._constraint_fast  # noqa: F401
+import cvxmetric.constraintdml.fast  # noqa: F401
 import cvxmetric.rankdml.fast  # noqa: F401
 import cvxmetric.slr.fast  # noqa: F401
 from cvxmetric._solver import Deadline, IterativeSolver

@@ -6,15 +6,11 @@ as one canonical problem (:class:`RankData`), its
 certified CVXPY form (:func:`solve_exact`), the fast solvers
 (:class:`RankDualSolver`, :class:`DiagonalInteriorPoint`), the critical
 pair selection of Sec. 5 (:func:`critical_triplets`) and the estimators
-(:class:`RankDML`, :class:`RankDMLSupervised`); and the constraint-based
-baseline of Sec. 3.1 (Eq. 1 / 4 / 6 / 10: :class:`ConstraintDML`,
-:class:`ConstraintDMLSupervised`, :class:`ConstraintData`,
-:func:`solve_constraint_exact`, :class:`ConstraintDualSolver`).  See
-docs/rankdml.md.
+(:class:`RankDML`, :class:`RankDMLSupervised`).  The paper's
+constraint-based baseline (Sec. 3.1) is its own formulation,
+:mod:`cvxmetric.constraintdml`.  See docs/rankdml.md.
 """
 
-from ._constraint import ConstraintData, solve_constraint_exact
-from ._constraint_fast import ConstraintDualSolver
 from ._pairs import critical_triplets
 from ._problem import (
     FORMS,
@@ -25,7 +21,6 @@ from ._problem import (
     logdet_divergence,
     paper_divergence,
 )
-from .constraint_estimator import ConstraintDML, ConstraintDMLSupervised
 from .estimator import RankDML, RankDMLSupervised
 from .exact import RankDMLModel, solve_exact
 from .fast import DiagonalInteriorPoint, RankDualSolver, solve_fast
@@ -46,9 +41,4 @@ __all__ = [
     "burg_divergence",
     "logdet_divergence",
     "paper_divergence",
-    "ConstraintData",
-    "solve_constraint_exact",
-    "ConstraintDualSolver",
-    "ConstraintDML",
-    "ConstraintDMLSupervised",
 ]

@@ -102,7 +102,7 @@ from ..constraints import Triplets
 from ..result import Certificate
 
 _GAP, _FEAS = certificate_tolerance("rankdml")
-from ._variable import FullOrDiagonal
+from .._variable import FullOrDiagonal
 
 __all__ = [
     "RankData",

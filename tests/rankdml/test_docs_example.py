@@ -30,4 +30,4 @@ def test_numeric_comparison_is_strict(docs_helpers):
 def test_page_has_the_retrieval_and_baseline_sections():
     text = DOC.read_text()
     assert "## Retrieval experiment (CMC)" in text
-    assert "## Constraint-based baseline" in text
+    assert "(constraintdml.md)" in text

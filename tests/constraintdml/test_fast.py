@@ -20,9 +20,9 @@ from hypothesis.control import currently_in_test_context
 from sklearn.exceptions import ConvergenceWarning
 
 from cvxmetric._tolerances import MATRIX_RTOL, tolerance
-from cvxmetric.rankdml._constraint import ConstraintData, solve_constraint_exact
-from cvxmetric.rankdml._constraint_collection import query_gallery
-from cvxmetric.rankdml._constraint_fast import (
+from cvxmetric.constraintdml._problem import ConstraintData, solve_constraint_exact
+from cvxmetric.constraintdml._collection import query_gallery
+from cvxmetric.constraintdml.fast import (
     ConstraintDualSolver,
     DualView,
     dual_objective,

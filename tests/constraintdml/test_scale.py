@@ -28,10 +28,10 @@ from hypothesis import strategies as st
 from cvxmetric import pairs_from_labels
 from cvxmetric._solver import Deadline
 from cvxmetric._tolerances import tolerance
-from cvxmetric.rankdml._constraint import ConstraintData, solve_constraint_exact
-from cvxmetric.rankdml._constraint_collection import query_gallery
-from cvxmetric.rankdml._constraint_fast import ConstraintDualSolver, DualView
-from cvxmetric.rankdml.constraint_estimator import ConstraintDML
+from cvxmetric.constraintdml._problem import ConstraintData, solve_constraint_exact
+from cvxmetric.constraintdml._collection import query_gallery
+from cvxmetric.constraintdml.fast import ConstraintDualSolver, DualView
+from cvxmetric.constraintdml.estimator import ConstraintDML
 from cvxmetric.result import InfeasibleError
 
 FAST = tolerance("constraintdml", "fast")

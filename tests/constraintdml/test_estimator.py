@@ -12,9 +12,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvxmetric import pairs_from_labels
 from cvxmetric._tolerances import EXACT_GAP, tolerance
-from cvxmetric.rankdml._constraint import ConstraintData, solve_constraint_exact
-from cvxmetric.rankdml._constraint_collection import query_gallery
-from cvxmetric.rankdml.constraint_estimator import (
+from cvxmetric.constraintdml._problem import ConstraintData, solve_constraint_exact
+from cvxmetric.constraintdml._collection import query_gallery
+from cvxmetric.constraintdml.estimator import (
     ConstraintDML,
     ConstraintDMLSupervised,
 )

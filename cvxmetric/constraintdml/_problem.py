@@ -84,7 +84,7 @@ from ..result import (
 )
 
 _GAP, _FEAS = certificate_tolerance("constraintdml")
-from ._variable import FullOrDiagonal
+from .._variable import FullOrDiagonal
 
 __all__ = [
     "ConstraintData",
@@ -228,7 +228,7 @@ class ConstraintData(FullOrDiagonal):
             Eq. 10 (``A = diag(a)``, ``a >= 0``).
         lam : float >= 0
             ``lam = 0`` is accepted by the exact solver (the optimum is still
-            attained, see docs/rankdml.md); the fast solver needs ``lam > 0``.
+            attained, see docs/constraintdml.md); the fast solver needs ``lam > 0``.
 
         Raises
         ------

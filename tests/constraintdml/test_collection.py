@@ -6,7 +6,7 @@ import pytest
 
 import cvxmetric.collection as col
 from cvxmetric._tolerances import REFERENCE_AGREEMENT, tolerance
-from cvxmetric.rankdml import _constraint_collection as cc
+from cvxmetric.constraintdml import _collection as cc
 
 FAMILY = "constraintdml"
 

@@ -1,15 +1,14 @@
-"""The constraint-based section of the RankDML docs (docs/rankdml.md, under
-"## Constraint-based baseline") is executable: its first ```python block
-runs and prints the ```text block after it (helpers from tests/test_docs.py)."""
+"""The constraint-based baseline's page (docs/constraintdml.md) is executable:
+its first ```python block runs and prints the ```text block after it (helpers
+from tests/test_docs.py)."""
 
-import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGE = ROOT / "docs" / "rankdml.md"
-HEADING = "## Constraint-based baseline"
+PAGE = ROOT / "docs" / "constraintdml.md"
+HEADING = "# The constraint-based baseline"
 
 
 def section_text():
@@ -18,9 +17,7 @@ def section_text():
     start = text.find(HEADING)
     if start < 0:
         pytest.fail(f"no '{HEADING}' section in {PAGE}")
-    nxt = re.search(r"^## ", text[start + len(HEADING):], re.MULTILINE)
-    end = start + len(HEADING) + nxt.start() if nxt else len(text)
-    return PAGE, text[start:end]
+    return PAGE, text[start:]
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +34,10 @@ def test_example_output(example, docs_helpers):
 
 def test_section_names_existing_code():
     _, text = section_text()
-    for path in ("cvxmetric/rankdml/_constraint.py",
-                 "cvxmetric/rankdml/_constraint_fast.py",
-                 "cvxmetric/rankdml/constraint_estimator.py",
-                 "cvxmetric/rankdml/_constraint_collection.py"):
+    for path in ("cvxmetric/constraintdml/_problem.py",
+                 "cvxmetric/constraintdml/fast.py",
+                 "cvxmetric/constraintdml/estimator.py",
+                 "cvxmetric/constraintdml/_collection.py"):
         assert path in text and (ROOT / path).is_file()
     for name in ("ConstraintData", "ConstraintDMLModel", "solve_constraint_exact",
                  "ConstraintDualSolver", "ConstraintDML", "ConstraintDMLSupervised",

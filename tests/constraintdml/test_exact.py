@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 from cvxmetric._tolerances import EXACT_GAP, MATRIX_RTOL
-from cvxmetric.rankdml._constraint import (
+from cvxmetric.constraintdml._problem import (
     ConstraintData,
     ConstraintDMLModel,
     solve_constraint_exact,
 )
-from cvxmetric.rankdml._constraint_collection import query_gallery
+from cvxmetric.constraintdml._collection import query_gallery
 from cvxmetric.result import InfeasibleError, SolverError
 
 #: (hard, diagonal) of Eq. 1, Eq. 4 / 6, Eq. 10 and Eq. 10 with the hinge

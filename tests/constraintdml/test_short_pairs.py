@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pytest
 
-from cvxmetric.rankdml.constraint_estimator import ConstraintDML
+from cvxmetric.constraintdml.estimator import ConstraintDML
 
 VARIANTS = [(True, False), (False, False), (True, True), (False, True)]
 IDS = ["eq1", "eq4", "eq10", "eq10-hinge"]

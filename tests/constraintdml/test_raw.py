@@ -18,13 +18,13 @@ from sklearn.datasets import load_wine
 
 import cvxmetric as cm
 from cvxmetric._tolerances import EXACT_GAP, FEASIBILITY
-from cvxmetric.rankdml._constraint import (
+from cvxmetric.constraintdml._problem import (
     ConstraintData,
     ConstraintDMLModel,
     _feature_exponents,
     solve_constraint_exact,
 )
-from cvxmetric.rankdml._constraint_fast import ConstraintDualSolver
+from cvxmetric.constraintdml.fast import ConstraintDualSolver
 from cvxmetric.result import SolverError
 
 

@@ -7,14 +7,14 @@ item is relevant to the query) or -1 (cannot-link).
 :class:`ConstraintDMLSupervised` takes ``fit(X, y)`` with class labels and
 samples the pairs itself.
 
-Both build :class:`~cvxmetric.rankdml.ConstraintData` and hand it to one of
+Both build :class:`~cvxmetric.constraintdml.ConstraintData` and hand it to one of
 two solvers, selected by ``solver``:
 
 ==========  =================================================  ===========
 ``solver``  what runs                                          guarantee
 ==========  =================================================  ===========
-``"exact"`` :func:`~cvxmetric.rankdml.solve_constraint_exact`  certified
-``"fast"``  :class:`~cvxmetric.rankdml.ConstraintDualSolver`   gap <= tol
+``"exact"`` :func:`~cvxmetric.constraintdml.solve_constraint_exact`  certified
+``"fast"``  :class:`~cvxmetric.constraintdml.ConstraintDualSolver`   gap <= tol
 ==========  =================================================  ===========
 
 ``hard`` selects Eq. 1 (must-link distances summed) or Eq. 4 / 6 (must-link
@@ -43,13 +43,13 @@ from .._base import (
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import pairs_from_labels, tuples_to_indices
-from ._constraint import (
+from ._problem import (
     ConstraintData,
     check_pair_labels,
     declared_problem,
     solve_constraint_exact,
 )
-from ._constraint_fast import ConstraintDualSolver
+from .fast import ConstraintDualSolver
 
 __all__ = ["ConstraintDML", "ConstraintDMLSupervised", "CONSTRAINT_SOLVERS"]
 
@@ -183,7 +183,7 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
     Examples
     --------
     >>> import numpy as np
-    >>> from cvxmetric.rankdml.constraint_estimator import ConstraintDML
+    >>> from cvxmetric.constraintdml.estimator import ConstraintDML
     >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
     >>> pairs = [[0, 1], [0, 2], [0, 3]]
     >>> est = ConstraintDML(preprocessor=X).fit(pairs, [1, -1, -1])
@@ -311,7 +311,7 @@ certificate_, result_, n_features_in_
     Examples
     --------
     >>> from sklearn.datasets import load_iris
-    >>> from cvxmetric.rankdml.constraint_estimator import ConstraintDMLSupervised
+    >>> from cvxmetric.constraintdml.estimator import ConstraintDMLSupervised
     >>> X, y = load_iris(return_X_y=True)
     >>> est = ConstraintDMLSupervised(n_constraints=60, random_state=0).fit(X, y)
     >>> est.transform(X).shape

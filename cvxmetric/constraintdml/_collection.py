@@ -4,7 +4,7 @@ An instance is a sample matrix ``X`` (queries and retrieved items, one per
 row), ``(query, item)`` pairs into it and their labels (+1 must-link, -1
 cannot-link); hyperparameters ``hard`` (Eq. 1 when true, Eq. 4 / 6
 otherwise), ``diagonal`` (Eq. 10) and ``lam`` (see
-:class:`~cvxmetric.rankdml.ConstraintData`).  The bundled instances follow
+:class:`~cvxmetric.constraintdml.ConstraintData`).  The bundled instances follow
 the paper's protocol (Sec. 3): each query retrieves its top ``K`` items
 under the Euclidean baseline ``A0 = I`` and each retrieved item is judged
 relevant (must-link) or not (cannot-link).
@@ -32,7 +32,7 @@ CONSTRAINTDML_HP = {"hard": True, "diagonal": False, "lam": 1.0}
 
 
 def _to_data(arrays, hp):
-    from ._constraint import ConstraintData
+    from ._problem import ConstraintData
 
     for key in ("hard", "diagonal"):
         if not isinstance(hp[key], bool):
@@ -49,13 +49,13 @@ def _objective(data, M):
 
 
 def _exact(data):
-    from ._constraint import solve_constraint_exact
+    from ._problem import solve_constraint_exact
 
     return solve_constraint_exact(data)
 
 
 def _reference_solve(data, solver, tol):
-    from ._constraint import solve_constraint_exact
+    from ._problem import solve_constraint_exact
 
     return solve_constraint_exact(data, solvers=(solver,), tol=tol)
 
@@ -68,7 +68,7 @@ def _sizes(arrays):
 
 
 def _fast(data):
-    from ._constraint_fast import ConstraintDualSolver
+    from .fast import ConstraintDualSolver
 
     return ConstraintDualSolver().run(data)
 
