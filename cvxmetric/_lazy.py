@@ -1,9 +1,10 @@
 """Names a package exports without importing them with the package.
 
-The papers' experiments (the Qwise applications, the SLR baselines, the
-OMDML views) are part of each family's public namespace but not of what
-``import cvxmetric`` loads: a family's ``__init__`` lists them here and
-they are imported on first use (PEP 562's module ``__getattr__``).
+The papers' experiments live in :mod:`cvxmetric.experiments`, outside what
+``import cvxmetric`` loads.  A family's namespace still offers the names of
+its paper's experiments (the Qwise applications, the SLR baselines, the
+OMDML views): its ``__init__`` lists them here and they are imported on
+first use (PEP 562's module ``__getattr__``).
 """
 
 import importlib
@@ -20,8 +21,8 @@ def lazy_exports(package, names):
     ----------
     package : str
     names : dict of str
-        Each exported name and the submodule (relative to ``package``)
-        that defines it.
+        Each exported name and the module that defines it: a submodule of
+        ``package``, or a full module name (``"cvxmetric.experiments..."``).
 
     Returns
     -------
@@ -34,7 +35,9 @@ def lazy_exports(package, names):
         submodule = names.get(name)
         if submodule is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{submodule}"), name)
+        if not submodule.startswith("cvxmetric."):
+            submodule = f"{package}.{submodule}"
+        value = getattr(importlib.import_module(submodule), name)
         setattr(sys.modules[package], name, value)  # the next access is plain
         return value
 

@@ -15,10 +15,10 @@ probability 0.1, a spurious name added with probability 0.2).
 The paper's protocol.  Train on set A, test on pairs of set B, and the
 other way round; the mAP is the mean of the two directions.  Verification
 (Fig. 4, Table 1): up to ``--pairs`` test pairs per set, half positive
-(:func:`cvxmetric.ldml.evaluation.verification_pairs`; the paper takes
+(:func:`cvxmetric.experiments.ldml.evaluation.verification_pairs`; the paper takes
 20 000, here capped by the number of same-person pairs), scored by the
 average precision at ten recall values
-(:func:`cvxmetric.ldml.evaluation.average_precision_10`), averaged over
+(:func:`cvxmetric.experiments.ldml.evaluation.average_precision_10`), averaged over
 ``--seeds`` seeds (data, pairs and random starts).
 
 Metrics (rank ``d`` = ``n_components``; ``lam = 0``: the low-rank
@@ -43,7 +43,7 @@ Naming (Fig. 5): the test set's bags with their noisy captions are named
 by the constrained clustering of Sec. 2.3 in the PCA, LDML (a) and
 MildML (c) metrics of rank ``--naming-rank`` learned on the other set, at
 thresholds ``b`` found by a dichotomic search
-(:func:`cvxmetric.ldml.evaluation.naming_curve`); precision against the
+(:func:`cvxmetric.experiments.ldml.evaluation.naming_curve`); precision against the
 number of named photos (first seed).
 
     python examples/ldml_bags.py                 # 120 people, ranks 4, 16, 1 seed (~25 s)
@@ -80,7 +80,7 @@ from threadpoolctl import threadpool_limits
 
 from cvxmetric import LDMLStar, LDMLSupervised, MildML
 from cvxmetric.ldml import digit_people_bags, digits_bags
-from cvxmetric.ldml.evaluation import naming_curve, verification_ap, verification_pairs
+from cvxmetric.experiments.ldml.evaluation import naming_curve, verification_ap, verification_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = {"a": "instances", "b": "bags", "c": "noisy"}

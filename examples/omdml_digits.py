@@ -3,7 +3,7 @@
 Wu, Hoi, Zhao, Miao, Liu, "Online multi-modal distance metric learning"
 (TKDE 2016), Sec. 5.  The 1797 digit images are described by five
 modalities (pixels, intensity histogram, gradient orientations, row/column
-profiles, moments; :func:`cvxmetric.omdml._views.digits_views`), every
+profiles, moments; :func:`cvxmetric.experiments.omdml.views.digits_views`), every
 feature scaled to [0, 1] on the training part.  Stratified split: 500 test
 and 500 validation images, the rest (797) for training; test (validation)
 images query the training images, those of their class are relevant.
@@ -39,9 +39,9 @@ from threadpoolctl import threadpool_limits
 
 import cvxmetric
 from cvxmetric.constraints import triplets_from_labels
-from cvxmetric.omdml._baselines import (BASELINES, FUSIONS, evaluate, retrieval_scores,
+from cvxmetric.experiments.omdml.baselines import (BASELINES, FUSIONS, evaluate, retrieval_scores,
                                         squared_distances)
-from cvxmetric.omdml._views import digits_views, retrieval_split, scale_views
+from cvxmetric.experiments.omdml.views import digits_views, retrieval_split, scale_views
 from cvxmetric.slr._bench import text_table
 
 #: OMDML's and LOMDML's settings.  LOMDML's rank is the smallest view's

@@ -17,10 +17,10 @@ the level's first (lowest) class, else it opens the next level ``<``.
 
 Learning (Sec. 7.2.1): ``N`` training images per class (the rest is the
 test set), one row ``w_m`` of ``L`` per attribute from the constraints of a
-method (:mod:`cvxmetric.qwise.attributes`), ``QwiseVector(psi="linear",
+method (:mod:`cvxmetric.experiments.qwise.attributes`), ``QwiseVector(psi="linear",
 loss="huber", solver="newton", C_q)``; then one Gaussian per class on
 ``h = L x`` of the training images and maximum likelihood
-(:class:`~cvxmetric.qwise.attributes.AttributeGaussianClassifier`); the
+(:class:`~cvxmetric.experiments.qwise.attributes.AttributeGaussianClassifier`); the
 score is the mean per-class accuracy on the test images, mean +- std over
 ``--seeds`` random splits.  ``B`` class pairs per attribute (all usable
 ones by default; fewer when a method can use fewer), every ``N x N`` image
@@ -63,7 +63,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from cvxmetric.constraints import informative
-from cvxmetric.qwise.attributes import (
+from cvxmetric.experiments.qwise.attributes import (
     AttributeGaussianClassifier,
     AttributeOrdering,
     oqwsl_constraints,

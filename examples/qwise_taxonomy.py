@@ -29,11 +29,11 @@ training half:
   baseline of Table 5;
 * triplets (neighbours): LMNN's target neighbours -- ``j`` among the 5
   nearest neighbours of ``i`` in its class, ``k`` in any other class
-  (:func:`~cvxmetric.qwise.taxonomy.taxonomy_quadruplets` on a flat tree
+  (:func:`~cvxmetric.experiments.qwise.taxonomy.taxonomy_quadruplets` on a flat tree
   with ``same_anchor=True``): the same sampling as Qwise without the
   taxonomy;
 * Qwise: the Sec. 6.1 quadruplets, half type (1) and half type (2), ``k = 5``
-  (:func:`~cvxmetric.qwise.taxonomy.taxonomy_quadruplets`).
+  (:func:`~cvxmetric.experiments.qwise.taxonomy.taxonomy_quadruplets`).
 
 Each constraint set is learned with a full matrix (:class:`cvxmetric.Qwise`,
 Eq. 8, the certified fast solver) and a diagonal one
@@ -74,7 +74,7 @@ from threadpoolctl import threadpool_limits
 from cvxmetric import Qwise, QwiseVector
 from cvxmetric.constraints import triplets_from_labels
 from cvxmetric.metrics import hierarchy_accuracy, knn_predict
-from cvxmetric.qwise.taxonomy import taxonomy_quadruplets
+from cvxmetric.experiments.qwise.taxonomy import taxonomy_quadruplets
 
 TREES = {
     "shape": {0: "loop", 6: "loop", 8: "loop", 9: "loop",

@@ -64,7 +64,7 @@ from threadpoolctl import threadpool_limits
 from cvxmetric.metrics import ap_dissimilar, ap_similar, mean_class_accuracy
 from cvxmetric.qwise import make_page_versions
 from cvxmetric.qwise.estimator import Qwise, QwiseVector
-from cvxmetric.qwise.temporal import (
+from cvxmetric.experiments.qwise.temporal import (
     jaccard_distances,
     region_distances,
     successive_pairs,

@@ -36,7 +36,7 @@ import warnings
 
 
 from cvxmetric import ConstraintDML, RankDML
-from cvxmetric.rankdml.retrieval import (
+from cvxmetric.experiments.rankdml.retrieval import (
     TRANSFORMS,
     Method,
     euclidean_baseline,

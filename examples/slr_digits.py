@@ -27,7 +27,7 @@ from sklearn.datasets import load_digits
 from threadpoolctl import threadpool_limits
 
 from cvxmetric.slr._bench import retrieval_map, text_table, train_test_split_indices
-from cvxmetric.slr.baselines import slr_fixed, slr_whole
+from cvxmetric.experiments.slr.baselines import slr_fixed, slr_whole
 from cvxmetric.slr.lowrank import lowrank_slr
 from cvxmetric.slr.oasis import oasis
 from cvxmetric.slr.randomized import randomized_slr

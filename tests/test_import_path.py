@@ -1,17 +1,18 @@
 """``import cvxmetric`` loads the formulations and estimators, not the papers'
-experiments (they import on first use, cvxmetric._lazy) nor the collection,
-the benches, the conformance suite or the command line."""
+experiments (cvxmetric.experiments; a family's namespace names them and
+imports them on first use, cvxmetric._lazy) nor the collection, the benches,
+the conformance suite or the command line."""
 
 import subprocess
 import sys
 
 import pytest
 
-EXPERIMENTS = ("cvxmetric.qwise._pages", "cvxmetric.qwise.attributes",
-               "cvxmetric.qwise.taxonomy", "cvxmetric.qwise.temporal",
-               "cvxmetric.slr.baselines", "cvxmetric.omdml._views",
-               "cvxmetric.omdml._baselines", "cvxmetric.rankdml.retrieval",
-               "cvxmetric.ldml.evaluation")
+EXPERIMENTS = ("cvxmetric.experiments.qwise.pages", "cvxmetric.experiments.qwise.attributes",
+               "cvxmetric.experiments.qwise.taxonomy", "cvxmetric.experiments.qwise.temporal",
+               "cvxmetric.experiments.slr.baselines", "cvxmetric.experiments.omdml.views",
+               "cvxmetric.experiments.omdml.baselines", "cvxmetric.experiments.rankdml.retrieval",
+               "cvxmetric.experiments.ldml.evaluation")
 INFRASTRUCTURE = ("cvxmetric.collection", "cvxmetric.conformance", "cvxmetric.bench",
                   "cvxmetric.cli", "cvxmetric._scaling", "cvxmetric._contended")
 
@@ -22,6 +23,7 @@ def test_import_cvxmetric_loads_no_experiment_and_no_infrastructure():
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True,
                                 text=True, check=True).stdout.split())
     assert not loaded & set(EXPERIMENTS + INFRASTRUCTURE)
+    assert not any(m.startswith("cvxmetric.experiments") for m in loaded)
     assert "cvxmetric.formulations" in loaded
 
 
@@ -38,3 +40,25 @@ def test_experiments_stay_in_their_family_namespace(package, name):
     assert callable(getattr(module, name))
     with pytest.raises(AttributeError, match="no attribute 'bogus'"):
         module.bogus  # noqa: B018
+
+
+def test_every_experiment_module_is_listed():
+    from pathlib import Path
+
+    import cvxmetric.experiments as ex
+
+    root = Path(ex.__file__).parent
+    found = {"cvxmetric.experiments." + ".".join(p.relative_to(root).with_suffix("").parts)
+             for p in root.rglob("*.py") if p.name != "__init__.py"}
+    assert found == set(EXPERIMENTS)
+
+
+@pytest.mark.parametrize("package, name, module", [
+    ("cvxmetric.qwise", "AttributeOrdering", "cvxmetric.experiments.qwise.attributes"),
+    ("cvxmetric.slr", "slr_fixed", "cvxmetric.experiments.slr.baselines"),
+    ("cvxmetric.omdml", "digits_views", "cvxmetric.experiments.omdml.views")])
+def test_family_names_are_the_experiments_objects(package, name, module):
+    import importlib
+
+    assert getattr(importlib.import_module(package), name) is getattr(
+        importlib.import_module(module), name)

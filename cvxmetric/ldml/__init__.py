@@ -9,7 +9,7 @@ metric learning from automatically labeled bags of faces".
 * instance labels from bag labels by the constrained clustering of Sec. 2.3
   (Eq. 9-11), per-bag bipartite matching, and LDML* built on it;
 * labelled bags from the digits in the three annotation settings of
-  Sec. 4.1, and the paper's evaluation (:mod:`cvxmetric.ldml.evaluation`);
+  Sec. 4.1, and the paper's evaluation (:mod:`cvxmetric.experiments.ldml.evaluation`);
 * the estimators :class:`LDML`, :class:`LDMLSupervised`, :class:`MildML`,
   :class:`LDMLStar`.
 """

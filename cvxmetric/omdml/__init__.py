@@ -13,10 +13,10 @@ from .fast import LowRankOMDML, OMDMLOnline, mistake_bound, pa_step, project_ran
 
 # the papers' experiments: imported on first use, not with the package
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "digits_views": "_views",
-    "retrieval_split": "_views",
-    "scale_views": "_views",
-    "synthetic_views": "_views",
+    "digits_views": "cvxmetric.experiments.omdml.views",
+    "retrieval_split": "cvxmetric.experiments.omdml.views",
+    "scale_views": "cvxmetric.experiments.omdml.views",
+    "synthetic_views": "cvxmetric.experiments.omdml.views",
 })
 
 __all__ = [

@@ -75,7 +75,7 @@ def _sizes(arrays):
 def _bundled():
     """The bundled instances (a few hundred triplets, small views)."""
     from ..constraints import triplets_from_labels
-    from ._views import digits_views, synthetic_views
+    from ..experiments.omdml.views import digits_views, synthetic_views
 
     out = []
 

@@ -22,9 +22,9 @@ from .randomized import (
 
 # the papers' experiments: imported on first use, not with the package
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "euclidean_scores": "baselines",
-    "slr_fixed": "baselines",
-    "slr_whole": "baselines",
+    "euclidean_scores": "cvxmetric.experiments.slr.baselines",
+    "slr_fixed": "cvxmetric.experiments.slr.baselines",
+    "slr_whole": "cvxmetric.experiments.slr.baselines",
 })
 
 __all__ = [

@@ -273,7 +273,7 @@ def _problem_data(problem, seed):
 
 def _solve(spec, X, y, seed):
     """Run one method; returns ``(M or None, factors or None, result or None)``."""
-    from .baselines import slr_fixed, slr_whole
+    from ..experiments.slr.baselines import slr_fixed, slr_whole
     from .lowrank import lowrank_slr
     from .oasis import oasis
     from .randomized import randomized_slr

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from cvxmetric.ldml import digits_bags
-from cvxmetric.ldml import evaluation as ev
-from cvxmetric.ldml.evaluation import (RECALL_LEVELS, average_precision_10, naming_curve,
+from cvxmetric.experiments.ldml import evaluation as ev
+from cvxmetric.experiments.ldml.evaluation import (RECALL_LEVELS, average_precision_10, naming_curve,
                                        pair_scores, restrict_bags, split_bags,
                                        verification_ap, verification_map,
                                        verification_pairs)

@@ -1,5 +1,5 @@
 """Fusion baselines and retrieval scores of the OMDML experiments
-(cvxmetric.omdml._baselines).
+(cvxmetric.experiments.omdml.baselines).
 
 RCA, the distances and the top-K precision against direct computations;
 the fusions on a synthetic case with one informative view, where -B must
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from cvxmetric.metrics import mean_average_precision
-from cvxmetric.omdml._baselines import (BASELINES, METHODS, evaluate, fit_view_metric,
+from cvxmetric.experiments.omdml.baselines import (BASELINES, METHODS, evaluate, fit_view_metric,
                                         rca_metric, retrieval_scores, squared_distances,
                                         top_k_precision)
-from cvxmetric.omdml._views import retrieval_split, synthetic_views
+from cvxmetric.experiments.omdml.views import retrieval_split, synthetic_views
 
 
 @pytest.fixture(scope="module")

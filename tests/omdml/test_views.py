@@ -1,4 +1,4 @@
-"""Multi-modal data of the OMDML experiments (cvxmetric.omdml._views).
+"""Multi-modal data of the OMDML experiments (cvxmetric.experiments.omdml.views).
 
 The digits views have the documented shapes, lie in [0, 1] and are
 deterministic; each descriptor is checked against a hand computation or an
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from cvxmetric.omdml._views import (DIGITS_VIEW_NAMES, _intensity_histogram,
+from cvxmetric.experiments.omdml.views import (DIGITS_VIEW_NAMES, _intensity_histogram,
                                     _moments, _orientation_histogram, _profiles,
                                     digits_views, retrieval_split, scale_views,
                                     synthetic_views)

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import multivariate_normal
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from cvxmetric.qwise.attributes import (
+from cvxmetric.experiments.qwise.attributes import (
     AttributeGaussianClassifier,
     AttributeOrdering,
     attribute_constraints,

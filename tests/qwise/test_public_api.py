@@ -1,14 +1,14 @@
 """The Qwise applications (Sec. 5-7) are exported by ``cvxmetric.qwise``."""
 
 import cvxmetric.qwise as qwise
-from cvxmetric.qwise import _pages, attributes, taxonomy, temporal
+from cvxmetric.experiments.qwise import attributes, pages, taxonomy, temporal
 
 APPLICATIONS = {
     temporal: {"LateFusionSVM", "TemporalProblem", "cell_descriptors",
                "jaccard_distances", "pseudo_label_pairs", "region_distances",
                "successive_pairs", "temporal_problem", "temporal_quadruplets",
                "unsupervised_change_detector"},
-    _pages: {"PageVersions", "make_page_versions"},
+    pages: {"PageVersions", "make_page_versions"},
     taxonomy: {"ClassTree", "TaxonomyQuadruplets", "taxonomy_quadruplets"},
     attributes: {"AttributeGaussianClassifier", "AttributeOrdering",
                  "attribute_constraints", "fit_relative_attributes",

@@ -1,4 +1,4 @@
-"""Taxonomy quadruplets of Sec. 6.1 (cvxmetric.qwise.taxonomy)."""
+"""Taxonomy quadruplets of Sec. 6.1 (cvxmetric.experiments.qwise.taxonomy)."""
 
 import itertools
 import subprocess
@@ -10,7 +10,7 @@ import pytest
 
 from cvxmetric.constraints import Quadruplets, informative
 from cvxmetric.qwise.estimator import Qwise, QwiseVector
-from cvxmetric.qwise.taxonomy import ClassTree, taxonomy_quadruplets
+from cvxmetric.experiments.qwise.taxonomy import ClassTree, taxonomy_quadruplets
 
 # Four classes in two super-classes, on a line:
 #   A: class 0 at 0, 1, 3 (rows 0-2)    class 1 at 10, 11 (rows 3-4)

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cvxmetric.qwise._pages import PAGE_LAYOUT, make_page_versions
+from cvxmetric.experiments.qwise.pages import PAGE_LAYOUT, make_page_versions
 from cvxmetric.qwise.estimator import QwiseVector
-from cvxmetric.qwise.temporal import (
+from cvxmetric.experiments.qwise.temporal import (
     LateFusionSVM,
     cell_descriptors,
     jaccard_distances,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cvxmetric.metrics import cmc_curve
-from cvxmetric.rankdml.retrieval import (
+from cvxmetric.experiments.rankdml.retrieval import (
     BLOCK_NAMES,
     TRANSFORMS,
     Method,
@@ -114,7 +114,7 @@ def test_rotation_by_90_degrees_matches_rot90():
     # the affine resampling convention, checked where it is exact
     img = np.zeros((9, 9))
     img[1:4, 2:7] = 1.0
-    from cvxmetric.rankdml.retrieval import _affine_about_centre
+    from cvxmetric.experiments.rankdml.retrieval import _affine_about_centre
 
     t = np.pi / 2
     rot = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
@@ -559,7 +559,7 @@ def test_example_quick_run():
 def test_gradients_are_per_image_sobel(gallery):
     from scipy import ndimage
 
-    from cvxmetric.rankdml.retrieval import _gradients
+    from cvxmetric.experiments.rankdml.retrieval import _gradients
 
     gy, gx = _gradients(gallery[:4])
     for k in range(4):

@@ -18,7 +18,7 @@ from cvxmetric.slr._bench import (
     train_test_split_indices,
 )
 from cvxmetric.slr._problem import SLRData, eq3_closed_form
-from cvxmetric.slr.baselines import euclidean_scores, slr_fixed, slr_whole
+from cvxmetric.experiments.slr.baselines import euclidean_scores, slr_fixed, slr_whole
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ import pytest
 from cvxmetric._tolerances import tolerance
 from cvxmetric.result import Status
 from cvxmetric.slr._problem import SLRData
-from cvxmetric.slr.baselines import slr_whole
+from cvxmetric.experiments.slr.baselines import slr_whole
 from cvxmetric.slr.lowrank import _half_step, _Problem, lowrank_slr
 
 

@@ -50,10 +50,10 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._validation import check_finite, check_option
-from ..metrics import _check_matrix, _relevance_mask, average_precision
-from ._problem import check_views
-from ._views import _check_labels
+from ..._validation import check_finite, check_option
+from ...metrics import _check_matrix, _relevance_mask, average_precision
+from ...omdml._problem import check_views
+from .views import _check_labels
 
 # one implementation of the (query, item) distance matrix in the package
 from ..rankdml.retrieval import squared_distances  # noqa: E402
@@ -257,13 +257,13 @@ def fit_view_metric(method, X, y, *, n_triplets=5000, oasis_C=0.1,
     if method == "RCA":
         return _Mahalanobis(rca_metric(X, y, shrinkage=rca_shrinkage))
     if method == "OASIS":
-        from ..slr.oasis import oasis
+        from ...slr.oasis import oasis
         return _Bilinear(oasis(X, y, n_triplets, C=oasis_C, random_state=random_state))
     if method == "Qwise":
-        from ..qwise.estimator import QwiseSupervised
+        from ...qwise.estimator import QwiseSupervised
         est = QwiseSupervised(solver="fast", random_state=random_state)
     else:
-        from ..mmc.estimator import MMCSupervised
+        from ...mmc.estimator import MMCSupervised
         est = MMCSupervised(solver="fast", random_state=random_state)
     return _Mahalanobis(est.fit(X, y).mahalanobis_matrix_)
 
@@ -312,10 +312,10 @@ def evaluate(views, y, split, *, methods=BASELINES, fusions=FUSIONS,
     ----------
     views : list of array_like, each of shape (n, n_i)
         All samples (scaled to ``[0, 1]`` on the training part, see
-        :func:`cvxmetric.omdml._views.scale_views`).
+        :func:`cvxmetric.experiments.omdml.views.scale_views`).
     y : array_like of shape (n,)
     split : (train, validation, test)
-        Index arrays (:func:`cvxmetric.omdml._views.retrieval_split`).  The
+        Index arrays (:func:`cvxmetric.experiments.omdml.views.retrieval_split`).  The
         validation queries only choose -B's modality.
     methods : sequence of str
         Among :data:`METHODS` (default :data:`BASELINES`).

@@ -36,9 +36,9 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
-from .._validation import (check_finite, check_indices, check_int, check_option,
+from ..._validation import (check_finite, check_indices, check_int, check_option,
                            check_pair_labels, check_scalar, describe)
-from ..constraints import informative
+from ...constraints import informative
 
 __all__ = [
     "temporal_quadruplets",
@@ -121,7 +121,7 @@ def temporal_quadruplets(n_versions, gamma, *, r_min_offset=-6, s_max_offset=7,
 
     Examples
     --------
-    >>> from cvxmetric.qwise.temporal import temporal_quadruplets
+    >>> from cvxmetric.experiments.qwise.temporal import temporal_quadruplets
     >>> quads, delta = temporal_quadruplets(4, 2, r_min_offset=-1, s_max_offset=2)
     >>> quads.tolist()
     [[0, 1, 0, 2], [1, 2, 0, 2], [1, 2, 0, 3], [1, 2, 1, 3], [2, 3, 1, 3]]

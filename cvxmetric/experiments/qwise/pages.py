@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._validation import check_int, check_scalar
+from ..._validation import check_int, check_scalar
 
 __all__ = ["PageVersions", "make_page_versions", "PAGE_LAYOUT"]
 
@@ -126,7 +126,7 @@ class PageVersions:
         -------
         ndarray of shape (rows * cols,)
             Cells in row-major order, as
-            :func:`~cvxmetric.qwise.temporal.region_distances`.
+            :func:`~cvxmetric.experiments.qwise.temporal.region_distances`.
         """
         from .temporal import _cell_sums, _check_grid
 
@@ -205,7 +205,7 @@ def make_page_versions(n_versions, *, size=40, news_period=4.0, n_stories=3, n_a
 
     Examples
     --------
-    >>> from cvxmetric.qwise._pages import make_page_versions
+    >>> from cvxmetric.experiments.qwise.pages import make_page_versions
     >>> pages = make_page_versions(24, random_state=0)
     >>> pages.images.shape
     (24, 40, 40)

@@ -55,8 +55,8 @@ import numpy as np
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
-from .._validation import check_finite, check_int, check_samples, check_scalar, describe
-from ..constraints import informative
+from ..._validation import check_finite, check_int, check_samples, check_scalar, describe
+from ...constraints import informative
 
 __all__ = ["ClassTree", "TaxonomyQuadruplets", "taxonomy_quadruplets"]
 

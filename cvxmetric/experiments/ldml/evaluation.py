@@ -26,9 +26,9 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._validation import check_finite, check_scalar
-from ._bags import LabelledBags
-from ._naming import label_instances
+from ..._validation import check_finite, check_scalar
+from ...ldml._bags import LabelledBags
+from ...ldml._naming import label_instances
 
 __all__ = ["RECALL_LEVELS", "split_bags", "restrict_bags", "verification_pairs", "average_precision_10",
            "pair_scores", "verification_ap", "VerificationScore",

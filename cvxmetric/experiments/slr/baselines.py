@@ -28,10 +28,10 @@ import time
 
 import numpy as np
 
-from .._validation import check_finite
-from ..result import Certificate, SolverResult, Status
-from .lowrank import lowrank_slr
-from .randomized import (
+from ..._validation import check_finite
+from ...result import Certificate, SolverResult, Status
+from ...slr.lowrank import lowrank_slr
+from ...slr.randomized import (
     DEFAULT_BLOCK,
     OBJECTIVE_MAX_N,
     _check_int,
@@ -135,7 +135,7 @@ def slr_whole(X, y, delta1=1.0, delta2=0.0, *, objective_max_n=OBJECTIVE_MAX_N,
                                    objective_max_n=objective_max_n,
                                    rng=check_random_state(random_state),
                                    block=block, evaluate=evaluate)
-    from .. import __version__
+    from ... import __version__
 
     total = time.perf_counter() - t_start
     cert = Certificate.from_bound(

@@ -51,9 +51,9 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..constraints import informative
-from .._validation import check_int, check_samples, describe
-from .estimator import QwiseVector
+from ...constraints import informative
+from ..._validation import check_int, check_samples, describe
+from ...qwise.estimator import QwiseVector
 
 __all__ = [
     "AttributeOrdering",

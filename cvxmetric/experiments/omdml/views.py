@@ -31,7 +31,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
-from ._problem import check_views
+from ...omdml._problem import check_views
 
 __all__ = ["DIGITS_VIEW_NAMES", "digits_views", "synthetic_views", "scale_views",
            "retrieval_split"]

@@ -35,9 +35,9 @@ from scipy import ndimage
 from sklearn.datasets import load_digits
 from sklearn.utils import check_random_state
 
-from .._validation import check_finite, check_option, check_scalar
-from ..metrics import cmc_curve
-from ._pairs import critical_triplets
+from ..._validation import check_finite, check_option, check_scalar
+from ...metrics import cmc_curve
+from ...rankdml._pairs import critical_triplets
 
 __all__ = [
     "TRANSFORMS",

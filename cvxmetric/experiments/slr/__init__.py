@@ -1,0 +1,2 @@
+"""The SLR paper's baselines (Euclidean scores, SLR on fixed and whole
+sketches): :mod:`.baselines`."""
