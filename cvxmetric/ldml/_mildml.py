@@ -82,43 +82,43 @@ def _small(idx):
     return idx.astype(np.int32) if idx.size == 0 or idx.max() < 2 ** 31 - 1 else idx
 
 
-def check_bags(bags, bag_labels, n_instances, *, labels_name="bag_labels"):
-    """Validated bags (list of int arrays) and label sets (list of int arrays).
-
-    Raises
-    ------
-    ValueError
-        Naming the argument: an empty bag, an index out of range, a label
-        set count that does not match, labels that are not integers or
-        hashable, a label set no other bag shares nothing with (fine) --
-        and label sets that name nothing at all.
-    """
+def _check_bag_list(bags, n_instances):
+    """The bags as a list of ``intp`` index arrays, or a ``ValueError``
+    naming ``bags`` (or the bad ``bags[k]``)."""
     if isinstance(bags, np.ndarray) and bags.ndim == 2:
         bags = list(bags)
     if not hasattr(bags, "__len__") or len(bags) < 2:
         raise ValueError("bags: expected a sequence of at least two bags.")
-    out = []
-    for k, B in enumerate(bags):
-        B = np.asarray(B)
-        if B.ndim != 1:
-            raise ValueError(f"bags[{k}]: expected a 1-d array of instance indices, "
-                             f"got {B.ndim} dimensions.")
-        if B.size == 0:
-            raise ValueError(f"bags[{k}]: the bag is empty.")
-        if not np.issubdtype(B.dtype, np.integer):
-            raise ValueError(f"bags[{k}]: expected integer indices, got dtype {B.dtype}.")
-        if B.min() < 0 or B.max() >= n_instances:
-            bad = int(B.min()) if B.min() < 0 else int(B.max())
-            raise ValueError(f"bags[{k}]: index {bad} is out of range for "
-                             f"{n_instances} instances.")
-        if np.unique(B).size != B.size:
-            raise ValueError(f"bags[{k}]: an instance is listed twice.")
-        out.append(B.astype(np.intp))
+    return [_check_one_bag(B, k, n_instances) for k, B in enumerate(bags)]
+
+
+def _check_one_bag(B, k, n_instances):
+    """Bag ``k``: a non-empty 1-d array of distinct instance indices."""
+    B = np.asarray(B)
+    if B.ndim != 1:
+        raise ValueError(f"bags[{k}]: expected a 1-d array of instance indices, "
+                         f"got {B.ndim} dimensions.")
+    if B.size == 0:
+        raise ValueError(f"bags[{k}]: the bag is empty.")
+    if not np.issubdtype(B.dtype, np.integer):
+        raise ValueError(f"bags[{k}]: expected integer indices, got dtype {B.dtype}.")
+    if B.min() < 0 or B.max() >= n_instances:
+        bad = int(B.min()) if B.min() < 0 else int(B.max())
+        raise ValueError(f"bags[{k}]: index {bad} is out of range for "
+                         f"{n_instances} instances.")
+    if np.unique(B).size != B.size:
+        raise ValueError(f"bags[{k}]: an instance is listed twice.")
+    return B.astype(np.intp)
+
+
+def _label_set_arrays(bag_labels, n_bags, labels_name):
+    """One flat array per bag from ``bag_labels`` (a scalar is a set of
+    one), checking that there is one label set per bag."""
     if bag_labels is None or not hasattr(bag_labels, "__len__") \
-            or isinstance(bag_labels, str) or len(bag_labels) != len(out):
+            or isinstance(bag_labels, str) or len(bag_labels) != n_bags:
         n = None if bag_labels is None or not hasattr(bag_labels, "__len__") \
             else len(bag_labels)
-        raise ValueError(f"{labels_name}: expected one label set per bag ({len(out)}), "
+        raise ValueError(f"{labels_name}: expected one label set per bag ({n_bags}), "
                          f"got {n}.")
     sets = []
     for k, s in enumerate(bag_labels):
@@ -131,6 +131,12 @@ def check_bags(bags, bag_labels, n_instances, *, labels_name="bag_labels"):
         if s.ndim != 1:
             raise ValueError(f"{labels_name}[{k}]: expected a flat set of labels.")
         sets.append(s)
+    return sets
+
+
+def _all_labels(sets, labels_name):
+    """The labels of every set, concatenated, after refusing a None or NaN
+    label, a mix of numbers and other labels, and sets that are all empty."""
     for k, s in enumerate(sets):
         if s.dtype == object and any(v is None or (isinstance(v, float) and v != v)
                                      for v in s):
@@ -147,6 +153,13 @@ def check_bags(bags, bag_labels, n_instances, *, labels_name="bag_labels"):
                          f"refer to nothing.")
     if everything.dtype.kind == "f" and not np.all(np.isfinite(everything)):
         raise ValueError(f"{labels_name}: labels must be finite.")
+    return everything
+
+
+def _code_label_sets(sets, labels_name):
+    """``(coded, classes)``: each set as sorted distinct indices into the
+    sorted distinct labels ``classes``."""
+    everything = _all_labels(sets, labels_name)
     try:
         classes, inv = np.unique(everything, return_inverse=True)
     except TypeError:
@@ -157,6 +170,23 @@ def check_bags(bags, bag_labels, n_instances, *, labels_name="bag_labels"):
     for s in sets:
         coded.append(np.unique(inv[start:start + s.size]).astype(np.intp))
         start += s.size
+    return coded, classes
+
+
+def check_bags(bags, bag_labels, n_instances, *, labels_name="bag_labels"):
+    """Validated bags (list of int arrays) and label sets (list of int arrays).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: an empty bag, an index out of range, a label
+        set count that does not match, labels that are not integers or
+        hashable, a label set no other bag shares nothing with (fine) --
+        and label sets that name nothing at all.
+    """
+    out = _check_bag_list(bags, n_instances)
+    sets = _label_set_arrays(bag_labels, len(out), labels_name)
+    coded, classes = _code_label_sets(sets, labels_name)
     return out, coded, classes
 
 
