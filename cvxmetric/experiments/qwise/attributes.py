@@ -82,6 +82,97 @@ def _label_text(c):
     return repr(c.item() if isinstance(c, np.generic) else c)
 
 
+def _merge_equivalences(rel):
+    """Check the relation triples and close ``~`` transitively.
+
+    Returns
+    -------
+    find : callable
+        Class -> the root of its group of equivalent classes.
+    strict : list of (a, b)
+        The strict relations, each written ``a < b``.
+    """
+    parent = {}
+
+    def find(c):
+        parent.setdefault(c, c)
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    strict = []
+    for pos, t in enumerate(rel):
+        if not isinstance(t, (tuple, list)) or len(t) != 3:
+            raise ValueError(f"relations: item {pos} is not a triple (a, rel, b).")
+        a, r, b = t
+        if r not in _RELATIONS:
+            raise ValueError(f"relations: item {pos} has relation {r!r}; expected "
+                             f"one of {', '.join(map(repr, _RELATIONS))}.")
+        if a == b:
+            raise ValueError(f"relations: item {pos} relates class "
+                             f"{_label_text(a)} to itself.")
+        find(a), find(b)
+        if r == "~":
+            parent[find(a)] = find(b)
+        else:
+            strict.append((a, b) if r == "<" else (b, a))
+    return find, strict
+
+
+def _group_graph(rel, find, strict):
+    """The groups of equivalent classes and the ``<`` edges between them.
+
+    Returns
+    -------
+    roots : list
+        One root per group, in order of first mention.
+    members : dict
+        Root -> the group's classes, in order of first mention.
+    succ : dict
+        Root -> the roots of the groups it is below.
+    """
+    order = list(dict.fromkeys(c for t in rel for c in (t[0], t[2])))
+    roots = list(dict.fromkeys(find(c) for c in order))
+    members = {r: tuple(c for c in order if find(c) == r) for r in roots}
+    succ = {r: set() for r in roots}
+    for a, b in strict:
+        ra, rb = find(a), find(b)
+        if ra == rb:
+            raise ValueError(f"relations: cycle: {_label_text(a)} < {_label_text(b)} "
+                             f"but they are equivalent.")
+        succ[ra].add(rb)
+    return roots, members, succ
+
+
+def _total_order(roots, members, succ):
+    """The groups least to most (a topological sort that must be unique),
+    or a ``ValueError`` for two unordered groups or a cycle."""
+    indeg = {r: 0 for r in roots}
+    for r in roots:
+        for s in succ[r]:
+            indeg[s] += 1
+    levels = []
+    ready = [r for r in roots if indeg[r] == 0]
+    while ready:
+        if len(ready) > 1:
+            a, b = (members[r][0] for r in ready[:2])
+            raise ValueError(f"relations: classes {_label_text(a)} and "
+                             f"{_label_text(b)} are not ordered; the relations "
+                             f"must give one total order.")
+        r = ready.pop()
+        levels.append(members[r])
+        for s in sorted(succ[r], key=roots.index):
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                ready.append(s)
+    if len(levels) < len(roots):
+        stuck = next(r for r in roots if indeg[r] > 0)
+        raise ValueError(f"relations: cycle through class "
+                         f"{_label_text(members[stuck][0])}.")
+    return levels
+
+
 class AttributeOrdering:
     """A class ordering for one relative attribute: levels from least to most.
 
@@ -205,63 +296,9 @@ class AttributeOrdering:
         rel = list(relations)
         if not rel:
             raise ValueError("relations: empty.")
-        parent = {}
-
-        def find(c):
-            parent.setdefault(c, c)
-            while parent[c] != c:
-                parent[c] = parent[parent[c]]
-                c = parent[c]
-            return c
-
-        strict = []
-        for pos, t in enumerate(rel):
-            if not isinstance(t, (tuple, list)) or len(t) != 3:
-                raise ValueError(f"relations: item {pos} is not a triple (a, rel, b).")
-            a, r, b = t
-            if r not in _RELATIONS:
-                raise ValueError(f"relations: item {pos} has relation {r!r}; expected "
-                                 f"one of {', '.join(map(repr, _RELATIONS))}.")
-            if a == b:
-                raise ValueError(f"relations: item {pos} relates class "
-                                 f"{_label_text(a)} to itself.")
-            find(a), find(b)
-            if r == "~":
-                parent[find(a)] = find(b)
-            else:
-                strict.append((a, b) if r == "<" else (b, a))
-        order = list(dict.fromkeys(c for t in rel for c in (t[0], t[2])))
-        roots = list(dict.fromkeys(find(c) for c in order))
-        members = {r: tuple(c for c in order if find(c) == r) for r in roots}
-        succ = {r: set() for r in roots}
-        for a, b in strict:
-            ra, rb = find(a), find(b)
-            if ra == rb:
-                raise ValueError(f"relations: cycle: {_label_text(a)} < {_label_text(b)} "
-                                 f"but they are equivalent.")
-            succ[ra].add(rb)
-        indeg = {r: 0 for r in roots}
-        for r in roots:
-            for s in succ[r]:
-                indeg[s] += 1
-        levels = []
-        ready = [r for r in roots if indeg[r] == 0]
-        while ready:
-            if len(ready) > 1:
-                a, b = (members[r][0] for r in ready[:2])
-                raise ValueError(f"relations: classes {_label_text(a)} and "
-                                 f"{_label_text(b)} are not ordered; the relations "
-                                 f"must give one total order.")
-            r = ready.pop()
-            levels.append(members[r])
-            for s in sorted(succ[r], key=roots.index):
-                indeg[s] -= 1
-                if indeg[s] == 0:
-                    ready.append(s)
-        if len(levels) < len(roots):
-            stuck = next(r for r in roots if indeg[r] > 0)
-            raise ValueError(f"relations: cycle through class "
-                             f"{_label_text(members[stuck][0])}.")
+        find, strict = _merge_equivalences(rel)
+        roots, members, succ = _group_graph(rel, find, strict)
+        levels = _total_order(roots, members, succ)
         return cls(levels, classes=classes)
 
     # -- views -------------------------------------------------------------
