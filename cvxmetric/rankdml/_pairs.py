@@ -72,6 +72,64 @@ def _relevance_pairs(relevant_index, n_queries, n):
     return np.repeat(np.arange(n_queries), sizes), flat
 
 
+def _check_counts(n_top, n_random):
+    """``(n_top, n_random)`` as ints >= 0, not both 0."""
+    for name, val in (("n_top", n_top), ("n_random", n_random)):
+        if isinstance(val, (bool, np.bool_)) or not isinstance(val, (int, np.integer)):
+            raise TypeError(f"{name}: expected an int, got {type(val).__name__}.")
+        check_scalar(int(val), name, low=0)
+    n_top, n_random = int(n_top), int(n_random)
+    if n_top + n_random == 0:
+        raise ValueError("n_top, n_random: at least one irrelevant item per query "
+                         "is needed (both are 0).")
+    return n_top, n_random
+
+
+def _baseline_coordinates(X, A0, d):
+    """``X`` in coordinates where the distances of ``A0`` are Euclidean."""
+    if A0 is None:
+        return X
+    A0 = check_psd_matrix(A0, "A0", d)
+    w, U = np.linalg.eigh(A0)
+    return X @ (U * np.sqrt(np.maximum(w, 0.0)))
+
+
+def _choose_irrelevant(D, eligible, n_top, n_random, rng):
+    """The chosen gallery positions of a block of queries and their validity.
+
+    ``D`` (b, n_g) holds the squared distances, ``eligible`` the irrelevant
+    items of each query.  Returns ``(chosen, ok)`` of shape (b, k): the
+    ``n_top`` closest eligible items (a stable sort orders by distance,
+    then gallery position), then ``n_random`` others in draw order; ``ok``
+    is False where a query had fewer eligible items than requested.
+    """
+    b, n_g = D.shape
+    # ineligible items sort last (inf)
+    Dm = np.where(eligible, D, np.inf)
+    k_top = min(n_top, n_g)
+    top = np.argsort(Dm, axis=1, kind="stable")[:, :k_top]  # (b, k_top)
+    top_ok = np.take_along_axis(eligible, top, axis=1)
+    remaining = eligible.copy()
+    np.put_along_axis(remaining, top, False, axis=1)
+    k_rand = min(n_random, n_g)
+    if k_rand:
+        keys = rng.random_sample((b, n_g))
+        keys[~remaining] = np.inf
+        if k_rand < n_g:
+            rnd = np.argpartition(keys, k_rand - 1, axis=1)[:, :k_rand]
+        else:
+            rnd = np.tile(np.arange(n_g), (b, 1))
+        rk = np.take_along_axis(keys, rnd, axis=1)
+        o = np.argsort(rk, axis=1, kind="stable")
+        rnd = np.take_along_axis(rnd, o, axis=1)
+        rnd_ok = np.isfinite(np.take_along_axis(keys, rnd, axis=1))
+    else:
+        rnd = np.zeros((b, 0), dtype=np.intp)
+        rnd_ok = np.zeros((b, 0), dtype=bool)
+    # (b, k_top + k_rand)
+    return np.concatenate([top, rnd], axis=1), np.concatenate([top_ok, rnd_ok], axis=1)
+
+
 def critical_triplets(queries_index, relevant_index, gallery_index, X, n_top=10,
                       n_random=10, A0=None, random_state=None):
     """Critical triplets ``(query, relevant, irrelevant)`` (Sec. 5).
@@ -127,20 +185,8 @@ def critical_triplets(queries_index, relevant_index, gallery_index, X, n_top=10,
     if len(np.unique(gallery)) != len(gallery):
         raise ValueError("gallery_index: contains duplicate indices.")
     rel_pos, rel_item = _relevance_pairs(relevant_index, len(queries), n)
-    for name, val in (("n_top", n_top), ("n_random", n_random)):
-        if isinstance(val, (bool, np.bool_)) or not isinstance(val, (int, np.integer)):
-            raise TypeError(f"{name}: expected an int, got {type(val).__name__}.")
-        check_scalar(int(val), name, low=0)
-    n_top, n_random = int(n_top), int(n_random)
-    if n_top + n_random == 0:
-        raise ValueError("n_top, n_random: at least one irrelevant item per query "
-                         "is needed (both are 0).")
-    if A0 is None:
-        Z = X
-    else:
-        A0 = check_psd_matrix(A0, "A0", d)
-        w, U = np.linalg.eigh(A0)
-        Z = X @ (U * np.sqrt(np.maximum(w, 0.0)))  # distances of A0 are Euclidean in Z
+    n_top, n_random = _check_counts(n_top, n_random)
+    Z = _baseline_coordinates(X, A0, d)
     rng = check_random_state(random_state)
     n_q, n_g = len(queries), len(gallery)
     # position of each gallery row, to mask relevant items and the query itself
@@ -169,31 +215,7 @@ def critical_triplets(queries_index, relevant_index, gallery_index, X, n_top=10,
         qg = gpos[qb]
         has = qg >= 0
         eligible[np.flatnonzero(has), qg[has]] = False
-        # top-ranked: a stable sort orders by (distance, gallery position);
-        # ineligible items sort last (inf)
-        Dm = np.where(eligible, D, np.inf)
-        k_top = min(n_top, n_g)
-        top = np.argsort(Dm, axis=1, kind="stable")[:, :k_top]  # (b, k_top)
-        top_ok = np.take_along_axis(eligible, top, axis=1)
-        remaining = eligible.copy()
-        np.put_along_axis(remaining, top, False, axis=1)
-        k_rand = min(n_random, n_g)
-        if k_rand:
-            keys = rng.random_sample((b, n_g))
-            keys[~remaining] = np.inf
-            if k_rand < n_g:
-                rnd = np.argpartition(keys, k_rand - 1, axis=1)[:, :k_rand]
-            else:
-                rnd = np.tile(np.arange(n_g), (b, 1))
-            rk = np.take_along_axis(keys, rnd, axis=1)
-            o = np.argsort(rk, axis=1, kind="stable")
-            rnd = np.take_along_axis(rnd, o, axis=1)
-            rnd_ok = np.isfinite(np.take_along_axis(keys, rnd, axis=1))
-        else:
-            rnd = np.zeros((b, 0), dtype=np.intp)
-            rnd_ok = np.zeros((b, 0), dtype=bool)
-        chosen = np.concatenate([top, rnd], axis=1)  # (b, k_top + k_rand)
-        ok = np.concatenate([top_ok, rnd_ok], axis=1)
+        chosen, ok = _choose_irrelevant(D, eligible, n_top, n_random, rng)
         # expand: one triplet per (relevant item, chosen irrelevant item)
         counts = rel_start[s + 1:s + b + 1] - rel_start[s:s + b]  # (b,)
         row_q = np.repeat(np.arange(b), counts)  # (n_rel_block,)
