@@ -267,6 +267,66 @@ def _class_ranges(codes_sorted, n_classes):
             np.searchsorted(codes_sorted, cls, side="right"))
 
 
+def _shifted_factors(P, Q, delta2, dtype):
+    """``(Pa, Qa)`` with ``Pa @ Qa = delta2 - P Q^T``, in ``dtype``.
+
+    ``delta2 - K`` straight from the product ``[-P, delta2 1] [Q, 1]^T``:
+    one pass less over each block (elementwise passes dominate at small
+    ``k``).
+
+    Parameters
+    ----------
+    P : ndarray of shape (n_rows, k)
+    Q : ndarray of shape (n_cols, k)
+    delta2 : float
+    dtype : float32 or float64
+
+    Returns
+    -------
+    Pa : ndarray of shape (n_rows, k + 1)
+    Qa : ndarray of shape (k + 1, n_cols)
+    """
+    Pa = np.empty((P.shape[0], P.shape[1] + 1), dtype=dtype)
+    np.negative(P, out=Pa[:, :-1], casting="same_kind")
+    Pa[:, -1] = delta2
+    Qa = np.empty((P.shape[1] + 1, Q.shape[0]), dtype=dtype)
+    Qa[:-1] = Q.T
+    Qa[-1] = 1.0
+    return Pa, Qa
+
+
+def _clip_block(R, y_block, c_start, c_end, gap):
+    """Turn one row block of ``delta2 - K`` into ``Res = clip(K) - K``, in place.
+
+    Parameters
+    ----------
+    R : ndarray of shape (b, n_cols)
+        ``delta2 - K`` on the block's pairs; overwritten with ``Res``.
+    y_block : ndarray of int, shape (b,)
+        The block's row codes, sorted: the same-class pairs of the block
+        are the rectangles (rows of class ``c``) x ``[c_start[c], c_end[c])``.
+    c_start, c_end : ndarray of int
+        Each class's column range (:func:`_class_ranges`).
+    gap : float
+        ``delta1 - delta2``.
+    """
+    cut = np.flatnonzero(np.diff(y_block)) + 1
+    starts = np.concatenate(([0], cut))
+    ends = np.concatenate((cut, [y_block.size]))
+    same = []
+    for rs, re_ in zip(starts, ends):
+        c = y_block[rs]
+        cs, ce = c_start[c], c_end[c]
+        if ce > cs:
+            # delta1 - K = (delta2 - K) + (delta1 - delta2)
+            blk = R[rs:re_, cs:ce] + gap
+            np.maximum(blk, 0.0, out=blk)
+            same.append((rs, re_, cs, ce, blk))
+    np.minimum(R, 0.0, out=R)  # -[K - delta2]_+ on different-class pairs
+    for rs, re_, cs, ce, blk in same:
+        R[rs:re_, cs:ce] = blk
+
+
 def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
                    right=None, block=DEFAULT_BLOCK, dtype=np.float64,
                    row_sums=False, count=True, deadline=None):
@@ -311,14 +371,7 @@ def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
     n_rows, n_cols = P.shape[0], Q.shape[0]
     n_classes = int(max(y_rows.max(), y_cols.max())) + 1
     c_start, c_end = _class_ranges(y_cols, n_classes)
-    # delta2 - K straight from the product: [-P, delta2 1] [Q, 1]^T (one
-    # pass less over each block; elementwise passes dominate at small k)
-    Pa = np.empty((n_rows, P.shape[1] + 1), dtype=dtype)
-    np.negative(P, out=Pa[:, :-1], casting="same_kind")
-    Pa[:, -1] = delta2
-    Qa = np.empty((P.shape[1] + 1, n_cols), dtype=dtype)
-    Qa[:-1] = Q.T
-    Qa[-1] = 1.0
+    Pa, Qa = _shifted_factors(P, Q, delta2, dtype)
     Rt = None if right is None else np.ascontiguousarray(right, dtype=dtype)
     Lf = None if left is None else np.asarray(left, dtype=dtype)
     b = max(1, int(block) // max(1, n_cols))
@@ -329,28 +382,12 @@ def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
         out = (np.zeros((n_rows, k2)) if left is None
                else np.zeros((left.shape[1], k2)))
     sums = np.zeros(n_rows) if row_sums else None
-    gap = delta1 - delta2
     for s in range(0, n_rows, b):
         if deadline is not None and deadline.expired():
             raise Expired
         e = min(n_rows, s + b)
         R = Pa[s:e] @ Qa  # delta2 - K, block (b, n_cols)
-        yb = y_rows[s:e]
-        cut = np.flatnonzero(np.diff(yb)) + 1
-        starts = np.concatenate(([0], cut))
-        ends = np.concatenate((cut, [e - s]))
-        same = []
-        for rs, re_ in zip(starts, ends):
-            c = yb[rs]
-            cs, ce = c_start[c], c_end[c]
-            if ce > cs:
-                # delta1 - K = (delta2 - K) + (delta1 - delta2)
-                blk = R[rs:re_, cs:ce] + gap
-                np.maximum(blk, 0.0, out=blk)
-                same.append((rs, re_, cs, ce, blk))
-        np.minimum(R, 0.0, out=R)  # -[K - delta2]_+ on different-class pairs
-        for rs, re_, cs, ce, blk in same:
-            R[rs:re_, cs:ce] = blk
+        _clip_block(R, y_rows[s:e], c_start, c_end, delta1 - delta2)
         if row_sums:
             rs_ = np.einsum("ij,ij->i", R, R, dtype=np.float64)
             sums[s:e] = rs_
