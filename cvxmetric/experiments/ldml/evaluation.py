@@ -567,6 +567,118 @@ def _naming_input(Z, bags, captions, y_true):
     return Z, bags_out, caps_out, y_true
 
 
+def _check_named_range(named_range):
+    """``(low, high)`` of :func:`naming_curve`'s ``named_range``, with
+    ``0 < low < high <= 1``."""
+    try:
+        if len(named_range) != 2:
+            raise TypeError
+        lo_f, hi_f = (check_scalar(v, "named_range") for v in named_range)
+    except TypeError:
+        raise ValueError(f"named_range: expected two fractions (low, high), got "
+                         f"{named_range!r}.") from None
+    if not 0.0 < lo_f < hi_f <= 1.0:
+        raise ValueError(f"named_range: expected 0 < low < high <= 1, got "
+                         f"({lo_f}, {hi_f}).")
+    return lo_f, hi_f
+
+
+def _distance_scale(Z):
+    """The scale of the threshold ``b``: the median squared distance of a
+    fixed sample of pairs (their largest if the median is 0, else 1)."""
+    n = Z.shape[0]
+    idx = np.arange(n)[:: max(1, n // 500)]
+    sub = Z[idx]
+    sq = np.einsum("nd,nd->n", sub, sub)
+    d2 = sq[:, None] + sq[None, :] - 2.0 * sub @ sub.T
+    d2 = d2[np.triu_indices(len(idx), 1)]
+    scale = float(np.median(d2)) if d2.size else 1.0
+    if not scale > 0:
+        scale = float(np.max(d2)) if d2.size and np.max(d2) > 0 else 1.0
+    return scale
+
+
+class _NamingRuns:
+    """The clusterings of :func:`naming_curve`, one per threshold ``b``.
+
+    ``cache`` maps ``b`` to ``(n_named, precision)`` and ``labels`` to the
+    labels found.
+    """
+
+    def __init__(self, Z, bags, caps, y_true, n_sweeps):
+        self.Z, self.bags, self.caps, self.y_true = Z, bags, caps, y_true
+        self.n_sweeps = n_sweeps
+        self.cache = {}
+        self.labels = {}
+
+    def count(self, b, warm=True):
+        """The number of instances named at threshold ``b`` (run once)."""
+        if b not in self.cache:
+            # continuation in b: start from the labels of the nearest larger
+            # threshold evaluated (the paper's start at a small b empties
+            # every class in its first sweep and names by ties)
+            above = [c for c in self.labels if c > b] if warm else []
+            init = self.labels[min(above)] if above else None
+            lab = label_instances(self.Z, self.bags, self.caps, b, n_sweeps=self.n_sweeps,
+                                  name_all=False, init=init)
+            named = lab >= 0
+            k = int(named.sum())
+            prec = float(np.mean(lab[named] == self.y_true[named])) if k else float("nan")
+            self.cache[b] = (k, prec)
+            self.labels[b] = lab
+        return self.cache[b][0]
+
+    def forget_below(self, b_hi):
+        """Drop the runs at thresholds below ``b_hi``."""
+        for c in [c for c in self.cache if c < b_hi]:
+            del self.cache[c], self.labels[c]
+
+
+def _search_target(runs, t, tol, max_evals, b_hi):
+    """Bisect ``b`` between the evaluated thresholds that bracket the target
+    count ``t`` until a count is within ``tol`` of it, the budget of
+    ``max_evals`` runs is spent, or the count jumps over ``t``."""
+    while len(runs.cache) < max_evals:
+        bs = np.array(sorted(runs.cache))
+        ks = np.array([runs.cache[b][0] for b in bs])
+        if np.min(np.abs(ks - t)) <= tol:
+            break
+        below = np.flatnonzero(ks < t)
+        if below.size == 0:
+            break
+        i = below[-1]  # largest b whose count is below the target
+        above = np.flatnonzero((ks >= t) & (bs > bs[i]))
+        if above.size == 0:
+            break
+        lo_b, hi_b = bs[i], bs[above[0]]
+        mid = 0.5 * (lo_b + hi_b)
+        if hi_b - lo_b <= 1e-6 * b_hi or not lo_b < mid < hi_b:
+            break  # a jump of the count: no threshold in between reaches t
+        runs.count(mid)
+
+
+def _closest_points(cache, targets, n_nameable):
+    """The :class:`NamingCurve` of the evaluated thresholds closest to the
+    targets, sorted by ``b``, each count kept once and 0 left out."""
+    bs = np.array(sorted(cache))
+    ks = np.array([cache[b][0] for b in bs])
+    chosen = set()
+    for t in targets:
+        chosen.add(float(bs[int(np.argmin(np.abs(ks - t)))]))
+    chosen = sorted(chosen)
+    out_k, out_p, out_b, seen = [], [], [], set()
+    for b in chosen:
+        k, p = cache[b]
+        if k in seen or k == 0:
+            continue
+        seen.add(k)
+        out_k.append(k)
+        out_p.append(p)
+        out_b.append(b)
+    return NamingCurve(np.array(out_k, dtype=int), np.array(out_p, dtype=float),
+                       np.array(out_b, dtype=float), n_nameable)
+
+
 def naming_curve(Z, bags, captions, y_true, *, n_points=50, named_range=(0.05, 1.0),
                  max_evals=None, n_sweeps=5):
     """Naming precision against the number of named instances (Sec. 4.2).
@@ -620,16 +732,7 @@ def naming_curve(Z, bags, captions, y_true, *, n_points=50, named_range=(0.05, 1
     n_sweeps = _check_int(n_sweeps, "n_sweeps", 1)
     max_evals = 4 * n_points if max_evals is None else _check_int(max_evals, "max_evals",
                                                                   2)
-    try:
-        if len(named_range) != 2:
-            raise TypeError
-        lo_f, hi_f = (check_scalar(v, "named_range") for v in named_range)
-    except TypeError:
-        raise ValueError(f"named_range: expected two fractions (low, high), got "
-                         f"{named_range!r}.") from None
-    if not 0.0 < lo_f < hi_f <= 1.0:
-        raise ValueError(f"named_range: expected 0 < low < high <= 1, got "
-                         f"({lo_f}, {hi_f}).")
+    lo_f, hi_f = _check_named_range(named_range)
     n_nameable = int(sum(min(B.size, c.size) for B, c in zip(bags, caps)))
     lo_t = max(1.0, lo_f * n_nameable)
     hi_t = max(lo_t, hi_f * n_nameable)
@@ -637,80 +740,16 @@ def naming_curve(Z, bags, captions, y_true, *, n_points=50, named_range=(0.05, 1
     spacing = (hi_t - lo_t) / max(n_points - 1, 1)
     tol = max(0.5, 0.3 * spacing)
 
-    cache = {}  # b -> (n_named, precision)
-    labels = {}  # b -> the labels found
-
-    def run(b, warm=True):
-        if b not in cache:
-            # continuation in b: start from the labels of the nearest larger
-            # threshold evaluated (the paper's start at a small b empties
-            # every class in its first sweep and names by ties)
-            above = [c for c in labels if c > b] if warm else []
-            init = labels[min(above)] if above else None
-            lab = label_instances(Z, bags, caps, b, n_sweeps=n_sweeps, name_all=False,
-                                  init=init)
-            named = lab >= 0
-            k = int(named.sum())
-            prec = float(np.mean(lab[named] == y_true[named])) if k else float("nan")
-            cache[b] = (k, prec)
-            labels[b] = lab
-        return cache[b][0]
-
-    # scale of b: the median squared distance of a fixed sample of pairs
-    n = Z.shape[0]
-    idx = np.arange(n)[:: max(1, n // 500)]
-    sub = Z[idx]
-    sq = np.einsum("nd,nd->n", sub, sub)
-    d2 = sq[:, None] + sq[None, :] - 2.0 * sub @ sub.T
-    d2 = d2[np.triu_indices(len(idx), 1)]
-    scale = float(np.median(d2)) if d2.size else 1.0
-    if not scale > 0:
-        scale = float(np.max(d2)) if d2.size and np.max(d2) > 0 else 1.0
+    runs = _NamingRuns(Z, bags, caps, y_true, n_sweeps)
     # brackets: b = 0 names nothing; double until the top target is reached
-    b_hi = scale
+    b_hi = _distance_scale(Z)
     for _ in range(200):
-        if run(b_hi, warm=False) >= hi_t - tol or len(cache) >= max_evals:
+        if runs.count(b_hi, warm=False) >= hi_t - tol or len(runs.cache) >= max_evals:
             break
         b_hi *= 2.0
     # the search proper descends from b_hi: forget the cold starts below it
-    for c in [c for c in cache if c < b_hi]:
-        del cache[c], labels[c]
-    run(0.0)
-
+    runs.forget_below(b_hi)
+    runs.count(0.0)
     for t in targets:
-        while len(cache) < max_evals:
-            bs = np.array(sorted(cache))
-            ks = np.array([cache[b][0] for b in bs])
-            if np.min(np.abs(ks - t)) <= tol:
-                break
-            below = np.flatnonzero(ks < t)
-            if below.size == 0:
-                break
-            i = below[-1]  # largest b whose count is below the target
-            above = np.flatnonzero((ks >= t) & (bs > bs[i]))
-            if above.size == 0:
-                break
-            lo_b, hi_b = bs[i], bs[above[0]]
-            mid = 0.5 * (lo_b + hi_b)
-            if hi_b - lo_b <= 1e-6 * b_hi or not lo_b < mid < hi_b:
-                break  # a jump of the count: no threshold in between reaches t
-            run(mid)
-
-    # for each target, the evaluated threshold closest to it
-    bs = np.array(sorted(cache))
-    ks = np.array([cache[b][0] for b in bs])
-    chosen = set()
-    for t in targets:
-        chosen.add(float(bs[int(np.argmin(np.abs(ks - t)))]))
-    chosen = sorted(chosen)
-    out_k, out_p, out_b, seen = [], [], [], set()
-    for b in chosen:
-        k, p = cache[b]
-        if k in seen or k == 0:
-            continue
-        seen.add(k)
-        out_k.append(k)
-        out_p.append(p)
-        out_b.append(b)
-    return NamingCurve(np.array(out_k, dtype=int), np.array(out_p, dtype=float),
-                       np.array(out_b, dtype=float), n_nameable)
+        _search_target(runs, t, tol, max_evals, b_hi)
+    return _closest_points(runs.cache, targets, n_nameable)
