@@ -133,6 +133,31 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False, init=
     Z = check_finite(Z, "Z", ndim=2)
     b = check_scalar(b, "b")
     n = Z.shape[0]
+    bags, sets = _check_naming_bags(bags, bag_labels, n)
+    member = _start_membership(bags, sets, n, init)
+    # squared norms once: each bag's distances to all instances are then
+    # one product
+    q = np.einsum("ij,ij->i", Z, Z)
+    # instances whose bag has been visited (the paper's start names every
+    # instance in every class of its bag: not yet a labelling)
+    visited = np.ones(n, dtype=bool) if init is not None else np.zeros(n, dtype=bool)
+    # named visited instances per class (a bag names a class at most once:
+    # two of them lie in two bags)
+    count = member.sum(axis=0) if init is not None else np.zeros(member.shape[1], int)
+    for _ in range(int(n_sweeps)):
+        stopped, changed = _sweep(Z, q, b, bags, sets, member, visited, count, name_all)
+        if stopped or not changed:
+            break
+    member[~visited] = False  # bags the first sweep did not reach: no name
+    labels = np.full(n, -1, dtype=int)
+    rows, cols = np.nonzero(member)
+    labels[rows] = cols
+    return labels
+
+
+def _check_naming_bags(bags, bag_labels, n):
+    """The bags as int index arrays into ``n`` instances and the label sets
+    as sorted non-negative int arrays, one per bag."""
     if len(bags) != len(bag_labels):
         raise ValueError(f"bag_labels: expected one label set per bag ({len(bags)}), "
                          f"got {len(bag_labels)}.")
@@ -146,60 +171,62 @@ def label_instances(Z, bags, bag_labels, b, *, n_sweeps=5, name_all=False, init=
                              f"{n} instances.")
     if any(s.size and s.min() < 0 for s in sets):
         raise ValueError("bag_labels: classes must be non-negative integers.")
+    return bags, sets
+
+
+def _start_membership(bags, sets, n, init):
+    """The starting ``(n, n_classes)`` membership: the paper's (every
+    instance in every class of its bag) or the labels ``init``."""
     n_classes = int(max((s.max() + 1 for s in sets if s.size), default=0))
     member = np.zeros((n, max(n_classes, 1)), dtype=bool)
     if init is None:
         for B, s in zip(bags, sets):
             member[np.ix_(B, s)] = True  # the paper's start: every permitted class
-    else:
-        init = np.asarray(init)
-        if init.shape != (n,) or not np.issubdtype(init.dtype, np.integer):
-            raise ValueError(f"init: expected {n} integer labels, got shape {init.shape}.")
-        for k, (B, s) in enumerate(zip(bags, sets)):
-            lab = init[B]
-            named = lab >= 0
-            if not np.all(np.isin(lab[named], s)) or np.any(lab < -1):
-                raise ValueError(f"init: bags[{k}] has a label outside its label set.")
-            member[B[named], lab[named]] = True
-    # squared norms once: each bag's distances to all instances are then
-    # one product
-    q = np.einsum("ij,ij->i", Z, Z)
-    # instances whose bag has been visited (the paper's start names every
-    # instance in every class of its bag: not yet a labelling)
-    visited = np.ones(n, dtype=bool) if init is not None else np.zeros(n, dtype=bool)
-    # named visited instances per class (a bag names a class at most once:
-    # two of them lie in two bags)
-    count = member.sum(axis=0) if init is not None else np.zeros(member.shape[1], int)
-    stopped = False
-    for _ in range(int(n_sweeps)):
-        changed = False
-        for B, s in zip(bags, sets):
-            if expired() and count.max() >= 2:
-                # past the fit's budget (max_time), once the labels give
-                # LDML a same-class pair to learn from
-                stopped = True
-                break
-            old = member[B].copy()
-            if visited[B].all():
-                count -= old.sum(axis=0)
-            member[B] = False
-            if s.size:
-                ZB = Z[B]
-                D = np.maximum(q[B][:, None] + q[None, :] - 2.0 * ZB @ Z.T, 0.0)
-                W = b - D  # (|B|, n)
-                # gain of class k: w_ii + 2 sum over the members outside B
-                G = b + 2.0 * (W @ member[:, s])
-                choice = assign_bag(G, name_all=name_all)
-                named = choice >= 0
-                member[B[named], s[choice[named]]] = True
-            visited[B] = True
-            count += member[B].sum(axis=0)
-            changed |= not np.array_equal(old, member[B])
-        if stopped or not changed:
-            break
-    member[~visited] = False  # bags the first sweep did not reach: no name
-    labels = np.full(n, -1, dtype=int)
-    rows, cols = np.nonzero(member)
-    labels[rows] = cols
-    return labels
+        return member
+    init = np.asarray(init)
+    if init.shape != (n,) or not np.issubdtype(init.dtype, np.integer):
+        raise ValueError(f"init: expected {n} integer labels, got shape {init.shape}.")
+    for k, (B, s) in enumerate(zip(bags, sets)):
+        lab = init[B]
+        named = lab >= 0
+        if not np.all(np.isin(lab[named], s)) or np.any(lab < -1):
+            raise ValueError(f"init: bags[{k}] has a label outside its label set.")
+        member[B[named], lab[named]] = True
+    return member
+
+
+def _sweep(Z, q, b, bags, sets, member, visited, count, name_all):
+    """One pass over the bags, each relabelled exactly given the others;
+    ``member``, ``visited`` and ``count`` are updated in place.
+
+    Returns
+    -------
+    stopped : bool
+        The fit's budget ran out (after a class got two instances).
+    changed : bool
+        Some bag's labels changed.
+    """
+    changed = False
+    for B, s in zip(bags, sets):
+        if expired() and count.max() >= 2:
+            # past the fit's budget (max_time), once the labels give
+            # LDML a same-class pair to learn from
+            return True, changed
+        old = member[B].copy()
+        if visited[B].all():
+            count -= old.sum(axis=0)
+        member[B] = False
+        if s.size:
+            ZB = Z[B]
+            D = np.maximum(q[B][:, None] + q[None, :] - 2.0 * ZB @ Z.T, 0.0)
+            W = b - D  # (|B|, n)
+            # gain of class k: w_ii + 2 sum over the members outside B
+            G = b + 2.0 * (W @ member[:, s])
+            choice = assign_bag(G, name_all=name_all)
+            named = choice >= 0
+            member[B[named], s[choice[named]]] = True
+        visited[B] = True
+        count += member[B].sum(axis=0)
+        changed |= not np.array_equal(old, member[B])
+    return False, changed
 
