@@ -358,6 +358,90 @@ def _check_scale(op):
             f"optimum is not scale invariant: the margin fixes a scale).")
 
 
+def _check_options(regularizer, form, lam, diagonal, A0, tau):
+    """Validate the options of :meth:`RankData.from_triplets` against each
+    other; returns ``(lam, diagonal)`` as float and bool."""
+    check_option(regularizer, "regularizer", REGULARIZERS)
+    if form not in FORMS[regularizer]:
+        variants = {f"{r}: {', '.join(repr(f) for f in fs)}"
+                    for r, fs in FORMS.items()}
+        raise ValueError(
+            f"form: {form!r} is not a form of the {regularizer!r} regulariser; "
+            f"forms are " + "; ".join(sorted(variants)) + ".")
+    lam = check_scalar(lam, "lam", low=0.0, low_inclusive=True)
+    if not isinstance(diagonal, (bool, np.bool_)):
+        raise TypeError(f"diagonal: expected a bool, got {type(diagonal).__name__}.")
+    diagonal = bool(diagonal)
+    if regularizer == "laplacian" and not diagonal:
+        raise ValueError(
+            "diagonal: the 'laplacian' regulariser (Eq. 11) is defined for a "
+            "diagonal metric only; pass diagonal=True."
+        )
+    if regularizer in ("burg", "logdet") and diagonal:
+        raise ValueError(
+            f"diagonal: the {regularizer!r} regulariser is implemented for a "
+            "full matrix only; the paper's diagonal approximation of it is "
+            "regularizer='laplacian' (Eq. 11)."
+        )
+    if A0 is not None and regularizer not in ("burg", "logdet"):
+        raise ValueError(
+            f"A0: only the 'burg' and 'logdet' regularisers use a prior metric "
+            f"(got regularizer={regularizer!r})."
+        )
+    if tau is not None and regularizer == "laplacian" and form == "printed":
+        raise ValueError(
+            "tau: Eq. 11 as printed (form='printed') has no trace constraint; "
+            "tau is used by the trace-fixed variant (form='trace_fixed')."
+        )
+    if tau is not None and regularizer not in TRACE_FIXED:
+        raise ValueError(
+            "tau: the 'frobenius' regulariser is not scale-invariant and has "
+            "no trace constraint; tau is only used by 'burg', 'logdet' and "
+            "'laplacian' with form='trace_fixed'."
+        )
+    return lam, diagonal
+
+
+def _prior_terms(A0, tau, d):
+    """``(A0, tau, fields)`` of a Burg / LogDet problem: the validated prior
+    (default the identity), the trace (default ``tr(A0)``) and the
+    :class:`RankData` fields derived from ``A0hat = A0 tau / tr(A0)``."""
+    if A0 is None:
+        A0 = np.eye(d)
+    A0 = check_psd_matrix(A0, "A0", d, definite=True)
+    if tau is None:
+        tau = float(np.trace(A0))
+    tau = _check_tau(tau)
+    A0hat = A0 * (tau / np.trace(A0))
+    w, U = np.linalg.eigh(A0hat)
+    return A0, tau, dict(
+        A0hat=A0hat,
+        W=(U / np.sqrt(w)) @ U.T,
+        V=(U * np.sqrt(w)) @ U.T,
+        P=(U / w) @ U.T,
+        logdet_A0hat=float(np.sum(np.log(w))),
+        isotropic=bool(np.max(np.abs(A0hat - w.mean() * np.eye(d)))
+                       <= 1e-14 * w.mean()),
+    )
+
+
+def _cholesky(A):
+    """The Cholesky factor of ``A``, or ``None`` when it is not positive
+    definite to working precision."""
+    try:
+        return np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        return None
+
+
+def _triplet_differences(Xc, idx):
+    """``(rows, phi_qi, phi_qr)`` per block of ``_K_BLOCK`` triplets: the
+    difference vectors of the far and near pairs (fresh arrays)."""
+    for s in range(0, len(idx), _K_BLOCK):
+        q, r, i = idx[s:s + _K_BLOCK].T
+        yield slice(s, s + _K_BLOCK), Xc[q] - Xc[i], Xc[q] - Xc[r]
+
+
 # ---------------------------------------------------------------------------
 # The data of one problem
 # ---------------------------------------------------------------------------
@@ -455,65 +539,12 @@ class RankData(FullOrDiagonal):
         """
         if not isinstance(triplets, Triplets):
             raise TypeError("triplets: expected a Triplets instance.")
-        check_option(regularizer, "regularizer", REGULARIZERS)
-        if form not in FORMS[regularizer]:
-            variants = {f"{r}: {', '.join(repr(f) for f in fs)}"
-                        for r, fs in FORMS.items()}
-            raise ValueError(
-                f"form: {form!r} is not a form of the {regularizer!r} regulariser; "
-                f"forms are " + "; ".join(sorted(variants)) + ".")
-        lam = check_scalar(lam, "lam", low=0.0, low_inclusive=True)
-        if not isinstance(diagonal, (bool, np.bool_)):
-            raise TypeError(f"diagonal: expected a bool, got {type(diagonal).__name__}.")
-        diagonal = bool(diagonal)
+        lam, diagonal = _check_options(regularizer, form, lam, diagonal, A0, tau)
         X = triplets.X
         n, d = X.shape
-        if regularizer == "laplacian" and not diagonal:
-            raise ValueError(
-                "diagonal: the 'laplacian' regulariser (Eq. 11) is defined for a "
-                "diagonal metric only; pass diagonal=True."
-            )
-        if regularizer in ("burg", "logdet") and diagonal:
-            raise ValueError(
-                f"diagonal: the {regularizer!r} regulariser is implemented for a "
-                "full matrix only; the paper's diagonal approximation of it is "
-                "regularizer='laplacian' (Eq. 11)."
-            )
-        if A0 is not None and regularizer not in ("burg", "logdet"):
-            raise ValueError(
-                f"A0: only the 'burg' and 'logdet' regularisers use a prior metric "
-                f"(got regularizer={regularizer!r})."
-            )
-        if tau is not None and regularizer == "laplacian" and form == "printed":
-            raise ValueError(
-                "tau: Eq. 11 as printed (form='printed') has no trace constraint; "
-                "tau is used by the trace-fixed variant (form='trace_fixed')."
-            )
-        if tau is not None and regularizer not in TRACE_FIXED:
-            raise ValueError(
-                "tau: the 'frobenius' regulariser is not scale-invariant and has "
-                "no trace constraint; tau is only used by 'burg', 'logdet' and "
-                "'laplacian' with form='trace_fixed'."
-            )
         kw = {}
         if regularizer in ("burg", "logdet"):
-            if A0 is None:
-                A0 = np.eye(d)
-            A0 = check_psd_matrix(A0, "A0", d, definite=True)
-            if tau is None:
-                tau = float(np.trace(A0))
-            tau = _check_tau(tau)
-            A0hat = A0 * (tau / np.trace(A0))
-            w, U = np.linalg.eigh(A0hat)
-            kw.update(
-                A0hat=A0hat,
-                W=(U / np.sqrt(w)) @ U.T,
-                V=(U * np.sqrt(w)) @ U.T,
-                P=(U / w) @ U.T,
-                logdet_A0hat=float(np.sum(np.log(w))),
-                isotropic=bool(np.max(np.abs(A0hat - w.mean() * np.eye(d)))
-                               <= 1e-14 * w.mean()),
-            )
+            A0, tau, kw = _prior_terms(A0, tau, d)
         elif regularizer == "laplacian" and form == "trace_fixed":
             if tau is None:
                 tau = float(d)
@@ -528,17 +559,13 @@ class RankData(FullOrDiagonal):
         _check_scale(op)
         K = None
         if diagonal:
-            Xc = op.X
             # (N, d): squared coordinate differences, far minus near, built in
             # blocks to bound the temporaries
             K = np.empty((N, d))
-            for s in range(0, N, _K_BLOCK):
-                q, r, i = idx[s:s + _K_BLOCK].T
-                far_d = Xc[q] - Xc[i]
-                near_d = Xc[q] - Xc[r]
+            for rows, far_d, near_d in _triplet_differences(op.X, idx):
                 np.multiply(far_d, far_d, out=far_d)
                 np.multiply(near_d, near_d, out=near_d)
-                np.subtract(far_d, near_d, out=K[s:s + _K_BLOCK])
+                np.subtract(far_d, near_d, out=K[rows])
         data = cls(X=X, triplets=idx, regularizer=regularizer, lam=lam, tau=tau,
                    A0=A0, diagonal=diagonal, op=op, near=inv[:N], far=inv[N:], K=K,
                    form=form, **kw)
@@ -901,99 +928,116 @@ class RankData(FullOrDiagonal):
         # the ratio leaves float64 and the Cholesky factor of H fails.
         # The trace constraint tr(C Y C^T) = <M1, Y> = r keeps its
         # multiplier as before.
-        lam, tau, d = self.lam, self.tau, self.n_features
-        P = self.P
-        Q = P @ P
-        Id = np.eye(d)
         S = 0.5 * (S + S.T)
+        A, C, f = self._printed_start(S)
+        prev = np.inf
+        for _ in range(100):
+            step = self._printed_step(S, A, C, f, prev)
+            if step is None:
+                break
+            (A, C, f), prev = step
+        return self._printed_bound(S, 0.5 * (A + A.T), C)
+
+    def _printed_value(self, S, A, C):
+        """The printed Burg Lagrangian ``(lam/2)(||A P||^2 - 2 logdet A) -
+        <S, A>`` at ``A = C C^T`` (without its constants)."""
+        AP = A @ self.P
+        return (0.5 * self.lam * (float(np.sum(AP * AP))
+                                  - 4.0 * float(np.sum(np.log(np.diag(C)))))
+                - float(np.sum(S * A)))
+
+    def _printed_system(self, S, A, C):
+        """``(G, M1, fac, He)``: the gradient at ``A = C C^T``, ``M1 = C^T C``,
+        the Cholesky factor of ``H_Y`` and ``H_Y^{-1} vec(M1)`` (see
+        :meth:`_burg_printed_map`)."""
+        lam, P = self.lam, self.P
+        Q = P @ P
+        Cinv = scipy.linalg.solve_triangular(C, np.eye(self.n_features), lower=True,
+                                             check_finite=False)
+        Ainv = Cinv.T @ Cinv
+        G = 0.5 * lam * (A @ Q + Q @ A) - lam * Ainv - S
+        G = 0.5 * (G + G.T)
+        M1 = C.T @ C
+        M2 = C.T @ Q @ C
+        M2 = 0.5 * (M2 + M2.T)
+        HY = 0.5 * lam * (np.kron(M1, M2) + np.kron(M2, M1))
+        HY[np.diag_indices_from(HY)] += lam
+        fac = scipy.linalg.cho_factor(HY, check_finite=False)
+        He = scipy.linalg.cho_solve(fac, M1.ravel(), check_finite=False)
+        return G, M1, fac, He
+
+    def _printed_start(self, S):
+        """``(A, C, f)``: the better of the last minimiser (``A0hat`` at
+        first) and the minimiser of the spectral form."""
         A = getattr(self, "_printed_warm", None)
         if A is None or not np.all(np.isfinite(A)):
             A = self.A0hat.copy()
-
-        def chol(A):
-            try:
-                return np.linalg.cholesky(A)
-            except np.linalg.LinAlgError:
-                return None
-
-        def value(A, C):
-            AP = A @ P
-            return (0.5 * lam * (float(np.sum(AP * AP))
-                                 - 4.0 * float(np.sum(np.log(np.diag(C)))))
-                    - float(np.sum(S * A)))
-
-        def newton_system(A, C):
-            Cinv = scipy.linalg.solve_triangular(C, Id, lower=True, check_finite=False)
-            Ainv = Cinv.T @ Cinv
-            G = 0.5 * lam * (A @ Q + Q @ A) - lam * Ainv - S
-            G = 0.5 * (G + G.T)
-            M1 = C.T @ C
-            M2 = C.T @ Q @ C
-            M2 = 0.5 * (M2 + M2.T)
-            HY = 0.5 * lam * (np.kron(M1, M2) + np.kron(M2, M1))
-            HY[np.diag_indices_from(HY)] += lam
-            fac = scipy.linalg.cho_factor(HY, check_finite=False)
-            He = scipy.linalg.cho_solve(fac, M1.ravel(), check_finite=False)
-            return G, M1, fac, He
-
-        C = chol(A)
+        C = _cholesky(A)
         if C is None:
             A = self.A0hat.copy()
             C = np.linalg.cholesky(A)
-        f = value(A, C)
+        f = self._printed_value(S, A, C)
         # the minimiser of the spectral form (a closed form in nu) starts
         # Newton near the boundary the logdet term creates, where damped
         # steps from a distant start are short
         As, _, self._printed_nu, _ = self._burg_map(S, getattr(self, "_printed_nu", None))
         As = 0.5 * (As + As.T)
-        Cs = chol(As)
+        Cs = _cholesky(As)
         if Cs is not None:
-            fs = value(As, Cs)
+            fs = self._printed_value(S, As, Cs)
             if fs < f:
                 A, C, f = As, Cs, fs
-        prev = np.inf
-        for _ in range(100):
-            G, M1, fac, He = newton_system(A, C)
-            GY = (C.T @ G @ C).ravel()
-            Hg = scipy.linalg.cho_solve(fac, GY, check_finite=False)
-            e = M1.ravel()
-            r = tau - float(np.trace(A))
-            nu = -(r + float(e @ Hg)) / float(e @ He)
-            Y = -(Hg + nu * He).reshape(d, d)
-            Y = 0.5 * (Y + Y.T)
-            dec = -float((GY + nu * e) @ Y.ravel())  # Y^T H_Y Y
-            dA = C @ Y @ C.T
-            dA = 0.5 * (dA + dA.T)
-            scale = max(1.0, abs(f))
-            if not dec > 1e-28 * scale or (dec <= 1e-16 * scale and dec >= 0.25 * prev):
-                break  # converged, or stalled at the round-off of f
-            prev = dec
-            # A + t dA = C (I + t Y) C^T is positive definite iff I + t Y is
-            ymin = float(np.linalg.eigvalsh(Y)[0])
-            t = 1.0 if ymin >= -0.5 else 0.5 / -ymin
-            if not t > 1e-12:
-                break
+        return A, C, f
 
-            def trial(t):
-                new = A + t * dA
-                new = 0.5 * (new + new.T)
-                Cn = chol(new)
-                return new, Cn, (value(new, Cn) if Cn is not None else None)
+    def _printed_step(self, S, A, C, f, prev):
+        """One damped Newton step from ``A = C C^T`` (value ``f``):
+        ``((A, C, f), decrement)`` of the new point, or ``None`` when
+        converged (decrement ``prev`` at the last step), stalled or when no
+        step decreases ``f``."""
+        d = self.n_features
+        G, M1, fac, He = self._printed_system(S, A, C)
+        GY = (C.T @ G @ C).ravel()
+        Hg = scipy.linalg.cho_solve(fac, GY, check_finite=False)
+        e = M1.ravel()
+        r = self.tau - float(np.trace(A))
+        nu = -(r + float(e @ Hg)) / float(e @ He)
+        Y = -(Hg + nu * He).reshape(d, d)
+        Y = 0.5 * (Y + Y.T)
+        dec = -float((GY + nu * e) @ Y.ravel())  # Y^T H_Y Y
+        dA = C @ Y @ C.T
+        dA = 0.5 * (dA + dA.T)
+        scale = max(1.0, abs(f))
+        if not dec > 1e-28 * scale or (dec <= 1e-16 * scale and dec >= 0.25 * prev):
+            return None  # converged, or stalled at the round-off of f
+        # A + t dA = C (I + t Y) C^T is positive definite iff I + t Y is
+        ymin = float(np.linalg.eigvalsh(Y)[0])
+        t = 1.0 if ymin >= -0.5 else 0.5 / -ymin
+        if not t > 1e-12:
+            return None
 
-            search = backtracking(
-                trial, lambda t, v: v[1] is not None
-                and (v[2] <= f - 0.25 * t * dec or dec <= 1e-14 * scale),
-                min_step=1e-12)
-            if not search.accepted or not search.step > 1e-12:
-                break
-            A, C, f = search.value
-        A = 0.5 * (A + A.T)
-        # the Lagrangian at the best multiplier for A, minus the strong
-        # convexity slack: a rigorous lower bound on the inner minimum
-        G, M1, fac, He = newton_system(A, C)
+        def trial(t):
+            new = A + t * dA
+            new = 0.5 * (new + new.T)
+            Cn = _cholesky(new)
+            return new, Cn, (self._printed_value(S, new, Cn) if Cn is not None else None)
+
+        search = backtracking(
+            trial, lambda t, v: v[1] is not None
+            and (v[2] <= f - 0.25 * t * dec or dec <= 1e-14 * scale),
+            min_step=1e-12)
+        if not search.accepted or not search.step > 1e-12:
+            return None
+        return search.value, dec
+
+    def _printed_bound(self, S, A, C):
+        """:meth:`primal_map_cached`'s answer at the Newton point ``A``:
+        the Lagrangian at the best multiplier for ``A``, minus the strong
+        convexity slack (a rigorous lower bound on the inner minimum)."""
+        lam, tau, d = self.lam, self.tau, self.n_features
+        G, M1, fac, He = self._printed_system(S, A, C)
         nu = -float(np.trace(G)) / d
-        R = G + nu * Id
-        AP = A @ P
+        R = G + nu * np.eye(d)
+        AP = A @ self.P
         logdet_AP = 2.0 * float(np.sum(np.log(np.diag(C)))) - self.logdet_A0hat
         tr = float(np.trace(A))
         lower = (0.5 * lam * (float(np.sum(AP * AP)) - 2.0 * logdet_AP - d)
@@ -1235,14 +1279,10 @@ class RankData(FullOrDiagonal):
         Xc = self.op.X
         if self.diagonal:
             # K was formed from the differences, coordinate by coordinate
-            idx = self.triplets
-            out = np.empty(len(idx))
+            out = np.empty(len(self.triplets))
             absa = np.abs(a)
-            for s in range(0, len(idx), _K_BLOCK):
-                q, r, i = idx[s:s + _K_BLOCK].T
-                far_d = Xc[q] - Xc[i]
-                near_d = Xc[q] - Xc[r]
-                out[s:s + _K_BLOCK] = (far_d * far_d + near_d * near_d) @ absa
+            for rows, far_d, near_d in _triplet_differences(Xc, self.triplets):
+                out[rows] = (far_d * far_d + near_d * near_d) @ absa
             return gamma * out
         absA = np.abs(a)
         if self.op.Phi is not None:
