@@ -337,119 +337,22 @@ class QwiseData:
         C_q = check_scalar(C_q, "C_q", low=0)
         C_p = check_scalar(C_p, "C_p", low=0)
         X = quadruplets.X
-        n, d = X.shape
-        quads = quadruplets.indices
-        near = [quads[:, :2]]
-        far = [quads[:, 2:]]
-        delta = [quadruplets.delta]
-        if weights is not None:
-            weights = check_finite(weights, "weights", shape=(len(quads),))
-            if np.any(weights < 0):
-                raise ValueError("weights: must be >= 0.")
-        weight = [C_q * (np.ones(len(quads)) if weights is None else weights)]
-        if pairs is not None:
-            if not isinstance(pairs, LabeledPairs):
-                raise TypeError("pairs: expected a LabeledPairs instance.")
-            if pairs.X is not X and not np.array_equal(pairs.X, X):
-                raise ValueError("pairs: refer to a different X than quadruplets.")
-            if u is None or l is None:
-                raise ValueError("u, l: both bounds are required with pairs.")
-            u = check_scalar(u, "u")
-            l = check_scalar(l, "l")
-            if u > l:
-                raise ValueError(f"u, l: need u <= l, got u={u} > l={l}.")
-            # Eq. 7 reductions, kept in the order similar then dissimilar
-            for lab in (1, -1):
-                sub = pairs.indices[pairs.labels == lab]
-                red = LabeledPairs(X, sub, np.full(len(sub), lab)).to_quadruplets(u, l)
-                near.append(red.indices[:, :2])
-                far.append(red.indices[:, 2:])
-                delta.append(red.delta)
-                weight.append(np.full(len(sub), C_p))
-        elif u is not None or l is not None:
-            u = None if u is None else check_scalar(u, "u")
-            l = None if l is None else check_scalar(l, "l")
-        near = np.vstack(near)
-        far = np.vstack(far)
-        # distinct unordered pairs; a distance does not depend on the order.
-        # One int64 key per pair (lexicographic, as np.unique(axis=0) would
-        # order them, and 16x faster at 4 * 10^6 pairs)
-        allp = np.vstack([near, far])
-        lo = np.minimum(allp[:, 0], allp[:, 1]).astype(np.int64)
-        hi = np.maximum(allp[:, 0], allp[:, 1]).astype(np.int64)
-        keys, inv = np.unique(lo * n + hi, return_inverse=True)
-        uniq = np.column_stack([keys // n, keys % n]).astype(np.intp)
-        inv = inv.reshape(-1)
-        N = len(near)
-        delta = np.concatenate(delta)
-        weight = np.concatenate(weight)
-        # the data scale s = 2^ks; Xn = (X - shift) / s, computed without
-        # overflow or underflow (see Scaling)
-        ks, Xn = _data_exponent(X, uniq)
-        if abs(ks) > _MAX_EXP:
-            raise ValueError(
-                f"X: the difference vectors have length about 2^{ks} "
-                f"(~{np.ldexp(1.0, ks):.3g}); squared distances would leave the "
-                "floating-point range. Rescale X (distances scale like X^2 and "
-                "the metric like 1 / X^2).")
+        n_quads = len(quadruplets.indices)
+        weights = _check_quadruplet_weights(weights, n_quads)
+        u, l = _check_pair_bounds(pairs, X, u, l)
+        near, far, delta, weight = _canonical_hinges(quadruplets, pairs, C_q, C_p,
+                                                     weights, u, l)
+        # distinct unordered pairs; a distance does not depend on the order
+        uniq, inv = distinct_pairs(np.vstack([near, far]), X.shape[0])
+        # the data scale s = 2^ks; Xn = (X - shift) / s (see Scaling)
+        ks, Xn = _checked_data_exponent(X, uniq)
         kt = _exponent(float(np.max(np.abs(delta))) if len(delta) else 0.0)
         op = PairOperator(X, uniq)
-        if regularizer == "frobenius":
-            R, mu = np.zeros((d, d)), 1.0
-        elif regularizer == "trace":
-            R, mu = np.eye(d), 0.0
-        else:
-            opn = PairOperator(Xn, uniq, centered=True)
-            if A_S is None:
-                if pairs is not None and np.any(pairs.labels == 1):
-                    S = pairs.similar
-                else:
-                    S = np.unique(np.sort(quads[:, :2], axis=1), axis=0)
-                S = S[S[:, 0] != S[:, 1]]
-                Phi = Xn[S[:, 0]] - Xn[S[:, 1]]  # (n_similar, d), scale-free
-                A_S = np.ldexp(Phi.T @ Phi, 2 * ks)
-                if not np.all(np.isfinite(A_S)):
-                    raise ValueError(
-                        "X: the default A_S (sum of the similar pairs' outer "
-                        f"products, of order 2^{2 * ks}) overflows; rescale X.")
-            A_S = check_psd_matrix(A_S, "A_S", d)
-            # a direction in null(A_S) costs nothing: if it also changes some
-            # constraint's distances, a hinge that improves along it is
-            # driven to zero by an ever larger M and the minimum need not be
-            # attained. A_S must be definite on the span of the difference
-            # vectors (directions orthogonal to all of them are harmless).
-            # Judged in scale-free units (the test is scale invariant).
-            span = opn.gram(np.ones(opn.n_pairs))
-            _, U_span = np.linalg.eigh(0.5 * (span + span.T))
-            # the weight of each eigendirection, recomputed from the
-            # differences themselves: eigh of the Gram matrix resolves
-            # eigenvalues only to ~1e-16 of the largest, which cannot tell
-            # exact rank deficiency (round-off) from nearly collinear
-            # features (1e-7 noise: weight ~1e-14); ||Phi u||^2 can, to ~1e-32
-            w_span = _direction_weights(opn, U_span)
-            # a direction with any weight above round-off is in the span
-            # (nearly collinear features included: the minimum is then
-            # attained only by a huge M, which no solver resolves)
-            U = U_span[:, w_span > 1e-20 * max(w_span.max(), 1e-300)]
-            lam = np.linalg.eigvalsh(U.T @ A_S @ U) if U.shape[1] else np.ones(1)
-            top = max(float(np.linalg.eigvalsh(A_S)[-1]), 1e-300)
-            if lam[0] <= 1e-10 * top:
-                raise ValueError(
-                    "A_S: the 'similar' regulariser needs A_S positive definite "
-                    "on the span of the constraints' difference vectors; its "
-                    f"smallest eigenvalue there is {lam[0]:.3g}. That direction "
-                    "is unpenalised and the minimum may not be attained. "
-                    "Provide more similar pairs, pass A_S explicitly, or use "
-                    "regularizer='trace'."
-                )
-            R, mu = A_S, 0.0
-        kr = _exponent(float(np.max(np.abs(R)))) if regularizer == "similar" else 0
-        scaling = Scaling(ks, kt, kr, regularizer == "frobenius")
+        R, mu = _regularizer_terms(regularizer, Xn, ks, uniq, quadruplets, pairs, A_S)
         top_q = C_q * (1.0 if weights is None else float(np.max(weights, initial=0.0)))
-        _check_weights(scaling, top_q, C_p if pairs is not None else 0.0)
-        if (abs(ks) <= _MILD["s"] and abs(kt) <= _MILD["t"]
-                and abs(kr) <= _MILD["rho"]):
-            scaling = Scaling(frobenius=regularizer == "frobenius")
+        scaling = _problem_scaling(regularizer, ks, kt, R, top_q,
+                                   C_p if pairs is not None else 0.0)
+        N = len(near)
         return cls(
             X=X,
             quadruplets=quadruplets,
@@ -466,7 +369,7 @@ class QwiseData:
             far_q=inv[N:],
             delta_q=delta,
             c_q=weight,
-            n_quadruplets=len(quads),
+            n_quadruplets=n_quads,
             scaling=scaling,
             q_weights=weights,
         )
@@ -749,3 +652,182 @@ def _direction_weights(op, U, chunk=65_536):
         w += np.einsum("pr,pr->r", Z, Z)
     return w
 
+
+# -- the pieces of QwiseData.from_sets ----------------------------------------
+
+
+def distinct_pairs(pairs, n):
+    """The distinct unordered pairs of ``pairs`` (k, 2) over ``n`` samples.
+
+    A distance does not depend on the order of a pair.  One int64 key per
+    pair (lexicographic, as ``np.unique(axis=0)`` would order them, and 16x
+    faster at 4 * 10^6 pairs).
+
+    Returns
+    -------
+    uniq : ndarray of int, shape (n_distinct, 2)
+        ``(min, max)`` of each distinct pair, sorted.
+    inv : ndarray of int, shape (k,)
+        Index into ``uniq`` of each row of ``pairs``.
+    """
+    pairs = np.asarray(pairs)
+    lo = np.minimum(pairs[:, 0], pairs[:, 1]).astype(np.int64)
+    hi = np.maximum(pairs[:, 0], pairs[:, 1]).astype(np.int64)
+    keys, inv = np.unique(lo * n + hi, return_inverse=True)
+    uniq = np.column_stack([keys // n, keys % n]).astype(np.intp)
+    return uniq, inv.reshape(-1)
+
+
+def _check_quadruplet_weights(weights, n_quads):
+    """``weights`` of :meth:`QwiseData.from_sets`, checked (``None`` kept)."""
+    if weights is None:
+        return None
+    weights = check_finite(weights, "weights", shape=(n_quads,))
+    if np.any(weights < 0):
+        raise ValueError("weights: must be >= 0.")
+    return weights
+
+
+def _check_pair_bounds(pairs, X, u, l):
+    """``pairs`` (over ``X``) and their bounds ``u <= l``, checked.
+
+    Both bounds are required with pairs; without pairs a bound given is
+    still checked (and kept)."""
+    if pairs is None:
+        u = None if u is None else check_scalar(u, "u")
+        l = None if l is None else check_scalar(l, "l")
+        return u, l
+    if not isinstance(pairs, LabeledPairs):
+        raise TypeError("pairs: expected a LabeledPairs instance.")
+    if pairs.X is not X and not np.array_equal(pairs.X, X):
+        raise ValueError("pairs: refer to a different X than quadruplets.")
+    if u is None or l is None:
+        raise ValueError("u, l: both bounds are required with pairs.")
+    u = check_scalar(u, "u")
+    l = check_scalar(l, "l")
+    if u > l:
+        raise ValueError(f"u, l: need u <= l, got u={u} > l={l}.")
+    return u, l
+
+
+def _canonical_hinges(quadruplets, pairs, C_q, C_p, weights, u, l):
+    """The canonical constraints: quadruplets, then (Eq. 7 reductions)
+    similar pairs, then dissimilar pairs.
+
+    Returns
+    -------
+    near, far : ndarray of int, shape (n_constraints, 2)
+        The sample pairs meant to be closer / farther.
+    delta, weight : ndarray of shape (n_constraints,)
+        Margins and hinge weights.
+    """
+    quads = quadruplets.indices
+    near, far = [quads[:, :2]], [quads[:, 2:]]
+    delta = [quadruplets.delta]
+    weight = [C_q * (np.ones(len(quads)) if weights is None else weights)]
+    if pairs is not None:
+        X = quadruplets.X
+        # Eq. 7 reductions, kept in the order similar then dissimilar
+        for lab in (1, -1):
+            sub = pairs.indices[pairs.labels == lab]
+            red = LabeledPairs(X, sub, np.full(len(sub), lab)).to_quadruplets(u, l)
+            near.append(red.indices[:, :2])
+            far.append(red.indices[:, 2:])
+            delta.append(red.delta)
+            weight.append(np.full(len(sub), C_p))
+    return (np.vstack(near), np.vstack(far), np.concatenate(delta),
+            np.concatenate(weight))
+
+
+def _checked_data_exponent(X, uniq):
+    """:func:`_data_exponent`, refusing data whose squared distances would
+    leave the floating-point range (naming ``X``)."""
+    ks, Xn = _data_exponent(X, uniq)
+    if abs(ks) > _MAX_EXP:
+        raise ValueError(
+            f"X: the difference vectors have length about 2^{ks} "
+            f"(~{np.ldexp(1.0, ks):.3g}); squared distances would leave the "
+            "floating-point range. Rescale X (distances scale like X^2 and "
+            "the metric like 1 / X^2).")
+    return ks, Xn
+
+
+def _regularizer_terms(regularizer, Xn, ks, uniq, quadruplets, pairs, A_S):
+    """``(R, mu)`` of the regulariser (table in the module docstring);
+    ``A_S`` of ``"similar"`` defaulted and checked."""
+    d = Xn.shape[1]
+    if regularizer == "frobenius":
+        return np.zeros((d, d)), 1.0
+    if regularizer == "trace":
+        return np.eye(d), 0.0
+    if A_S is None:
+        A_S = _default_A_S(Xn, ks, quadruplets, pairs)
+    A_S = check_psd_matrix(A_S, "A_S", d)
+    _check_definite_on_span(A_S, PairOperator(Xn, uniq, centered=True))
+    return A_S, 0.0
+
+
+def _default_A_S(Xn, ks, quadruplets, pairs):
+    """The default ``A_S``: the sum of the outer products of the similar
+    pairs' difference vectors (the quadruplets' distinct closer pairs when
+    there are no similar pairs), from the scale-free ``Xn`` (``X / 2^ks``)."""
+    if pairs is not None and np.any(pairs.labels == 1):
+        S = pairs.similar
+    else:
+        S = np.unique(np.sort(quadruplets.indices[:, :2], axis=1), axis=0)
+    S = S[S[:, 0] != S[:, 1]]
+    Phi = Xn[S[:, 0]] - Xn[S[:, 1]]  # (n_similar, d), scale-free
+    A_S = np.ldexp(Phi.T @ Phi, 2 * ks)
+    if not np.all(np.isfinite(A_S)):
+        raise ValueError(
+            "X: the default A_S (sum of the similar pairs' outer "
+            f"products, of order 2^{2 * ks}) overflows; rescale X.")
+    return A_S
+
+
+def _check_definite_on_span(A_S, opn):
+    """Refuse an ``A_S`` not definite on the span of the difference vectors
+    of ``opn`` (the constraints' pairs, scale-free).
+
+    A direction in null(A_S) costs nothing: if it also changes some
+    constraint's distances, a hinge that improves along it is driven to
+    zero by an ever larger M and the minimum need not be attained.
+    Directions orthogonal to all of the differences are harmless.  Judged in
+    scale-free units (the test is scale invariant).
+    """
+    span = opn.gram(np.ones(opn.n_pairs))
+    _, U_span = np.linalg.eigh(0.5 * (span + span.T))
+    # the weight of each eigendirection, recomputed from the differences
+    # themselves: eigh of the Gram matrix resolves eigenvalues only to
+    # ~1e-16 of the largest, which cannot tell exact rank deficiency
+    # (round-off) from nearly collinear features (1e-7 noise: weight
+    # ~1e-14); ||Phi u||^2 can, to ~1e-32
+    w_span = _direction_weights(opn, U_span)
+    # a direction with any weight above round-off is in the span (nearly
+    # collinear features included: the minimum is then attained only by a
+    # huge M, which no solver resolves)
+    U = U_span[:, w_span > 1e-20 * max(w_span.max(), 1e-300)]
+    lam = np.linalg.eigvalsh(U.T @ A_S @ U) if U.shape[1] else np.ones(1)
+    top = max(float(np.linalg.eigvalsh(A_S)[-1]), 1e-300)
+    if lam[0] <= 1e-10 * top:
+        raise ValueError(
+            "A_S: the 'similar' regulariser needs A_S positive definite "
+            "on the span of the constraints' difference vectors; its "
+            f"smallest eigenvalue there is {lam[0]:.3g}. That direction "
+            "is unpenalised and the minimum may not be attained. "
+            "Provide more similar pairs, pass A_S explicitly, or use "
+            "regularizer='trace'.")
+
+
+def _problem_scaling(regularizer, ks, kt, R, top_q, top_p):
+    """The :class:`Scaling` of a problem with data exponent ``ks``, margin
+    exponent ``kt`` and linear regulariser ``R``, after refusing hinge
+    weights (largest ``top_q``, ``top_p``) outside :data:`C_RANGE`; the
+    identity for data within :data:`_MILD` of unit scale."""
+    frobenius = regularizer == "frobenius"
+    kr = _exponent(float(np.max(np.abs(R)))) if regularizer == "similar" else 0
+    scaling = Scaling(ks, kt, kr, frobenius)
+    _check_weights(scaling, top_q, top_p)
+    if abs(ks) <= _MILD["s"] and abs(kt) <= _MILD["t"] and abs(kr) <= _MILD["rho"]:
+        return Scaling(frobenius=frobenius)
+    return scaling
