@@ -404,6 +404,48 @@ def _draw(X, layout, rng, kind, anchors_ok, table, size, n, same_anchor):
     return np.stack([i, j, kk, ll], axis=1)
 
 
+def _check_counts(n_type1, n_type2):
+    """The two quadruplet counts: integers >= 0, not both 0."""
+    n_type1 = check_int(n_type1, "n_type1", low=0)
+    n_type2 = check_int(n_type2, "n_type2", low=0)
+    if n_type1 + n_type2 == 0:
+        raise ValueError("n_type1, n_type2: ask for at least one quadruplet.")
+    return n_type1, n_type2
+
+
+def _sample_type(X, layout, codes, kind, n, k, metric, same_anchor, rng):
+    """``n`` informative quadruplets of type ``kind`` (1 or 2): (n, 4)
+    indices, redrawing those that compare identical points."""
+    sib = layout.sibling_count[codes] > 0
+    if kind == 1:
+        ok = sib & (layout.count[codes] >= 2)
+        why = ("type (1) needs a class with two samples and a sibling "
+               "class (same super-class) in y")
+    else:
+        ok = sib & (layout.cousin_count[codes] > 0)
+        why = ("type (2) needs a class with a sibling class and a cousin "
+               "class (another super-class) in y")
+    anchors_ok = np.flatnonzero(ok)
+    if anchors_ok.size == 0:
+        raise ValueError(f"parent: {why}; none has.")
+    table, size = _neighbour_table(
+        X, layout, k, metric, "class" if kind == 1 else "sibling")
+    quads = _draw(X, layout, rng, kind, anchors_ok, table, size, n,
+                  same_anchor)
+    for _ in range(_MAX_RESAMPLE):
+        bad = ~informative(X, quads)
+        if not bad.any():
+            break
+        quads[bad] = _draw(X, layout, rng, kind, anchors_ok, table, size,
+                           int(bad.sum()), same_anchor)
+    else:
+        raise ValueError(
+            f"X: {int(bad.sum())} type ({kind}) quadruplet(s) still compare "
+            f"identical points after {_MAX_RESAMPLE} draws; rows of X are "
+            f"duplicated across classes.")
+    return quads
+
+
 def taxonomy_quadruplets(X, y, parent, *, n_type1, n_type2, k=5, delta=1.0,
                          metric="euclidean", same_anchor=False,
                          random_state=None):
@@ -485,10 +527,7 @@ def taxonomy_quadruplets(X, y, parent, *, n_type1, n_type2, k=5, delta=1.0,
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y: expected {X.shape[0]} labels (one per row of X), "
                          f"got {codes.shape[0]}.")
-    n_type1 = check_int(n_type1, "n_type1", low=0)
-    n_type2 = check_int(n_type2, "n_type2", low=0)
-    if n_type1 + n_type2 == 0:
-        raise ValueError("n_type1, n_type2: ask for at least one quadruplet.")
+    n_type1, n_type2 = _check_counts(n_type1, n_type2)
     k = check_int(k, "k", low=1)
     margins = _check_delta(delta)
     if not isinstance(same_anchor, (bool, np.bool_)):
@@ -500,33 +539,7 @@ def taxonomy_quadruplets(X, y, parent, *, n_type1, n_type2, k=5, delta=1.0,
     for kind, n in ((1, n_type1), (2, n_type2)):
         if n == 0:
             continue
-        sib = layout.sibling_count[codes] > 0
-        if kind == 1:
-            ok = sib & (layout.count[codes] >= 2)
-            why = ("type (1) needs a class with two samples and a sibling "
-                   "class (same super-class) in y")
-        else:
-            ok = sib & (layout.cousin_count[codes] > 0)
-            why = ("type (2) needs a class with a sibling class and a cousin "
-                   "class (another super-class) in y")
-        anchors_ok = np.flatnonzero(ok)
-        if anchors_ok.size == 0:
-            raise ValueError(f"parent: {why}; none has.")
-        table, size = _neighbour_table(
-            X, layout, k, metric, "class" if kind == 1 else "sibling")
-        quads = _draw(X, layout, rng, kind, anchors_ok, table, size, n,
-                      same_anchor)
-        for _ in range(_MAX_RESAMPLE):
-            bad = ~informative(X, quads)
-            if not bad.any():
-                break
-            quads[bad] = _draw(X, layout, rng, kind, anchors_ok, table, size,
-                               int(bad.sum()), same_anchor)
-        else:
-            raise ValueError(
-                f"X: {int(bad.sum())} type ({kind}) quadruplet(s) still compare "
-                f"identical points after {_MAX_RESAMPLE} draws; rows of X are "
-                f"duplicated across classes.")
+        quads = _sample_type(X, layout, codes, kind, n, k, metric, same_anchor, rng)
         blocks.append(quads)
         types.append(np.full(n, kind, dtype=np.int8))
     kind = np.concatenate(types)
