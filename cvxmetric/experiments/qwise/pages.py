@@ -170,6 +170,57 @@ def _text(rng, n, h, w, block):
     return img[:, :h, :w]
 
 
+def _page_images(rng, masks, size, news_change, ad_id, n_stories, block):
+    """The noiseless screenshots of :func:`make_page_versions`: fixed menus,
+    news strips redrawn at the news changes, a ticker changing every
+    version and the ad of each version; shape (T, size, size)."""
+    T = news_change.shape[0]
+    page = np.full((size, size), 0.95)  # white background
+    for name in ("top_menu", "left_menu"):
+        m = masks[name]
+        rows, cols = np.flatnonzero(m.any(1)), np.flatnonzero(m.any(0))
+        page[np.ix_(rows, cols)] = _text(rng, 1, len(rows), len(cols), block)[0]
+
+    # the strips each news change redraws: a random non-empty subset
+    strips = rng.rand(T, n_stories) < 0.5
+    none = ~strips.any(axis=1)
+    strips[none, rng.randint(0, n_stories, int(none.sum()))] = True
+    story_id = np.cumsum(news_change[:, None] & strips, axis=0)  # (T, n_stories)
+
+    images = np.repeat(page[None], T, axis=0)
+    rows, cols = (np.flatnonzero(masks["news"].any(a)) for a in (1, 0))
+    for k, band in enumerate(np.array_split(rows, n_stories)):
+        if band.size == 0:
+            continue
+        content = _text(rng, int(story_id[-1, k]) + 1, band.size, cols.size, block)
+        images[:, band[0]:band[-1] + 1, cols[0]:cols[-1] + 1] = content[story_id[:, k]]
+    for name, ids in (("ticker", np.arange(T)), ("ads", ad_id)):
+        rows, cols = (np.flatnonzero(masks[name].any(a)) for a in (1, 0))
+        content = _text(rng, int(ids.max()) + 1, rows.size, cols.size, block)
+        images[:, rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1] = content[ids]
+    return images
+
+
+def _page_links(rng, news_id, ad_id, n_ads, src):
+    """The hyperlinks of each version: the menus' (always), the news
+    story's, the ad's and trending links drawn at random (repeated by the
+    exact copies ``src``); shape (T, n_links)."""
+    T = news_id.shape[0]
+    n_news = int(news_id[-1]) + 1
+    n_fixed = _MENU_LINKS + _NEWS_LINKS * n_news + _AD_LINKS * n_ads
+    links = np.zeros((T, n_fixed + _TRENDING), dtype=bool)
+    links[:, :_MENU_LINKS] = True
+    news_cols = _MENU_LINKS + _NEWS_LINKS * news_id[:, None] + np.arange(_NEWS_LINKS)
+    ad_cols = (_MENU_LINKS + _NEWS_LINKS * n_news + _AD_LINKS * ad_id[:, None]
+               + np.arange(_AD_LINKS))
+    rows = np.arange(T)[:, None]
+    links[rows, news_cols] = True
+    links[rows, ad_cols] = True
+    # structural noise: links that come and go independently of the news
+    links[:, n_fixed:] = (rng.rand(T, _TRENDING) < 0.5)[src]
+    return links
+
+
 def make_page_versions(n_versions, *, size=40, news_period=4.0, n_stories=3, n_ads=3,
                        noise=0.03, p_identical=0.05, block=2, random_state=None):
     """Draw ``n_versions`` successive (hourly) versions of a synthetic page.
@@ -233,29 +284,7 @@ def make_page_versions(n_versions, *, size=40, news_period=4.0, n_stories=3, n_a
     news_id = np.cumsum(news_change)
     ad_id = rng.randint(0, n_ads, T)
 
-    page = np.full((size, size), 0.95)  # white background
-    for name in ("top_menu", "left_menu"):
-        m = masks[name]
-        rows, cols = np.flatnonzero(m.any(1)), np.flatnonzero(m.any(0))
-        page[np.ix_(rows, cols)] = _text(rng, 1, len(rows), len(cols), block)[0]
-
-    # the strips each news change redraws: a random non-empty subset
-    strips = rng.rand(T, n_stories) < 0.5
-    none = ~strips.any(axis=1)
-    strips[none, rng.randint(0, n_stories, int(none.sum()))] = True
-    story_id = np.cumsum(news_change[:, None] & strips, axis=0)  # (T, n_stories)
-
-    images = np.repeat(page[None], T, axis=0)
-    rows, cols = (np.flatnonzero(masks["news"].any(a)) for a in (1, 0))
-    for k, band in enumerate(np.array_split(rows, n_stories)):
-        if band.size == 0:
-            continue
-        content = _text(rng, int(story_id[-1, k]) + 1, band.size, cols.size, block)
-        images[:, band[0]:band[-1] + 1, cols[0]:cols[-1] + 1] = content[story_id[:, k]]
-    for name, ids in (("ticker", np.arange(T)), ("ads", ad_id)):
-        rows, cols = (np.flatnonzero(masks[name].any(a)) for a in (1, 0))
-        content = _text(rng, int(ids.max()) + 1, rows.size, cols.size, block)
-        images[:, rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1] = content[ids]
+    images = _page_images(rng, masks, size, news_change, ad_id, n_stories, block)
     images = images + noise * rng.randn(*images.shape)
     # exact copies: a version repeats its predecessor, chains included
     src = np.arange(T)
@@ -264,17 +293,6 @@ def make_page_versions(n_versions, *, size=40, news_period=4.0, n_stories=3, n_a
     images = images[src]
     ad_id = ad_id[src]
 
-    n_news = int(news_id[-1]) + 1
-    n_fixed = _MENU_LINKS + _NEWS_LINKS * n_news + _AD_LINKS * n_ads
-    links = np.zeros((T, n_fixed + _TRENDING), dtype=bool)
-    links[:, :_MENU_LINKS] = True
-    news_cols = _MENU_LINKS + _NEWS_LINKS * news_id[:, None] + np.arange(_NEWS_LINKS)
-    ad_cols = (_MENU_LINKS + _NEWS_LINKS * n_news + _AD_LINKS * ad_id[:, None]
-               + np.arange(_AD_LINKS))
-    rows = np.arange(T)[:, None]
-    links[rows, news_cols] = True
-    links[rows, ad_cols] = True
-    # structural noise: links that come and go independently of the news
-    links[:, n_fixed:] = (rng.rand(T, _TRENDING) < 0.5)[src]
+    links = _page_links(rng, news_id, ad_id, n_ads, src)
     return PageVersions(images=images, news_id=news_id, ad_id=ad_id,
                         identical=identical, links=links, masks=masks)
