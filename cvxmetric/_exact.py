@@ -17,7 +17,7 @@ import warnings
 
 import cvxpy as cp
 
-from ._trace import record
+from ._trace import captured, emit, record
 from .result import (
     CertificateError,
     InfeasibleError,
@@ -150,11 +150,15 @@ def solve_certified(problem, certify, *, solvers=SOLVERS, tol=1e-9, max_iter=Non
             else:
                 why = f"{name} ended {status}"
             continue
-        cert = certify(name, _version(name), opts, times)
+        with captured() as certifying:
+            # what the certification runs (a bound's auxiliary solve) is
+            # traced after the solver's stage, the one it serves
+            cert = certify(name, _version(name), opts, times)
         info = {"status": status, "n_iter": n_iter, "attempts": attempts}
         record(name, "conic", iterations=n_iter, seconds=time.perf_counter() - t0,
                gap=cert.rel_gap, status=status + ("" if cert.passed else
                                                   ", certificate fails"), why=why)
+        emit(certifying, why=f"certifying {name}'s point")
         if cert.passed:
             info["status"] = Status.OPTIMAL if status == cp.OPTIMAL else status
             return cert, info

@@ -15,9 +15,9 @@ import contextvars
 import logging
 import math
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-__all__ = ["Stage", "recording", "record", "format_trace"]
+__all__ = ["Stage", "recording", "record", "captured", "emit", "format_trace"]
 
 logger = logging.getLogger("cvxmetric")
 
@@ -52,7 +52,9 @@ class Stage:
         What ran: a conic solver (``"CLARABEL"``), an iterative solver's
         name, a reduction.
     kind : str
-        ``"conic"``, ``"iterative"`` or ``"reduction"``.
+        ``"conic"``, ``"iterative"``, ``"reduction"``, or ``"bound"``: a
+        solve that serves a certificate (an auxiliary SDP, a short run
+        that sharpens a dual bound) rather than the problem itself.
     iterations : int
     seconds : float
         Wall-clock seconds of the stage.
@@ -98,6 +100,44 @@ def recording():
         _CURRENT.reset(token)
         if outer is not None:
             outer.stages.extend(scope.stages)
+
+
+@contextmanager
+def captured():
+    """Collect the stages recorded inside the scope *without* passing them
+    to the enclosing scopes; the caller hands them on with :func:`emit`
+    (e.g. the stages a certification ran, placed after the solver stage
+    they certify, which is recorded once its certificate is known).
+
+    Yields
+    ------
+    list of Stage
+    """
+    scope = _Scope(None)
+    token = _CURRENT.set(scope)
+    try:
+        yield scope.stages
+    finally:
+        _CURRENT.reset(token)
+
+
+def emit(stages, why=None):
+    """Append already recorded ``stages`` to the open scope (if any), in order.
+
+    Parameters
+    ----------
+    stages : list of Stage
+        From :func:`captured`.
+    why : str, optional
+        Replaces the ``why`` of the first of them when it says ``"first"``
+        (it was first only within the captured scope).
+    """
+    stages = list(stages)
+    if why is not None and stages and stages[0].why == "first":
+        stages[0] = replace(stages[0], why=str(why))
+    scope = _CURRENT.get()
+    if scope is not None:
+        scope.stages.extend(stages)
 
 
 def record(name, kind, *, iterations=0, seconds=0.0, gap=math.nan, status="",

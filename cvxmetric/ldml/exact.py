@@ -42,6 +42,7 @@ from scipy.special import expit
 
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, project_psd, whitening_basis
+from .._trace import record
 from .._validation import check_indices, check_option, check_samples, check_scalar
 from ..constraints import _row_ids, _zero_length
 from ..model import DeclaredProblem
@@ -100,13 +101,16 @@ def _time_limit():
     return None if math.isinf(left) else max(left, 1e-3)
 
 
-def _attempts(prob, solvers):
+def _attempts(prob, solvers, stage):
     """Solve ``prob`` with each solver in turn, yielding after each solve
     that did not fail; the caller judges the status and stops when it has
     what it needs.  CVXPY's "inaccurate" warning is silenced: the status is
     judged.  Within the fit's budget: each solve stops at what is left of
-    it, and none starts once it is spent."""
+    it, and none starts once it is spent.  Each solve is traced as a
+    ``"bound"`` stage called ``"<stage> (<solver>)"``: these auxiliary
+    SDPs serve the certificate, not the problem."""
     for name in solvers:
+        t0 = time.perf_counter()
         if expired():
             return
         if math.isfinite(remaining()):
@@ -127,7 +131,13 @@ def _attempts(prob, solvers):
                 warnings.simplefilter("ignore", UserWarning)
                 prob.solve(solver=name, **opts)
         except cp.error.SolverError:
+            record(f"{stage} ({name})", "bound", seconds=time.perf_counter() - t0,
+                   status="error")
             continue
+        stats = prob.solver_stats
+        record(f"{stage} ({name})", "bound", seconds=time.perf_counter() - t0,
+               iterations=(getattr(stats, "num_iters", None) or 0) if stats else 0,
+               status=str(prob.status))
         yield name
 
 
@@ -244,7 +254,7 @@ class LDMLData:
         _, prob, Sp = cache
         Sp.value = 0.5 * (S + S.T)
         best = -math.inf
-        for _ in _attempts(prob, solvers):
+        for _ in _attempts(prob, solvers, "level-set SDP"):
             mu = prob.constraints[0].dual_value
             if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or mu is None:
                 continue
@@ -481,7 +491,7 @@ class LDMLData:
         prob = cp.Problem(cp.Maximize(c), [cp.sum(v) == 1, s @ v == 0, c <= 1,
                                            0.5 * (G + G.T) - c * np.eye(D) >> 0])
         found = None
-        for _ in _attempts(prob, solvers):
+        for _ in _attempts(prob, solvers, "direction SDP"):
             if v.value is None or prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
                 continue
             w = np.maximum(v.value, 0.0)
@@ -568,7 +578,7 @@ class LDMLData:
         arg = cp.multiply(self.s, cp.sum(cp.multiply(self.Phi @ dM, self.Phi), axis=1)
                           - db)
         prob = cp.Problem(cp.Maximize(-cp.sum(arg)), [arg <= 0, cp.trace(dM) <= 1])
-        for _ in _attempts(prob, solvers):
+        for _ in _attempts(prob, solvers, "recession SDP"):
             if prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and dM.value is not None:
                 # judged on the returned direction itself, not on the status
                 D = project_psd(dM.value)
@@ -620,7 +630,7 @@ class LDMLData:
         prob = cp.Problem(cp.Maximize(cp.trace(M)),
                           [cp.multiply(self.s, dist - b) <= kappa])
         cons = prob.constraints[0]
-        for _ in _attempts(prob, solvers):
+        for _ in _attempts(prob, solvers, "trace-bound SDP"):
             if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) \
                     or cons.dual_value is None:
                 continue
