@@ -19,6 +19,7 @@ Hyperparameters are checked on construction against the class's
 a ``ValueError`` naming the field.
 """
 
+import contextvars
 import functools
 import logging
 import math
@@ -34,6 +35,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
+from ._reductions import apply_reductions, invert_reductions
 from ._trace import record, recording
 from .result import SolverResult, Status
 
@@ -365,7 +367,6 @@ class IterativeSolver:
 
     def __post_init__(self):
         self.validate_params()
-        self.deadline = Deadline(None)
 
     def validate_params(self):
         """Check every field against :attr:`_parameter_constraints`.
@@ -414,8 +415,66 @@ class IterativeSolver:
         """Whether ``state`` meets the stopping rule."""
         return state.error <= self.tol
 
+    # -- per-run hooks (defaults: none) ---------------------------------------
+
+    def check_data(self, data):
+        """Refuse ``data`` this solver cannot run on (``TypeError`` /
+        ``ValueError`` naming ``data``); called first by :meth:`run`."""
+
+    def trivial_result(self, data):
+        """A result known without iterating (e.g. the certified optimum of
+        degenerate data), returned by :meth:`run` at once; ``None`` (the
+        default) to iterate."""
+        return None
+
+    def reductions(self, data):
+        """The reductions composed around the iterations on ``data``.
+
+        Returns
+        -------
+        list of cvxmetric._reductions.Reduction
+            Applied in order before :meth:`init_state` (which, like
+            :meth:`update`, then sees the reduced problem and the reduced
+            warm start), inverted in reverse order on :meth:`solution`;
+            :meth:`finalize` gets the inverted point and the problem
+            :meth:`run` was given.  Default: none.
+        """
+        return []
+
+    def solution(self, M, state):
+        """The point of the reduced problem that :meth:`run` maps back
+        through the reductions and hands to :meth:`finalize`; default the
+        last iterate ``M``."""
+        return M
+
+    #: Re-emit the warnings raised during a run from :meth:`run` itself, so
+    #: that they point at its caller (not at the line inside the package).
+    reemit_warnings = False
+
+    @property
+    def deadline(self):
+        """The :class:`Deadline` of this solver's run in progress (in the
+        current context); outside a run, one that never expires.  It lives
+        in the run's context, not on the solver, so one solver object can
+        run any number of solves (in turn, or in threads)."""
+        return _RUN_DEADLINES.get().get(id(self)) or Deadline(None)
+
+    @deadline.setter
+    def deadline(self, value):
+        # for a solver that runs its own loop outside :meth:`run`: the
+        # deadline of that loop, in the current context
+        _RUN_DEADLINES.set({**_RUN_DEADLINES.get(), id(self): value})
+
     def run(self, data, init=None, *, warn=True):
         """Iterate from ``init`` (a previous result, or the default start).
+
+        :meth:`check_data` first, then :meth:`trivial_result`; otherwise
+        the :meth:`reductions` are applied (a stage each in the trace), the
+        iterations run on the reduced problem until :meth:`converged`,
+        ``maxiter`` or ``max_time``, the reductions are inverted on
+        :meth:`solution` and :meth:`finalize` certifies the point on
+        ``data``.  Everything the run needs lives in its state, the
+        reductions' inverse data and its context (:attr:`deadline`).
 
         Parameters
         ----------
@@ -429,19 +488,38 @@ class IterativeSolver:
         -------
         SolverResult
         """
-        t0 = last_log = time.perf_counter()
-        self.deadline = deadline = Deadline(self.max_time, t0)
+        self.check_data(data)
+        result = self.trivial_result(data)
+        if result is not None:
+            return result
+        t0 = time.perf_counter()
+        deadline = Deadline(self.max_time, t0)
+        token = _RUN_DEADLINES.set({**_RUN_DEADLINES.get(), id(self): deadline})
+        try:
+            with _caught(self.reemit_warnings) as caught:
+                result = self._run(data, init, deadline)
+        finally:
+            _RUN_DEADLINES.reset(token)
+        for w in caught:  # re-emitted so that they point at the caller
+            warnings.warn(w.message, w.category, stacklevel=2)
+        logger.info("%s done: %s after %d iterations, objective %.10g, relative "
+                    "gap %.3g, %.2f s", self.name, result.status, result.n_iter,
+                    result.objective, result.certificate.rel_gap, result.time)
+        if result.status != Status.OPTIMAL and warn:
+            warnings.warn(stop_message(self.name, result, self.max_time),
+                          ConvergenceWarning, stacklevel=2)
+        return result
+
+    def _run(self, data, init, deadline):
+        """:meth:`run` inside its deadline: reductions, iterations, inverse,
+        certificate, the stage of the trace."""
+        t0 = deadline.start
         with recording() as stages, blas_threads(self.blas_flops(data)):
-            M, state = self.init_state(data, init)
-            while not self.converged(state) and state.iter_num < self.maxiter:
-                if deadline.expired():
-                    break
-                M, state = self.update(M, state, data)
-                now = time.perf_counter()
-                if state.iter_num <= 1 or now - last_log >= PROGRESS_EVERY:
-                    _progress(self.name, state, now - t0)
-                    last_log = now
-            M, cert, info = self.finalize(M, state, data)
+            reduced, init, applied = apply_reductions(self.reductions(data), data, init)
+            M, state = self.init_state(reduced, init)
+            M, state = self._iterate(M, state, reduced, deadline)
+            point = invert_reductions(applied, self.solution(M, state))
+            M, cert, info = self.finalize(point, state, data)
             if self.converged(state):
                 raw = Status.OPTIMAL
             else:
@@ -450,18 +528,41 @@ class IterativeSolver:
             cert.times["total"] = time.perf_counter() - t0
             record(self.name, "iterative", iterations=state.iter_num,
                    seconds=cert.times["total"], gap=cert.rel_gap, status=raw)
-        result = SolverResult(
+        return SolverResult(
             M=M, status=raw, objective=cert.objective, n_iter=state.iter_num,
             certificate=cert, method=self.name, info=info,
             time=cert.times["total"], raw_status=raw, trace=tuple(stages),
         )
-        logger.info("%s done: %s after %d iterations, objective %.10g, relative "
-                    "gap %.3g, %.2f s", self.name, result.status, result.n_iter,
-                    result.objective, cert.rel_gap, result.time)
-        if result.status != Status.OPTIMAL and warn:
-            warnings.warn(stop_message(self.name, result, self.max_time),
-                          ConvergenceWarning, stacklevel=2)
-        return result
+
+    def _iterate(self, M, state, data, deadline):
+        """The loop of :meth:`run`: :meth:`update` until :meth:`converged`,
+        ``maxiter`` or the deadline, with the progress lines."""
+        t0 = last_log = deadline.start
+        while not self.converged(state) and state.iter_num < self.maxiter:
+            if deadline.expired():
+                break
+            M, state = self.update(M, state, data)
+            now = time.perf_counter()
+            if state.iter_num <= 1 or now - last_log >= PROGRESS_EVERY:
+                _progress(self.name, state, now - t0)
+                last_log = now
+        return M, state
+
+
+#: The deadlines of the runs in progress in this context, by solver
+#: (``id``): :attr:`IterativeSolver.deadline`.
+_RUN_DEADLINES = contextvars.ContextVar("cvxmetric_run_deadlines", default={})
+
+
+@contextmanager
+def _caught(catch):
+    """Record every warning of the scope (when ``catch``), to re-emit."""
+    if not catch:
+        yield []
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught
 
 
 def _progress(name, state, elapsed):

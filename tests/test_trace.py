@@ -37,7 +37,10 @@ def test_exact_fit_traces_its_conic_solve(iris):
 
 def test_fast_fit_traces_its_iterative_solver(iris):
     est = cm.MMCSupervised(solver="fast", random_state=0).fit(*iris)
-    (stage,) = est.result_.trace
+    # the change of variables (a reduction), then the iterations
+    reduction, stage = est.result_.trace
+    assert (reduction.name, reduction.kind) == ("whiten", "reduction")
+    assert stage.why == "after whiten"
     assert stage.kind == "iterative" and stage.iterations == est.n_iter_
     assert stage.status == "optimal" and stage.gap <= est.certificate_.tol_gap
 

@@ -76,6 +76,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._linesearch import backtracking
+from .._reductions import Reduction
 from .._solver import IterativeSolver
 from ._problem import (
     DEGENERATE_MSG,
@@ -221,6 +222,53 @@ class _DiagonalSpace:
         return project_nonneg_halfspace(Y, self.a)
 
 
+def _warm_point(data, init):
+    """The user's warm start (a result) as a point of ``data``'s variable."""
+    return data.as_variable(init.info.get("w", init.M) if data.diagonal else init.M,
+                            "init")
+
+
+class ChangeOfVariables(Reduction):
+    """MMC in the coordinates of a space (:class:`_WhiteSpace`,
+    :class:`_JacobiSpace`, :class:`_DiagonalSpace`).
+
+    ``apply`` returns the space built on the data (the reduced problem the
+    projected gradient iterates on: distances, gradient, constraint
+    function and projection in its coordinates) and the warm start
+    projected into it; ``invert`` maps a point of the space back to the
+    user's units.  The space itself is the inverse data.
+
+    Parameters
+    ----------
+    space : type
+        One of the space classes above.
+    name : str
+        The stage's name in the trace.
+    """
+
+    def __init__(self, space, name):
+        self.space = space
+        self.name = name
+
+    def accepts(self, data):
+        return isinstance(data, MMCData) and data.diagonal == (self.space is _DiagonalSpace)
+
+    def apply(self, data, init):
+        sp = self.space(data)
+        x0 = None if init is None else sp.from_user(_warm_point(data, init))
+        return sp, x0, sp
+
+    def invert(self, x, sp):
+        return sp.to_user(x)
+
+
+#: The change of variables of each kind of problem (``precondition`` picks
+#: between the two of a full ``M``).
+WHITEN = ChangeOfVariables(_WhiteSpace, "whiten")
+JACOBI = ChangeOfVariables(_JacobiSpace, "jacobi")
+JACOBI_DIAGONAL = ChangeOfVariables(_DiagonalSpace, "jacobi-diagonal")
+
+
 class PGState(NamedTuple):
     iter_num: int
     error: float  # certified relative gap (r_best - LB_best) / r_best
@@ -275,29 +323,25 @@ class MMCProjectedGradient(IterativeSolver):
 
     name = "fast"
 
-    def run(self, data, init=None, *, warn=True):
-        """Solve ``data`` (see :meth:`IterativeSolver.run`); degenerate data
-        return :meth:`MMCData.degenerate_solution`, certified, at once."""
+    def check_data(self, data):
         _check_data(data)
-        if data.degenerate:
-            return _degenerate_result(data, self.name)
-        if data.diagonal:
-            self._space = _DiagonalSpace(data)
-        elif self.precondition:
-            self._space = _WhiteSpace(data)
-        else:
-            self._space = _JacobiSpace(data)
-        return super().run(data, init, warn=warn)
 
-    def init_state(self, data, init=None):
-        sp = self._space
+    def trivial_result(self, data):
+        """Degenerate data: :meth:`MMCData.degenerate_solution`, certified."""
+        return _degenerate_result(data, self.name) if data.degenerate else None
+
+    def reductions(self, data):
+        """The change of variables the iterations run in (whitened
+        coordinates, or Jacobi units: see ``precondition``)."""
+        if data.diagonal:
+            return [JACOBI_DIAGONAL]
+        return [WHITEN if self.precondition else JACOBI]
+
+    def init_state(self, sp, init=None):
+        """The start in the space ``sp`` (the reduced problem): ``init``,
+        a point of ``sp``, or the space's default start."""
         start = sp.start()
-        if init is not None:
-            x = data.as_variable(init.info.get("w", init.M) if data.diagonal
-                                 else init.M, "init")
-            x = sp.from_user(x)
-        else:
-            x = start
+        x = start if init is None else init
         dist = sp.dist(x)
         if not np.all(dist > 1e-12 * np.max(dist, initial=0.0)):
             # a warm start that (nearly) zeroes a pair has a huge or
@@ -306,7 +350,7 @@ class MMCProjectedGradient(IterativeSolver):
             dist = sp.dist(x)
         gx = float(np.sum(np.sqrt(dist)))
         grad = sp.grad(dist)
-        lb, allow = data.dual_bound(np.sqrt(dist), return_allowance=True)
+        lb, allow = sp.data.dual_bound(np.sqrt(dist), return_allowance=True)
         r = sp.f(x) / gx ** 2
         # first step: a move of the size of x along the gradient
         step = np.sqrt(_inner(x, x) / max(_inner(grad, grad), 1e-300))
@@ -319,8 +363,7 @@ class MMCProjectedGradient(IterativeSolver):
         # (nearly dependent features): stop there instead of at maxiter
         return state.error <= max(self.tol, state.floor)
 
-    def update(self, x, state, data):
-        sp = self._space
+    def update(self, x, state, sp):
         grad = state.grad
         direction = sp.project(x + state.step * grad) - x
         slope = _inner(grad, direction)  # >= 0: the chord is an ascent direction
@@ -359,7 +402,7 @@ class MMCProjectedGradient(IterativeSolver):
         step = min(max(step, 1e-12 * state.step), 1e12 * state.step)
         history = (state.history + (g_new,))[-self.memory:]
         r = sp.f(x_new) / g_new ** 2
-        lb_new, allow = data.dual_bound(np.sqrt(dist), return_allowance=True)
+        lb_new, allow = sp.data.dual_bound(np.sqrt(dist), return_allowance=True)
         lb = max(state.best_lb, lb_new)
         best_x, best_r = state.best_x, state.best_r
         if r < best_r:
@@ -372,8 +415,12 @@ class MMCProjectedGradient(IterativeSolver):
                               state.n_backtracks + backtracks,
                               min(state.floor, 2.0 * allow))
 
+    def solution(self, x, state):
+        # the best point seen, not the last one
+        return state.best_x
+
     def finalize(self, x, state, data):
-        x = data.normalize(self._space.to_user(state.best_x))
+        x = data.normalize(x)
         cert = data.certificate(
             x, bound=state.best_lb, solver=self.name,
             tolerances={"tol": self.tol, "memory": self.memory,
@@ -381,6 +428,77 @@ class MMCProjectedGradient(IterativeSolver):
         res = mmc_result(data, x, cert, "", state.iter_num, self.name,
                       {"n_backtracks": state.n_backtracks}, 0.0)
         return res.M, cert, res.info
+
+
+class _NewtonProblem:
+    """Xing's diagonal objective ``h`` in Jacobi units (``w_k a_k``: ``h``
+    takes the same values whatever the features' units), on the
+    coordinates ``K`` some dissimilar pair varies along: ``Psi`` (n_D, k)
+    the squared dissimilar differences there, ``a`` (k,) the similar
+    ones' sums."""
+
+    def __init__(self, data):
+        self.data = data
+        Z2 = data.Z_D * data.Z_D
+        self.K = np.flatnonzero(Z2.max(axis=0) > 0)
+        self.Psi = Z2[:, self.K]  # (n_D, k)
+        self.a = np.sum(data.Z_S * data.Z_S, axis=0)[self.K]
+
+    def h(self, w):
+        """``h(w)`` and ``D2``; ``inf`` off the domain (a zero distance)."""
+        dist = self.Psi @ w
+        if np.any(dist <= 0):
+            return np.inf, dist
+        return float(self.a @ w) - np.log(float(np.sum(np.sqrt(dist)))), dist
+
+    def derivatives(self, w, dist):
+        """Gradient and Hessian of ``h`` at ``w`` (``D2 = dist > 0``)."""
+        root = np.sqrt(dist)
+        g = float(np.sum(root))
+        grad_g = self.Psi.T @ (0.5 / root)  # (k,)
+        grad = self.a - grad_g / g
+        # Hessian of g: -sum_D psi psi^T / (4 D2^(3/2)), one weighted Gram
+        H = (self.Psi.T @ ((0.25 / (root * dist))[:, None] * self.Psi)) / g
+        H += np.outer(grad_g, grad_g) / g ** 2
+        return grad, 0.5 * (H + H.T)
+
+    def user(self, w):
+        """``w`` on every feature, in the user's units (0 off ``K``)."""
+        out = np.zeros(self.data.n_features)
+        out[self.K] = w
+        return self.data.from_jacobi(out)
+
+    def gap(self, w, lb):
+        """The relative gap ``(r - lb) / r`` of the MMC value at ``w``."""
+        r = self.data.scale_free(self.user(w))
+        return (r - lb) / r
+
+
+class RelevantCoordinates(Reduction):
+    """Diagonal MMC to :class:`_NewtonProblem`: Jacobi units, restricted
+    to the coordinates some dissimilar pair varies along (the others do
+    not change ``g``; their optimal weight is 0).  The warm start is
+    clipped at 0 and restricted; ``invert`` puts a point back on every
+    feature, in the user's units.  The reduced problem is the inverse
+    data."""
+
+    name = "relevant-coordinates"
+
+    def accepts(self, data):
+        return isinstance(data, MMCData) and data.diagonal
+
+    def apply(self, data, init):
+        prob = _NewtonProblem(data)
+        w0 = None
+        if init is not None:
+            w0 = data.to_jacobi(np.maximum(_warm_point(data, init), 0.0))[prob.K]
+        return prob, w0, prob
+
+    def invert(self, w, prob):
+        return prob.user(w)
+
+
+RELEVANT_COORDINATES = RelevantCoordinates()
 
 
 class NewtonState(NamedTuple):
@@ -424,85 +542,46 @@ class MMCNewton(IterativeSolver):
 
     name = "newton"
 
-    def run(self, data, init=None, *, warn=True):
-        """Solve the diagonal ``data`` (see :meth:`IterativeSolver.run`)."""
+    def check_data(self, data):
         _check_data(data)
         if not data.diagonal:
             raise ValueError(
                 "data: the Newton method of Xing et al. (Sec. 2.2) is for the "
                 "diagonal problem; build MMCData with diagonal=True or use "
                 "MMCProjectedGradient.")
-        if data.degenerate:
-            # h is unbounded below: w_k -> inf along a coordinate with a_k = 0
-            return _degenerate_result(data, self.name)
-        return super().run(data, init, warn=warn)
 
-    # -- h and its derivatives on the relevant coordinates --------------------
+    def trivial_result(self, data):
+        """Degenerate data: ``h`` is unbounded below (``w_k -> inf`` along a
+        coordinate with ``a_k = 0``); the certified optimum 0 instead."""
+        return _degenerate_result(data, self.name) if data.degenerate else None
 
-    def _setup(self, data):
-        # Jacobi units (w_k a_k): h takes the same values, whatever the
-        # features' units
-        Z2 = data.Z_D * data.Z_D
-        self._K = np.flatnonzero(Z2.max(axis=0) > 0)
-        self._Psi = Z2[:, self._K]  # (n_D, k)
-        self._a = np.sum(data.Z_S * data.Z_S, axis=0)[self._K]
+    def reductions(self, data):
+        """Jacobi units, on the coordinates some dissimilar pair varies along."""
+        return [RELEVANT_COORDINATES]
 
-    def _h(self, w):
-        """``h(w)`` and ``D2``; ``inf`` off the domain (a zero distance)."""
-        dist = self._Psi @ w
-        if np.any(dist <= 0):
-            return np.inf, dist
-        return float(self._a @ w) - np.log(float(np.sum(np.sqrt(dist)))), dist
-
-    def _derivatives(self, w, dist):
-        """Gradient and Hessian of ``h`` at ``w`` (``D2 = dist > 0``)."""
-        root = np.sqrt(dist)
-        g = float(np.sum(root))
-        grad_g = self._Psi.T @ (0.5 / root)  # (k,)
-        grad = self._a - grad_g / g
-        # Hessian of g: -sum_D psi psi^T / (4 D2^(3/2)), one weighted Gram
-        H = (self._Psi.T @ ((0.25 / (root * dist))[:, None] * self._Psi)) / g
-        H += np.outer(grad_g, grad_g) / g ** 2
-        return grad, 0.5 * (H + H.T)
-
-    def init_state(self, data, init=None):
-        self._setup(data)
-        k = len(self._K)
+    def init_state(self, prob, init=None):
+        """The start on the ray through ``init`` (a point of the reduced
+        problem ``prob``) or through ``1``, at its minimiser of ``h``."""
+        k = len(prob.K)
         if init is not None:
-            w0 = data.to_jacobi(np.maximum(
-                data.as_variable(init.info.get("w", init.M), "init"), 0.0))[self._K]
-            w0 = w0 / max(float(self._a @ w0), 1e-300)
-            dist = self._Psi @ w0
+            w0 = init / max(float(prob.a @ init), 1e-300)
+            dist = prob.Psi @ w0
             if not np.all(dist > 1e-12 * np.max(dist, initial=0.0)):
                 # keep every distance positive (h is finite, its Hessian too)
-                w0 = (1 - 1e-6) * w0 + 1e-6 * np.ones(k) / float(np.sum(self._a))
+                w0 = (1 - 1e-6) * w0 + 1e-6 * np.ones(k) / float(np.sum(prob.a))
         else:
             w0 = np.ones(k)
         # the minimiser of h along the ray through w0: a^T w = 1/2
-        w = w0 / (2.0 * float(self._a @ w0))
-        h, dist = self._h(w)
-        grad, _ = self._derivatives(w, dist)
-        lb = data.bound_at(self._user(data, w))
-        err = self._gap(data, w, lb)
-        return self._full(data, w), NewtonState(0, err, h, grad, lb)
+        w = w0 / (2.0 * float(prob.a @ w0))
+        h, dist = prob.h(w)
+        grad, _ = prob.derivatives(w, dist)
+        lb = prob.data.bound_at(prob.user(w))
+        err = prob.gap(w, lb)
+        return w, NewtonState(0, err, h, grad, lb)
 
-    def _full(self, data, w):
-        """The iterate on every feature (Jacobi units)."""
-        out = np.zeros(data.n_features)
-        out[self._K] = w
-        return out
-
-    def _user(self, data, w):
-        return data.from_jacobi(self._full(data, w))
-
-    def _gap(self, data, w, lb):
-        r = data.scale_free(self._user(data, w))
-        return (r - lb) / r
-
-    def update(self, x, state, data):
-        w = x[self._K]
-        h, dist = self._h(w)
-        grad, H = self._derivatives(w, dist)
+    def update(self, w, state, prob):
+        h, dist = prob.h(w)
+        grad, H = prob.derivatives(w, dist)
         # Bertsekas' active set: at (or near) the bound and pushing against it
         eps = min(self.eps * float(np.max(w)),
                   float(np.linalg.norm(w - np.maximum(w - grad, 0.0))))
@@ -525,10 +604,11 @@ class MMCNewton(IterativeSolver):
         # near the optimum a Newton step lowers h by less than the round-off
         # of evaluating it (its terms are O(1)); the test allows that
         # round-off, so the quadratic convergence of w is not cut short
-        noise = 1e-14 * (1.0 + abs(float(self._a @ w)) + abs(h - float(self._a @ w)))
+        noise = 1e-14 * (1.0 + abs(float(prob.a @ w)) + abs(h - float(prob.a @ w)))
+
         def trial(alpha):
             w_new = np.maximum(w + alpha * d, 0.0)
-            return (w_new, *self._h(w_new))
+            return (w_new, *prob.h(w_new))
 
         def accept(alpha, v):
             # sufficient decrease along the projection arc
@@ -541,19 +621,18 @@ class MMCNewton(IterativeSolver):
         # exact minimisation along the ray through w_new (closed form,
         # t = 1 / (2 a^T v)): h can only decrease, and the iterate stays on
         # the set a^T w = 1/2 where every minimiser of h lies
-        t = 0.5 / float(self._a @ w_new)
+        t = 0.5 / float(prob.a @ w_new)
         w_new = t * w_new
-        h_new, dist_new = self._h(w_new)
-        grad_new, _ = self._derivatives(w_new, dist_new)
-        x_new = self._full(data, w_new)
-        lb = max(state.best_lb, data.bound_at(self._user(data, w_new)))
-        err = self._gap(data, w_new, lb)
-        return x_new, NewtonState(state.iter_num + 1, err, h_new, grad_new, lb)
+        h_new, dist_new = prob.h(w_new)
+        grad_new, _ = prob.derivatives(w_new, dist_new)
+        lb = max(state.best_lb, prob.data.bound_at(prob.user(w_new)))
+        err = prob.gap(w_new, lb)
+        return w_new, NewtonState(state.iter_num + 1, err, h_new, grad_new, lb)
 
-    def finalize(self, x, state, data):
+    def finalize(self, w, state, data):
         # the minimiser of h has a^T w = 1/2; the certificate rescales to g = 1
-        h = self._h(np.asarray(x, dtype=float)[self._K])[0]
-        w = data.from_jacobi(np.asarray(x, dtype=float))
+        # (``w``: the last iterate in the user's units; ``state.h``: h there)
+        h = state.h
         cert = data.certificate(
             w, bound=state.best_lb, solver=self.name,
             tolerances={"tol": self.tol, "sigma": self.sigma, "eps": self.eps})

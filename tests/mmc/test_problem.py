@@ -5,6 +5,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
+from cvxmetric._reductions import apply_reductions
 from cvxmetric._tolerances import MATRIX_RTOL
 
 from cvxmetric.constraints import LabeledPairs, pairs_from_labels
@@ -210,23 +211,23 @@ def test_grad_g_diagonal_finite_differences():
 
 def test_newton_gradient_and_hessian_finite_differences():
     data = make_data(seed=6, diagonal=True)
-    solver = MMCNewton()
-    solver._setup(data)
+    # the reduced problem Newton iterates on (Jacobi units, relevant coordinates)
+    prob, _, _ = apply_reductions(MMCNewton().reductions(data), data, None)
     rng = np.random.RandomState(6)
-    w = rng.rand(len(solver._K)) + 0.2
-    h0, dist = solver._h(w)
+    w = rng.rand(len(prob.K)) + 0.2
+    h0, dist = prob.h(w)
     # h = a^T w - log sum_D sqrt(psi^T w), by hand
-    assert h0 == pytest.approx(solver._a @ w - np.log(np.sum(np.sqrt(
-        solver._Psi @ w))), rel=1e-14)
-    grad, H = solver._derivatives(w, dist)
+    assert h0 == pytest.approx(prob.a @ w - np.log(np.sum(np.sqrt(
+        prob.Psi @ w))), rel=1e-14)
+    grad, H = prob.derivatives(w, dist)
     step = 1e-6
     for k in range(len(w)):
         e = np.zeros_like(w)
         e[k] = step
-        fd = (solver._h(w + e)[0] - solver._h(w - e)[0]) / (2 * step)
+        fd = (prob.h(w + e)[0] - prob.h(w - e)[0]) / (2 * step)
         assert grad[k] == pytest.approx(fd, rel=1e-6, abs=1e-9)
-        gp = solver._derivatives(w + e, solver._h(w + e)[1])[0]
-        gm = solver._derivatives(w - e, solver._h(w - e)[1])[0]
+        gp = prob.derivatives(w + e, prob.h(w + e)[1])[0]
+        gm = prob.derivatives(w - e, prob.h(w - e)[1])[0]
         np.testing.assert_allclose(H[:, k], (gp - gm) / (2 * step),
                                    rtol=1e-5, atol=1e-8)
 
