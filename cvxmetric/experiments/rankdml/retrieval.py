@@ -922,6 +922,64 @@ class ProtocolResult:
         return "\n".join(lines)
 
 
+def _check_protocol_args(data, methods, max_rank, n_train):
+    """``(max_rank, n_train)`` of :func:`run_protocol`, after checking
+    ``data`` and ``methods``."""
+    if not isinstance(data, RetrievalData):
+        raise TypeError("data: expected a RetrievalData.")
+    if not methods:
+        raise ValueError("methods: no method given.")
+    for name, m in methods.items():
+        if not isinstance(m, Method):
+            raise TypeError(f"methods[{name!r}]: expected a Method.")
+    max_rank = _check_int(max_rank, "max_rank", 1)
+    if n_train is not None:
+        n_train = _check_int(n_train, "n_train", 1)
+    if max_rank > data.n_gallery:
+        raise ValueError(f"max_rank: at most the gallery size {data.n_gallery}, "
+                         f"got {max_rank}.")
+    return max_rank, n_train
+
+
+def _fold_constraints(data, fold, f, seeds, n_train, n_top, n_random):
+    """Fold ``f``'s test queries, training queries, sample matrix
+    ``[gallery; training queries]``, critical triplets and the pairs with
+    their labels, drawn from the fold's two ``seeds``."""
+    n_g = data.n_gallery
+    test = np.flatnonzero(fold == f)
+    pool = np.flatnonzero(fold != f)
+    frng = check_random_state(seeds[0])
+    if n_train is None or n_train >= len(pool):
+        train = pool
+    else:
+        train = np.sort(frng.choice(pool, n_train, replace=False))
+    # the fold's own sample matrix: gallery, then its training queries
+    Xf = np.vstack([data.gallery, data.X[data.query_rows(train)]])
+    q_rows = n_g + np.arange(len(train))
+    triplets = critical_triplets(q_rows, data.source[train], np.arange(n_g), Xf,
+                                 n_top=n_top, n_random=n_random,
+                                 random_state=seeds[1])
+    pairs, y = constraint_pairs(triplets)
+    return test, train, Xf, triplets, pairs, y
+
+
+def _run_method(m, data, test, Xtest, Xf, triplets, pairs, y):
+    """``(D, fit seconds, estimator)``: the test queries' squared distances
+    to the gallery under method ``m`` (fitted on the fold's triplets or
+    pairs unless it is a fixed distance, whose estimator is ``None``)."""
+    t0 = time.perf_counter()
+    if m.kind == "distance":
+        return m.make(data, test), 0.0, None
+    est = m.make(Xf)
+    if m.kind == "triplets":
+        est.fit(triplets)
+    else:
+        est.fit(pairs, y)
+    elapsed = time.perf_counter() - t0
+    D = squared_distances(Xtest, data.gallery, est.get_mahalanobis_matrix())
+    return D, elapsed, est
+
+
 def run_protocol(data, methods, *, n_folds=5, n_train=None, n_top=10, n_random=10,
                  max_rank=20, group_by_source=False, keep_estimators=False,
                  random_state=None, log=None):
@@ -961,19 +1019,7 @@ def run_protocol(data, methods, *, n_folds=5, n_train=None, n_top=10, n_random=1
     -------
     ProtocolResult
     """
-    if not isinstance(data, RetrievalData):
-        raise TypeError("data: expected a RetrievalData.")
-    if not methods:
-        raise ValueError("methods: no method given.")
-    for name, m in methods.items():
-        if not isinstance(m, Method):
-            raise TypeError(f"methods[{name!r}]: expected a Method.")
-    max_rank = _check_int(max_rank, "max_rank", 1)
-    if n_train is not None:
-        n_train = _check_int(n_train, "n_train", 1)
-    if max_rank > data.n_gallery:
-        raise ValueError(f"max_rank: at most the gallery size {data.n_gallery}, "
-                         f"got {max_rank}.")
+    max_rank, n_train = _check_protocol_args(data, methods, max_rank, n_train)
     rng = check_random_state(random_state)
     fold = query_folds(data.n_queries, n_folds,
                        groups=data.source if group_by_source else None,
@@ -988,41 +1034,17 @@ def run_protocol(data, methods, *, n_folds=5, n_train=None, n_top=10, n_random=1
     estimators = {n: [] for n in names if methods[n].kind != "distance"}
     sizes = {k: np.zeros(n_folds, dtype=np.intp)
              for k in ("n_train", "n_test", "n_triplets", "n_pairs")}
-    n_g = data.n_gallery
     for f in range(n_folds):
-        test = np.flatnonzero(fold == f)
-        pool = np.flatnonzero(fold != f)
-        frng = check_random_state(seeds[f, 0])
-        if n_train is None or n_train >= len(pool):
-            train = pool
-        else:
-            train = np.sort(frng.choice(pool, n_train, replace=False))
-        # the fold's own sample matrix: gallery, then its training queries
-        Xf = np.vstack([data.gallery, data.X[data.query_rows(train)]])
-        q_rows = n_g + np.arange(len(train))
-        triplets = critical_triplets(q_rows, data.source[train], np.arange(n_g), Xf,
-                                     n_top=n_top, n_random=n_random,
-                                     random_state=seeds[f, 1])
-        pairs, y = constraint_pairs(triplets)
+        test, train, Xf, triplets, pairs, y = _fold_constraints(
+            data, fold, f, seeds[f], n_train, n_top, n_random)
         sizes["n_train"][f], sizes["n_test"][f] = len(train), len(test)
         sizes["n_triplets"][f], sizes["n_pairs"][f] = len(triplets), len(pairs)
         Xtest = data.X[data.query_rows(test)]
         for name in names:
-            m = methods[name]
-            t0 = time.perf_counter()
-            if m.kind == "distance":
-                D = m.make(data, test)
-                elapsed = 0.0
-            else:
-                est = m.make(Xf)
-                if m.kind == "triplets":
-                    est.fit(triplets)
-                else:
-                    est.fit(pairs, y)
-                elapsed = time.perf_counter() - t0
-                D = squared_distances(Xtest, data.gallery, est.get_mahalanobis_matrix())
-                if keep_estimators:
-                    estimators[name].append(est)
+            D, elapsed, est = _run_method(methods[name], data, test, Xtest, Xf, triplets,
+                                          pairs, y)
+            if keep_estimators and est is not None:
+                estimators[name].append(est)
             cmc[name][f] = cmc_curve(D, data.source[test], max_rank=max_rank)
             ranks[name][test] = _relevant_rank(D, data.source[test])
             fit_time[name][f] = elapsed
