@@ -51,23 +51,18 @@ orthonormal directions when the subset has rank below ``r``.
 import time
 
 import numpy as np
-from sklearn.utils import check_random_state
 
+from .._trace import recording
 from .._validation import check_option
-from ..result import SolverResult, Status
 from ._problem import Expired
 from .randomized import (
     DEFAULT_BLOCK,
     OBJECTIVE_MAX_N,
     SKETCHES,
-    _check_dtype,
     _check_int,
-    _check_max_time,
     _check_problem,
-    _factors_in_units,
-    _heuristic_certificate,
-    _objective_report,
     _pair_residual,
+    _Run,
     _thin_svd,
     _unit_rows,
     single_blas_thread,
@@ -272,7 +267,43 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
     """
     t_start = time.perf_counter()
     X, codes, delta1, delta2 = _check_problem(X, y, delta1, delta2)
-    n, d = X.shape
+    rank, n_iter, n_sketch, init_size = _check_lowrank(
+        X.shape, rank, n_iter, target, n_sketch, sketch, init_size)
+    run = _Run(t_start, dtype=dtype, block=block, objective_max_n=objective_max_n,
+               evaluate=evaluate, max_time=max_time, random_state=random_state)
+    # the run is on rows of unit mean square norm (randomized._unit_rows):
+    # L_0 = R_0 = V_r is then on the thresholds' scale at any scale of X
+    X, c = _unit_rows(X)
+    prob = _Problem(X, codes, delta1, delta2, target, run.dtype, run.block)
+    kind = None if n_sketch is None else sketch
+    name = "slr-lowrank" if target == "adaptive" else "slr-fixed"
+    with recording() as stages:
+        L0 = _initial_factors(prob.X, rank, init_size, run.rng)
+        t0 = time.perf_counter()
+        (L, R), (XL, XR), history, done = _alternate(
+            prob, L0, n_iter, sketch=kind, m=n_sketch, rng=run.rng,
+            deadline=run.deadline)
+        t_iter = run.record_iterations(name, done, since=t0)
+        eq4, oinfo, t_obj = run.eq4_report(X, codes, L, R, delta1, delta2)
+        # SLR-Fixed minimises Eq. 1: that is its objective (O(n r^2), exact)
+        objective = prob.eq1_objective(XL, XR) if target == "fixed" else eq4
+        info = {"algorithm": "Algorithm 3 (low-rank alternating regression)",
+                "target": target, "rank": rank, "n_sketch": n_sketch,
+                "sketch": kind, "eq4_objective": eq4,
+                **_history_report(target, kind, history, objective), **oinfo}
+        return run.result(name, objective, (L, R, c), done,
+                          {"iterations": t_iter, "objective": t_obj}, info, stages)
+
+
+def _check_lowrank(shape, rank, n_iter, target, n_sketch, sketch, init_size):
+    """The arguments proper to Algorithm 3, validated (see :func:`lowrank_slr`).
+
+    Returns
+    -------
+    rank, n_iter, n_sketch, init_size
+        As integers (``n_sketch`` None without compression).
+    """
+    n, d = shape
     rank = _check_int(rank, "rank", 1, d)
     n_iter = _check_int(n_iter, "n_iter", 1)
     check_option(target, "target", TARGETS)
@@ -280,79 +311,76 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
         n_sketch = _check_int(n_sketch, "n_sketch", 1, n)
         check_option(sketch, "sketch", SKETCHES)
     init_size = _check_int(init_size, "init_size", 1)
-    dtype = _check_dtype(dtype)
-    block = _check_int(block, "block", 1)
-    if objective_max_n is not None:
-        objective_max_n = _check_int(objective_max_n, "objective_max_n", 0)
-    deadline = _check_max_time(max_time)
-    deadline.start = t_start
-    rng = check_random_state(random_state)
-    # the run is on rows of unit mean square norm (randomized._unit_rows):
-    # L_0 = R_0 = V_r is then on the thresholds' scale at any scale of X
-    X, c = _unit_rows(X)
+    return rank, n_iter, n_sketch, init_size
 
-    prob = _Problem(X, codes, delta1, delta2, target, dtype, block)
-    kind = None if n_sketch is None else sketch
-    L = R = _initial_factors(prob.X, rank, init_size, rng)
+
+def _alternate(prob, L0, n_iter, *, sketch, m, rng, deadline):
+    """Algorithm 3's iterations from ``L_0 = R_0``: an ``L`` step, then an
+    ``R`` step (the ``L`` step of the transposed problem), within the budget.
+
+    Parameters
+    ----------
+    prob : _Problem
+    L0 : ndarray of shape (d, r)
+    n_iter : int
+    sketch, m, rng, deadline
+        As :func:`_half_step`.
+
+    Returns
+    -------
+    factors : list
+        ``[L, R]``, the last completed half steps'.
+    products : list
+        ``[X L, X R]`` (sorted samples).
+    history : list of float
+        The objective before each half step (:func:`_half_step`).
+    done : int
+        Completed iterations (both half steps).
+    """
+    factors = [L0, L0]
+    products = [prob.X @ L0] * 2  # (n, r)
     history = []
-    t0 = time.perf_counter()
-    XL = XR = prob.X @ L  # (n, r)
-    done = 0
-    try:
-        for _ in range(n_iter):
+    for it in range(n_iter):
+        for side in (0, 1):
             if deadline.expired():
-                break
-            L_new, f = _half_step(prob, XL, XR, sketch=kind, m=n_sketch, rng=rng,
-                                  deadline=deadline)
-            L, XL = L_new, prob.X @ L_new
+                return factors, products, history, it
+            try:
+                new, f = _half_step(prob, products[side], products[1 - side],
+                                    sketch=sketch, m=m, rng=rng, deadline=deadline)
+            except Expired:
+                return factors, products, history, it
+            factors[side], products[side] = new, prob.X @ new
             history.append(f)
-            if deadline.expired():
-                break
-            # the R step is the L step of the transposed problem
-            R_new, f = _half_step(prob, XR, XL, sketch=kind, m=n_sketch, rng=rng,
-                                  deadline=deadline)
-            R, XR = R_new, prob.X @ R_new
-            history.append(f)
-            done += 1
-    except Expired:
-        pass
-    t_iter = time.perf_counter() - t0
+    return factors, products, history, n_iter
 
-    t0 = time.perf_counter()
-    eq4, oinfo = _objective_report(X, codes, L, R, delta1, delta2,
-                                   objective_max_n=objective_max_n, rng=rng,
-                                   block=block, evaluate=evaluate)
-    t_obj = time.perf_counter() - t0
-    objective_fixed = prob.eq1_objective(XL, XR) if target == "fixed" else None
-    L, R, M = _factors_in_units(L, R, c)
-    info = {"algorithm": "Algorithm 3 (low-rank alternating regression)",
-            "target": target, "rank": rank, "n_sketch": n_sketch,
-            "sketch": kind, "dtype": dtype.name, "L": L, "R": R,
-            "eq4_objective": eq4, "row_scale": c,
-            "stopping": "fixed number of iterations (the paper's T)"}
+
+def _history_report(target, kind, history, objective):
+    """``problem``, ``objective_history`` and its kind, for ``info``.
+
+    Parameters
+    ----------
+    target : {"adaptive", "fixed"}
+    kind : {None, "columns", "gaussian"}
+        The sketch (None: exact steps).
+    history : list of float
+        The objective before each half step (NaN for a sketched fixed-target
+        step, which computes none).
+    objective : float
+        The minimised objective at the result (appended).
+    """
     if target == "fixed":
-        # SLR-Fixed minimises Eq. 1: that is its objective (O(n r^2), exact)
-        objective = objective_fixed
         problem = "Eq. 1 (fixed Eq. 2 target)"
         history = [h for h in history if np.isfinite(h)] + [objective]
     else:
-        objective = eq4
         problem = "Eq. 4"
-        history.append(eq4)
-    info["problem"] = problem
-    info["objective_history"] = history
-    info["objective_history_kind"] = (
-        "exact, before each half step and at the end" if kind is None
-        else "on the sampled rows, rescaled (estimates)" if kind == "columns"
-        else "exact Eq. 4 before each half step (the sketch compresses only "
-             "the regression)" if target == "adaptive"
-        else "final value only")
-    info.update(oinfo)
-    total = time.perf_counter() - t_start
-    times = {"iterations": t_iter, "objective": t_obj, "total": total}
-    name = "slr-lowrank" if target == "adaptive" else "slr-fixed"
-    cert = _heuristic_certificate(objective, name, times)
-    status = Status.TIME_LIMIT if deadline.hit else Status.MAX_ITER
-    return SolverResult(M=M, status=status,
-                        objective=float(objective), n_iter=done,
-                        certificate=cert, method=name, info=info, time=total)
+        history = history + [objective]
+    return {
+        "problem": problem,
+        "objective_history": history,
+        "objective_history_kind": (
+            "exact, before each half step and at the end" if kind is None
+            else "on the sampled rows, rescaled (estimates)" if kind == "columns"
+            else "exact Eq. 4 before each half step (the sketch compresses only "
+                 "the regression)" if target == "adaptive"
+            else "final value only"),
+    }

@@ -77,9 +77,10 @@ import numpy as np
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from .._validation import check_option, check_samples
-from ..result import Certificate, SolverResult, Status
 from .._solver import Deadline
+from .._trace import record, recording
+from .._validation import check_int, check_option, check_samples
+from ..result import Certificate, SolverResult, Status
 from ._problem import Expired, _encode_labels, check_thresholds, m_in_units
 
 __all__ = [
@@ -111,13 +112,8 @@ ESTIMATE_ROWS = 1000
 
 
 def _check_int(value, name, low, high=None):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name}: expected an integer, got {value!r}.")
-    value = int(value)
-    if value < low or (high is not None and value > high):
-        rng = f"[{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name}: must be in {rng}, got {value}.")
-    return value
+    """``value`` as an int in ``[low, high]`` (:func:`~cvxmetric._validation.check_int`)."""
+    return check_int(value, name, low=low, high=high)
 
 
 def _check_problem(X, y, delta1, delta2):
@@ -508,6 +504,117 @@ def _heuristic_certificate(objective, solver, times):
 
 
 # ---------------------------------------------------------------------------
+# The run shared by Algorithms 2 and 3: options, budget, stages, result
+# ---------------------------------------------------------------------------
+
+
+class _Run:
+    """The options, budget and final report shared by Algorithms 2 and 3.
+
+    Both run a fixed number of iterations (a stage ``"iterative"`` in the
+    trace), then evaluate Eq. 4 at the result (a stage ``"evaluation"``),
+    and return a result with a certificate that claims no lower bound.
+
+    Parameters
+    ----------
+    t_start : float
+        ``time.perf_counter()`` when the call began: the budget and the
+        total time count from it.
+    dtype, block, objective_max_n, evaluate, max_time, random_state
+        As :func:`randomized_slr` (validated here).
+
+    Attributes
+    ----------
+    dtype : numpy.dtype
+    block : int
+    objective_max_n : int or None
+    evaluate : bool
+    deadline : Deadline
+    rng : numpy.random.RandomState
+    """
+
+    def __init__(self, t_start, *, dtype, block, objective_max_n, evaluate,
+                 max_time, random_state):
+        self.t_start = t_start
+        self.dtype = _check_dtype(dtype)
+        self.block = _check_int(block, "block", 1)
+        if objective_max_n is not None:
+            objective_max_n = _check_int(objective_max_n, "objective_max_n", 0)
+        self.objective_max_n = objective_max_n
+        self.evaluate = evaluate
+        self.deadline = _check_max_time(max_time)
+        self.deadline.start = t_start
+        self.rng = check_random_state(random_state)
+
+    @property
+    def status(self):
+        """``time_limit_reached`` once the budget ran out, else
+        ``max_iter_reached`` (a fixed number of iterations)."""
+        return Status.TIME_LIMIT if self.deadline.hit else Status.MAX_ITER
+
+    def record_iterations(self, name, n_iter, since):
+        """Record the iterations, begun at ``since``, as one stage of the
+        trace; returns their seconds."""
+        seconds = time.perf_counter() - since
+        record(name, "iterative", iterations=n_iter, seconds=seconds,
+               status=self.status)
+        return seconds
+
+    def eq4_report(self, X, codes, L, R, delta1, delta2):
+        """Eq. 4 at ``L R^T`` (:func:`_objective_report`), recorded as a stage.
+
+        Returns
+        -------
+        objective : float
+            NaN when skipped or estimated.
+        info : dict
+        seconds : float
+        """
+        t0 = time.perf_counter()
+        f, info = _objective_report(X, codes, L, R, delta1, delta2,
+                                    objective_max_n=self.objective_max_n,
+                                    rng=self.rng, block=self.block,
+                                    evaluate=self.evaluate)
+        seconds = time.perf_counter() - t0
+        how = ("skipped" if not self.evaluate
+               else "estimated" if "objective_estimate" in info else "exact")
+        # the certificate it feeds claims no lower bound: an infinite gap
+        record("eq4-objective", "evaluation", seconds=seconds, gap=np.inf,
+               status=how)
+        return f, info, seconds
+
+    def result(self, name, objective, factors, n_iter, times, info, stages):
+        """The :class:`SolverResult` of the run.
+
+        Parameters
+        ----------
+        name : str
+            The method.
+        objective : float
+        factors : tuple
+            ``(L, R, c)``: the factors on ``X / c`` (:func:`_unit_rows`).
+        n_iter : int
+            Completed iterations.
+        times : dict
+            Seconds of the phases; ``total`` is added.
+        info : dict
+            The algorithm's own entries; ``L``, ``R`` (in ``X``'s units),
+            ``dtype``, ``row_scale`` and ``stopping`` are added.
+        stages : list of Stage
+            The run's trace.
+        """
+        L, R, M = _factors_in_units(*factors)
+        info.update(dtype=self.dtype.name, L=L, R=R, row_scale=factors[2],
+                    stopping="fixed number of iterations (the paper's T)")
+        total = time.perf_counter() - self.t_start
+        times = dict(times, total=total)
+        cert = _heuristic_certificate(objective, name, times)
+        return SolverResult(M=M, status=self.status, objective=float(objective),
+                            n_iter=n_iter, certificate=cert, method=name,
+                            info=info, time=total, trace=tuple(stages))
+
+
+# ---------------------------------------------------------------------------
 # Sketches
 # ---------------------------------------------------------------------------
 
@@ -672,85 +779,117 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
     """
     t_start = time.perf_counter()
     X, codes, delta1, delta2 = _check_problem(X, y, delta1, delta2)
-    n, d = X.shape
-    m = _check_int(n_sketch, "n_sketch", 1, n)
+    m = _check_int(n_sketch, "n_sketch", 1, X.shape[0])
     # the run is on rows of unit mean square norm: M_0 = I there
     X, c = _unit_rows(X)
     check_option(sketch, "sketch", SKETCHES)
     n_iter = _check_int(n_iter, "n_iter", 1)
-    dtype = _check_dtype(dtype)
-    block = _check_int(block, "block", 1)
-    if objective_max_n is not None:
-        objective_max_n = _check_int(objective_max_n, "objective_max_n", 0)
-    deadline = _check_max_time(max_time)
-    deadline.start = t_start
-    rng = check_random_state(random_state)
-    order = np.argsort(codes, kind="stable")
+    run = _Run(t_start, dtype=dtype, block=block, objective_max_n=objective_max_n,
+               evaluate=evaluate, max_time=max_time, random_state=random_state)
+    name = f"slr-randomized-{sketch}"
+    with recording() as stages:
+        t0 = time.perf_counter()
+        L, R, history, ranks, times, done = _compressed_iterations(
+            X, codes, m, sketch, n_iter, delta1, delta2, run, resample=resample,
+            replace=replace)
+        run.record_iterations(name, done, since=t0)
+        # Eq. 4 of (X / c, L R^T) is Eq. 4 of (X, L R^T / c^2): the same value
+        objective, oinfo, times["objective"] = run.eq4_report(X, codes, L, R,
+                                                              delta1, delta2)
+        info = {
+            "algorithm": "Algorithm 2 (randomized compression)",
+            "sketch": sketch, "n_sketch": m, "resample": bool(resample),
+            "replace": bool(replace), "sampled_objective": history,
+            "sampled_objective_kind": ("(n/m)^2 * squared hinge on the m x m "
+                                       "sampled pairs (unbiased estimate)"
+                                       if sketch == "columns"
+                                       else "exact Eq. 4 (all pairs)"),
+            "ranks": ranks, **oinfo,
+        }
+        return run.result(name, objective, (L, R, c), done, times, info, stages)
 
+
+def _compressed_step(X, side1, side2, L, R, delta1, delta2, run):
+    """One regression of Algorithm 2 on drawn sketches (steps 6 and 7).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    side1, side2 : _Side
+    L, R : ndarray of shape (d, k) or None
+        ``M_{k-1} = L R^T`` (None: ``M_0 = I``).
+    delta1, delta2 : float
+    run : _Run
+
+    Returns
+    -------
+    L, R : ndarray
+        ``M_k = V_A C V_B^T = L R^T``.
+    f : float
+        The compressed problem's squared hinge at ``M_{k-1}``.
+
+    Raises
+    ------
+    Expired
+        When the budget runs out during the pass.
+    """
+    P = side1.project(X, L)  # (n_1, k): K = P Q^T on the sketch's pairs
+    Q = side2.project(X, R)
+    f, _, T = _pair_residual(P, Q, side1.codes, side2.codes, delta1, delta2,
+                             left=side1.F, right=side2.F, block=run.block,
+                             dtype=run.dtype, count=False, deadline=run.deadline)
+    # U_A^T S1^T clip(K) S2 U_B = F1^T K F2 + F1^T Res F2
+    T += (side1.F.T @ P) @ (side2.F.T @ Q).T
+    C = T / side1.s[:, None] / side2.s[None, :]
+    return side1.Vt.T @ C, np.ascontiguousarray(side2.Vt.T), f
+
+
+def _compressed_iterations(X, codes, m, sketch, n_iter, delta1, delta2, run, *,
+                           resample, replace):
+    """Algorithm 2's iterations from ``M_0 = I``, within the budget.
+
+    Returns
+    -------
+    L, R : ndarray
+        The last completed iterate's factors (``I, I`` if none).
+    history : list of float
+        The sampled objective before each update (rescaled by ``(n/m)^2``
+        for column sampling).
+    ranks : list of tuple
+        The numerical ranks of ``A`` and ``B`` at each iteration.
+    times : dict
+        ``sketch`` and ``iterations`` seconds.
+    done : int
+        Completed iterations.
+    """
+    n, d = X.shape
+    order = np.argsort(codes, kind="stable")
     L = R = None  # M_0 = I (kept implicit: P = X_1, Q = X_2)
     history, ranks = [], []
-    t_sketch = t_pass = 0.0
-    side1 = side2 = None
+    times = {"sketch": 0.0, "iterations": 0.0}
+    sides = None
+    scale = (n / m) ** 2 if sketch == "columns" else 1.0
     done = 0
-    for k in range(n_iter):
-        if deadline.expired():
+    for _ in range(n_iter):
+        if run.deadline.expired():
             break
-        if side1 is None or resample:
+        if sides is None or resample:
             t0 = time.perf_counter()
-            side1 = _Side(X, codes, order, m, sketch, rng, replace)
-            side2 = _Side(X, codes, order, m, sketch, rng, replace)
-            t_sketch += time.perf_counter() - t0
+            sides = [_Side(X, codes, order, m, sketch, run.rng, replace)
+                     for _side in range(2)]
+            times["sketch"] += time.perf_counter() - t0
         t0 = time.perf_counter()
-        P = side1.project(X, L)  # (n_1, k): K = P Q^T on the sketch's pairs
-        Q = side2.project(X, R)
         try:
-            f_s, _, T = _pair_residual(P, Q, side1.codes, side2.codes, delta1,
-                                       delta2, left=side1.F, right=side2.F,
-                                       block=block, dtype=dtype, count=False,
-                                       deadline=deadline)
+            L, R, f = _compressed_step(X, *sides, L, R, delta1, delta2, run)
         except Expired:
             break
-        # U_A^T S1^T clip(K) S2 U_B = F1^T K F2 + F1^T Res F2
-        T += (side1.F.T @ P) @ (side2.F.T @ Q).T
-        C = T / side1.s[:, None] / side2.s[None, :]
-        L = side1.Vt.T @ C  # (d, r2): M_k = V_A C V_B^T = L R^T
-        R = np.ascontiguousarray(side2.Vt.T)
         done += 1
-        t_pass += time.perf_counter() - t0
-        scale = (n / m) ** 2 if sketch == "columns" else 1.0
-        history.append(scale * f_s)
-        ranks.append((side1.s.size, side2.s.size))
-
+        times["iterations"] += time.perf_counter() - t0
+        history.append(scale * f)
+        ranks.append((sides[0].s.size, sides[1].s.size))
     if L is None:  # out of time before the first iteration: M_0 = I
         L, R = np.eye(d), np.eye(d)
-    t0 = time.perf_counter()
-    # Eq. 4 of (X / c, L R^T) is Eq. 4 of (X, L R^T / c^2): the same value
-    objective, oinfo = _objective_report(X, codes, L, R, delta1, delta2,
-                                         objective_max_n=objective_max_n,
-                                         rng=rng, block=block, evaluate=evaluate)
-    t_obj = time.perf_counter() - t0
-    L, R, M = _factors_in_units(L, R, c)
-    total = time.perf_counter() - t_start
-    times = {"sketch": t_sketch, "iterations": t_pass, "objective": t_obj,
-             "total": total}
-    name = f"slr-randomized-{sketch}"
-    cert = _heuristic_certificate(objective, name, times)
-    info = {
-        "algorithm": "Algorithm 2 (randomized compression)",
-        "sketch": sketch, "n_sketch": m, "resample": bool(resample),
-        "replace": bool(replace), "dtype": dtype.name,
-        "L": L, "R": R, "sampled_objective": history,
-        "sampled_objective_kind": ("(n/m)^2 * squared hinge on the m x m sampled "
-                                   "pairs (unbiased estimate)" if sketch == "columns"
-                                   else "exact Eq. 4 (all pairs)"),
-        "ranks": ranks, "row_scale": c,
-        "stopping": "fixed number of iterations (the paper's T)",
-    }
-    info.update(oinfo)
-    status = Status.TIME_LIMIT if deadline.hit else Status.MAX_ITER
-    return SolverResult(M=M, status=status, objective=float(objective),
-                        n_iter=done, certificate=cert, method=name, info=info,
-                        time=total)
+    return L, R, history, ranks, times, done
 
 
 # ---------------------------------------------------------------------------

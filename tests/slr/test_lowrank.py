@@ -155,3 +155,47 @@ def test_bad_data():
     Xn[0, 0] = np.inf
     with pytest.raises(ValueError, match="X"):
         lowrank_slr(Xn, y, 2)
+
+
+@pytest.mark.parametrize("target, name", [("adaptive", "slr-lowrank"),
+                                          ("fixed", "slr-fixed")])
+def test_trace_names_its_stages_in_order(target, name):
+    """The alternating iterations, then the Eq. 4 pass at the result."""
+    X, y = _classes()
+    res = lowrank_slr(X, y, 2, n_iter=3, target=target, random_state=0)
+    assert [(s.name, s.kind) for s in res.trace] == [
+        (name, "iterative"), ("eq4-objective", "evaluation")]
+    run, evaluation = res.trace
+    assert run.iterations == res.n_iter == 3
+    assert run.status == res.status == Status.MAX_ITER and run.why == "first"
+    assert evaluation.status == "exact" and evaluation.why == f"after {name}"
+    assert evaluation.gap == res.certificate.rel_gap == np.inf
+    assert run.seconds == res.certificate.times["iterations"]
+    assert evaluation.seconds == res.certificate.times["objective"]
+
+
+@pytest.mark.parametrize("kwargs, iterations, status, evaluation", [
+    ({"max_time": 0.0}, 0, Status.TIME_LIMIT, "exact"),
+    ({"evaluate": False}, 2, Status.MAX_ITER, "skipped"),
+    ({"objective_max_n": 10}, 2, Status.MAX_ITER, "estimated"),
+])
+def test_trace_says_how_the_run_ended(kwargs, iterations, status, evaluation):
+    X, y = _classes()
+    res = lowrank_slr(X, y, 2, n_iter=2, random_state=0, **kwargs)
+    run, final = res.trace
+    assert (run.iterations, run.status, final.status) == (iterations, status,
+                                                          evaluation)
+    assert res.status == status
+
+
+def test_estimator_trace_is_the_solver_trace():
+    from sklearn.exceptions import ConvergenceWarning
+
+    from cvxmetric import SLR
+
+    X, y = _classes()
+    est = SLR(solver="lowrank", rank=2, n_iter=2, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        est.fit(X, y)
+    assert [(s.name, s.kind) for s in est.result_.trace] == [
+        ("slr-lowrank", "iterative"), ("eq4-objective", "evaluation")]

@@ -270,3 +270,33 @@ def test_result_independent_of_blas_threads(kw):
             fits.append(SLR(random_state=0, **kw).fit(X, y))
     assert fits[0].objective_ == fits[1].objective_
     np.testing.assert_array_equal(fits[0].bilinear_matrix_, fits[1].bilinear_matrix_)
+
+
+@pytest.mark.parametrize("sketch", ["gaussian", "columns"])
+def test_trace_names_its_stages_in_order(sketch):
+    """The compressed regressions, then the Eq. 4 pass at the result."""
+    X, y = _classes()
+    res = randomized_slr(X, y, 20, sketch=sketch, n_iter=3, random_state=0)
+    name = f"slr-randomized-{sketch}"
+    assert [(s.name, s.kind) for s in res.trace] == [
+        (name, "iterative"), ("eq4-objective", "evaluation")]
+    run, evaluation = res.trace
+    assert run.iterations == res.n_iter == 3 == len(res.info["sampled_objective"])
+    assert run.status == res.status == Status.MAX_ITER and run.why == "first"
+    assert evaluation.status == "exact" and evaluation.why == f"after {name}"
+    assert evaluation.gap == res.certificate.rel_gap == np.inf
+    assert evaluation.seconds == res.certificate.times["objective"]
+
+
+@pytest.mark.parametrize("kwargs, iterations, status, evaluation", [
+    ({"max_time": 0.0}, 0, Status.TIME_LIMIT, "exact"),
+    ({"evaluate": False}, 2, Status.MAX_ITER, "skipped"),
+    ({"objective_max_n": 10}, 2, Status.MAX_ITER, "estimated"),
+])
+def test_trace_says_how_the_run_ended(kwargs, iterations, status, evaluation):
+    X, y = _classes()
+    res = randomized_slr(X, y, 20, n_iter=2, random_state=0, **kwargs)
+    run, final = res.trace
+    assert (run.iterations, run.status, final.status) == (iterations, status,
+                                                          evaluation)
+    assert res.status == status
