@@ -193,6 +193,18 @@ class Certificate:
         return out
 
 
+def _output(key, doc):
+    """A typed name for ``info[key]`` (one store: setting it sets the key)."""
+
+    def get(self):
+        return self.info.get(key)
+
+    def set(self, value):
+        self.info[key] = value
+
+    return property(get, set, doc=doc)
+
+
 @dataclass
 class SolverResult:
     """The outcome of one solve, exact or fast.
@@ -212,7 +224,10 @@ class SolverResult:
     method : str
         ``"exact"`` or the fast method's name.
     info : dict
-        Solver-specific extras (duals, history, the CVXPY problem, ...).
+        Solver-specific extras (history, the CVXPY problem, ...).  The
+        outputs a formulation adds to ``M`` have typed names:
+        :attr:`threshold`, :attr:`factor`, :attr:`weights`, :attr:`dual`,
+        :attr:`theta`.
     time : float
         Wall-clock seconds.
     raw_status : str
@@ -253,3 +268,17 @@ class SolverResult:
     def gap(self):
         """Relative duality gap of the certificate."""
         return self.certificate.rel_gap
+
+    # -- the outputs a formulation adds to M (typed names of their info keys) --
+
+    threshold = _output("b", """LDML's threshold ``b`` (``p = sigma(b - D_M)``), a float;
+        ``None`` for the formulations without one.""")
+    factor = _output("L", """The factor ``L`` with ``M = L^T L`` that a low-rank method
+        learned, shape (rank, d); ``None`` when the method returns ``M`` only.""")
+    weights = _output("w", """The diagonal of a diagonal metric, shape (d,) (MMC
+        ``diagonal=True``); ``None`` for a full metric.""")
+    dual = _output("alpha", """The multipliers of the constraints the method solved
+        (Qwise, RankDML, the constraint-based baseline), one per constraint;
+        ``None`` when the method has none.""")
+    theta = _output("theta", """OMDML's combination of the views' metrics, shape
+        (n_views,); ``None`` for the other formulations.""")
