@@ -63,6 +63,15 @@ __all__ = ["ProjectedSubgradient", "QwiseDualSolver", "ProjectedNewton"]
 # ---------------------------------------------------------------------------
 
 
+class PolishLog(NamedTuple):
+    """The endgame's record within one run (see :meth:`QwiseDualSolver.update`)."""
+
+    key: tuple = None  # the face last tried (see _polish)
+    attempts: int = 0  # endgame solves so far
+    seconds: float = 0.0  # time spent in them
+    wait: int = 0  # gap checks to wait before the next attempt
+
+
 class PDState(NamedTuple):
     iter_num: int
     error: float  # relative duality gap of the original problem
@@ -76,6 +85,10 @@ class PDState(NamedTuple):
     n_restart_iter: int
     restart: tuple  # (M, alpha) at the last restart
     best: tuple  # (M, alpha) with the smallest gap so far
+    dscale: np.ndarray  # (n_constraints,) diagonal dual preconditioner
+    row_scale: float  # the mean row norm dscale is relative to
+    polish: PolishLog  # the endgame's attempts so far
+    deadline: Deadline  # this run's budget (inner loops check it)
 
 
 def _ray_start(data, deadline=None):
@@ -426,141 +439,161 @@ class QwiseDualSolver(IterativeSolver):
             return IterativeSolver.run(self, data, init, warn=False)
         return self._run_working_set(data, init)
 
+    # -- the working set -------------------------------------------------------
+
     def _run_working_set(self, data, init):
+        """Rounds of restricted solves (see the module docstring); the stop
+        is the full problem's certified gap."""
         t0 = time.perf_counter()
-        self.deadline = deadline = Deadline(self.max_time, t0)
-        N = data.n_constraints
-        scale = max(1.0, float(np.max(np.abs(data.delta_q))))
-        band = 0.1 * scale  # "near the margin": kept with the violated ones
+        deadline = Deadline(self.max_time, t0)
         # the full passes between rounds; each round decides its own threads
         with blas_threads(self.blas_flops(data)):
-            alpha_full = np.zeros(N)
-            if init is None:
-                M, _ = _ray_start(data, deadline)
-            else:
-                M = project_psd(init.M)
-                if init.info.get("alpha") is not None:
-                    alpha_full = np.clip(init.info["alpha"], 0.0, data.c_q)
-            # the loop reads the margins only against the band (0.1 of the
-            # margin scale): single precision suffices and halves these full
-            # passes; the stop is a float64 certificate
-            op32 = PairOperator(data.op.X, np.column_stack([data.op.i, data.op.j]),
-                                materialize=False, centered=True, dtype=np.float32)
-
-            def margins(M):
-                return data.margins(M, dist=op32.sqdist(M))
-
-            arg = margins(M)  # (N,)
-            # start from the constraints that carry a multiplier or are
-            # violated or nearly so, topped up with the most violated ones
-            inW = (alpha_full > 0) | (arg > -band)
-            k0 = min(N, self.working_set)
-            if inW.sum() < k0:
-                inW[np.argpartition(-arg, k0 - 1)[:k0]] = True
-            warm = {}  # primal weight, step and row-norm scale across rounds
-            inner_tol = max(self.tol, 1e-2)  # round 1 only locates the set
-            n_iter, rounds, cert = 0, [], None
-            n_follow_final = 0  # rounds at the last tolerance that moved the set
-            status = Status.MAX_ITER
-            while True:
-                left = None
-                if self.max_time is not None:
-                    left = deadline.remaining()
-                    if deadline.expired():
-                        status = Status.TIME_LIMIT
-                        break
-                if n_iter >= self.maxiter:
-                    break
-                t_round = time.perf_counter()
-                idx = np.flatnonzero(inW)
-                # a round that only locates the set runs its products in
-                # single precision (~1e-6 relative, far below its tolerance)
-                sub = data.restrict(idx, dtype=np.float32 if inner_tol >= _SINGLE_TOL
-                                    else np.float64)
-                inner = dataclasses.replace(
-                    self, tol=inner_tol, working_set=None, max_time=left,
-                    maxiter=self.maxiter - n_iter)
-                start = SolverResult(M=M, status="", objective=np.nan, n_iter=0,
-                                     certificate=None, method="",
-                                     info=dict(warm, alpha=alpha_full[idx]))
-                res = inner._solve(sub, start)
-                n_iter += res.n_iter
-                M = res.M
-                warm = {k: res.info[k] for k in ("omega", "eta", "row_scale")}
-                alpha_full = np.zeros(N)
-                alpha_full[idx] = res.info["alpha"]
-                arg = margins(M)
-                near = (alpha_full > 0) | (arg > -band)
-                new = near & ~inW
-                n_new = int(new.sum())
-                if n_new > self.working_set:
-                    # far from the optimum the band holds many constraints
-                    # that will not matter (measured at N = 10^6: 147 000
-                    # added after round 1, 12 400 kept at the end): add the
-                    # ``working_set`` most violated, the rest may join later
-                    cand = np.flatnonzero(new)
-                    top = np.argpartition(-arg[cand], self.working_set - 1)
-                    new = np.zeros(N, dtype=bool)
-                    new[cand[top[:self.working_set]]] = True
-                rounds.append({"size": int(idx.size), "iterations": int(res.n_iter),
-                               "rel_gap": float(res.certificate.rel_gap),
-                               "added": int(new.sum()), "candidates": n_new,
-                               "seconds": time.perf_counter() - t_round})
-                logger.info("%s working set %d: restricted gap %.2e, %d added",
-                            self.name, idx.size, res.certificate.rel_gap, new.sum())
-                if deadline.expired():
-                    status = Status.TIME_LIMIT
-                    break
-                # with every outside hinge inactive, the outside multipliers
-                # 0 are optimal for them and the full gap is the restricted
-                # one.  A few outside hinges barely violated (the set moved
-                # a little) often leave it below tol too: one full pass
-                # decides, cheaper than another round.  Either way the stop
-                # is the full problem's certificate.
-                if res.certificate.rel_gap <= self.tol:
-                    cert = data.certificate(M, alpha_full, solver=self.name)
-                    if cert.rel_gap <= self.tol:
-                        status = Status.OPTIMAL
-                        break
-                # the inner run's own stopping rule, at the round's tolerance
-                if res.raw_status == Status.TIME_LIMIT:
-                    status = Status.TIME_LIMIT
-                    break
-                if res.raw_status == Status.OPTIMAL:
-                    if inner_tol <= self.tol and not np.any(new):
-                        break  # nothing left to add or to tighten: round-off
-                    inner_tol = max(self.tol, inner_tol * 1e-2)
-                elif not np.any(new):
-                    break  # the inner solve ran out of iterations
-                if inner_tol > self.tol or n_follow_final < self.follow_rounds:
-                    # while the set is still being located, it follows the
-                    # current point: constraints far inside their margin
-                    # (three bands: a hysteresis, so that a constraint near
-                    # the edge does not leave and return) with a zero
-                    # multiplier leave it.  At the last tolerance it does so
-                    # ``follow_rounds`` more times and then only grows, so
-                    # the rounds end.
-                    n_follow_final += inner_tol <= self.tol
-                    inW = (near & inW) | new | (inW & (arg > -3 * band))
-                else:
-                    inW |= new
-            if cert is None or status != Status.OPTIMAL:
-                cert = data.certificate(M, alpha_full, solver=self.name)
+            ws = self._working_set_start(data, init, deadline)
+            status, cert = self._working_set_rounds(ws, deadline)
+            if cert is None:
+                cert = data.certificate(ws.M, ws.alpha, solver=self.name)
         total = time.perf_counter() - t0
         cert.tolerances = {"tol": self.tol, "check_every": self.check_every,
                            "working_set": self.working_set}
         cert.times = {"total": total}
         return SolverResult(
-            M=M, status=status, objective=cert.objective, n_iter=n_iter,
+            M=ws.M, status=status, objective=cert.objective, n_iter=ws.n_iter,
             certificate=cert, method=self.name,
-            info={"alpha": alpha_full, "working_set_rounds": rounds,
+            info={"alpha": ws.alpha, "working_set_rounds": ws.rounds,
                   "final_error": float(cert.rel_gap)},
             time=total, raw_status=status)
 
+    def _working_set_start(self, data, init, deadline):
+        """The first working set: the constraints that carry a multiplier or
+        are violated or nearly so at the start, topped up with the most
+        violated ones to ``working_set``."""
+        N = data.n_constraints
+        scale = max(1.0, float(np.max(np.abs(data.delta_q))))
+        alpha = np.zeros(N)
+        if init is None:
+            M, _ = _ray_start(data, deadline)
+        else:
+            M = project_psd(init.M)
+            if init.info.get("alpha") is not None:
+                alpha = np.clip(init.info["alpha"], 0.0, data.c_q)
+        # the loop reads the margins only against the band (0.1 of the
+        # margin scale): single precision suffices and halves these full
+        # passes; the stop is a float64 certificate
+        op32 = PairOperator(data.op.X, np.column_stack([data.op.i, data.op.j]),
+                            materialize=False, centered=True, dtype=np.float32)
+        ws = _WorkingSet(data=data, op32=op32, band=0.1 * scale, M=M, alpha=alpha,
+                         inner_tol=max(self.tol, 1e-2))  # round 1 only locates the set
+        inW = (alpha > 0) | (ws.arg > -ws.band)
+        k0 = min(N, self.working_set)
+        if inW.sum() < k0:
+            inW[np.argpartition(-ws.arg, k0 - 1)[:k0]] = True
+        ws.inW = inW
+        return ws
+
+    def _working_set_rounds(self, ws, deadline):
+        """Run rounds until a stop; ``(status, certificate or None)``."""
+        while True:
+            left = None
+            if self.max_time is not None:
+                left = deadline.remaining()
+                if deadline.expired():
+                    return Status.TIME_LIMIT, None
+            if ws.n_iter >= self.maxiter:
+                return Status.MAX_ITER, None
+            res, near, new = self._working_set_round(ws, left)
+            if deadline.expired():
+                return Status.TIME_LIMIT, None
+            stop = self._working_set_next(ws, res, near, new)
+            if stop is not None:
+                return stop
+
+    def _working_set_round(self, ws, left):
+        """One restricted solve on the set, warm-started from the last;
+        ``(result, near, new)``: the constraints now near their margin and
+        those of them to add."""
+        t_round = time.perf_counter()
+        data = ws.data
+        idx = np.flatnonzero(ws.inW)
+        # a round that only locates the set runs its products in single
+        # precision (~1e-6 relative, far below its tolerance)
+        sub = data.restrict(idx, dtype=np.float32 if ws.inner_tol >= _SINGLE_TOL
+                            else np.float64)
+        inner = dataclasses.replace(
+            self, tol=ws.inner_tol, working_set=None, max_time=left,
+            maxiter=self.maxiter - ws.n_iter)
+        start = SolverResult(M=ws.M, status="", objective=np.nan, n_iter=0,
+                             certificate=None, method="",
+                             info=dict(ws.warm, alpha=ws.alpha[idx]))
+        res = inner._solve(sub, start)
+        ws.absorb(res, idx)
+        near = (ws.alpha > 0) | (ws.arg > -ws.band)
+        new, n_new = self._working_set_additions(near & ~ws.inW, ws.arg)
+        ws.rounds.append({"size": int(idx.size), "iterations": int(res.n_iter),
+                          "rel_gap": float(res.certificate.rel_gap),
+                          "added": int(new.sum()), "candidates": n_new,
+                          "seconds": time.perf_counter() - t_round})
+        logger.info("%s working set %d: restricted gap %.2e, %d added",
+                    self.name, idx.size, res.certificate.rel_gap, new.sum())
+        return res, near, new
+
+    def _working_set_additions(self, new, arg):
+        """At most ``working_set`` of the candidates ``new`` (bool mask),
+        the most violated; ``(mask, number of candidates)``."""
+        n_new = int(new.sum())
+        if n_new > self.working_set:
+            # far from the optimum the band holds many constraints that will
+            # not matter (measured at N = 10^6: 147 000 added after round 1,
+            # 12 400 kept at the end): add the ``working_set`` most
+            # violated, the rest may join later
+            cand = np.flatnonzero(new)
+            top = np.argpartition(-arg[cand], self.working_set - 1)
+            new = np.zeros(len(arg), dtype=bool)
+            new[cand[top[:self.working_set]]] = True
+        return new, n_new
+
+    def _working_set_next(self, ws, res, near, new):
+        """After a round: ``(status, certificate or None)`` to stop, or None
+        after moving the set (and tightening the round's tolerance)."""
+        # with every outside hinge inactive, the outside multipliers 0 are
+        # optimal for them and the full gap is the restricted one.  A few
+        # outside hinges barely violated (the set moved a little) often
+        # leave it below tol too: one full pass decides, cheaper than
+        # another round.  Either way the stop is the full problem's
+        # certificate.
+        if res.certificate.rel_gap <= self.tol:
+            cert = ws.data.certificate(ws.M, ws.alpha, solver=self.name)
+            if cert.rel_gap <= self.tol:
+                return Status.OPTIMAL, cert
+        # the inner run's own stopping rule, at the round's tolerance
+        if res.raw_status == Status.TIME_LIMIT:
+            return Status.TIME_LIMIT, None
+        if res.raw_status == Status.OPTIMAL:
+            if ws.inner_tol <= self.tol and not np.any(new):
+                return Status.MAX_ITER, None  # nothing to add or tighten: round-off
+            ws.inner_tol = max(self.tol, ws.inner_tol * 1e-2)
+        elif not np.any(new):
+            return Status.MAX_ITER, None  # the inner solve ran out of iterations
+        if ws.inner_tol > self.tol or ws.n_follow_final < self.follow_rounds:
+            # while the set is still being located, it follows the current
+            # point: constraints far inside their margin (three bands: a
+            # hysteresis, so that a constraint near the edge does not leave
+            # and return) with a zero multiplier leave it.  At the last
+            # tolerance it does so ``follow_rounds`` more times and then
+            # only grows, so the rounds end.
+            ws.n_follow_final += ws.inner_tol <= self.tol
+            ws.inW = (near & ws.inW) | new | (ws.inW & (ws.arg > -3 * ws.band))
+        else:
+            ws.inW |= new
+        return None
+
+    # -- one run of the iterations ---------------------------------------------
+
     def init_state(self, data, init=None):
         info = {} if init is None else init.info
+        # the base class's run sets this run's budget; the state carries it
+        deadline = self.deadline
         if init is None:
-            M, alpha = _ray_start(data, self.deadline)
+            M, alpha = _ray_start(data, deadline)
         else:
             M = project_psd(init.M)
             alpha = info.get("alpha")
@@ -572,16 +605,13 @@ class QwiseDualSolver(IterativeSolver):
         # so that its prox remains the Euclidean PSD projection.  A warm
         # start keeps the scale, the step and the primal weight of the run
         # it continues (a working-set round), so they mean the same there.
-        self._polish_key, self._n_polish, self._polish_time = None, 0, 0.0
-        self._polish_wait = 0
         rn = _row_norms(data)
         rn = np.where(rn > 0, rn, max(float(rn.max()), 1.0))
         row_scale = info.get("row_scale") or float(np.mean(rn))
-        self._dscale = row_scale / rn  # (n_constraints,)
-        self._row_scale = row_scale
+        dscale = row_scale / rn  # (n_constraints,)
         eta = info.get("eta")
         if eta is None:
-            norm = _op_norm(data, self._dscale) * 1.01
+            norm = _op_norm(data, dscale) * 1.01
             # A = 0 (no constraint depends on M): any step is stable
             norm = norm if norm > 1e-12 * max(1.0, float(rn.max())) else 1.0
             eta = 0.99 / norm
@@ -597,7 +627,8 @@ class QwiseDualSolver(IterativeSolver):
         S = data.S_of(alpha)
         gap = _gap(data, M, alpha, aM, S)
         return M, PDState(0, gap, alpha, aM, S, self._zero_sums(M, alpha), float(omega),
-                          float(eta), gap, 0, (M, alpha), (M, alpha))
+                          float(eta), gap, 0, (M, alpha), (M, alpha), dscale,
+                          row_scale, PolishLog(), deadline)
 
     @staticmethod
     def _zero_sums(M, alpha):
@@ -605,42 +636,50 @@ class QwiseDualSolver(IterativeSolver):
                 np.zeros_like(M), 0)
 
     def update(self, M, state, data):
-        eta, omega = state.eta, state.omega
-        R, mu, c, delta = data.R, data.mu, data.c_q, data.delta_q
-        dscale = self._dscale
-        alpha, aM, S = state.alpha, state.aM, state.S
+        """``check_every`` iterations, then a gap check: the better of the
+        current and the averaged point, the endgame, and a restart."""
+        M, alpha, aM, S, sums, eta, it = self._pdhg_block(M, state, data)
+        current = (M, alpha, aM, S)
+        n_sum = sums[-1]
+        avg = tuple(total / n_sum for total in sums[:-1])
+        gap_cur, gap_avg = _gap(data, *current), _gap(data, *avg)
+        cand, cand_gap = (avg, gap_avg) if gap_avg < gap_cur else (current, gap_cur)
+        best = cand[:2] if cand_gap <= state.error else state.best
+        error = min(state.error, cand_gap)
+        error, best, polish = self._endgame(data, state, cand, cand_gap, error, best)
+        omega, restart = state.omega, (state.restart, state.restart_error,
+                                       state.n_restart_iter)
+        # restart when the gap has halved, or (artificial restart, as in
+        # PDLP) when the current epoch is long relative to the whole run
+        since = it - state.n_restart_iter
+        if cand_gap <= 0.5 * state.restart_error or since >= 0.36 * it:
+            omega = self._rebalanced(omega, cand, state.restart)
+            M, alpha, aM, S = cand
+            # S was accumulated move by move: recompute it exactly here
+            S = data.S_of(alpha)
+            restart = ((M, alpha), cand_gap, it)
+            sums = self._zero_sums(M, alpha)
+        return M, state._replace(
+            iter_num=it, error=error, alpha=alpha, aM=aM, S=S, sums=sums, omega=omega,
+            eta=eta, restart=restart[0], restart_error=restart[1],
+            n_restart_iter=restart[2], best=best, polish=polish)
+
+    def _pdhg_block(self, M, state, data):
+        """A block of ``check_every`` PDHG iterations (never past ``maxiter``:
+        ``n_iter`` counts the iterations ``maxiter`` bounds, nor past the
+        deadline); ``(M, alpha, aM, S, sums, eta, iter_num)`` after it."""
+        eta, alpha, aM, S = state.eta, state.alpha, state.aM, state.S
         M_sum, alpha_sum, aM_sum, S_sum, n_sum = state.sums
         k = 0
-        # a block of ``check_every`` iterations never runs past ``maxiter``:
-        # ``n_iter`` counts the iterations ``maxiter`` bounds
         block = max(1, min(self.check_every, self.maxiter - state.iter_num))
         for k in range(1, block + 1):
-            if k > 1 and self.deadline.expired():
+            if k > 1 and state.deadline.expired():
                 k -= 1
                 break
-            t = state.iter_num + k
-            for _ in range(64):  # eta shrinks geometrically below the limit
-                tau, sigma = eta / omega, eta * omega
-                M_new, G = project_psd((M + tau * (S - R)) / (1 + tau * mu),
-                                       return_factor=True)
-                # distances from the rank-r factor of the PSD iterate;
-                # a(2 M+ - M) = 2 a(M+) - a(M)
-                aM_new = data.a_of(data.op.sqdist(G=G))
-                alpha_new = np.clip(alpha + (sigma * dscale)
-                                    * (delta - 2 * aM_new + aM), 0.0, c)
-                # PDLP's adaptive step: the largest step the pair of moves
-                # certifies, ||dz||_omega^2 / (2 |<d alpha, A dM>|)
-                dM = M_new - M
-                dA = alpha_new - alpha
-                move = omega * float(np.sum(dM * dM)) + float(dA @ (dA / dscale)) / omega
-                cross = abs(float(dA @ (aM_new - aM)))
-                limit = move / (2 * cross) if cross > 0 else np.inf
-                eta_next = min((1 - (t + 1) ** -0.3) * limit,
-                               (1 + (t + 1) ** -0.6) * eta)
-                if eta <= limit or not np.isfinite(limit):
-                    eta = eta_next
-                    break
-                eta = eta_next
+            M_new, aM_new, alpha_new, eta = self._step(
+                data, M, alpha, aM, S, eta, state.omega, state.dscale,
+                state.iter_num + k)
+            dA = alpha_new - alpha
             moved = np.flatnonzero(dA)
             if moved.size:
                 # the increment in float32 (half the time of this, the
@@ -653,59 +692,71 @@ class QwiseDualSolver(IterativeSolver):
             aM_sum = aM_sum + aM
             S_sum = S_sum + S
             n_sum += 1
-        it = state.iter_num + k
-        gap_cur = _gap(data, M, alpha, aM, S)
-        avg = (M_sum / n_sum, alpha_sum / n_sum, aM_sum / n_sum, S_sum / n_sum)
-        gap_avg = _gap(data, *avg)
-        if gap_avg < gap_cur:
-            cand, cand_gap = avg, gap_avg
-        else:
-            cand, cand_gap = (M, alpha, aM, S), gap_cur
-        best = state.best
-        error = min(state.error, cand_gap)
-        if cand_gap <= state.error:
-            best = cand[:2]
-        self._polish_wait -= 1
-        if (self.polish_from is not None and self.tol < cand_gap <= self.polish_from
-                and self._polish_wait <= 0):
-            # endgame: Newton's method on the face the iterates have located
-            # (once per face); its point replaces the best one only when its
-            # certified gap is smaller.  After the k-th solved attempt the
-            # next waits k gap checks, so a face guessed too early costs at
-            # most O(sqrt(checks)) solves (a deterministic rule: the path of
-            # the iterates never depends on the clock)
-            t_pol = time.perf_counter()
-            self._polish_key, pol = _polish(data, *cand[:3], target=self.tol,
-                                            last_key=self._polish_key,
-                                            deadline=self.deadline)
-            self._polish_time += time.perf_counter() - t_pol
-            if pol is not None:
-                self._n_polish += 1
-                self._polish_wait = self._n_polish
-                if pol[-1] < error:
-                    error, best = pol[-1], pol[:2]
-        restart_error, n_restart_iter = state.restart_error, state.n_restart_iter
-        restart = state.restart
-        sums = (M_sum, alpha_sum, aM_sum, S_sum, n_sum)
-        # restart when the gap has halved, or (artificial restart, as in
-        # PDLP) when the current epoch is long relative to the whole run
-        since = it - state.n_restart_iter
-        if cand_gap <= 0.5 * state.restart_error or since >= 0.36 * it:
-            # primal weight re-balancing (PDLP): geometric mean of the old
-            # weight and the ratio of dual to primal movement
-            dM = np.linalg.norm(cand[0] - restart[0])
-            da = np.linalg.norm(cand[1] - restart[1])
-            if dM > 1e-300 and da > 1e-300:
-                omega = np.exp(0.5 * np.log(da / dM) + 0.5 * np.log(omega))
-            M, alpha, aM, S = cand
-            # S was accumulated move by move: recompute it exactly here
-            S = data.S_of(alpha)
-            restart = (M, alpha)
-            restart_error = cand_gap
-            n_restart_iter = it
-            sums = self._zero_sums(M, alpha)
-        return M, PDState(it, error, alpha, aM, S, sums, omega, eta, restart_error,
-                          n_restart_iter, restart, best)
+        return (M, alpha, aM, S, (M_sum, alpha_sum, aM_sum, S_sum, n_sum), eta,
+                state.iter_num + k)
+
+    @staticmethod
+    def _step(data, M, alpha, aM, S, eta, omega, dscale, t):
+        """Iteration ``t``: one Chambolle-Pock step with PDLP's adaptive step
+        size; ``(M+, a(M+), alpha+, next eta)``."""
+        R, mu, c, delta = data.R, data.mu, data.c_q, data.delta_q
+        for _ in range(64):  # eta shrinks geometrically below the limit
+            tau, sigma = eta / omega, eta * omega
+            M_new, G = project_psd((M + tau * (S - R)) / (1 + tau * mu),
+                                   return_factor=True)
+            # distances from the rank-r factor of the PSD iterate;
+            # a(2 M+ - M) = 2 a(M+) - a(M)
+            aM_new = data.a_of(data.op.sqdist(G=G))
+            alpha_new = np.clip(alpha + (sigma * dscale)
+                                * (delta - 2 * aM_new + aM), 0.0, c)
+            # PDLP's adaptive step: the largest step the pair of moves
+            # certifies, ||dz||_omega^2 / (2 |<d alpha, A dM>|)
+            dM = M_new - M
+            dA = alpha_new - alpha
+            move = omega * float(np.sum(dM * dM)) + float(dA @ (dA / dscale)) / omega
+            cross = abs(float(dA @ (aM_new - aM)))
+            limit = move / (2 * cross) if cross > 0 else np.inf
+            eta_next = min((1 - (t + 1) ** -0.3) * limit,
+                           (1 + (t + 1) ** -0.6) * eta)
+            if eta <= limit or not np.isfinite(limit):
+                return M_new, aM_new, alpha_new, eta_next
+            eta = eta_next
+        return M_new, aM_new, alpha_new, eta
+
+    def _endgame(self, data, state, cand, cand_gap, error, best):
+        """The endgame at a gap check: Newton's method on the face the
+        iterates have located (:func:`_polish`, once per face); its point
+        replaces ``best`` only when its certified gap is below ``error``.
+        ``(error, best, PolishLog)``.
+
+        After the k-th solved attempt the next waits k gap checks, so a face
+        guessed too early costs at most O(sqrt(checks)) solves (a
+        deterministic rule: the path of the iterates never depends on the
+        clock).
+        """
+        log = state.polish._replace(wait=state.polish.wait - 1)
+        if (self.polish_from is None or not self.tol < cand_gap <= self.polish_from
+                or log.wait > 0):
+            return error, best, log
+        t_pol = time.perf_counter()
+        key, pol = _polish(data, *cand[:3], target=self.tol, last_key=log.key,
+                           deadline=state.deadline)
+        log = log._replace(key=key, seconds=log.seconds + time.perf_counter() - t_pol)
+        if pol is not None:
+            log = log._replace(attempts=log.attempts + 1, wait=log.attempts + 1)
+            if pol[-1] < error:
+                error, best = pol[-1], pol[:2]
+        return error, best, log
+
+    @staticmethod
+    def _rebalanced(omega, cand, restart):
+        """PDLP's primal weight re-balancing at a restart: the geometric mean
+        of the old weight and the ratio of dual to primal movement."""
+        dM = np.linalg.norm(cand[0] - restart[0])
+        da = np.linalg.norm(cand[1] - restart[1])
+        if dM > 1e-300 and da > 1e-300:
+            omega = np.exp(0.5 * np.log(da / dM) + 0.5 * np.log(omega))
+        return omega
 
     def finalize(self, M, state, data):
         M, alpha = state.best
@@ -714,9 +765,51 @@ class QwiseDualSolver(IterativeSolver):
             tolerances={"tol": self.tol, "check_every": self.check_every},
         )
         info = {"alpha": alpha, "omega": state.omega, "eta": state.eta,
-                "row_scale": self._row_scale, "polish_attempts": self._n_polish,
-                "polish_time": self._polish_time}
+                "row_scale": state.row_scale, "polish_attempts": state.polish.attempts,
+                "polish_time": state.polish.seconds}
         return M, cert, info
+
+
+@dataclass(eq=False)
+class _WorkingSet:
+    """One working-set solve's data (a run's own, never the solver's).
+
+    ``M`` and ``alpha`` (all constraints; 0 outside the set) are the last
+    round's point, ``arg`` the margins there (float32 products: read only
+    against the band), ``inW`` the set, ``inner_tol`` the next round's
+    tolerance and ``warm`` the step, primal weight and row scale the next
+    round continues from.
+    """
+
+    data: object
+    op32: PairOperator
+    band: float  # "near the margin": kept with the violated ones
+    M: np.ndarray
+    alpha: np.ndarray
+    inner_tol: float
+    inW: np.ndarray = None
+    arg: np.ndarray = None
+    warm: dict = dataclasses.field(default_factory=dict)
+    n_iter: int = 0
+    rounds: list = dataclasses.field(default_factory=list)
+    n_follow_final: int = 0  # rounds at the last tolerance that moved the set
+
+    def __post_init__(self):
+        self.arg = self.margins(self.M)
+
+    def margins(self, M):
+        """Hinge arguments at ``M`` over every constraint (float32 pairs)."""
+        return self.data.margins(M, dist=self.op32.sqdist(M))
+
+    def absorb(self, res, idx):
+        """Take a round's result (a solve over the constraints ``idx``)."""
+        self.n_iter += res.n_iter
+        self.M = res.M
+        self.warm = {k: res.info[k] for k in ("omega", "eta", "row_scale")}
+        self.alpha = np.zeros(self.data.n_constraints)
+        self.alpha[idx] = res.info["alpha"]
+        self.arg = self.margins(self.M)
+
 
 # ---------------------------------------------------------------------------
 # Algorithm 1: projected subgradient with active sets
