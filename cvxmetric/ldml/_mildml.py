@@ -343,6 +343,8 @@ class MildState(NamedTuple):
     f: float
     step: float
     n_changed: int      # bag pairs whose selection changed
+    pairs: np.ndarray = None  # the selection at the iterate (its evaluation's)
+    dist: np.ndarray = None   # the selected pairs' squared distances there
 
 
 @dataclass
@@ -375,16 +377,16 @@ class MildMLSolver(IterativeSolver):
         if L.shape != (self.rank, data.n_features):
             raise ValueError(f"init: L0 must have shape ({self.rank}, "
                              f"{data.n_features}), got {L.shape}.")
-        f, self._pairs, self._dist = data._evaluate(L, b)
-        return L, MildState(0, math.inf, b, f, 1.0, 0)
+        f, pairs, dist = data._evaluate(L, b)
+        return L, MildState(0, math.inf, b, f, 1.0, 0, pairs, dist)
 
     def update(self, L, state, data):
         # (i) the selection at the current metric: that of the point's own
         # evaluation (init_state's, or the accepted trial of the last line
         # search), kept with its distances rather than recomputed
-        pairs = self._pairs
+        pairs = state.pairs
         data.loss.set_pairs(pairs, data.s)
-        f, gL, gb = data.loss.value_grad(L, state.b, dist=self._dist)
+        f, gL, gb = data.loss.value_grad(L, state.b, dist=state.dist)
         gnorm2 = float(np.sum(gL * gL)) + gb * gb
         if state.iter_num == 0:
             step = max(1.0, float(np.linalg.norm(L))) / max(math.sqrt(gnorm2), 1e-300)
@@ -413,7 +415,6 @@ class MildMLSolver(IterativeSolver):
         step = search.step
         L_new, b_new, f_new, new, dist = search.value
         changed = int(np.sum(np.any(new != pairs, axis=1)))
-        self._pairs, self._dist = new, dist
         if data.loss.lam == 0 and data.loss.worst_margin < 0:
             # Eq. 7 scales with M: every bag pair on its side of b now stays
             # so, each term falling, as (M, b) grows
@@ -424,14 +425,15 @@ class MildMLSolver(IterativeSolver):
                 f"term of Eq. 8 forever, so without a regulariser the likelihood "
                 f"has no maximiser. Set lam > 0.")
         err = (state.f - f_new) / max(1.0, abs(f_new))
-        return L_new, MildState(state.iter_num + 1, err, b_new, f_new, step, changed)
+        return L_new, MildState(state.iter_num + 1, err, b_new, f_new, step, changed,
+                                new, dist)
 
     def finalize(self, L, state, data):
         # a non-convex, non-smooth problem: no lower bound is known
         cert = Certificate.from_bound(state.f, -math.inf, max_violation=0.0, min_eig=0.0,
                                       solver=self.name, tolerances={"tol": self.tol})
         # the selection at L: that of its last evaluation
-        return L.T @ L, cert, {"L": L, "b": state.b, "selected": self._pairs,
+        return L.T @ L, cert, {"L": L, "b": state.b, "selected": state.pairs,
                                "stationarity": state.error, "n_changed": state.n_changed}
 
 

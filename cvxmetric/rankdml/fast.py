@@ -80,6 +80,12 @@ __all__ = ["RankDualSolver", "DiagonalInteriorPoint", "FrobeniusPDHG", "solve_fa
 # ---------------------------------------------------------------------------
 
 
+# regularisation rho = h mu min(1, ||projected gradient||) of the Newton
+# system, mu adapted per iteration (RankDualSolver.update)
+_MU_START = 1e-2
+_MU_MIN = 1e-10
+
+
 class DualState(NamedTuple):
     iter_num: int
     error: float  # certified relative duality gap (best primal vs best dual)
@@ -96,12 +102,8 @@ class DualState(NamedTuple):
     n_fallback: int  # projected-gradient fallback steps so far
     noise: float = 0.0  # round-off of the gap at the best pair (RankData.roundoff)
     prev_diff: float = np.inf  # upper - lower one iteration earlier
-
-
-# regularisation rho = h mu min(1, ||projected gradient||) of the Newton
-# system, mu adapted per iteration (RankDualSolver.update)
-_MU_START = 1e-2
-_MU_MIN = 1e-10
+    mu: float = _MU_START  # the Newton system's regularisation factor
+    lipschitz: float = None  # the fallback gradient step's estimate, once taken
 
 
 def _gap(upper, lower):
@@ -283,8 +285,6 @@ class RankDualSolver(IterativeSolver):
         g, A, m, cache, nu = self._evaluate(data, alpha, None)
         upper, best_A, lower, best_alpha = self._bounds(
             data, alpha, A, m, np.inf, A, -np.inf, alpha, g)
-        self._L = None
-        self._mu = _MU_START
         return A, DualState(0, _gap(upper, lower), alpha, g, m, cache, nu, upper,
                             best_A, lower, best_alpha, 0, 0,
                             data.roundoff(best_A, best_alpha))
@@ -343,7 +343,7 @@ class RankDualSolver(IterativeSolver):
         n_cg = 0
         if len(free):
             mF = m[free]
-            rho = h * self._mu * min(1.0, pg_norm)
+            rho = h * s.mu * min(1.0, pg_norm)
             pF, n_cg = self._cg(data, cache, free, mF, rho)
             p[free] = pF
         p[binding] = m[binding] / h
@@ -384,14 +384,15 @@ class RankDualSolver(IterativeSolver):
         # damps the flat directions of an ill-conditioned dual for good
         # (Burg with tau = 1e4 on 30 points: 500 iterations at a relative
         # gap 1e-3; adaptive: certified)
+        mu, lipschitz = s.mu, s.lipschitz
         if accepted and step == 1.0:
-            self._mu = max(_MU_MIN, 0.1 * self._mu)
+            mu = max(_MU_MIN, 0.1 * mu)
         elif not accepted or step < 0.25:
-            self._mu = min(1.0, 10.0 * self._mu)
+            mu = min(1.0, 10.0 * mu)
         if not accepted:
             # projected gradient step with a backtracked Lipschitz estimate
             n_fallback += 1
-            L = self._L or max(h, 1e-12)
+            L = lipschitz or max(h, 1e-12)
             while True:
                 new = np.clip(alpha + m / L, 0.0, 1.0)
                 if self.deadline.expired():
@@ -405,7 +406,7 @@ class RankDualSolver(IterativeSolver):
                         or L > 1e300 or not np.any(diff)):
                     break
                 L *= 2.0
-            self._L = 0.5 * L
+            lipschitz = 0.5 * L
             if g_new < g:  # no progress possible at this precision
                 new, g_new, A_new, m_new, cache_new, nu_new = alpha, g, A, m, cache, nu
         upper, best_A, lower, best_alpha = self._bounds(
@@ -414,7 +415,8 @@ class RankDualSolver(IterativeSolver):
                  else data.roundoff(best_A, best_alpha))
         return A_new, DualState(s.iter_num + 1, _gap(upper, lower), new, g_new, m_new,
                                 cache_new, nu_new, upper, best_A, lower, best_alpha,
-                                s.n_cg + n_cg, n_fallback, noise, s.upper - s.lower)
+                                s.n_cg + n_cg, n_fallback, noise, s.upper - s.lower,
+                                mu, lipschitz)
 
     def finalize(self, A, state, data):
         best = state.best_A

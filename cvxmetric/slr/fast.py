@@ -50,7 +50,6 @@ pairs runs over row blocks (see :mod:`._problem`).
 """
 
 import logging
-import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -98,25 +97,12 @@ class _SLRSolver(IterativeSolver):
         # the passes are (b x r) @ (r x n) block products
         return data.pass_flops
 
-    def run(self, data, init=None, *, warn=True):
-        """Solve ``data`` (see :meth:`IterativeSolver.run`).
+    #: the warnings of a run (the data's, the solver's) point at the caller
+    reemit_warnings = True
 
-        Parameters
-        ----------
-        data : SLRData
-        init : SolverResult, optional
-            Warm start from its ``M``.
-        warn : bool
-        """
+    def check_data(self, data):
         if not isinstance(data, SLRData):
             raise TypeError("data: expected an SLRData instance.")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = super().run(data, init, warn=warn)
-        # re-emitted so that they point at the caller, not at this wrapper
-        for w in caught:
-            warnings.warn(w.message, w.category, stacklevel=2)
-        return result
 
     def converged(self, state):
         return state.certified and state.error <= self.tol
@@ -560,12 +546,11 @@ class SemismoothNewton(_SLRSolver):
 
     def init_state(self, data, init=None):
         # Eq. 3 with the target D (delta1 / delta2): the least-squares fit
-        self._cg = self._use_cg(data)
         Z = self._start(data, init, None)
         try:
             if Z is None:
                 Z = data.least_squares_Z(deadline=self.deadline)
-            if self._cg:
+            if self._use_cg(data):
                 return Z, self._cg_state(data, 0, Z, data.pass_masks(
                     Z, deadline=self.deadline), 0.0, [], 0, 0.0, None)
             evaluated = data.evaluate(Z, grad=True, hessian=True, deadline=self.deadline)
@@ -578,7 +563,7 @@ class SemismoothNewton(_SLRSolver):
 
     def update(self, Z, state, data):
         try:
-            if self._cg:
+            if self._use_cg(data):
                 return self._update_cg(Z, state, data)
             return self._update_dense(Z, state, data)
         except Expired:
@@ -717,8 +702,8 @@ class SemismoothNewton(_SLRSolver):
         M, cert, parts = self._certificate(data, Z, lower=lower)
         info = {"history": state.history, "bounds": parts, "Z": Z,
                 "n_active": state.n_active, "last_step": state.step,
-                "hessian": "cg" if self._cg else "dense"}
-        if self._cg:
+                "hessian": "cg" if self._use_cg(data) else "dense"}
+        if self._use_cg(data):
             info["hessian_products"] = state.n_cg
         info["interior_point_iterations"] = state.interior
         return M, cert, info
