@@ -351,42 +351,18 @@ def _reduced_solve(data, solvers, tol, verbose, max_rounds):
     Z0 = data.Z_of_M(warm.M)
     Z0 = 0.5 * (Z0 + Z0.T)
     eps = SELECT_WEIGHT
-    a = _hinge_blocks(data, Z0)
-    band = MARGIN_BAND * (data.delta1 - data.delta2)
-    # ordered pairs: each unordered pair twice, its diagonal once
-    flat = np.abs(np.concatenate([x.ravel() for x in a]))
-    if flat.size > 2 * MARGIN_TERMS:
-        band = min(band, float(np.partition(flat, 2 * MARGIN_TERMS)[2 * MARGIN_TERMS]))
-    del flat
-    V = [x > band for x in a]
-    i0, j0 = _margin_pairs(data, a, band)  # the first round's margin set
-    extra = None
+    V, i0, j0 = _first_partition(data, Z0)
+    extra = None  # the pairs moved to W by the rounds so far
     sizes = []
     for _ in range(max_rounds):
-        i, j = i0, j0
-        if extra is not None:
-            i, j = np.concatenate([i0, extra[0]]), np.concatenate([j0, extra[1]])
-            key = np.unique(i * data.n_samples + j)
-            i, j = key // data.n_samples, key % data.n_samples
+        i, j = _round_pairs(data, i0, j0, extra)
         if i.size * data.rank > EXACT_MAX_COEFFICIENTS:
             return None
         sizes.append({"active": int(sum(v.sum() for v in V)), "margin": int(i.size)})
         model = _ReducedModel(data, V, (i, j), eps, Z0)
-
-        def certify(name, version, opts, times, model=model):
-            Z = model.Z()
-            if Z is None:  # no usable point: a certificate that cannot pass
-                return Certificate.no_point(name, version, opts, times)
-            cert, parts = data.certificate(
-                data.M_of_Z(Z), Z=Z, solver=name, solver_version=version,
-                tolerances=opts, times=times, return_parts=True)
-            if parts.get("z_rel_gap", np.inf) <= cert.tol_gap:
-                data.check_representable(parts)
-            return cert
-
         try:
-            cert, info = solve_certified(model.problem, certify, solvers=solvers,
-                                         tol=tol, verbose=verbose)
+            cert, info = solve_certified(model.problem, _reduced_certify(data, model),
+                                         solvers=solvers, tol=tol, verbose=verbose)
         except SolverError:
             cert = None
         Z = model.Z()
@@ -398,33 +374,105 @@ def _reduced_solve(data, solvers, tol, verbose, max_rounds):
                       "reduced": True, "round_sizes": sizes, "select_weight": eps,
                       "warm_status": warm.status},
                 time=0.0)
-        if Z is None:
+        new = None if Z is None else _repair_partition(data, Z, V, i, j)
+        if new is None:
             return None
-        # inconsistent terms: V terms gone inactive, left-out terms active
-        a_new = _hinge_blocks(data, Z)
-        tiny = 1e-9 * (data.delta1 - data.delta2)
-        moved = False
-        bad_i, bad_j = [], []
-        for k, ((rows, _), an) in enumerate(zip(data._blocks(), a_new)):
-            inW = np.zeros_like(V[k])
-            inW_i = (i >= rows.start) & (i < rows.stop)
-            inW[i[inW_i] - rows.start, j[inW_i]] = True
-            inW_j = (j >= rows.start) & (j < rows.stop)
-            inW[j[inW_j] - rows.start, i[inW_j]] = True
-            bad = (V[k] & (an < -tiny)) | (~V[k] & ~inW & (an > tiny))
-            if bad.any():
-                moved = True
-                V[k] = V[k] & ~bad
-                bi, bj = np.nonzero(bad)
-                bi = bi + rows.start
-                bad_i.append(np.minimum(bi, bj))
-                bad_j.append(np.maximum(bi, bj))
-        if not moved:
-            return None
-        new = (np.concatenate(bad_i), np.concatenate(bad_j))
         extra = new if extra is None else (np.concatenate([extra[0], new[0]]),
                                            np.concatenate([extra[1], new[1]]))
     return None
+
+
+def _first_partition(data, Z0):
+    """The reduction's first partition at the Newton point ``Z0``.
+
+    Returns
+    -------
+    V : list of ndarray of bool
+        Per row block, the terms active beyond the band (``a > band``).
+    i0, j0 : ndarray of int
+        The margin set ``W``: unordered pairs with ``|a_ij| <= band``, the
+        band narrowed so that ``W`` has at most about ``MARGIN_TERMS`` pairs.
+    """
+    a = _hinge_blocks(data, Z0)
+    band = MARGIN_BAND * (data.delta1 - data.delta2)
+    # ordered pairs: each unordered pair twice, its diagonal once
+    flat = np.abs(np.concatenate([x.ravel() for x in a]))
+    if flat.size > 2 * MARGIN_TERMS:
+        band = min(band, float(np.partition(flat, 2 * MARGIN_TERMS)[2 * MARGIN_TERMS]))
+    del flat
+    V = [x > band for x in a]
+    i0, j0 = _margin_pairs(data, a, band)
+    return V, i0, j0
+
+
+def _round_pairs(data, i0, j0, extra):
+    """A round's margin set: the first one and the pairs moved to it since
+    (``extra``, or None), each pair once."""
+    if extra is None:
+        return i0, j0
+    i, j = np.concatenate([i0, extra[0]]), np.concatenate([j0, extra[1]])
+    key = np.unique(i * data.n_samples + j)
+    return key // data.n_samples, key % data.n_samples
+
+
+def _reduced_certify(data, model):
+    """The ``certify`` of :func:`~cvxmetric._exact.solve_certified` for one
+    reduced model: its point, certified on the whole Eq. 4."""
+    def certify(name, version, opts, times):
+        Z = model.Z()
+        if Z is None:  # no usable point: a certificate that cannot pass
+            return Certificate.no_point(name, version, opts, times)
+        cert, parts = data.certificate(
+            data.M_of_Z(Z), Z=Z, solver=name, solver_version=version,
+            tolerances=opts, times=times, return_parts=True)
+        if parts.get("z_rel_gap", np.inf) <= cert.tol_gap:
+            data.check_representable(parts)
+        return cert
+
+    return certify
+
+
+def _repair_partition(data, Z, V, i, j):
+    """Move the terms inconsistent at the reduced minimiser ``Z`` to ``W``.
+
+    ``V`` terms gone inactive and left-out terms gone active are removed
+    from ``V`` (in place) and returned as pairs to add to the margin set.
+
+    Parameters
+    ----------
+    data : SLRData
+    Z : ndarray
+        The reduced model's minimiser.
+    V : list of ndarray of bool
+        The active partition per row block (updated in place).
+    i, j : ndarray of int
+        The round's margin set.
+
+    Returns
+    -------
+    tuple of ndarray or None
+        The moved unordered pairs ``(i, j)``, ``i <= j``; None when the
+        partition is consistent.
+    """
+    a_new = _hinge_blocks(data, Z)
+    tiny = 1e-9 * (data.delta1 - data.delta2)
+    bad_i, bad_j = [], []
+    for k, ((rows, _), an) in enumerate(zip(data._blocks(), a_new)):
+        inW = np.zeros_like(V[k])
+        inW_i = (i >= rows.start) & (i < rows.stop)
+        inW[i[inW_i] - rows.start, j[inW_i]] = True
+        inW_j = (j >= rows.start) & (j < rows.stop)
+        inW[j[inW_j] - rows.start, i[inW_j]] = True
+        bad = (V[k] & (an < -tiny)) | (~V[k] & ~inW & (an > tiny))
+        if bad.any():
+            V[k] = V[k] & ~bad
+            bi, bj = np.nonzero(bad)
+            bi = bi + rows.start
+            bad_i.append(np.minimum(bi, bj))
+            bad_j.append(np.maximum(bi, bj))
+    if not bad_i:
+        return None
+    return np.concatenate(bad_i), np.concatenate(bad_j)
 
 
 def solve_exact(data, *, form="symmetric", solvers=SOLVERS, tol=1e-9, verbose=False,
