@@ -740,7 +740,7 @@ def _synthetic_takes(family, name):
     import importlib
     import inspect
 
-    mod = importlib.import_module(f".{family}._bench", __package__)
+    mod = importlib.import_module(f".bench.{family}", __package__)
     params = inspect.signature(mod.run_bench).parameters
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
@@ -790,7 +790,7 @@ def _check_synthetic_options(args):
                  if not _synthetic_takes(f, "isolate")],
                 "the benchmark of this family always isolates its runs.")
     if args.methods and "qwise" in families:
-        from .qwise import _bench as qbench
+        from .bench import qwise as qbench
 
         unknown = [m for m in args.methods if m not in qbench.BENCH_METHODS]
         if unknown:
@@ -801,7 +801,7 @@ def _check_synthetic_options(args):
 
 def _check_real_options(args):
     """``bench --suite real``: its options, and a selection that runs something."""
-    from . import conformance
+    from .bench import conformance
 
     _refuse(_given(args, _SYNTHETIC_OPTIONS),
             "only with the synthetic benchmarks (--family F).")
@@ -859,7 +859,7 @@ def _bench_mode(args, mode, takes, known):
 
 
 def _cmd_contended(args):
-    from ._contended import CASES, format_contended, run_contended
+    from .bench.contended import CASES, format_contended, run_contended
 
     families = _bench_mode(args, "contended", ("family", "repeat"), CASES)
     _note("bench: threads under the BLAS policy vs 1 and all threads, idle then "
@@ -890,7 +890,7 @@ def _failed_runs(rows, what="runs"):
 
 
 def _cmd_scaling(args):
-    from ._scaling import GRIDS, format_scaling, run_scaling
+    from .bench.scaling import GRIDS, format_scaling, run_scaling
 
     families = _bench_mode(args, "scaling", ("family",), GRIDS)
     _note("bench: each family's fast solver over its size grid, one process and "
@@ -910,7 +910,7 @@ def _cmd_scaling(args):
               "along the axis (runs that errored or timed out left out). s/iter: "
               "seconds / iterations; floor s/iter: the iteration's dense linear "
               "algebra at this machine's single-thread DGEMM rate (GF/s) and "
-              "eigh time (qwise, mmc, slr; see cvxmetric._scaling); x floor: "
+              "eigh time (qwise, mmc, slr; see cvxmetric.bench.scaling); x floor: "
               "s/iter / floor. Every run on one BLAS thread.")
     return _failed_runs(result.get("runs", []))
 
@@ -926,7 +926,7 @@ def _cmd_bench(args):
     suite = _bench_suite(args)
     _check_bench_options(args, suite)
     if suite == "real":
-        from . import conformance
+        from .bench import conformance
 
         args.families = args.family  # conformance.run_cli's name
         return conformance.run_cli(args, json_stdout=args.json)
@@ -993,11 +993,11 @@ def _cmd_bench(args):
 
 
 def _run_family_bench(args, family):
-    """``family``'s synthetic benchmark (``<family>/_bench.py``,
+    """``family``'s synthetic benchmark (``cvxmetric/bench/<family>.py``,
     ``run_bench(max_seconds=, seed=, callback=[, isolate=]) -> rows``)."""
     import importlib
 
-    mod = importlib.import_module(f".{family}._bench", __package__)
+    mod = importlib.import_module(f".bench.{family}", __package__)
     _note(f"bench: the {family} synthetic benchmark at its fixed cases")
     kw = {"isolate": False} if args.no_isolate else {}
     return mod.run_bench(max_seconds=args.max_seconds,
@@ -1009,8 +1009,8 @@ def _run_family_bench(args, family):
 
 
 def _run_qwise_bench(args):
-    """The Qwise scaling benchmark (``cvxmetric/qwise/_bench.py``)."""
-    from .qwise import _bench as qbench
+    """The Qwise scaling benchmark (``cvxmetric/bench/qwise.py``)."""
+    from .bench import qwise as qbench
 
     methods = args.methods or qbench.BENCH_METHODS
     if not args.sizes:
@@ -1036,14 +1036,13 @@ def _run_qwise_bench(args):
 
 
 def _bench_families():
-    """Qwise (``cvxmetric/bench.py``) and every package with a ``_bench`` module."""
-    import importlib.util
-
+    """Qwise, then every family with a synthetic benchmark: the modules of
+    :mod:`cvxmetric.bench` named after a family's package
+    (``cvxmetric/bench/<family>.py``)."""
     pkg = Path(__file__).resolve().parent
     return ("qwise",) + tuple(sorted(
-        f.parent.name for f in pkg.glob("*/_bench.py")
-        if f.parent.name != "qwise" and importlib.util.find_spec(
-            f".{f.parent.name}._bench", __package__) is not None))
+        f.stem for f in (pkg / "bench").glob("*.py")
+        if f.stem != "qwise" and (pkg / f.stem / "__init__.py").is_file()))
 
 
 def _families_epilog():
@@ -1250,12 +1249,12 @@ def _add_bench_parser(sub, common):
                    default=None,
                    help="default: synthetic when --family or a synthetic-only "
                         "option is given, else collection")
-    from . import _contended, _scaling, conformance
+    from .bench import conformance, contended, scaling
 
     bench_fams = _bench_families()
     every = sorted(set(bench_fams) | set(col.FAMILIES)
-                   | set(conformance.FAMILIES) | set(_contended.CASES)
-                   | set(_scaling.GRIDS))
+                   | set(conformance.FAMILIES) | set(contended.CASES)
+                   | set(scaling.GRIDS))
     fam_type = _list_type(choices=every, what="family")
     p.add_argument(
         "--family", action="extend", type=fam_type, default=None, metavar="F[,F...]",
@@ -1264,15 +1263,15 @@ def _add_bench_parser(sub, common):
              + ", ".join(bench_fams) + "; collection suite: "
              + ", ".join(sorted(col.FAMILIES)) + "; --suite real: "
              + ", ".join(conformance.FAMILIES) + "; --contended: "
-             + ", ".join(_contended.CASES) + "; --scaling: "
-             + ", ".join(_scaling.GRIDS) + " (default: qwise for the synthetic "
+             + ", ".join(contended.CASES) + "; --scaling: "
+             + ", ".join(scaling.GRIDS) + " (default: qwise for the synthetic "
              "benchmarks, every family of the others)")
     p.add_argument("--families", dest="families_alias", action="extend",
                    type=fam_type, default=None, help=argparse.SUPPRESS)
     p.add_argument("--only", action="append",
                    help="collection: instance name (repeatable)")
     coll_methods = ["exact"] + sorted({m for f in col.METHODS.values() for m in f})
-    from .qwise import _bench as qbench
+    from .bench import qwise as qbench
 
     p.add_argument("--methods", type=_list_type(what="method"), metavar="M[,M...]",
                    help="comma-separated methods; collection: among "
@@ -1315,7 +1314,7 @@ def _add_bench_parser(sub, common):
 def _add_real_suite_arguments(p):
     """``bench``'s options of the real-data suite and of the threading and
     scaling benchmarks."""
-    from . import conformance
+    from .bench import conformance
 
     p.add_argument("--datasets", metavar="NAME[,NAME...]",
                    type=_list_type(choices=conformance.DATASETS, what="dataset"),

@@ -12,7 +12,7 @@ certified fast solver; ``"paper"``: the paper's algorithm, reported;
 optimum), the method it is compared with, the key of its tolerance in
 :data:`cvxmetric._tolerances.TOLERANCES` and its capabilities.
 
-The real-data conformance suite (:mod:`cvxmetric.conformance`) takes its
+The real-data conformance suite (:mod:`cvxmetric.bench.conformance`) takes its
 families, estimators, methods and refusals from here, and the command line
 takes the estimator whose parameter constraints a family's ``solve`` options
 obey.  :func:`formulations` lists the entries::

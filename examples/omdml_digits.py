@@ -42,7 +42,7 @@ from cvxmetric.constraints import triplets_from_labels
 from cvxmetric.experiments.omdml.baselines import (BASELINES, FUSIONS, evaluate, retrieval_scores,
                                         squared_distances)
 from cvxmetric.experiments.omdml.views import digits_views, retrieval_split, scale_views
-from cvxmetric.slr._bench import text_table
+from cvxmetric.bench.slr import text_table
 
 #: OMDML's and LOMDML's settings.  LOMDML's rank is the smallest view's
 #: dimension (14, the moments): the paper's r = 50 is above most of the

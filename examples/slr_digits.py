@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.datasets import load_digits
 from threadpoolctl import threadpool_limits
 
-from cvxmetric.slr._bench import retrieval_map, text_table, train_test_split_indices
+from cvxmetric.bench.slr import retrieval_map, text_table, train_test_split_indices
 from cvxmetric.experiments.slr.baselines import slr_fixed, slr_whole
 from cvxmetric.slr.lowrank import lowrank_slr
 from cvxmetric.slr.oasis import oasis

@@ -1,7 +1,7 @@
 """SLR on Caltech-like synthetic data: Table 1, Fig. 2, Fig. 3 as text tables.
 
 Qian, Baytas, Jin, Jain, Zhu (2015).  The data come from
-:func:`cvxmetric.slr._bench.make_synthetic_classes`: ``n = 8677`` samples in
+:func:`cvxmetric.bench.slr.make_synthetic_classes`: ``n = 8677`` samples in
 ``d = 1000`` dimensions and 100 classes (Caltech101's sizes after the
 paper's PCA), class information in 30 latent directions, 60 larger
 class-independent "nuisance" directions, isotropic noise, unit-norm rows.
@@ -22,7 +22,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from cvxmetric.slr._bench import (
+from cvxmetric.bench.slr import (
     make_synthetic_classes,
     retrieval_map,
     text_table,

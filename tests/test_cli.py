@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from cvxmetric import bench
-from cvxmetric.qwise import _bench as qbench
+from cvxmetric.bench import qwise as qbench
 from cvxmetric import collection as col
 from cvxmetric._tolerances import TOLERANCES
 from cvxmetric.cli import main

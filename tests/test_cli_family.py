@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from cvxmetric import bench
-from cvxmetric.qwise import _bench as qbench
+from cvxmetric.bench import qwise as qbench
 from cvxmetric import collection as col
 from cvxmetric.cli import _show_default, build_parser, main
 from cvxmetric.constraints import pairs_from_labels, quadruplets_from_labels
@@ -546,7 +546,8 @@ def nothing_runs(monkeypatch):
     """Every benchmark runner and the real-data suite fail the test if called."""
     import importlib
 
-    from cvxmetric import _contended, _scaling, cli, conformance
+    from cvxmetric import cli
+    from cvxmetric.bench import conformance, contended, scaling
 
     def ran(*args, **kwargs):
         raise AssertionError("a run started although the command was refused")
@@ -554,11 +555,11 @@ def nothing_runs(monkeypatch):
     monkeypatch.setattr(bench, "run_collection_bench", ran)
     monkeypatch.setattr(qbench, "run_bench", ran)
     monkeypatch.setattr(conformance, "run_suite", ran)
-    monkeypatch.setattr(_contended, "run_contended", ran)
-    monkeypatch.setattr(_scaling, "run_scaling", ran)
+    monkeypatch.setattr(contended, "run_contended", ran)
+    monkeypatch.setattr(scaling, "run_scaling", ran)
     for fam in cli._bench_families():
         if fam != "qwise":
-            mod = importlib.import_module(f"cvxmetric.{fam}._bench")
+            mod = importlib.import_module(f"cvxmetric.bench.{fam}")
             monkeypatch.setattr(mod, "run_bench", ran)
 
 
@@ -625,7 +626,8 @@ def test_bench_refuses_what_it_would_not_run(nothing_runs, capsys, argv, match):
 
 
 def test_bench_help_lists_the_families_of_each_mode(capsys):
-    from cvxmetric import _contended, _scaling, cli, conformance
+    from cvxmetric import cli
+    from cvxmetric.bench import conformance, contended, scaling
 
     out = " ".join(help_text(capsys, "bench", "--help").split())
     assert "null" not in out
@@ -636,8 +638,8 @@ def test_bench_help_lists_the_families_of_each_mode(capsys):
              cli._bench_families()),
             ("collection suite:", sorted(col.FAMILIES)),
             ("--suite real:", list(conformance.FAMILIES)),
-            ("--contended:", list(_contended.CASES)),
-            ("--scaling:", list(_scaling.GRIDS))]:
+            ("--contended:", list(contended.CASES)),
+            ("--scaling:", list(scaling.GRIDS))]:
         assert f"{where} {', '.join(fams)}" in out
     # --sizes names the benchmarks that refuse it
     others = [f for f in cli._bench_families() if f != "qwise"]
@@ -661,7 +663,7 @@ def test_bench_family_takes_a_list_and_the_old_spelling(monkeypatch, capsys):
         return run_bench
 
     for fam in ("mmc", "slr"):
-        mod = importlib.import_module(f"cvxmetric.{fam}._bench")
+        mod = importlib.import_module(f"cvxmetric.bench.{fam}")
         monkeypatch.setattr(mod, "run_bench", fake(fam))
     code, out, err = run(capsys, "bench", "--family", "mmc,slr", "--seed", "3")
     assert code == 0, err
@@ -676,7 +678,7 @@ def test_bench_family_takes_a_list_and_the_old_spelling(monkeypatch, capsys):
 
 
 def test_bench_exits_1_when_a_run_failed(monkeypatch, capsys):
-    from cvxmetric.mmc import _bench as mmc_bench
+    from cvxmetric.bench import mmc as mmc_bench
 
     def run_bench(max_seconds=None, seed=0, callback=None, **kw):
         return [bench.bench_row({"error": "exit code 1: ValueError: boom"}, None,
@@ -690,7 +692,7 @@ def test_bench_exits_1_when_a_run_failed(monkeypatch, capsys):
 
 
 def test_bench_suite_real_takes_the_family_option(monkeypatch, capsys):
-    from cvxmetric import conformance
+    from cvxmetric.bench import conformance
 
     seen = {}
 

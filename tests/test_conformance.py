@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pytest
 
-from cvxmetric import conformance
+from cvxmetric.bench import conformance
 from cvxmetric._tolerances import tolerance
 from cvxmetric.cli import main
 

@@ -1,11 +1,11 @@
-"""``cvxmetric bench --contended``: the threading benchmark (cvxmetric._contended)."""
+"""``cvxmetric bench --contended``: the threading benchmark (cvxmetric.bench.contended)."""
 
 import inspect
 import json
 
 import pytest
 
-from cvxmetric import _contended as ct
+from cvxmetric.bench import contended as ct
 from cvxmetric.cli import main
 
 

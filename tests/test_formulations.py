@@ -12,8 +12,9 @@ import pytest
 from sklearn.base import BaseEstimator
 
 import cvxmetric
-from cvxmetric import Formulation, Method, conformance, formulation, formulations
+from cvxmetric import Formulation, Method, formulation, formulations
 from cvxmetric._tolerances import tolerance
+from cvxmetric.bench import conformance
 from cvxmetric.cli import _ESTIMATORS
 from cvxmetric.model import DeclaredProblem
 

@@ -1,7 +1,7 @@
 """``import cvxmetric`` loads the formulations and estimators, not the papers'
 experiments (cvxmetric.experiments; a family's namespace names them and
-imports them on first use, cvxmetric._lazy) nor the collection, the benches,
-the conformance suite or the command line."""
+imports them on first use, cvxmetric._lazy) nor the collection, the benches
+and the conformance suite (cvxmetric.bench) or the command line."""
 
 import subprocess
 import sys
@@ -13,8 +13,11 @@ EXPERIMENTS = ("cvxmetric.experiments.qwise.pages", "cvxmetric.experiments.qwise
                "cvxmetric.experiments.slr.baselines", "cvxmetric.experiments.omdml.views",
                "cvxmetric.experiments.omdml.baselines", "cvxmetric.experiments.rankdml.retrieval",
                "cvxmetric.experiments.ldml.evaluation")
-INFRASTRUCTURE = ("cvxmetric.collection", "cvxmetric.conformance", "cvxmetric.bench",
-                  "cvxmetric.cli", "cvxmetric._scaling", "cvxmetric._contended")
+BENCH = ("cvxmetric.bench", "cvxmetric.bench.conformance", "cvxmetric.bench.scaling",
+         "cvxmetric.bench.contended", "cvxmetric.bench.qwise", "cvxmetric.bench.mmc",
+         "cvxmetric.bench.slr", "cvxmetric.bench.rankdml", "cvxmetric.bench.omdml",
+         "cvxmetric.bench.ldml")
+INFRASTRUCTURE = ("cvxmetric.collection", "cvxmetric.cli") + BENCH
 
 
 def test_import_cvxmetric_loads_no_experiment_and_no_infrastructure():
@@ -23,7 +26,7 @@ def test_import_cvxmetric_loads_no_experiment_and_no_infrastructure():
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True,
                                 text=True, check=True).stdout.split())
     assert not loaded & set(EXPERIMENTS + INFRASTRUCTURE)
-    assert not any(m.startswith("cvxmetric.experiments") for m in loaded)
+    assert not any(m.startswith(("cvxmetric.experiments", "cvxmetric.bench")) for m in loaded)
     assert "cvxmetric.formulations" in loaded
 
 
@@ -51,6 +54,18 @@ def test_every_experiment_module_is_listed():
     found = {"cvxmetric.experiments." + ".".join(p.relative_to(root).with_suffix("").parts)
              for p in root.rglob("*.py") if p.name != "__init__.py"}
     assert found == set(EXPERIMENTS)
+
+
+def test_every_bench_module_is_listed():
+    from pathlib import Path
+
+    import cvxmetric
+
+    root = Path(cvxmetric.__file__).parent / "bench"
+    found = {"cvxmetric.bench" + "".join("." + p for p in path.relative_to(root)
+                                         .with_suffix("").parts if p != "__init__")
+             for path in root.rglob("*.py")}
+    assert found == set(BENCH)
 
 
 @pytest.mark.parametrize("package, name, module", [

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from cvxmetric import _scaling as sc
+from cvxmetric.bench import scaling as sc
 from cvxmetric.cli import main
 
 

@@ -5,9 +5,12 @@ solve and each registered fast method -- on every instance of the problem
 collection (:func:`run_collection_bench`; 131 runs, about 30 s of CPU
 time).
 
-Each family's synthetic benchmark lives beside its solvers
-(``cvxmetric/<family>/_bench.py``, ``cvxmetric bench --family F``); they
-share the helpers here: :func:`run_isolated` runs a case in a fresh
+Each family's synthetic benchmark is a module of this package
+(``cvxmetric/bench/<family>.py``, ``cvxmetric bench --family F``), as are
+the real-data conformance suite (:mod:`cvxmetric.bench.conformance`) and
+the threading and scaling benchmarks (:mod:`cvxmetric.bench.contended`,
+:mod:`cvxmetric.bench.scaling`); none is loaded by ``import cvxmetric``.
+They share the helpers here: :func:`run_isolated` runs a case in a fresh
 interpreter (``python -m <module> --case JSON``, :func:`case_main`), so
 that its peak resident memory (``ru_maxrss``) is its own and a run
 exceeding its budget can be killed safely; :func:`bench_row` makes a
@@ -51,7 +54,8 @@ def run_isolated(case, max_seconds, module, preexec_fn=None):
     (see :func:`case_main`); ``preexec_fn`` runs in the child before it
     starts (e.g. a memory limit).  A run killed after ``max_seconds`` or
     failing is reported as a dict with ``error``, never raised."""
-    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # the directory holding the cvxmetric package (cvxmetric/bench/__init__.py)
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
@@ -133,7 +137,7 @@ def plan_collection_bench(root, family=None, methods=None, only=None):
     ValueError
         An unknown method name, or a selection without any run.
     """
-    from . import collection as col
+    from .. import collection as col
 
     if methods is not None:
         methods = list(methods)
@@ -207,7 +211,7 @@ def run_collection_bench(root, family=None, methods=None, only=None, *, repeat=1
         ``repeat`` below 1, an unknown method, or a selection without any
         run (:func:`plan_collection_bench`).
     """
-    from . import collection as col
+    from .. import collection as col
 
     if isinstance(repeat, bool) or int(repeat) != repeat or repeat < 1:
         raise ValueError(f"repeat: must be an integer >= 1, got {repeat!r}.")

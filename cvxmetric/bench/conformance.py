@@ -64,7 +64,7 @@ The gap is each family's: ``(f - f*) / max(1, |f*|)``, except MMC, whose
 optimum is far below 1 and whose gap is relative to the scale-free value
 itself, ``(r - r*) / r*`` (docs/mmc.md).  Run from Python::
 
-    from cvxmetric.conformance import run_suite, format_table, summarize
+    from cvxmetric.bench.conformance import run_suite, format_table, summarize
     rows = run_suite(datasets=["iris"], seeds=[0], families=["mmc"])
     print(format_table(rows)); print(summarize(rows)["line"])
 """
@@ -78,7 +78,7 @@ import warnings
 
 import numpy as np
 
-from .formulations import formulations
+from ..formulations import formulations
 
 __all__ = [
     "CASE_MEMORY_MB",
@@ -405,7 +405,7 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), 
     list of dict
         One row per case, judged by :func:`judge`.
     """
-    from .bench import run_isolated
+    from . import run_isolated
 
     if not isolate and max_seconds is not None:
         raise ValueError("max_seconds: needs isolate=True (a run in this process "
@@ -421,7 +421,7 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), 
         case = dict(case, n_tuples=int(n_tuples))
         if isolate:
             res = run_isolated(case, max_seconds,
-                               module="cvxmetric.conformance",
+                               module="cvxmetric.bench.conformance",
                                preexec_fn=_memory_limit(max_memory_mb))
         else:
             res = run_case(case)
@@ -511,7 +511,7 @@ def _reference_ok(ref):
 
 def _gap_and_tolerance(r, ref, tol_key):
     """``gap`` against the certified reference and the method's ``tolerance``."""
-    from ._tolerances import relative_gap, tolerance
+    from .._tolerances import relative_gap, tolerance
 
     r["gap"], r["tolerance"] = None, None
     if r.get("error") is None and _reference_ok(ref) and r.get("objective") is not None:
@@ -655,7 +655,7 @@ def format_table(rows):
             _fmt(r.get("gap"), ".1e"), _fmt(r.get("seconds"), ".2f"),
             _fmt(r.get("peak_mb"), ".0f"), verdict,
         ])
-    from .bench import format_columns
+    from . import format_columns
 
     return format_columns(headers, body)
 
@@ -724,16 +724,16 @@ def _parse_list(text, cast=str):
 
 
 def main(argv=None):
-    """``python -m cvxmetric.conformance [options]`` (also reached through
+    """``python -m cvxmetric.bench.conformance [options]`` (also reached through
     ``cvxmetric bench --suite real``); ``--case JSON`` runs one isolated case."""
     import argparse
 
-    from .bench import case_main
+    from . import case_main
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--case" in argv:
-        return case_main("cvxmetric.conformance", run_case, argv)
-    p = argparse.ArgumentParser(prog="python -m cvxmetric.conformance",
+        return case_main("cvxmetric.bench.conformance", run_case, argv)
+    p = argparse.ArgumentParser(prog="python -m cvxmetric.bench.conformance",
                                 description="Real-data conformance suite.")
     p.add_argument("--datasets", help=f"comma-separated subset of {','.join(DATASETS)}")
     p.add_argument("--seeds", help="comma-separated seeds (default 0,1,2,3,4)")

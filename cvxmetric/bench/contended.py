@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from .bench import case_main, format_columns, run_isolated
+from . import case_main, format_columns, run_isolated
 
 __all__ = ["CASES", "THREADS", "run_case", "run_contended", "format_contended"]
 
@@ -47,7 +47,7 @@ THREADS = ("policy", 1, "all")
 _NEIGHBOUR = "while True: pass"
 
 
-#: The sizes of each family's case, in :func:`cvxmetric._scaling`'s terms.
+#: The sizes of each family's case, in :func:`cvxmetric.bench.scaling`'s terms.
 SIZES = {
     "qwise": {"d": 100, "N": 10_000},
     "mmc": {"n": 2000, "d": 300, "pairs": 800},
@@ -64,8 +64,8 @@ FIT_CASES = ("mmc-fit",)
 def _fit_case(family, seed):
     """A callable running ``family``'s estimator fit (a FIT_CASES entry):
     Gaussian classes whose means differ in the first 10 features."""
-    from .constraints import pairs_from_labels
-    from .mmc.estimator import MMC
+    from ..constraints import pairs_from_labels
+    from ..mmc.estimator import MMC
 
     size = SIZES[family]
     rng = np.random.RandomState(seed)
@@ -81,7 +81,7 @@ def _fit_case(family, seed):
 def _problem(family, seed):
     """``(solver, data)`` of ``family``'s case (the scaling benchmark's
     generators at :data:`SIZES`)."""
-    from ._scaling import _problem as scaled_problem
+    from .scaling import _problem as scaled_problem
 
     if family not in CASES:
         raise ValueError(f"family: unknown {family!r}; expected one of "
@@ -92,7 +92,7 @@ def _problem(family, seed):
 def run_case(case):
     """Time one solve in this process: ``family``, ``threads`` (one of
     :data:`THREADS`), ``seed``."""
-    from ._solver import forced_blas_threads
+    from .._solver import forced_blas_threads
 
     family, seed = case["family"], case.get("seed", 0)
     if family in FIT_CASES:
@@ -150,7 +150,7 @@ def run_contended(families=tuple(CASES), *, max_seconds=300.0, seed=0,
                     for threads in THREADS:
                         out = run_isolated({"family": family, "threads": threads,
                                             "seed": seed}, max_seconds,
-                                           "cvxmetric._contended")
+                                           "cvxmetric.bench.contended")
                         t = float(out.get("seconds", max_seconds))
                         times[threads] = min(times.get(threads, np.inf), t)
                         if out.get("error") is not None and not out.get("timeout"):
@@ -185,4 +185,4 @@ def format_contended(rows):
 
 
 if __name__ == "__main__":  # pragma: no cover - the child of run_isolated
-    sys.exit(case_main("cvxmetric._contended", run_case))
+    sys.exit(case_main("cvxmetric.bench.contended", run_case))

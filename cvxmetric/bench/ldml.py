@@ -35,7 +35,7 @@ resident memory is its own and it can be stopped):
     (:func:`~cvxmetric.ldml.fit_lowrank` at full rank, as in the
     collection); ``gap`` is against the exact objective.
 
-Rows have the shape of :func:`cvxmetric.qwise._bench.run_bench`'s: ``d``
+Rows have the shape of :func:`cvxmetric.bench.qwise.run_bench`'s: ``d``
 is the input dimension ``D``, ``N`` the number of pairs, ``n`` the number
 of instances; ``peak_mb`` / ``base_mb`` the run's ``ru_maxrss`` at the end
 / after building the data (the process's peak, setup included).
@@ -49,7 +49,7 @@ import warnings
 
 import numpy as np
 
-from ..bench import _max_rss_mb, bench_row, case_main, run_isolated
+from . import _max_rss_mb, bench_row, case_main, run_isolated
 
 __all__ = ["BENCH_CASES", "FIT_MAXITER", "MEMORY_LIMIT", "STEP_TARGET", "step_data",
            "fit_data", "pairs_data", "run_case", "run_bench"]
@@ -90,7 +90,7 @@ def step_data(n, D, rank, classes, *, random_state=0):
     """``(AllPairs, L, b)``: standard normal instances, random labels of
     ``classes`` classes, a random ``L`` scaled so that the mean squared
     distance is 1, and ``b = 1``."""
-    from .fast import AllPairs
+    from ..ldml.fast import AllPairs
 
     rng = np.random.default_rng(random_state)
     X = rng.standard_normal((n, D))
@@ -102,7 +102,7 @@ def fit_data(n, D, rank, classes, *, random_state=0):
     """``AllPairs``: ``classes`` balanced classes whose means (scale 0.5)
     differ only in a ``rank``-dimensional random subspace of ``R^D``, plus
     standard normal noise in every dimension."""
-    from .fast import AllPairs
+    from ..ldml.fast import AllPairs
 
     rng = np.random.default_rng(random_state)
     labels = np.arange(n) % classes
@@ -117,7 +117,7 @@ def pairs_data(n, D, P, *, regularizer="trace", random_state=0):
     classes in ``D`` dims (standardised), ``lam = 0.1``."""
     from ..collection import gaussian_classes, standardize
     from ..constraints import pairs_from_labels
-    from .exact import LDMLData
+    from ..ldml.exact import LDMLData
 
     rng = np.random.RandomState(random_state)
     X, y = gaussian_classes(rng, n, D, 10, 0.5)
@@ -183,9 +183,9 @@ def _step(loss, L, b):
 
 
 def _solve(method, problem, data, max_time):
-    from .exact import solve_exact
-    from .fast import PairSet, fit_lowrank, solve_fast
-    from ._collection import LOWRANK_MAXITER
+    from ..ldml._collection import LOWRANK_MAXITER
+    from ..ldml.exact import solve_exact
+    from ..ldml.fast import PairSet, fit_lowrank, solve_fast
 
     if method == "exact":
         return solve_exact(data)
@@ -224,7 +224,7 @@ def run_case(case):
             if problem == "ldml-allpairs-step":
                 out.update(_step(*data))
             elif problem == "ldml-allpairs-fit":
-                from .fast import fit_lowrank
+                from ..ldml.fast import fit_lowrank
 
                 res = fit_lowrank(data, sizes["rank"], n_init=1, random_state=seed,
                                   maxiter=case.get("maxiter", FIT_MAXITER),
@@ -314,7 +314,7 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
                     "seed": seed}
             if max_seconds is not None and method != "exact":
                 case["max_time"] = 0.9 * max_seconds
-            runs[method] = (run_isolated(case, max_seconds, "cvxmetric.ldml._bench",
+            runs[method] = (run_isolated(case, max_seconds, "cvxmetric.bench.ldml",
                                          preexec_fn=_limit_memory)
                             if isolate else run_case(case))
         f_exact = runs.get("exact", {}).get("objective")
@@ -334,8 +334,8 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
 
 
 def _case_main(argv=None):
-    """``python -m cvxmetric.ldml._bench --case JSON`` (one isolated run)."""
-    return case_main("cvxmetric.ldml._bench", run_case, argv)
+    """``python -m cvxmetric.bench.ldml --case JSON`` (one isolated run)."""
+    return case_main("cvxmetric.bench.ldml", run_case, argv)
 
 
 if __name__ == "__main__":

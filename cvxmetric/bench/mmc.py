@@ -36,7 +36,7 @@ import warnings
 
 import numpy as np
 
-from ..bench import _max_rss_mb, bench_row, case_main, run_isolated
+from . import _max_rss_mb, bench_row, case_main, run_isolated
 
 __all__ = ["BENCH_CASES", "LARGE", "bench_data", "run_case", "run_bench"]
 
@@ -62,7 +62,7 @@ def bench_data(diagonal, *, d=D_FEATURES, n_pairs=N_PAIRS, n=N_SAMPLES,
     MMCData
     """
     from ..constraints import pairs_from_labels
-    from ._problem import MMCData
+    from ..mmc._problem import MMCData
 
     rng = np.random.RandomState(random_state)
     n_classes = 4
@@ -75,8 +75,8 @@ def bench_data(diagonal, *, d=D_FEATURES, n_pairs=N_PAIRS, n=N_SAMPLES,
 
 
 def _solve(method, data, max_time=None):
-    from .exact import solve_exact
-    from .fast import MMCNewton, MMCProjectedGradient
+    from ..mmc.exact import solve_exact
+    from ..mmc.fast import MMCNewton, MMCProjectedGradient
 
     if method == "exact":
         return solve_exact(data)
@@ -113,7 +113,7 @@ def run_case(case):
 
 
 def _run_isolated(case, max_seconds):
-    return run_isolated(case, max_seconds, "cvxmetric.mmc._bench")
+    return run_isolated(case, max_seconds, "cvxmetric.bench.mmc")
 
 
 def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True):
@@ -137,7 +137,7 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True):
         Rows with ``problem``, ``method``, ``d``, ``N`` (pairs), ``n``
         (samples), ``objective`` (scale-free), ``gap``, ``gap_kind``,
         ``seconds``, ``peak_mb``, ``base_mb``, ``status``, ``n_iter``,
-        ``error`` -- the shape of :func:`cvxmetric.qwise._bench.run_bench`'s rows.
+        ``error`` -- the shape of :func:`cvxmetric.bench.qwise.run_bench`'s rows.
     """
     if max_seconds is not None and not isolate:
         raise ValueError("max_seconds: needs isolate=True (a run in this "
@@ -169,8 +169,8 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True):
 
 
 def _case_main(argv=None):
-    """``python -m cvxmetric.mmc._bench --case JSON`` (one isolated run)."""
-    return case_main("cvxmetric.mmc._bench", run_case, argv)
+    """``python -m cvxmetric.bench.mmc --case JSON`` (one isolated run)."""
+    return case_main("cvxmetric.bench.mmc", run_case, argv)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from ..bench import _max_rss_mb, bench_row, case_main, run_isolated
+from . import _max_rss_mb, bench_row, case_main, run_isolated
 
 __all__ = ["BENCH_CASES", "DIMS", "bench_data", "run_case", "run_bench"]
 
@@ -48,7 +48,7 @@ def bench_data(n_triplets, *, divisor=1, n_items=500, random_state=0):
     OMDMLData
     """
     from ..constraints import triplets_from_labels
-    from ._problem import OMDMLData
+    from ..omdml._problem import OMDMLData
 
     rng = np.random.RandomState(random_state)
     y = np.arange(n_items) % 10
@@ -63,8 +63,8 @@ def bench_data(n_triplets, *, divisor=1, n_items=500, random_state=0):
 
 
 def _solve(method, data, max_time=None):
-    from .exact import solve_exact
-    from .fast import LowRankOMDML, OMDMLOnline
+    from ..omdml.exact import solve_exact
+    from ..omdml.fast import LowRankOMDML, OMDMLOnline
 
     if method == "exact":
         return solve_exact(data)
@@ -103,7 +103,7 @@ def run_case(case):
 def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True,
               cases=BENCH_CASES):
     """Run the OMDML benchmark; rows shaped as
-    :func:`cvxmetric.qwise._bench.run_bench`'s (``d``: the largest view's
+    :func:`cvxmetric.bench.qwise.run_bench`'s (``d``: the largest view's
     dimension, ``N``: triplets; ``status`` also gives the mistakes of an
     online run)."""
     if max_seconds is not None and not isolate:
@@ -113,7 +113,7 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True,
     for method, N, divisor in cases:
         case = {"method": method, "N": N, "divisor": divisor, "seed": seed,
                 "max_time": max_seconds}
-        res = (run_isolated(case, max_seconds, "cvxmetric.omdml._bench") if isolate
+        res = (run_isolated(case, max_seconds, "cvxmetric.bench.omdml") if isolate
                else run_case(case))
         d = max(2, int(round(max(DIMS) / divisor)))
         row = bench_row(res, None, problem="omdml-synthetic", method=method, d=d,
@@ -127,7 +127,7 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True,
 
 
 def _case_main(argv=None):
-    return case_main("cvxmetric.omdml._bench", run_case, argv)
+    return case_main("cvxmetric.bench.omdml", run_case, argv)
 
 
 if __name__ == "__main__":

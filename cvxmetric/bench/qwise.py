@@ -49,7 +49,7 @@ Iterative solves above :data:`EXACT_MAX_N` run under the wall-clock budget
 its default 20 000 iterations) ends it.
 
 Each run is, by default, a separate Python process (``python -m
-cvxmetric.qwise._bench --case ...``) so that its peak resident memory
+cvxmetric.bench.qwise --case ...``) so that its peak resident memory
 (``ru_maxrss``) is its own and a run exceeding ``max_seconds`` can be
 killed safely.  The peak includes the interpreter and the imported
 libraries (about 150-250 MB); ``base MB`` is the peak before the solve
@@ -75,7 +75,7 @@ import warnings
 
 import numpy as np
 
-from ..bench import _max_rss_mb, bench_row, case_main, run_isolated
+from . import _max_rss_mb, bench_row, case_main, run_isolated
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -151,7 +151,7 @@ def bench_data(d, N, *, random_state=0):
     QwiseData
     """
     from ..constraints import Quadruplets
-    from ._problem import QwiseData
+    from ..qwise._problem import QwiseData
 
     X, _, quads = _points(d, N, random_state)
     return QwiseData.from_sets(Quadruplets.create(X, quads, 1.0),
@@ -186,7 +186,7 @@ def vector_bench_data(d, N, *, random_state=0):
     QwiseVectorData
     """
     from ..constraints import LabeledPairs, Quadruplets, pairs_from_labels
-    from ._vector import QwiseVectorData
+    from ..qwise._vector import QwiseVectorData
 
     X, y, quads = _points(d, N, random_state)
     delta = (np.arange(N) % 2 == 0).astype(float)
@@ -205,7 +205,7 @@ def structural_bench_data(d, N, *, random_state=0):
     StructuralData
     """
     from ..constraints import Quadruplets, informative
-    from .structural import StructuralData
+    from ..qwise.structural import StructuralData
 
     X, _, quads = _points(d, N, random_state)
     quads = quads[informative(X, quads)]
@@ -218,23 +218,28 @@ def _model(method):
 
 
 def _solve(method, data, subgradient_maxiter, max_time=None):
-    from . import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver, solve_exact
-    from .exact import solve_vector_exact
+    from ..qwise import (
+        ProjectedNewton,
+        ProjectedSubgradient,
+        QwiseDualSolver,
+        solve_exact,
+    )
+    from ..qwise.exact import solve_vector_exact
 
     if method == "vector-exact":
         return solve_vector_exact(data)
     if method == "newton":
         return ProjectedNewton(max_time=max_time).run(data)
     if method == "structural-exact":
-        from .structural import solve_structural_exact
+        from ..qwise.structural import solve_structural_exact
 
         return solve_structural_exact(data)
     if method == "structural-fast":
-        from .structural import solve_structural_fast
+        from ..qwise.structural import solve_structural_fast
 
         return solve_structural_fast(data, max_time=max_time)
     if method == "structural":
-        from .structural import StructuralCuttingPlane
+        from ..qwise.structural import StructuralCuttingPlane
 
         return StructuralCuttingPlane(max_time=max_time).run(data)
 
@@ -304,7 +309,7 @@ def run_case(case):
 
 
 def _run_isolated(case, max_seconds):
-    return run_isolated(case, max_seconds, "cvxmetric.qwise._bench")
+    return run_isolated(case, max_seconds, "cvxmetric.bench.qwise")
 
 
 def _method_label(method, N, subgradient_maxiter):
@@ -452,7 +457,7 @@ def parse_sizes(text):
 
 
 def _case_main(argv=None):
-    return case_main("cvxmetric.qwise._bench", run_case, argv)
+    return case_main("cvxmetric.bench.qwise", run_case, argv)
 
 
 if __name__ == "__main__":

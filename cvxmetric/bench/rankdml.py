@@ -22,10 +22,10 @@ minutes.  It is therefore attempted only with ``large_exact=True`` (within
 :data:`LARGE_EXACT_SECONDS`); otherwise the fast row's gap is the solver's
 own certified relative duality gap (``gap_kind`` "certified").
 
-Each run is a separate process (``python -m cvxmetric.rankdml._bench --case
+Each run is a separate process (``python -m cvxmetric.bench.rankdml --case
 JSON``) with an address-space limit of :data:`MEMORY_LIMIT`, so that its
 peak memory (``ru_maxrss``) is its own and it can be stopped.  Rows have the
-shape of :func:`cvxmetric.qwise._bench.run_bench`'s.
+shape of :func:`cvxmetric.bench.qwise.run_bench`'s.
 """
 
 import resource
@@ -33,7 +33,7 @@ import sys
 import time
 import warnings
 
-from ..bench import _max_rss_mb, bench_row, case_main, run_isolated
+from . import _max_rss_mb, bench_row, case_main, run_isolated
 
 __all__ = ["BENCH_CASES", "LARGE_EXACT_SECONDS", "bench_data", "run_case",
            "run_bench"]
@@ -63,9 +63,9 @@ def bench_data(regularizer, diagonal, d, n_queries, *, random_state=0):
     RankData
     """
     from ..constraints import Triplets
-    from ._collection import synthetic_retrieval
-    from ._pairs import critical_triplets
-    from ._problem import RankData
+    from ..rankdml._collection import synthetic_retrieval
+    from ..rankdml._pairs import critical_triplets
+    from ..rankdml._problem import RankData
 
     X, q, r, g = synthetic_retrieval(_N_GALLERY, n_queries, d,
                                      random_state=random_state)
@@ -79,8 +79,8 @@ def run_case(case):
     """Run one case in this process: ``regularizer``, ``diagonal``, ``d``,
     ``n_queries``, ``method``, ``seed``.  Returns a dict of measurements
     (``error`` when the solve raised)."""
-    from .exact import solve_exact
-    from .fast import solve_fast
+    from ..rankdml.exact import solve_exact
+    from ..rankdml.fast import solve_fast
 
     t0 = time.perf_counter()
     data = bench_data(case["regularizer"], case["diagonal"], case["d"],
@@ -113,7 +113,7 @@ def _limit_memory():  # pragma: no cover - runs in the child
 
 
 def _run_isolated(case, max_seconds):
-    return run_isolated(case, max_seconds, "cvxmetric.rankdml._bench", preexec_fn=_limit_memory)
+    return run_isolated(case, max_seconds, "cvxmetric.bench.rankdml", preexec_fn=_limit_memory)
 
 
 def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
@@ -180,8 +180,8 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
 
 
 def _case_main(argv=None):
-    """``python -m cvxmetric.rankdml._bench --case JSON`` (one isolated run)."""
-    return case_main("cvxmetric.rankdml._bench", run_case, argv)
+    """``python -m cvxmetric.bench.rankdml --case JSON`` (one isolated run)."""
+    return case_main("cvxmetric.bench.rankdml", run_case, argv)
 
 
 if __name__ == "__main__":

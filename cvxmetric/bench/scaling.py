@@ -55,7 +55,7 @@ import warnings
 
 import numpy as np
 
-from .bench import case_main, format_columns, run_isolated
+from . import case_main, format_columns, run_isolated
 
 __all__ = [
     "GRIDS",
@@ -120,7 +120,7 @@ def _check_family(family, name="family"):
 
 def _class_data(rng, n, d, n_classes):
     """``(X, y)``: balanced Gaussian classes whose means differ in the first
-    ``min(d, 10)`` coordinates (the data of :mod:`cvxmetric._contended`)."""
+    ``min(d, 10)`` coordinates (the data of :mod:`cvxmetric.bench.contended`)."""
     y = np.arange(n) % n_classes
     k = min(d, 10)
     means = np.zeros((n_classes, d))
@@ -132,36 +132,36 @@ def _problem(family, sizes, seed):
     """``(solver, data)`` of ``family`` at ``sizes`` (see :data:`GRIDS`)."""
     rng = np.random.RandomState(seed)
     if family == "qwise":
-        from .qwise._bench import bench_data
-        from .qwise import QwiseDualSolver
+        from ..qwise import QwiseDualSolver
+        from .qwise import bench_data
 
         return QwiseDualSolver(), bench_data(int(sizes["d"]), int(sizes["N"]),
                                              random_state=seed)
     if family == "mmc":
-        from .constraints import pairs_from_labels
-        from .mmc import MMCData, MMCProjectedGradient
+        from ..constraints import pairs_from_labels
+        from ..mmc import MMCData, MMCProjectedGradient
 
         X, y = _class_data(rng, int(sizes["n"]), int(sizes["d"]), 4)
         pairs, labels = pairs_from_labels(y, int(sizes["pairs"]), random_state=seed)
         return MMCProjectedGradient(), MMCData.create(X, pairs, labels)
     if family == "constraintdml":
-        from .constraints import pairs_from_labels
-        from .constraintdml import ConstraintData, ConstraintDualSolver
+        from ..constraintdml import ConstraintData, ConstraintDualSolver
+        from ..constraints import pairs_from_labels
 
         X, y = _class_data(rng, int(sizes["n"]), int(sizes["d"]), 5)
         pairs, labels = pairs_from_labels(y, int(sizes["pairs"]), random_state=seed)
         return ConstraintDualSolver(), ConstraintData.from_pairs(X, pairs, labels,
                                                                  hard=False)
     if family == "rankdml":
-        from .rankdml._bench import bench_data
-        from .rankdml.fast import DiagonalInteriorPoint
+        from ..rankdml.fast import DiagonalInteriorPoint
+        from .rankdml import bench_data
 
         return DiagonalInteriorPoint(), bench_data(
             "laplacian", True, int(sizes["d"]), int(sizes["n_queries"]),
             random_state=seed)
     if family == "slr":
-        from .slr import SemismoothNewton, SLRData
-        from .slr._bench import make_synthetic_classes
+        from ..slr import SemismoothNewton, SLRData
+        from .slr import make_synthetic_classes
 
         X, y = make_synthetic_classes(int(sizes["n"]), int(sizes["d"]),
                                       int(sizes.get("classes", 20)), random_state=seed)
@@ -179,7 +179,7 @@ def dgemm_gflops(n=_GEMM_N, repeat=_REPEAT):
     """The single-thread DGEMM rate of this machine (GF/s): the best of
     ``repeat`` ``(n x n) @ (n x n)`` products on one BLAS thread.  Measured
     once per process."""
-    from ._solver import forced_blas_threads
+    from .._solver import forced_blas_threads
 
     rng = np.random.RandomState(0)
     A, B = rng.normal(size=(n, n)), rng.normal(size=(n, n))
@@ -198,7 +198,7 @@ def eigh_seconds(d, repeat=_REPEAT):
     """Seconds of :func:`numpy.linalg.eigh` on a random symmetric ``d x d``
     matrix, the best of ``repeat`` on one BLAS thread (0 for ``d = 0``).
     Measured once per process and size."""
-    from ._solver import forced_blas_threads
+    from .._solver import forced_blas_threads
 
     d = int(d)
     if d <= 0:
@@ -299,7 +299,7 @@ def run_case(case):
         (seconds per iteration, ``None`` without a model) and
         ``floor_inputs``; ``error`` when building or solving raised.
     """
-    from ._solver import forced_blas_threads
+    from .._solver import forced_blas_threads
 
     family = case["family"]
     _check_family(family, "case['family']")
@@ -441,7 +441,7 @@ def run_scaling(families=tuple(GRIDS), *, max_seconds=300.0, seed=0, grids=None,
     for family in families:
         for sizes, axes in grid_runs(family, grids):
             out = run_isolated({"family": family, "sizes": sizes, "seed": seed},
-                               max_seconds, "cvxmetric._scaling")
+                               max_seconds, "cvxmetric.bench.scaling")
             row = _row(family, sizes, axes, out, max_seconds)
             rows.append(row)
             if callback is not None:
@@ -476,4 +476,4 @@ def format_scaling(result):
 
 
 if __name__ == "__main__":  # pragma: no cover - the child of run_isolated
-    sys.exit(case_main("cvxmetric._scaling", run_case))
+    sys.exit(case_main("cvxmetric.bench.scaling", run_case))

@@ -59,9 +59,9 @@ import warnings
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..bench import _fmt, _max_rss_mb, case_main, format_columns, run_isolated
 from ..metrics import average_precision
-from .randomized import _check_int
+from ..slr.randomized import _check_int
+from . import _fmt, _max_rss_mb, case_main, format_columns, run_isolated
 
 __all__ = [
     "BENCH_PROBLEMS",
@@ -274,9 +274,9 @@ def _problem_data(problem, seed):
 def _solve(spec, X, y, seed):
     """Run one method; returns ``(M or None, factors or None, result or None)``."""
     from ..experiments.slr.baselines import slr_fixed, slr_whole
-    from .lowrank import lowrank_slr
-    from .oasis import oasis
-    from .randomized import randomized_slr
+    from ..slr.lowrank import lowrank_slr
+    from ..slr.oasis import oasis
+    from ..slr.randomized import randomized_slr
 
     name = spec["method"]
     dtype = spec.get("dtype", "float64")
@@ -308,8 +308,8 @@ def _solve(spec, X, y, seed):
         return oasis(X, y, spec["n_steps"], random_state=seed,
                      dtype=np.float32), None, None
     if name == "newton":
-        from ._problem import SLRData
-        from .fast import SemismoothNewton
+        from ..slr._problem import SLRData
+        from ..slr.fast import SemismoothNewton
 
         res = SemismoothNewton().run(SLRData.from_labels(X, y))
         return res.M, None, res
@@ -332,7 +332,7 @@ def run_case(case):
         ``objective_kind``, ``map``, ``map_seconds``, ``status``,
         ``n_iter``, ``n``, ``peak_mb``, ``base_mb``; or ``error``.
     """
-    from .randomized import _objective_report
+    from ..slr.randomized import _objective_report
 
     threads = case.get("blas_threads")
     if threads is not None:
@@ -388,7 +388,7 @@ def run_case(case):
 
 
 def _run_isolated(case, max_seconds):
-    return run_isolated(case, max_seconds, "cvxmetric.slr._bench")
+    return run_isolated(case, max_seconds, "cvxmetric.bench.slr")
 
 
 def run_bench(max_seconds=None, seed=0, callback=None, *,
@@ -491,8 +491,8 @@ def format_table(rows):
 
 
 def _case_main(argv=None):
-    """``python -m cvxmetric.slr._bench --case JSON`` (one isolated run)."""
-    return case_main("cvxmetric.slr._bench", run_case, argv)
+    """``python -m cvxmetric.bench.slr --case JSON`` (one isolated run)."""
+    return case_main("cvxmetric.bench.slr", run_case, argv)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ import pytest
 from cvxmetric import bench
 from cvxmetric import collection as col
 from cvxmetric._tolerances import tolerance
+from cvxmetric.bench import ldml as lb
 from cvxmetric.cli import _bench_families
-from cvxmetric.ldml import _bench as lb
 
 TINY = (
     ("ldml-allpairs-step", {"n": 120, "D": 20, "rank": 4, "classes": 10}, ("step",)),

@@ -73,7 +73,7 @@ def wine_pairs():
     # the conformance suite's wine case: standardised training part, metric-
     # learn's 20 C^2 labelled pairs; Clarabel stops "optimal_inaccurate"
     # about 1e-4 short of the certificate on it
-    from cvxmetric.conformance import load_dataset
+    from cvxmetric.bench.conformance import load_dataset
 
     X, y = load_dataset("wine", 0)
     p, lab = pairs_from_labels(y, 20 * 3 ** 2, random_state=0)

@@ -119,7 +119,7 @@ def test_solve_fast_is_certified_at_the_exact_optimum(iris_cases, case):
 def test_solve_fast_where_the_trace_bound_is_loose():
     # lam tr(M) with tr(M*) far below F / lam: the projected gradient alone
     # ran its 20 000 iterations without a passing certificate here
-    from cvxmetric.ldml._bench import pairs_data
+    from cvxmetric.bench.ldml import pairs_data
 
     data = pairs_data(300, 8, 800)
     res = solve_fast(data)
@@ -207,7 +207,7 @@ def test_certificate_from_the_polished_dual_point_is_tight(eps, passes):
     the dual point taken at its Newton polish gives the gap F(M) - F* to
     round-off (passing when that is below the tolerance, failing when not),
     and the point itself is kept."""
-    from cvxmetric.conformance import load_dataset
+    from cvxmetric.bench.conformance import load_dataset
     from cvxmetric.constraints import pairs_from_labels
     from cvxmetric.ldml import LDMLData, certify_point
 
@@ -234,7 +234,7 @@ def test_solve_fast_finishes_with_newton_on_a_rank_deficient_optimum():
     optimum, where L-BFGS on the square factor needs 4 500 iterations; a
     rough L-BFGS point finished by Newton's method on its face is certified
     and equals the exact optimum."""
-    from cvxmetric.conformance import load_dataset
+    from cvxmetric.bench.conformance import load_dataset
     from cvxmetric.constraints import pairs_from_labels
     from cvxmetric.ldml import LDMLData, solve_exact
 

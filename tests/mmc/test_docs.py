@@ -29,13 +29,13 @@ def test_mmc_page_names_existing_code():
         assert name in text, f"docs/mmc.md does not mention {name}"
     for path in ("cvxmetric/mmc/_problem.py", "cvxmetric/mmc/exact.py",
                  "cvxmetric/mmc/fast.py", "cvxmetric/mmc/estimator.py",
-                 "cvxmetric/mmc/_collection.py", "cvxmetric/mmc/_bench.py"):
+                 "cvxmetric/mmc/_collection.py", "cvxmetric/bench/mmc.py"):
         assert path in text and (ROOT / path).is_file()
 
 
 def test_bench_case_rows():
     from cvxmetric.bench import format_table
-    from cvxmetric.mmc import _bench
+    from cvxmetric.bench import mmc as _bench
 
     out = _bench.run_case({"diagonal": True, "method": "newton", "seed": 0})
     assert out.get("error") is None and out["status"] == "optimal"

@@ -6,7 +6,7 @@ import pytest
 
 import cvxmetric.collection as col
 from cvxmetric._tolerances import tolerance
-from cvxmetric.qwise import _bench as qbench
+from cvxmetric.bench import qwise as qbench
 from cvxmetric.qwise import _collection as qc
 
 FAMILY = "qwise_structural"

@@ -7,7 +7,7 @@ import pytest
 
 from cvxmetric import collection as col
 from cvxmetric._tolerances import REFERENCE_AGREEMENT
-from cvxmetric.rankdml import _bench
+from cvxmetric.bench import rankdml as _bench
 from cvxmetric.rankdml import _collection as rc
 
 

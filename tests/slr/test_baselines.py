@@ -11,8 +11,8 @@ import pytest
 from cvxmetric._tolerances import tolerance
 from cvxmetric.metrics import mean_average_precision
 from cvxmetric.result import Status
-from cvxmetric.slr import _bench
-from cvxmetric.slr._bench import (
+from cvxmetric.bench import slr as _bench
+from cvxmetric.bench.slr import (
     make_synthetic_classes,
     retrieval_map,
     train_test_split_indices,

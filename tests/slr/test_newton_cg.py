@@ -15,7 +15,7 @@ from cvxmetric.slr import (
     randomized_slr,
     solve_exact,
 )
-from cvxmetric.slr._bench import make_synthetic_classes
+from cvxmetric.bench.slr import make_synthetic_classes
 from cvxmetric.slr._problem import DENSE_MAX_SYM, Expired, cg, smat, svec
 
 
