@@ -115,6 +115,7 @@ from ..constraints import (
 )
 from ..model import DeclaredProblem
 from ..result import Certificate, SolverError, SolverResult, Status
+from ._problem import distinct_pairs
 from .exact import _sqdist_expr
 
 __all__ = [
@@ -231,22 +232,19 @@ class StructuralData:
         (k,) query keys; duplicates are removed, queries renumbered."""
         check_option(regularizer, "regularizer", STRUCTURAL_REGULARIZERS)
         C = check_scalar(C, "C", low=0, low_inclusive=False)
-        n = X.shape[0]
-        pairs = np.vstack([rel_pairs, irr_pairs]).astype(np.int64)
-        lo, hi = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
-        pkeys, pinv = np.unique(lo * n + hi, return_inverse=True)
-        uniq = np.column_stack([pkeys // n, pkeys % n]).astype(np.intp)
+        uniq, pinv = distinct_pairs(np.vstack([rel_pairs, irr_pairs]), X.shape[0])
+        n_pairs = len(uniq)
         qkeys, qinv = np.unique(np.concatenate([rel_query, irr_query]),
                                 return_inverse=True)
-        relevant = np.zeros(len(pairs), dtype=bool)
+        relevant = np.zeros(len(pinv), dtype=bool)
         relevant[:len(rel_pairs)] = True
         # one item per distinct (query, pair, relevance)
-        key = (qinv.astype(np.int64) * len(pkeys) + pinv.reshape(-1)) * 2 + ~relevant
+        key = (qinv.astype(np.int64) * n_pairs + pinv) * 2 + ~relevant
         key = np.unique(key)
         item_relevant = (key % 2) == 0
         rest = key // 2
-        item_pair = (rest % len(pkeys)).astype(np.intp)
-        item_query = (rest // len(pkeys)).astype(np.intp)
+        item_pair = (rest % n_pairs).astype(np.intp)
+        item_query = (rest // n_pairs).astype(np.intp)
         Q = len(qkeys)
         P = np.bincount(item_query[item_relevant], minlength=Q)
         N = np.bincount(item_query[~item_relevant], minlength=Q)
@@ -615,6 +613,7 @@ class CuttingPlaneState(NamedTuple):
     lam: np.ndarray  # the master's multipliers, one per cut
     master_iter: int  # interior-point iterations, summed over rounds
     history: tuple  # per round: (violation, lower, upper, seconds)
+    master: dict = None  # this run's master problem (see _master_problem)
 
 
 @dataclass
@@ -670,7 +669,6 @@ class StructuralCuttingPlane(IterativeSolver):
     master_tol: float = 1e-9
 
     name = "structural"
-    _cache = None
 
     _parameter_constraints = {
         **IterativeSolver._parameter_constraints,
@@ -690,7 +688,6 @@ class StructuralCuttingPlane(IterativeSolver):
     def init_state(self, data, init=None):
         if not isinstance(data, StructuralData):
             raise TypeError("data: expected a StructuralData instance.")
-        self._cache = None  # the master problem of this run
         d = data.n_features
         M = np.zeros((d, d))
         if init is not None:
@@ -706,17 +703,19 @@ class StructuralCuttingPlane(IterativeSolver):
     def converged(self, state):
         return state.error <= state.epsilon
 
-    def _master_problem(self, data, n_cuts):
-        """The master problem with room for at least ``n_cuts`` cuts.
+    @staticmethod
+    def _master_problem(data, n_cuts, cache):
+        """The master problem with room for at least ``n_cuts`` cuts
+        (``cache``: the run's current one, or None).
 
-        Kept between rounds: cut ``k`` is row ``k`` of the parameter ``A``
-        (its ``G_k`` flattened) and entry ``k`` of ``delta``; unused rows
-        are zero (``0 >= 0 - xi``, implied by ``xi >= 0``).  The problem is
+        Kept between rounds (in the run's state): cut ``k`` is row ``k`` of
+        the parameter ``A`` (its ``G_k`` flattened) and entry ``k`` of
+        ``delta``; unused rows are zero (``0 >= 0 - xi``, implied by
+        ``xi >= 0``).  The problem is
         DPP, so a new cut only updates parameter values, and SCS restarts
         from the previous round's solution (CVXPY's warm start).  The room
         doubles when it runs out (one recompilation).
         """
-        cache = self._cache
         if cache is not None and cache["room"] >= n_cuts:
             return cache
         d = data.n_features
@@ -731,14 +730,14 @@ class StructuralCuttingPlane(IterativeSolver):
             cp.Minimize(_omega_expr(data.regularizer, M) + data.C * xi),
             [con, M >> 0])
         # [/declare]
-        self._cache = cache = {"room": room, "problem": problem, "M": M, "xi": xi,
-                               "A": A, "delta": delta, "con": con}
-        return cache
+        return {"room": room, "problem": problem, "M": M, "xi": xi,
+                "A": A, "delta": delta, "con": con}
 
-    def _master(self, data, cuts):
-        """Solve the master problem over ``cuts``; ``(M, lam, delta, info)``."""
+    def _master(self, data, cuts, cache):
+        """Solve the master problem over ``cuts`` (``cache``: the run's
+        master problem so far); ``(M, lam, delta, info, master problem)``."""
         K = len(cuts)
-        m = self._master_problem(data, K)
+        m = self._master_problem(data, K, cache)
         A = np.zeros(m["A"].shape)
         A[:K] = np.stack([c.G.reshape(-1) for c in cuts])  # G symmetric
         delta = np.zeros(m["room"])
@@ -779,12 +778,12 @@ class StructuralCuttingPlane(IterativeSolver):
                 raise
             info = exc.result[1] if exc.result is not None else {"n_iter": 0}
             logger.info("structural master not certified: %s", exc)
-        return project_psd(M.value), multipliers(), delta, info
+        return project_psd(M.value), multipliers(), delta, info, m
 
     def update(self, M, state, data):
         t0 = time.perf_counter()
         cuts = state.cuts + (state.cut,)
-        Mv, lam, delta, info = self._master(data, cuts)
+        Mv, lam, delta, info, master = self._master(data, cuts, state.master)
         dist = data.distances(Mv)
         cut = data.oracle(Mv, dist=dist)
         f = data.regularizer_value(Mv) + data.C * cut.violation
@@ -803,7 +802,7 @@ class StructuralCuttingPlane(IterativeSolver):
             epsilon=self._epsilon(data, upper), xi=xi, cut=cut, cuts=cuts,
             lower=lower, upper=upper, best_M=best_M, lam=lam,
             master_iter=state.master_iter + int(info.get("n_iter", 0)),
-            history=history)
+            history=history, master=master)
         return Mv, new
 
     def finalize(self, M, state, data):

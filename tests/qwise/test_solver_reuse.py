@@ -90,10 +90,16 @@ def test_one_dual_solver_interleaves_two_problems(two_problems):
         np.testing.assert_array_equal(got[2]["alpha"], want[2]["alpha"])
 
 
-def test_one_cutting_plane_solver_runs_two_problems(two_problems):
+@pytest.fixture(scope="module")
+def two_structural(two_problems):
     a, b = two_problems
-    sa = StructuralData.from_quadruplets(a.quadruplets)
-    sb = StructuralData.from_quadruplets(b.quadruplets, regularizer="frobenius", C=2.0)
+    return (StructuralData.from_quadruplets(a.quadruplets),
+            StructuralData.from_quadruplets(b.quadruplets, regularizer="frobenius",
+                                            C=2.0))
+
+
+def test_one_cutting_plane_solver_runs_two_problems(two_structural):
+    sa, sb = two_structural
     solver = StructuralCuttingPlane()
     first_a, then_b = solver.run(sa), solver.run(sb)
     for got, data in ((first_a, sa), (then_b, sb)):
@@ -102,3 +108,15 @@ def test_one_cutting_plane_solver_runs_two_problems(two_problems):
         assert got.objective == fresh.objective
         assert got.n_iter == fresh.n_iter
         assert got.info["n_cuts"] == fresh.info["n_cuts"]
+
+
+def test_one_cutting_plane_solver_interleaves_two_problems(two_structural):
+    # each run keeps its own master problem (its cuts, its room) in its state
+    sa, sb = two_structural
+    mixed = _iterations(StructuralCuttingPlane(), [(sa, 2), (sb, 3), (sa, 3), (sb, 2)])
+    alone_a = _iterations(StructuralCuttingPlane(), [(sa, 5)])
+    alone_b = _iterations(StructuralCuttingPlane(), [(sb, 5)])
+    for got, want in ((mixed[id(sa)], alone_a[id(sa)]), (mixed[id(sb)], alone_b[id(sb)])):
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1].objective == want[1].objective
+        assert got[2]["n_cuts"] == want[2]["n_cuts"] == 5
