@@ -20,7 +20,6 @@ Constrained clustering (Sec. 4.2)
 Every random choice goes through ``random_state``.
 """
 
-from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
@@ -29,6 +28,7 @@ from sklearn.utils import check_random_state
 from ..._validation import check_finite, check_scalar
 from ...ldml._bags import LabelledBags
 from ...ldml._naming import label_instances
+from .. import _check_count as _check_int
 
 __all__ = ["RECALL_LEVELS", "split_bags", "restrict_bags", "verification_pairs", "average_precision_10",
            "pair_scores", "verification_ap", "VerificationScore",
@@ -40,14 +40,6 @@ RECALL_LEVELS = np.arange(1, 11) / 10.0
 # Above this many candidate pairs of one kind, pairs are drawn by rejection
 # instead of from the enumerated list.
 _ENUMERATE_MAX = 2_000_000
-
-
-def _check_int(x, name, low):
-    if isinstance(x, bool) or not isinstance(x, Integral):
-        raise TypeError(f"{name}: expected an integer, got {type(x).__name__}.")
-    if x < low:
-        raise ValueError(f"{name}: must be >= {low}, got {x}.")
-    return int(x)
 
 
 def _check_labels_1d(y, name, n=None):
@@ -619,11 +611,12 @@ class _NamingRuns:
             # every class in its first sweep and names by ties)
             above = [c for c in self.labels if c > b] if warm else []
             init = self.labels[min(above)] if above else None
-            lab = label_instances(self.Z, self.bags, self.caps, b, n_sweeps=self.n_sweeps,
-                                  name_all=False, init=init)
+            lab = label_instances(self.Z, self.bags, self.caps, b,
+                                  n_sweeps=self.n_sweeps, name_all=False, init=init)
             named = lab >= 0
             k = int(named.sum())
-            prec = float(np.mean(lab[named] == self.y_true[named])) if k else float("nan")
+            prec = (float(np.mean(lab[named] == self.y_true[named])) if k
+                    else float("nan"))
             self.cache[b] = (k, prec)
             self.labels[b] = lab
         return self.cache[b][0]

@@ -32,6 +32,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
 from ...omdml._problem import check_views
+from .. import _check_count as _check_int, _moment_invariants
 
 __all__ = ["DIGITS_VIEW_NAMES", "digits_views", "synthetic_views", "scale_views",
            "retrieval_split"]
@@ -48,18 +49,6 @@ _CELL = 4  # HOG cell side in pixels: 2 x 2 cells on an 8 x 8 image
 # ---------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------
-
-
-def _check_int(value, name, low, high=None):
-    # bool is an int subclass: refuse it rather than read True as 1
-    if (isinstance(value, (bool, np.bool_))
-            or not isinstance(value, (numbers.Integral, np.integer))):
-        raise TypeError(f"{name}: expected an integer, got {type(value).__name__}.")
-    value = int(value)
-    if value < low or (high is not None and value > high):
-        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name}: must be {bound}, got {value}.")
-    return value
 
 
 def _check_labels(y, name="y"):
@@ -228,37 +217,7 @@ def _moments(images):
     the seven Hu invariants, the latter brought to the scale of ``eta`` by a
     signed root of their degree (Hu 2-4 are quadratic in ``eta``, 5 and 7
     quartic, 6 cubic) so that min-max scaling does not crush them."""
-    n, h, w = images.shape
-    rows = np.arange(h, dtype=float)[None, :, None]
-    cols = np.arange(w, dtype=float)[None, None, :]
-    m00 = images.sum(axis=(1, 2))
-    m00 = np.where(m00 > 0, m00, 1.0)  # a blank image has all moments 0
-    yc = (images * rows).sum(axis=(1, 2)) / m00
-    xc = (images * cols).sum(axis=(1, 2)) / m00
-    dy = rows - yc[:, None, None]
-    dx = cols - xc[:, None, None]
-
-    def eta(p, q):
-        mu = (images * dx ** p * dy ** q).sum(axis=(1, 2))
-        return mu / m00 ** (1.0 + (p + q) / 2.0)
-
-    n20, n02, n11 = eta(2, 0), eta(0, 2), eta(1, 1)
-    n30, n03, n21, n12 = eta(3, 0), eta(0, 3), eta(2, 1), eta(1, 2)
-    a, b = n30 + n12, n21 + n03
-    hu = np.stack([
-        n20 + n02,
-        (n20 - n02) ** 2 + 4 * n11 ** 2,
-        (n30 - 3 * n12) ** 2 + (3 * n21 - n03) ** 2,
-        a ** 2 + b ** 2,
-        (n30 - 3 * n12) * a * (a ** 2 - 3 * b ** 2)
-        + (3 * n21 - n03) * b * (3 * a ** 2 - b ** 2),
-        (n20 - n02) * (a ** 2 - b ** 2) + 4 * n11 * a * b,
-        (3 * n21 - n03) * a * (a ** 2 - 3 * b ** 2)
-        - (n30 - 3 * n12) * b * (3 * a ** 2 - b ** 2),
-    ], axis=1)
-    degree = np.array([1.0, 2.0, 2.0, 2.0, 4.0, 3.0, 4.0])
-    hu = np.sign(hu) * np.abs(hu) ** (1.0 / degree)
-    etas = np.stack([n20, n11, n02, n30, n21, n12, n03], axis=1)
+    etas, hu = _moment_invariants(images)
     return np.concatenate([etas, hu], axis=1)
 
 

@@ -38,6 +38,7 @@ from sklearn.utils import check_random_state
 from ..._validation import check_finite, check_option, check_scalar
 from ...metrics import cmc_curve
 from ...rankdml._pairs import critical_triplets
+from .. import _moment_invariants
 
 __all__ = [
     "TRANSFORMS",
@@ -84,9 +85,6 @@ TRANSFORM_RANGES = {
 #: Feature blocks, in the order of the feature vector.
 BLOCK_NAMES = ("histogram", "correlogram", "hu_grey", "hu_gradient", "edge_direction")
 
-# Hu invariant h_k is a polynomial of degree _HU_DEGREE[k] in the normalised
-# central moments; the signed root brings each to the units of one moment
-_HU_DEGREE = np.array([1, 2, 2, 2, 4, 3, 4], dtype=float)
 
 # gallery features whose spread is below this are not rescaled (constant)
 _CONSTANT_STD = 1e-12
@@ -354,37 +352,11 @@ def hu_moments(images):
     img = check_finite(images, "images", ndim=3)
     if img.min() < 0:
         raise ValueError("images: moments need non-negative intensities.")
-    n, H, W = img.shape
+    n = img.shape[0]
     peak = img.reshape(n, -1).max(axis=1)
     ok = peak > 0
-    img = img[ok] / peak[ok, None, None]
-    y = np.arange(H, dtype=float)[None, :, None]
-    x = np.arange(W, dtype=float)[None, None, :]
-    m00 = img.sum(axis=(1, 2))
-    cy = (img * y).sum(axis=(1, 2)) / m00
-    cx = (img * x).sum(axis=(1, 2)) / m00
-    dy = y - cy[:, None, None]
-    dx = x - cx[:, None, None]
-
-    def eta(p, q):
-        mu = (img * dx ** p * dy ** q).sum(axis=(1, 2))
-        return mu / m00 ** (1.0 + (p + q) / 2.0)
-
-    n20, n02, n11 = eta(2, 0), eta(0, 2), eta(1, 1)
-    n30, n03, n21, n12 = eta(3, 0), eta(0, 3), eta(2, 1), eta(1, 2)
-    a, b = n30 + n12, n21 + n03
-    c, e = n30 - 3 * n12, 3 * n21 - n03
-    h = np.stack([
-        n20 + n02,
-        (n20 - n02) ** 2 + 4 * n11 ** 2,
-        c ** 2 + e ** 2,
-        a ** 2 + b ** 2,
-        c * a * (a ** 2 - 3 * b ** 2) + e * b * (3 * a ** 2 - b ** 2),
-        (n20 - n02) * (a ** 2 - b ** 2) + 4 * n11 * a * b,
-        e * a * (a ** 2 - 3 * b ** 2) - c * b * (3 * a ** 2 - b ** 2),
-    ], axis=1)
     out = np.zeros((n, 7))
-    out[ok] = np.sign(h) * np.abs(h) ** (1.0 / _HU_DEGREE)
+    out[ok] = _moment_invariants(img[ok] / peak[ok, None, None])[1]
     return out
 
 
@@ -1041,8 +1013,8 @@ def run_protocol(data, methods, *, n_folds=5, n_train=None, n_top=10, n_random=1
         sizes["n_triplets"][f], sizes["n_pairs"][f] = len(triplets), len(pairs)
         Xtest = data.X[data.query_rows(test)]
         for name in names:
-            D, elapsed, est = _run_method(methods[name], data, test, Xtest, Xf, triplets,
-                                          pairs, y)
+            D, elapsed, est = _run_method(methods[name], data, test, Xtest, Xf,
+                                          triplets, pairs, y)
             if keep_estimators and est is not None:
                 estimators[name].append(est)
             cmc[name][f] = cmc_curve(D, data.source[test], max_rank=max_rank)
