@@ -4,7 +4,7 @@ time budgets that hold, for every hand-written solver of every family."""
 import math
 import time
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -273,3 +273,146 @@ class TestBlasPolicy:
 
         busy = _sample_busy_cores()
         assert busy is None or 0.0 <= busy
+
+
+# -- stateless solvers: one object, any number of solves ------------------------
+
+
+def _mmc_data(seed, diagonal):
+    from cvxmetric.mmc import MMCData
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 4)) @ rng.normal(size=(4, 4))
+    y = rng.integers(0, 3, 40)
+    P = rng.integers(0, 40, size=(90, 2))
+    P = P[P[:, 0] != P[:, 1]]
+    return MMCData.create(X, P, np.where(y[P[:, 0]] == y[P[:, 1]], 1, -1),
+                          diagonal=diagonal)
+
+
+def _iris(seed, n=45):
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    idx = np.random.default_rng(seed).choice(len(y), n, replace=False)
+    return StandardScaler().fit_transform(X[idx]), y[idx]
+
+
+def _rank_data(seed, regularizer, lam):
+    from cvxmetric.constraints import Triplets, triplets_from_labels
+    from cvxmetric.rankdml import RankData
+
+    X, y = _iris(seed)
+    T = triplets_from_labels(y, 150, random_state=seed)
+    return RankData.from_triplets(Triplets.create(X, T), lam=lam, regularizer=regularizer)
+
+
+def _slr_data(seed):
+    from cvxmetric.slr import SLRData
+
+    X, y = _iris(seed, 30)
+    return SLRData.from_labels(X, y)
+
+
+def _ldml_data(seed, lam, regularizer="trace"):
+    from cvxmetric.ldml import AllPairs
+
+    X, y = _iris(seed, 24)
+    return AllPairs(X, y, lam=lam, regularizer=regularizer).pair_data()
+
+
+def _ldml_loss(seed, rank):
+    from cvxmetric.ldml import AllPairs
+
+    X, y = _iris(seed, 24)
+    L0 = 0.3 * np.random.default_rng(seed).standard_normal((rank, X.shape[1]))
+    return AllPairs(X, y, lam=0.1), (L0, 0.5)
+
+
+def _bags(seed, rank):
+    from cvxmetric.ldml._mildml import BagPairs
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((30, 5))
+    bags, i = [], 0
+    while i < 30:
+        k = int(rng.integers(1, 4))
+        bags.append(np.arange(i, min(30, i + k)))
+        i += k
+    caps = [rng.choice(4, size=int(rng.integers(0, 3)), replace=False) for _ in bags]
+    return BagPairs(X, bags, caps, lam=0.1), (0.3 * rng.standard_normal((rank, 5)), 0.5)
+
+
+def _two_instances(name):
+    """``(make solver, (data A, init A), (data B, init B))``: two different
+    instances (a different kind where the solver takes several)."""
+    from cvxmetric.ldml import LowRankLDML, ProjectedGradient
+    from cvxmetric.ldml._mildml import MildMLSolver
+    from cvxmetric.mmc.fast import MMCNewton, MMCProjectedGradient
+    from cvxmetric.rankdml.fast import FrobeniusPDHG, RankDualSolver
+    from cvxmetric.slr.fast import AdaptiveRegression, SemismoothNewton
+
+    cases = {
+        "mmc-fast": (MMCProjectedGradient, lambda: (_mmc_data(0, False), None),
+                     lambda: (_mmc_data(1, True), None)),
+        "mmc-fast-jacobi": (lambda: MMCProjectedGradient(precondition=False, maxiter=200),
+                            lambda: (_mmc_data(0, False), None),
+                            lambda: (_mmc_data(2, False), None)),
+        "mmc-newton": (MMCNewton, lambda: (_mmc_data(0, True), None),
+                       lambda: (_mmc_data(1, True), None)),
+        # Burg at a small lam runs its continuation in lam
+        "rankdml-dual": (RankDualSolver, lambda: (_rank_data(0, "burg", 1e-4), None),
+                         lambda: (_rank_data(1, "logdet", 1.0), None)),
+        "rankdml-pdhg": (FrobeniusPDHG, lambda: (_rank_data(0, "frobenius", 1.0), None),
+                         lambda: (_rank_data(1, "frobenius", 0.1), None)),
+        "slr-newton": (SemismoothNewton, lambda: (_slr_data(0), None),
+                       lambda: (_slr_data(1), None)),
+        "slr-newton-cg": (lambda: SemismoothNewton(hessian="cg"),
+                          lambda: (_slr_data(0), None), lambda: (_slr_data(1), None)),
+        "slr-adaptive": (lambda: AdaptiveRegression(maxiter=6),
+                         lambda: (_slr_data(0), None), lambda: (_slr_data(1), None)),
+        "ldml-pg": (ProjectedGradient, lambda: (_ldml_data(0, 0.1), None),
+                    lambda: (_ldml_data(1, 0.05, "frobenius"), None)),
+        "ldml-lowrank": (lambda: LowRankLDML(rank=2), lambda: _ldml_loss(0, 2),
+                         lambda: _ldml_loss(1, 2)),
+        "mildml": (lambda: MildMLSolver(rank=2, maxiter=30), lambda: _bags(0, 2),
+                   lambda: _bags(1, 2)),
+    }
+    return cases[name]
+
+
+def _same(a, b):
+    assert (a.objective, a.n_iter, a.status, a.raw_status) == \
+        (b.objective, b.n_iter, b.status, b.raw_status)
+    np.testing.assert_array_equal(a.M, b.M)
+
+
+@pytest.mark.parametrize("name", [
+    "mmc-fast", "mmc-fast-jacobi", "mmc-newton", "rankdml-dual", "rankdml-pdhg",
+    "slr-newton", "slr-newton-cg", "slr-adaptive", "ldml-pg", "ldml-lowrank", "mildml"])
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_one_solver_object_runs_two_solves_as_two_fresh_ones(name):
+    make, first, second = _two_instances(name)
+    shared = make()
+    settings = dict(vars(shared))
+    a1 = shared.run(*first())
+    b = shared.run(*second())
+    a2 = shared.run(*first())  # nothing of the second solve stays behind
+    # a run keeps nothing on the solver: its settings are all it holds
+    assert vars(shared) == settings
+    _same(a1, make().run(*first()))
+    _same(b, make().run(*second()))
+    _same(a2, a1)
+
+
+def test_the_deadline_belongs_to_the_run():
+    from cvxmetric.mmc.fast import MMCProjectedGradient
+
+    solver = MMCProjectedGradient(max_time=0.0, tol=1e-15)
+    res = solver.run(_mmc_data(0, False), warn=False)
+    assert res.status == Status.TIME_LIMIT
+    # outside a run the solver holds no deadline (none expired, none set)
+    assert solver.deadline.max_time is None and not solver.deadline.expired()
+    res = replace(solver, max_time=None).run(_mmc_data(0, False))
+    assert res.status == Status.OPTIMAL

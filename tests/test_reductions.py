@@ -1,0 +1,195 @@
+"""Reductions (cvxmetric._reductions): apply/invert round trips, the order
+in which IterativeSolver.run composes them, and their stages in the trace."""
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+from cvxmetric._reductions import Reduction, apply_reductions, invert_reductions
+from cvxmetric._solver import IterativeSolver
+from cvxmetric._trace import recording
+from cvxmetric.mmc import MMCData
+from cvxmetric.mmc.fast import (
+    JACOBI,
+    JACOBI_DIAGONAL,
+    RELEVANT_COORDINATES,
+    WHITEN,
+    MMCNewton,
+    MMCProjectedGradient,
+)
+from cvxmetric.result import Certificate, SolverResult
+
+
+def _mmc(diagonal, seed=0):
+    rng = np.random.default_rng(seed)
+    # correlated features in mixed units: the changes of variables matter
+    X = rng.normal(size=(40, 4)) @ rng.normal(size=(4, 4)) * [1.0, 10.0, 0.1, 3.0]
+    y = rng.integers(0, 3, 40)
+    P = rng.integers(0, 40, size=(90, 2))
+    P = P[P[:, 0] != P[:, 1]]
+    labels = np.where(y[P[:, 0]] == y[P[:, 1]], 1, -1)
+    return MMCData.create(X, P, labels, diagonal=diagonal)
+
+
+def _as_result(data, x):
+    """A warm start holding the user's point ``x``."""
+    info = {"w": x} if data.diagonal else {}
+    return SolverResult(M=data.as_matrix(x), status="optimal", objective=0.0,
+                        n_iter=0, certificate=None, method="test", info=info)
+
+
+# -- apply / invert round trips ---------------------------------------------
+
+
+@pytest.mark.parametrize("reduction, diagonal", [
+    (WHITEN, False), (JACOBI, False), (JACOBI_DIAGONAL, True),
+    (RELEVANT_COORDINATES, True)])
+def test_a_point_goes_back_and_comes_again(reduction, diagonal):
+    data = _mmc(diagonal)
+    reduced, start, inverse = reduction.apply(data, None)
+    assert start is None  # no warm start: the solver's own
+    rng = np.random.default_rng(1)
+    if reduction is RELEVANT_COORDINATES:
+        x = rng.uniform(0.1, 1.0, size=len(reduced.K))
+    else:
+        # a feasible point of the reduced problem: a convex combination of
+        # its start and a projected random point
+        y = rng.normal(size=np.shape(reduced.start()))
+        if not diagonal:
+            y = y @ y.T
+        x = 0.5 * reduced.start() + 0.5 * reduced.project(y)
+    user = reduction.invert(x, inverse)
+    assert np.shape(user) == ((data.n_features,) if diagonal
+                              else (data.n_features, data.n_features))
+    # the user's point, brought back as a warm start, is the reduced point
+    _, again, _ = reduction.apply(data, _as_result(data, user))
+    np.testing.assert_allclose(again, x, rtol=1e-9, atol=1e-12 * np.max(np.abs(x)))
+
+
+@pytest.mark.parametrize("reduction, diagonal", [
+    (WHITEN, False), (JACOBI, False), (JACOBI_DIAGONAL, True)])
+def test_the_distances_do_not_depend_on_the_coordinates(reduction, diagonal):
+    # the dual bound is evaluated on the dissimilar distances: the reduced
+    # problem's must be the user's at the inverted point
+    data = _mmc(diagonal)
+    sp, _, inverse = reduction.apply(data, None)
+    x = sp.start()
+    user = reduction.invert(x, inverse)
+    np.testing.assert_allclose(sp.dist(x), data.sqdist_D(user), rtol=1e-9)
+
+
+def test_a_reduction_refuses_data_it_does_not_accept():
+    with pytest.raises(ValueError, match="^data: .*'whiten'"):
+        apply_reductions([WHITEN], _mmc(True), None)
+    with pytest.raises(ValueError, match="^data: .*'relevant-coordinates'"):
+        apply_reductions([RELEVANT_COORDINATES], _mmc(False), None)
+
+
+def test_the_base_reduction_is_the_identity():
+    r = Reduction()
+    data, init, inverse = r.apply("data", "init")
+    assert (data, init) == ("data", "init") and r.invert("x", inverse) == "x"
+    assert r.accepts(object())
+
+
+# -- composition around a solver ------------------------------------------------
+
+
+class Shift(Reduction):
+    name = "shift"
+
+    def __init__(self, by):
+        self.by = by
+
+    def apply(self, c, init):
+        return c + self.by, (None if init is None else init + self.by), self.by
+
+    def invert(self, x, by):
+        return x - by
+
+
+class Scale(Reduction):
+    name = "scale"
+
+    def __init__(self, by):
+        self.by = by
+
+    def apply(self, c, init):
+        return c * self.by, (None if init is None else init * self.by), self.by
+
+    def invert(self, x, by):
+        return x / by
+
+
+class _ToyState(NamedTuple):
+    iter_num: int
+    error: float
+
+
+@dataclass
+class _Toy(IterativeSolver):
+    """Minimise ||x - c||^2 by halving steps (c: the data); certifies the
+    distance to the data it is given (the user's)."""
+
+    maxiter: int = 200
+    tol: float = 1e-12
+    name = "toy"
+
+    def reductions(self, data):
+        # not commuting: only the reverse order inverts them
+        return [Shift(1.0), Scale(4.0)]
+
+    def init_state(self, c, init=None):
+        x = np.zeros_like(c) if init is None else init
+        return x, _ToyState(0, float(np.max(np.abs(x - c))))
+
+    def update(self, x, state, c):
+        x = x + 0.5 * (c - x)
+        return x, _ToyState(state.iter_num + 1, float(np.max(np.abs(x - c))))
+
+    def finalize(self, x, state, c):
+        err = float(np.max(np.abs(x - c)))
+        cert = Certificate.from_bound(err, 0.0, max_violation=0.0, min_eig=0.0,
+                                      solver=self.name)
+        return x, cert, {}
+
+
+def test_run_applies_in_order_and_inverts_in_reverse():
+    c = np.array([1.0, -2.0, 3.0])
+    with recording() as outer:
+        res = _Toy().run(c)
+    # the reduced problem is 4 (c + 1); its solution maps back to c
+    np.testing.assert_allclose(res.M, c, atol=1e-10)
+    assert res.status == "optimal"
+    assert [(s.name, s.kind) for s in res.trace] == [
+        ("shift", "reduction"), ("scale", "reduction"), ("toy", "iterative")]
+    assert res.trace[1].why == "after shift" and res.trace[2].why == "after scale"
+    assert [s.name for s in outer] == ["shift", "scale", "toy"]
+    # a warm start goes through the reductions too: at the answer already
+    warm = _Toy().run(c, init=c)
+    assert warm.n_iter == 0 and np.allclose(warm.M, c)
+
+
+def test_invert_reductions_is_the_reverse_composition():
+    applied = [(Shift(1.0), 1.0), (Scale(4.0), 4.0)]
+    assert invert_reductions(applied, 4.0 * (2.0 + 1.0)) == 2.0
+    assert invert_reductions([], "x") == "x"
+
+
+# -- the trace names the stages of MMC's fast solvers ---------------------------
+
+
+@pytest.mark.parametrize("solver, diagonal, stage", [
+    (MMCProjectedGradient(), False, "whiten"),
+    (MMCProjectedGradient(precondition=False, maxiter=50), False, "jacobi"),
+    (MMCProjectedGradient(), True, "jacobi-diagonal"),
+    (MMCNewton(), True, "relevant-coordinates")])
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_trace_names_the_change_of_variables(solver, diagonal, stage):
+    res = solver.run(_mmc(diagonal))
+    assert [(s.name, s.kind) for s in res.trace] == [
+        (stage, "reduction"), (solver.name, "iterative")]
+    assert res.trace[0].status == "applied" and res.trace[0].seconds >= 0
+    assert res.trace[1].iterations == res.n_iter
