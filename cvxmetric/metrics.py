@@ -137,6 +137,17 @@ def rank_k_accuracy(distances, relevant, k=1):
     return float(cmc_curve(distances, relevant, max_rank=k)[-1])
 
 
+def _ranked_hits(key, mask, k=None):
+    """The relevance ``mask`` of each row's items in ascending ``key`` order,
+    a relevant item after the irrelevant ones it ties with (the pessimistic
+    rank); the first ``k`` columns only when given."""
+    # sort by key, then relevant last among ties (argsort is stable)
+    perm = np.argsort(mask, axis=1, kind="stable")
+    k2 = np.take_along_axis(key, perm, axis=1)
+    perm = np.take_along_axis(perm, np.argsort(k2, axis=1, kind="stable"), axis=1)
+    return np.take_along_axis(mask, perm if k is None else perm[:, :k], axis=1)
+
+
 def average_precision(scores, relevant, *, higher_is_better=True):
     """Average precision of each query.
 
@@ -159,13 +170,7 @@ def average_precision(scores, relevant, *, higher_is_better=True):
     n_q, n_items = S.shape
     out = np.full(n_q, np.nan)
     for start in range(0, n_q, 256):  # chunks bound the (chunk, n_items) sorts
-        k = key[start:start + 256]
-        m = mask[start:start + 256]
-        # sort by key, then relevant last among ties (argsort is stable)
-        perm = np.argsort(m, axis=1, kind="stable")
-        k2 = np.take_along_axis(k, perm, axis=1)
-        perm = np.take_along_axis(perm, np.argsort(k2, axis=1, kind="stable"), axis=1)
-        hits = np.take_along_axis(m, perm, axis=1)  # (chunk, n_items)
+        hits = _ranked_hits(key[start:start + 256], mask[start:start + 256])
         cum = np.cumsum(hits, axis=1)
         prec = cum / np.arange(1, n_items + 1)
         n_rel = hits.sum(axis=1)

@@ -51,7 +51,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ..._validation import check_finite, check_option
-from ...metrics import _check_matrix, _relevance_mask, average_precision
+from ...metrics import _check_matrix, _ranked_hits, _relevance_mask, average_precision
 from ...omdml._problem import check_views
 from .views import _check_labels
 
@@ -155,13 +155,7 @@ def top_k_precision(distances, relevant, ks=DEFAULT_KS):
     k_max = int(ks_arr.max())
     hits_at = np.zeros(k_max)
     for start in range(0, n_q, 256):  # chunks bound the (chunk, n_items) sorts
-        key = D[start:start + 256]
-        m = mask[start:start + 256]
-        # sort by distance, relevant last among ties (argsort is stable)
-        perm = np.argsort(m, axis=1, kind="stable")
-        k2 = np.take_along_axis(key, perm, axis=1)
-        perm = np.take_along_axis(perm, np.argsort(k2, axis=1, kind="stable"), axis=1)
-        hits = np.take_along_axis(m, perm[:, :k_max], axis=1)
+        hits = _ranked_hits(D[start:start + 256], mask[start:start + 256], k_max)
         hits_at += np.cumsum(hits, axis=1).sum(axis=0)
     return hits_at[ks_arr - 1] / (n_q * ks_arr)
 
