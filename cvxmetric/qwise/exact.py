@@ -72,6 +72,15 @@ def _regularizer_expr(data, M):
 # [/declare]
 
 
+def _check_parameter_names(params, values):
+    """Refuse, naming it, a key of ``values`` that is not one of ``params``
+    (a model's ``set_params``)."""
+    for key in values:
+        if key not in params:
+            raise ValueError(f"{key}: not a parameter of this model; have "
+                             f"{sorted(params)}.")
+
+
 class QwiseModel:
     """Eq. 8 / Eq. 11 declared as a CVXPY problem.
 
@@ -150,12 +159,7 @@ class QwiseModel:
         The canonical data is updated too, so certificates stay in the
         paper's units.
         """
-        for key, val in values.items():
-            if key not in self.params:
-                raise ValueError(
-                    f"{key}: not a parameter of this model; have "
-                    f"{sorted(self.params)}."
-                )
+        _check_parameter_names(self.params, values)
         d = self.data
         current = {k: p.value for k, p in self.params.items()}
         current.update(values)
@@ -528,10 +532,7 @@ class QwiseVectorModel:
 
     def set_params(self, **values):
         """Update ``C_q`` / ``C_p`` (validated; the data follows)."""
-        for key in values:
-            if key not in self.params:
-                raise ValueError(f"{key}: not a parameter of this model; have "
-                                 f"{sorted(self.params)}.")
+        _check_parameter_names(self.params, values)
         d = self.data
         new = {"C_q": d.C_q, "C_p": d.C_p}
         new.update({k: float(v) for k, v in values.items()})
@@ -551,16 +552,7 @@ class QwiseVectorModel:
         the smoothed problem's dual point is the slope at ``omega``."""
         if self.data.loss != "hinge":
             return None
-        parts = []
-        for key, C, n in (("quadruplets", self.data.C_q, self.data.n_quadruplets),
-                          ("pairs", self.data.C_p, self.data.n_pairs)):
-            if not n:
-                continue
-            lam = self.constraints[key].dual_value
-            if lam is None:
-                return None
-            parts.append(np.ravel(lam) / C if C > 0 else np.zeros(n))
-        return np.concatenate(parts)
+        return _hinge_beta(self.data, lambda key: self.constraints[key].dual_value)
 
     def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
         """Solve as declared; a certified :class:`SolverResult` whose ``M``
@@ -580,6 +572,23 @@ class QwiseVectorModel:
                              status=info["status"], n_iter=info["n_iter"],
                              method="exact", info={"attempts": info["attempts"]},
                              time=time.perf_counter() - t0)
+
+
+def _hinge_beta(data, dual):
+    """The multipliers of Eq. 14's hinges divided by their weights
+    (``beta_r`` = the dual of term ``r``'s constraint / ``C_r``), from
+    ``dual(key)`` of the constraints ``quadruplets`` and ``pairs`` (the
+    non-empty sets); None when one has no multipliers."""
+    parts = []
+    for key, C, n in (("quadruplets", data.C_q, data.n_quadruplets),
+                      ("pairs", data.C_p, data.n_pairs)):
+        if not n:
+            continue
+        lam = dual(key)
+        if lam is None:
+            return None
+        parts.append(np.ravel(lam) / C if C > 0 else np.zeros(n))
+    return np.concatenate(parts)
 
 
 def vector_result(data, omega, cert, *, status, n_iter, method, info, time=0.0,
@@ -717,20 +726,9 @@ class _QwiseVectorDeclared(_ModelDeclared):
         data, omega = self.data, self._omega(M)
         beta, missing = None, False
         if data.loss == "hinge":
-            # Eq. 14's bound needs the hinges' multipliers: beta_r is the
-            # dual of term r's constraint divided by its weight C_r
-            parts = []
-            for key, C, n in (("quadruplets", data.C_q, data.n_quadruplets),
-                              ("pairs", data.C_p, data.n_pairs)):
-                if not n:
-                    continue
-                lam = self._dual(key)
-                if lam is None:
-                    missing = True
-                    break
-                parts.append(np.ravel(lam) / C if C > 0 else np.zeros(n))
-            if not missing:
-                beta = np.concatenate(parts)
+            # Eq. 14's bound needs the hinges' multipliers
+            beta = _hinge_beta(data, self._dual)
+            missing = beta is None
         # the smoothed problem's dual point is the slope at omega (beta=None)
         cert = data.certificate(omega, beta, **self._certificate_args())
         if missing:
