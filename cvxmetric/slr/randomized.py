@@ -270,13 +270,6 @@ def _shifted_factors(P, Q, delta2, dtype):
     one pass less over each block (elementwise passes dominate at small
     ``k``).
 
-    Parameters
-    ----------
-    P : ndarray of shape (n_rows, k)
-    Q : ndarray of shape (n_cols, k)
-    delta2 : float
-    dtype : float32 or float64
-
     Returns
     -------
     Pa : ndarray of shape (n_rows, k + 1)
@@ -435,14 +428,11 @@ def _objective_factored(X, codes, L, R, delta1, delta2, *, block=DEFAULT_BLOCK,
     order = np.argsort(codes, kind="stable")
     Q = (X @ R)[order]
     if rows is None:
-        P = (X @ L)[order]
-        f, _, _, sums = _pair_residual(P, Q, codes[order], codes[order],
-                                       delta1, delta2, block=block, row_sums=True)
-        return f, sums
-    rows = np.asarray(rows)
-    r_order = np.argsort(codes[rows], kind="stable")
-    sel = rows[r_order]
-    P = X[sel] @ L
+        sel, P = order, (X @ L)[order]
+    else:
+        rows = np.asarray(rows)
+        sel = rows[np.argsort(codes[rows], kind="stable")]
+        P = X[sel] @ L
     f, _, _, sums = _pair_residual(P, Q, codes[sel], codes[order], delta1,
                                    delta2, block=block, row_sums=True)
     return f, sums
@@ -521,16 +511,8 @@ class _Run:
         ``time.perf_counter()`` when the call began: the budget and the
         total time count from it.
     dtype, block, objective_max_n, evaluate, max_time, random_state
-        As :func:`randomized_slr` (validated here).
-
-    Attributes
-    ----------
-    dtype : numpy.dtype
-    block : int
-    objective_max_n : int or None
-    evaluate : bool
-    deadline : Deadline
-    rng : numpy.random.RandomState
+        As :func:`randomized_slr`; validated, and kept as attributes (the
+        budget as ``deadline``, the random state as ``rng``).
     """
 
     def __init__(self, t_start, *, dtype, block, objective_max_n, evaluate,
@@ -594,14 +576,11 @@ class _Run:
         factors : tuple
             ``(L, R, c)``: the factors on ``X / c`` (:func:`_unit_rows`).
         n_iter : int
-            Completed iterations.
-        times : dict
-            Seconds of the phases; ``total`` is added.
-        info : dict
-            The algorithm's own entries; ``L``, ``R`` (in ``X``'s units),
-            ``dtype``, ``row_scale`` and ``stopping`` are added.
+        times, info : dict
+            The phases' seconds and the algorithm's own entries; ``total``,
+            and ``L``, ``R`` (in ``X``'s units), ``dtype``, ``row_scale``,
+            ``stopping`` are added.
         stages : list of Stage
-            The run's trace.
         """
         L, R, M = _factors_in_units(*factors)
         info.update(dtype=self.dtype.name, L=L, R=R, row_scale=factors[2],
