@@ -48,16 +48,13 @@ def _objective(data, M):
     return data.feasible_objective(M)
 
 
-def _exact(data):
+def _exact(data, solver=None, tol=1e-9):
+    """The certified exact path; with ``solver``, that solver alone at
+    ``tol`` (the collection's reference solve)."""
     from ._problem import solve_constraint_exact
 
-    return solve_constraint_exact(data)
-
-
-def _reference_solve(data, solver, tol):
-    from ._problem import solve_constraint_exact
-
-    return solve_constraint_exact(data, solvers=(solver,), tol=tol)
+    return solve_constraint_exact(data) if solver is None else solve_constraint_exact(
+        data, solvers=(solver,), tol=tol)
 
 
 def _sizes(arrays):
@@ -149,79 +146,71 @@ def _labelled_retrieval(X, y, n_queries, k, rng):
     return retrieval_pairs(X, queries, gallery, lambda q, items: y[items] == y[q], k)
 
 
+def _instance(name, source, random_state, description, arrays, **hyperparameters):
+    """One bundled instance, as :func:`bundled` lists it."""
+    return dict(name=name, source=source, random_state=random_state,
+                description=description, arrays=arrays, hyperparameters=hyperparameters)
+
+
+def _labelled_instances(load, n_components, k, random_state, named):
+    """Instances on one labelled data set: ``named`` lists ``(name, hard,
+    diagonal, lam, description)``, all on the same pairs (30 queries, top-``k``
+    Euclidean retrieval, same class = relevant); ``n_components``: PCA
+    first (and one global scale), or ``None``."""
+    from sklearn.decomposition import PCA
+
+    X, y = load(return_X_y=True)
+    X = standardize(X)
+    if n_components is not None:
+        X = PCA(n_components=n_components, random_state=0).fit_transform(X)
+        X = X / X.std()
+    p, lab = _labelled_retrieval(X, y, 30, k, np.random.RandomState(random_state))
+    source = load.__name__[len("load_"):]
+    return [_instance(name, source, random_state, description,
+                      {"X": X, "pairs": p, "labels": lab},
+                      hard=hard, diagonal=diagonal, lam=lam)
+            for name, hard, diagonal, lam, description in named]
+
+
 def bundled():
     """The bundled instances (a few hundred pairs each)."""
     from sklearn.datasets import load_iris, load_wine
-    from sklearn.decomposition import PCA
-
-    out = []
 
     X, p, lab = query_gallery(40, 30, 6, 8, random_state=0)
-    for hard, name, lam, what in ((True, "synthetic_eq1", 1.0, "Eq. 1 (hard)"),
-                                  (False, "synthetic_eq4", 1.0, "Eq. 4 / 6 (hinge)")):
-        out.append(dict(
-            name=name, source="synthetic", random_state=0,
-            description=f"{what}, full matrix: 30 queries with heterogeneous "
-                        f"scales against a 40-item gallery in 6 dims, top-8 "
-                        f"Euclidean retrieval, one relevant item per query, "
-                        f"lam={lam:g}.",
-            arrays={"X": X, "pairs": p, "labels": lab},
-            hyperparameters={"hard": hard, "diagonal": False, "lam": lam},
-        ))
-
-    X, y = load_iris(return_X_y=True)
-    X = standardize(X)
-    p, lab = _labelled_retrieval(X, y, 30, 6, np.random.RandomState(1))
-    out.append(dict(
-        name="iris_eq10", source="iris", random_state=1,
-        description="Eq. 10 (hard, diagonal): iris (standardised), 30 queries, "
-                    "top-6 Euclidean retrieval among the other 120 samples, "
-                    "same class = relevant, lam=1.",
-        arrays={"X": X, "pairs": p, "labels": lab},
-        hyperparameters={"hard": True, "diagonal": True, "lam": 1.0},
+    out = [_instance(name, "synthetic", 0,
+                     f"{what}, full matrix: 30 queries with heterogeneous "
+                     f"scales against a 40-item gallery in 6 dims, top-8 "
+                     f"Euclidean retrieval, one relevant item per query, "
+                     f"lam={lam:g}.",
+                     {"X": X, "pairs": p, "labels": lab},
+                     hard=hard, diagonal=False, lam=lam)
+           for hard, name, lam, what in ((True, "synthetic_eq1", 1.0, "Eq. 1 (hard)"),
+                                         (False, "synthetic_eq4", 1.0,
+                                          "Eq. 4 / 6 (hinge)"))]
+    out += _labelled_instances(load_iris, None, 6, 1, (
+        ("iris_eq10", True, True, 1.0,
+         "Eq. 10 (hard, diagonal): iris (standardised), 30 queries, "
+         "top-6 Euclidean retrieval among the other 120 samples, "
+         "same class = relevant, lam=1."),
+        ("iris_eq4", False, False, 0.2,
+         "Eq. 4 / 6 (hinge, full matrix) on the iris pairs of "
+         "iris_eq10, lam=0.2."),
     ))
-    out.append(dict(
-        name="iris_eq4", source="iris", random_state=1,
-        description="Eq. 4 / 6 (hinge, full matrix) on the iris pairs of "
-                    "iris_eq10, lam=0.2.",
-        arrays={"X": X, "pairs": p, "labels": lab},
-        hyperparameters={"hard": False, "diagonal": False, "lam": 0.2},
-    ))
-
-    X, y = load_wine(return_X_y=True)
-    X = PCA(n_components=8, random_state=0).fit_transform(standardize(X))
-    X = X / X.std()
-    p, lab = _labelled_retrieval(X, y, 30, 8, np.random.RandomState(2))
-    out.append(dict(
-        name="wine_eq1", source="wine", random_state=2,
-        description="Eq. 1 (hard, full matrix): wine (standardised, PCA to 8 "
-                    "dims, one global scale), 30 queries, top-8 Euclidean "
-                    "retrieval among the other 148 samples, same class = "
-                    "relevant, lam=1.",
-        arrays={"X": X, "pairs": p, "labels": lab},
-        hyperparameters={"hard": True, "diagonal": False, "lam": 1.0},
-    ))
-    out.append(dict(
-        name="wine_eq4_diagonal", source="wine", random_state=2,
-        description="Eq. 10 with Eq. 6's hinge (diagonal): the wine pairs of "
-                    "wine_eq1, lam=0.5.",
-        arrays={"X": X, "pairs": p, "labels": lab},
-        hyperparameters={"hard": False, "diagonal": True, "lam": 0.5},
+    out += _labelled_instances(load_wine, 8, 8, 2, (
+        ("wine_eq1", True, False, 1.0,
+         "Eq. 1 (hard, full matrix): wine (standardised, PCA to 8 "
+         "dims, one global scale), 30 queries, top-8 Euclidean "
+         "retrieval among the other 148 samples, same class = "
+         "relevant, lam=1."),
+        ("wine_eq4_diagonal", False, True, 0.5,
+         "Eq. 10 with Eq. 6's hinge (diagonal): the wine pairs of "
+         "wine_eq1, lam=0.5."),
     ))
     return out
 
 
 register_family(
-    FamilySpec(
-        name="constraintdml",
-        arrays=CONSTRAINTDML_ARRAYS,
-        hyperparameters=CONSTRAINTDML_HP,
-        to_data=_to_data,
-        objective=_objective,
-        exact=_exact,
-        reference_solve=_reference_solve,
-        sizes=_sizes,
-        generate=bundled,
-    ),
-    {"fast": _fast},
-)
+    FamilySpec(name="constraintdml", arrays=CONSTRAINTDML_ARRAYS,
+               hyperparameters=CONSTRAINTDML_HP, to_data=_to_data, objective=_objective,
+               exact=_exact, reference_solve=_exact, sizes=_sizes, generate=bundled),
+    {"fast": _fast})

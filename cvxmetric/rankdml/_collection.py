@@ -62,16 +62,13 @@ def _objective(data, M):
     return data.objective(M)
 
 
-def _exact(data):
+def _exact(data, solver=None, tol=1e-9):
+    """The certified exact path; with ``solver``, that solver alone at
+    ``tol`` (the collection's reference solve)."""
     from .exact import solve_exact
 
-    return solve_exact(data)
-
-
-def _reference_solve(data, solver, tol):
-    from .exact import solve_exact
-
-    return solve_exact(data, solvers=(solver,), tol=tol)
+    return solve_exact(data) if solver is None else solve_exact(
+        data, solvers=(solver,), tol=tol)
 
 
 def _sizes(arrays):
@@ -137,26 +134,36 @@ def _labelled_split(X, y, n_queries, n_relevant, rng):
     return queries, rel, gallery
 
 
-def bundled():
-    """The bundled instances (a few hundred triplets each)."""
-    from sklearn.datasets import load_digits, load_iris, load_wine
-    from sklearn.decomposition import PCA
+def _instance(name, source, random_state, description, arrays, **hyperparameters):
+    """One bundled instance, as :func:`bundled` lists it."""
+    return dict(name=name, source=source, random_state=random_state,
+                description=description, arrays=arrays, hyperparameters=hyperparameters)
 
+
+def _by_form(source, seed, arrays, common, regularizer, diagonal, variants):
+    """Instances on the same data (``lam = 1``), one per ``(name, form,
+    head)`` of ``variants``; each description is ``head + common``."""
+    return [_instance(name, source, seed, head + common, arrays, regularizer=regularizer,
+                      form=form, lam=1.0, diagonal=diagonal)
+            for name, form, head in variants]
+
+
+def _synthetic_instance(name, sizes, k, seed, description, **hyperparameters):
+    """Eq. 7 on :func:`synthetic_retrieval` data of ``sizes`` (gallery,
+    queries, dims), critical triplets of ``k`` top + ``k`` random items."""
     from ._pairs import critical_triplets
 
-    out = []
+    X, q, r, g = synthetic_retrieval(*sizes, random_state=seed)
+    t = critical_triplets(q, r, g, X, n_top=k, n_random=k, random_state=seed)
+    return _instance(name, "synthetic", seed, description, {"X": X, "triplets": t},
+                     regularizer="frobenius", **hyperparameters)
 
-    X, q, r, g = synthetic_retrieval(40, 30, 6, random_state=0)
-    t = critical_triplets(q, r, g, X, n_top=3, n_random=3, random_state=0)
-    out.append(dict(
-        name="synthetic_frobenius", source="synthetic", random_state=0,
-        description="Eq. 7 (Frobenius, full): 30 queries with heterogeneous "
-                    "scales against a 40-item gallery in 6 dims, one relevant item "
-                    "each, critical triplets (3 top-ranked + 3 random irrelevant "
-                    "under the Euclidean baseline), lam=1.",
-        arrays={"X": X, "triplets": t},
-        hyperparameters={"regularizer": "frobenius", "lam": 1.0, "diagonal": False},
-    ))
+
+def _iris_instances():
+    """Eq. 9 (Burg, both forms) and Eq. 11 on iris."""
+    from sklearn.datasets import load_iris
+
+    from ._pairs import critical_triplets
 
     X, y = load_iris(return_X_y=True)
     X = standardize(X)
@@ -169,33 +176,30 @@ def bundled():
     iris = ("iris (standardised), 30 queries, 2 same-class relevant items each, "
             "critical triplets (2 top + 2 random) under the baseline A0 = inverse "
             "gallery covariance, which is also the Burg prior; lam=1.")
-    out.append(dict(
-        name="iris_burg", source="iris", random_state=1,
-        description="Eq. 9 as printed (Burg, first term ||A A0hat^-1||_F^2, full, "
-                    "tr(A) = tr(A0)): " + iris,
-        arrays={"X": X, "triplets": t, "A0": A0},
-        hyperparameters={"regularizer": "burg", "form": "printed", "lam": 1.0,
-                         "diagonal": False},
-    ))
-    out.append(dict(
-        name="iris_burg_spectral", source="iris", random_state=1,
-        description="Eq. 9, Burg's spectral form (first term tr((A A0hat^-1)^2), "
-                    "full, tr(A) = tr(A0)), the same data as iris_burg: " + iris,
-        arrays={"X": X, "triplets": t, "A0": A0},
-        hyperparameters={"regularizer": "burg", "form": "spectral", "lam": 1.0,
-                         "diagonal": False},
-    ))
+    out = _by_form("iris", 1, {"X": X, "triplets": t, "A0": A0}, iris, "burg", False, (
+        ("iris_burg", "printed", "Eq. 9 as printed (Burg, first term "
+         "||A A0hat^-1||_F^2, full, tr(A) = tr(A0)): "),
+        ("iris_burg_spectral", "spectral", "Eq. 9, Burg's spectral form "
+         "(first term tr((A A0hat^-1)^2), full, tr(A) = tr(A0)), the same "
+         "data as iris_burg: ")))
     t = critical_triplets(q, r, g, X, n_top=3, n_random=3, random_state=5)
-    out.append(dict(
-        name="iris_laplacian", source="iris", random_state=5,
-        description="Eq. 11 as printed (diagonal, Laplacian, no trace constraint): "
-                    "iris (standardised), the queries and relevant items of "
-                    "iris_burg, critical triplets (3 top + 3 random) under the "
-                    "Euclidean baseline; lam=1.",
-        arrays={"X": X, "triplets": t},
-        hyperparameters={"regularizer": "laplacian", "form": "printed", "lam": 1.0,
-                         "diagonal": True},
-    ))
+    out.append(_instance(
+        "iris_laplacian", "iris", 5,
+        "Eq. 11 as printed (diagonal, Laplacian, no trace constraint): "
+        "iris (standardised), the queries and relevant items of "
+        "iris_burg, critical triplets (3 top + 3 random) under the "
+        "Euclidean baseline; lam=1.",
+        {"X": X, "triplets": t},
+        regularizer="laplacian", form="printed", lam=1.0, diagonal=True))
+    return out
+
+
+def _wine_instance():
+    """The LogDet variant of Eq. 9 on wine."""
+    from sklearn.datasets import load_wine
+    from sklearn.decomposition import PCA
+
+    from ._pairs import critical_triplets
 
     X, y = load_wine(return_X_y=True)
     X = PCA(n_components=6, random_state=0).fit_transform(standardize(X))
@@ -203,15 +207,21 @@ def bundled():
     rng = np.random.RandomState(2)
     q, r, g = _labelled_split(X, y, 30, 2, rng)
     t = critical_triplets(q, r, g, X, n_top=3, n_random=2, random_state=2)
-    out.append(dict(
-        name="wine_logdet", source="wine", random_state=2,
-        description="LogDet-regularised variant of Eq. 9 (full, A0 = I, "
-                    "tr(A) = 6): wine (standardised, PCA to 6 dims, one global "
-                    "scale), 30 queries, 2 same-class relevant items each, "
-                    "critical triplets (3 top + 2 random), lam=2.",
-        arrays={"X": X, "triplets": t},
-        hyperparameters={"regularizer": "logdet", "lam": 2.0, "diagonal": False},
-    ))
+    return _instance(
+        "wine_logdet", "wine", 2,
+        "LogDet-regularised variant of Eq. 9 (full, A0 = I, "
+        "tr(A) = 6): wine (standardised, PCA to 6 dims, one global "
+        "scale), 30 queries, 2 same-class relevant items each, "
+        "critical triplets (3 top + 2 random), lam=2.",
+        {"X": X, "triplets": t}, regularizer="logdet", lam=2.0, diagonal=False)
+
+
+def _digits_instances():
+    """Eq. 11, printed and trace-fixed, on digits."""
+    from sklearn.datasets import load_digits
+    from sklearn.decomposition import PCA
+
+    from ._pairs import critical_triplets
 
     X, y = load_digits(return_X_y=True)
     sub = np.sort(np.random.RandomState(3).choice(len(y), 400, replace=False))
@@ -224,47 +234,34 @@ def bundled():
     digits = ("400 digits (PCA to 12 dims, one global scale), 50 queries, one "
               "same-class relevant item each, critical triplets (5 top + 5 "
               "random), lam=1.")
-    out.append(dict(
-        name="digits_laplacian", source="digits", random_state=3,
-        description="Eq. 11 as printed (diagonal, Laplacian, no trace "
-                    "constraint): " + digits,
-        arrays={"X": X, "triplets": t},
-        hyperparameters={"regularizer": "laplacian", "form": "printed", "lam": 1.0,
-                         "diagonal": True},
-    ))
-    out.append(dict(
-        name="digits_laplacian_trace_fixed", source="digits", random_state=3,
-        description="Eq. 11 with sum(a) = d added (form='trace_fixed'; diagonal, "
-                    "Laplacian), the same data as digits_laplacian: " + digits,
-        arrays={"X": X, "triplets": t},
-        hyperparameters={"regularizer": "laplacian", "form": "trace_fixed",
-                         "lam": 1.0, "diagonal": True},
-    ))
+    return _by_form("digits", 3, {"X": X, "triplets": t}, digits, "laplacian", True, (
+        ("digits_laplacian", "printed", "Eq. 11 as printed (diagonal, "
+         "Laplacian, no trace constraint): "),
+        ("digits_laplacian_trace_fixed", "trace_fixed", "Eq. 11 with "
+         "sum(a) = d added (form='trace_fixed'; diagonal, Laplacian), the "
+         "same data as digits_laplacian: ")))
 
-    X, q, r, g = synthetic_retrieval(60, 40, 10, random_state=4)
-    t = critical_triplets(q, r, g, X, n_top=4, n_random=4, random_state=4)
-    out.append(dict(
-        name="synthetic_frobenius_diagonal", source="synthetic", random_state=4,
-        description="Eq. 7 with a diagonal metric (a >= 0, lam/2 ||a||^2): 40 "
-                    "queries with heterogeneous scales against a 60-item gallery "
-                    "in 10 dims, critical triplets (4 top + 4 random), lam=0.5.",
-        arrays={"X": X, "triplets": t},
-        hyperparameters={"regularizer": "frobenius", "lam": 0.5, "diagonal": True},
-    ))
-    return out
+
+def bundled():
+    """The bundled instances (a few hundred triplets each)."""
+    synthetic = _synthetic_instance(
+        "synthetic_frobenius", (40, 30, 6), 3, 0,
+        "Eq. 7 (Frobenius, full): 30 queries with heterogeneous "
+        "scales against a 40-item gallery in 6 dims, one relevant item "
+        "each, critical triplets (3 top-ranked + 3 random irrelevant "
+        "under the Euclidean baseline), lam=1.", lam=1.0, diagonal=False)
+    synthetic_diagonal = _synthetic_instance(
+        "synthetic_frobenius_diagonal", (60, 40, 10), 4, 4,
+        "Eq. 7 with a diagonal metric (a >= 0, lam/2 ||a||^2): 40 "
+        "queries with heterogeneous scales against a 60-item gallery "
+        "in 10 dims, critical triplets (4 top + 4 random), lam=0.5.",
+        lam=0.5, diagonal=True)
+    return [synthetic, *_iris_instances(), _wine_instance(), *_digits_instances(),
+            synthetic_diagonal]
 
 
 register_family(
-    FamilySpec(
-        name="rankdml",
-        arrays=RANKDML_ARRAYS,
-        hyperparameters=RANKDML_HP,
-        to_data=_to_data,
-        objective=_objective,
-        exact=_exact,
-        reference_solve=_reference_solve,
-        sizes=_sizes,
-        generate=bundled,
-    ),
-    {"fast": _fast},
-)
+    FamilySpec(name="rankdml", arrays=RANKDML_ARRAYS, hyperparameters=RANKDML_HP,
+               to_data=_to_data, objective=_objective, exact=_exact,
+               reference_solve=_exact, sizes=_sizes, generate=bundled),
+    {"fast": _fast})
