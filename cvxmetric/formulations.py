@@ -20,14 +20,23 @@ obey.  :func:`formulations` lists the entries::
     >>> from cvxmetric import formulations
     >>> [f.name for f in formulations()][:3]
     ['qwise', 'qwise_vector', 'qwise_structural']
+
+A formulation written outside the package (a script, a notebook, a new
+subpackage under way) joins the registry with :func:`register` (its dotted
+names may then be the objects themselves) and leaves it with
+:func:`unregister`, or for the length of a ``with`` block with
+:func:`registered`; ``docs/add_a_formulation.md`` walks through one.
 """
 
+import re
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import import_module
 from types import MappingProxyType
 
-__all__ = ["Formulation", "Method", "formulations", "formulation", "ROLES",
-           "CAPABILITIES"]
+__all__ = ["Formulation", "Method", "formulations", "formulation", "register",
+           "unregister", "registered", "ROLES", "CAPABILITIES"]
 
 #: What a method is to its formulation.
 ROLES = ("exact", "fast", "paper", "paper-optimal")
@@ -100,13 +109,15 @@ class Formulation:
     estimators : tuple of str
         Names in :mod:`cvxmetric`: the tuple / pair / bag learner first,
         then the supervised one.
-    data : str
-        ``"module:Class"`` of its canonical data.
-    exact : str or None
-        ``"module:function"`` of its certified exact path.
-    declared : str or None
+    data : str or class
+        ``"module:Class"`` of its canonical data (or, for a formulation
+        added with :func:`register`, the class itself).
+    exact : str, callable or None
+        ``"module:function"`` of its certified exact path (or the function).
+    declared : str, callable or None
         ``"module:function"`` returning its
-        :class:`~cvxmetric.model.DeclaredProblem` (the problem as printed).
+        :class:`~cvxmetric.model.DeclaredProblem` (the problem as printed),
+        or the function.
     methods : tuple of Method
         Each method's reference listed before it.
     options_estimator : str or None
@@ -161,13 +172,20 @@ class Formulation:
                              f"one of {list(self._by_name)}.") from None
 
     def load(self, what):
-        """Import and return ``data``, ``exact`` or ``declared``."""
+        """Import and return ``data``, ``exact`` or ``declared``.
+
+        A ``"module:attr"`` string is imported; an object (a class or a
+        function given directly, as a formulation defined in a script does)
+        is returned as it is.
+        """
         if what not in ("data", "exact", "declared"):
             raise ValueError(f"what: expected 'data', 'exact' or 'declared', got "
                              f"{what!r}.")
         target = getattr(self, what)
         if target is None:
             raise ValueError(f"{what}: {self.name!r} has none.")
+        if not isinstance(target, str):
+            return target
         module, _, attr = target.partition(":")
         return getattr(import_module(module), attr)
 
@@ -373,14 +391,22 @@ _REGISTRY = (
 _BY_NAME = MappingProxyType({f.name: f for f in _REGISTRY})
 
 
+#: Formulations added by :func:`register`, in registration order.
+_ADDED = {}
+
+#: A formulation's name: also a folder of ``problems/`` and ``reference/``.
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
 def formulations():
-    """Every registered formulation, in the catalogue's order.
+    """Every registered formulation: the catalogue's, in its order, then
+    those added by :func:`register`, in the order they were added.
 
     Returns
     -------
     tuple of Formulation
     """
-    return _REGISTRY
+    return _REGISTRY + tuple(_ADDED.values())
 
 
 def formulation(name):
@@ -394,5 +420,109 @@ def formulation(name):
     try:
         return _BY_NAME[name]
     except (KeyError, TypeError):
+        pass
+    try:
+        return _ADDED[name]
+    except (KeyError, TypeError):
         raise ValueError(f"name: unknown formulation {name!r}; expected one of "
-                         f"{list(_BY_NAME)}.") from None
+                         f"{[f.name for f in formulations()]}.") from None
+
+
+def register(formulation):
+    """Add a formulation to the registry (one defined outside the catalogue).
+
+    Every layer that reads the registry by name then finds it:
+    :func:`formulation`, :func:`formulations` (after the catalogue's), and
+    through them its ``data``, ``exact`` and ``declared`` entries, which may
+    be the objects themselves (:meth:`Formulation.load`).
+
+    Parameters
+    ----------
+    formulation : Formulation
+        Its ``name`` (lowercase letters, digits and ``_``, starting with a
+        letter: it also names its folder of the problem collection) must
+        not be taken.
+
+    Returns
+    -------
+    Formulation
+        ``formulation`` itself.
+
+    Raises
+    ------
+    TypeError
+        Naming ``formulation`` when it is not a :class:`Formulation`.
+    ValueError
+        Naming ``formulation`` when its name is not valid or is taken (by
+        the catalogue or by an earlier :func:`register`: :func:`unregister`
+        it first).
+    """
+    if not isinstance(formulation, Formulation):
+        raise TypeError(f"formulation: expected a Formulation, got "
+                         f"{type(formulation).__name__}.")
+    name = formulation.name
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ValueError(f"formulation: invalid name {name!r}; expected lowercase "
+                         f"letters, digits and '_', starting with a letter.")
+    if name in _BY_NAME or name in _ADDED:
+        where = "the catalogue's" if name in _BY_NAME else "a registered"
+        raise ValueError(f"formulation: the name {name!r} is taken by {where} "
+                         f"formulation; choose another name"
+                         + ("." if name in _BY_NAME else " or unregister it first."))
+    _ADDED[name] = formulation
+    return formulation
+
+
+def unregister(name):
+    """Remove a formulation added by :func:`register`.
+
+    The problem collection's family of the same name, when one was
+    registered (:func:`cvxmetric.collection.register_family`), is removed
+    with it, so that nothing of the formulation is left behind.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    Formulation
+        The formulation removed.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` when it is one of the catalogue's formulations
+        (they cannot be removed) or not registered.
+    """
+    if isinstance(name, str) and name in _BY_NAME:
+        raise ValueError(f"name: {name!r} is one of the catalogue's formulations; "
+                         f"only those added by register() can be removed.")
+    try:
+        removed = _ADDED.pop(name)
+    except (KeyError, TypeError):
+        raise ValueError(f"name: no formulation {name!r} was added by register(); "
+                         f"added: {list(_ADDED)}.") from None
+    collection = sys.modules.get("cvxmetric.collection")
+    if collection is not None:
+        # the collection is read, never imported, from here
+        for table in (collection.FAMILIES, collection.METHODS):
+            table.pop(name, None)
+    return removed
+
+
+@contextmanager
+def registered(formulation):
+    """:func:`register` ``formulation`` for the length of a ``with`` block,
+    then :func:`unregister` it (also when the block raises).
+
+    Yields
+    ------
+    Formulation
+    """
+    register(formulation)
+    try:
+        yield formulation
+    finally:
+        if _ADDED.get(formulation.name) is formulation:
+            unregister(formulation.name)

@@ -1,0 +1,336 @@
+"""Generic adapters: what a new formulation gets from its registry entry.
+
+A formulation added with :func:`cvxmetric.formulations.register` states its
+canonical data class, its declared CVXPY problem and its certificate; the
+adapters here give it the package's layers without code of its own:
+
+* :func:`certified_result` -- the exact path: its declared problem solved by
+  the package's certified path (Clarabel with tight tolerances, SCS as
+  fallback, a point accepted only when the formulation's certificate
+  passes), as a :class:`~cvxmetric.result.SolverResult` with its trace;
+* :class:`DeclaredPairsLearner` -- a scikit-learn pairs learner
+  (``fit(pairs, y)``, metric-learn's conventions) that fits it through its
+  exact path;
+* :func:`pairs_family` -- its family of the problem collection
+  (``problems/``, ``reference/``, ``cvxmetric.collection.verify``);
+* :func:`conformance_slice` -- its rows of the real-data conformance suite,
+  fitted in this process and judged by the suite's own verdicts.
+
+They read a pair formulation's entries with one contract: ``data`` is
+called as ``data(X, pairs, labels, **hyperparameters)`` (samples, an
+(n_pairs, 2) index array, labels +1 / -1) and has ``objective(M)``;
+``exact`` is called as ``exact(data, solvers=..., tol=...)`` and returns a
+certified :class:`~cvxmetric.result.SolverResult`; ``declared(data)``
+returns its :class:`~cvxmetric.model.DeclaredProblem`.
+``docs/add_a_formulation.md`` builds one formulation this way, end to end.
+"""
+
+import time
+import warnings
+from unittest import mock
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ._base import MahalanobisMixin, PairsClassifierMixin, form_tuples
+from ._exact import SOLVERS
+from ._trace import recording
+from ._validation import check_pair_labels, check_samples
+from .constraints import tuples_to_indices
+from .formulations import formulation as _formulation
+from .result import SolverResult, Status
+
+__all__ = ["certified_result", "DeclaredPairsLearner", "pairs_family",
+           "conformance_slice"]
+
+
+def certified_result(declared, *, solvers=SOLVERS, tol=1e-9, method="exact"):
+    """Solve a declared problem by the package's certified path.
+
+    Parameters
+    ----------
+    declared : DeclaredProblem
+        Unmodified (its certificate is that of the problem solved).
+    solvers : sequence of str
+        Tried in order (:func:`cvxmetric._exact.solve_certified`).
+    tol : float
+        The solvers' tolerance; the certificate is judged at the package's.
+    method : str
+        The result's ``method``.
+
+    Returns
+    -------
+    SolverResult
+        ``status == "optimal"`` (the certificate passed), the metric in the
+        user's units, the certificate, and ``trace``: the conic solvers
+        that ran, in order (what the certificate's bound ran, after them).
+
+    Raises
+    ------
+    InfeasibleError, UnboundedError, CertificateError, SolverError
+        As :meth:`~cvxmetric.model.DeclaredProblem.solve_certified`.
+    ValueError
+        Naming ``declared`` when the problem was modified by the user.
+    """
+    if declared.modified:
+        raise ValueError("declared: the problem was modified (add_constraint / "
+                         "add_term); its certificate is the declared one's.")
+    t0 = time.perf_counter()
+    with recording() as stages:
+        declared.solve_certified(solvers=solvers, tol=tol)
+    cert = declared.certificate()
+    stats = declared.problem.solver_stats
+    n_iter = int(getattr(stats, "num_iters", 0) or 0) if stats else 0
+    return SolverResult(M=declared.matrix(), status=Status.OPTIMAL,
+                        objective=cert.objective, n_iter=n_iter, certificate=cert,
+                        method=method, time=time.perf_counter() - t0,
+                        raw_status=str(declared.problem.status), trace=tuple(stages))
+
+
+# ---------------------------------------------------------------------------
+# The estimator
+# ---------------------------------------------------------------------------
+
+
+class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator):
+    """A pairs learner of a registered pair formulation (base class).
+
+    A subclass names its formulation in the class attribute
+    ``formulation`` and lists its hyperparameters as ``__init__``
+    arguments, stored unchanged (scikit-learn's rule); every argument other
+    than ``preprocessor`` is passed to the formulation's data class, which
+    validates it.  ``fit`` runs the formulation's exact path and stores the
+    fitted state; ``get_params``, ``set_params``, ``clone``, ``transform``,
+    ``get_mahalanobis_matrix``, ``pair_distance``, ``predict``,
+    ``decision_function`` and ``score`` are the package's.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_features)
+    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
+    objective_ : float
+    status_ : str
+    n_iter_ : int
+    certificate_ : Certificate
+    result_ : SolverResult
+        With ``trace``, the stages the fit ran.
+    threshold_ : float
+    classes_ : ndarray of shape (2,)
+    n_features_in_ : int
+    """
+
+    #: Name of the registered formulation (set by the subclass).
+    formulation = None
+
+    def _hyperparameters(self):
+        """The arguments passed to the data class: every parameter but
+        ``preprocessor``."""
+        return {k: v for k, v in self.get_params(deep=False).items()
+                if k != "preprocessor"}
+
+    def _data(self, pairs, y):
+        """The formulation and its canonical data of validated pairs."""
+        f = _formulation(self.formulation)
+        X = getattr(self, "preprocessor", None)
+        if callable(X):  # indicators formed into points (metric-learn)
+            pairs, X = form_tuples(pairs, X, "pairs", 2), None
+        elif X is not None:
+            X = check_samples(X, "preprocessor")
+        X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
+        labels = check_pair_labels(y, idx.shape[0], "y")
+        return f, f.load("data")(X, idx, labels, **self._hyperparameters())
+
+    def fit(self, pairs, y, calibration_params=None):
+        """Learn ``M`` from labelled pairs, then calibrate ``threshold_``.
+
+        Parameters
+        ----------
+        pairs : array_like
+            Indices (n_pairs, 2) into ``preprocessor``, or points
+            (n_pairs, 2, n_features).
+        y : array_like of shape (n_pairs,)
+            +1 (similar) or -1 (dissimilar).
+        calibration_params : dict, optional
+            Arguments of :meth:`calibrate_threshold`.
+
+        Returns
+        -------
+        self
+        """
+        self._check_calibration_params(calibration_params)
+        f, data = self._data(pairs, y)
+        result = f.load("exact")(data)
+        self.result_ = result
+        self._set_metric(result.M)
+        self.objective_ = float(result.objective)
+        self.status_ = result.status
+        self.n_iter_ = int(result.n_iter)
+        self.certificate_ = result.certificate
+        self.n_features_in_ = int(result.M.shape[0])
+        return self._calibrate_after_fit(pairs, y, calibration_params)
+
+    def declared_problem(self, pairs, y, calibration_params=None):
+        """The problem :meth:`fit` solves on these pairs, unsolved.
+
+        Parameters
+        ----------
+        pairs, y, calibration_params
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+        """
+        self._check_calibration_params(calibration_params)
+        f, data = self._data(pairs, y)
+        return f.load("declared")(data)
+
+
+# ---------------------------------------------------------------------------
+# The problem collection
+# ---------------------------------------------------------------------------
+
+
+def _pair_arrays():
+    """The arrays of a pair instance (the MMC family's layout)."""
+    from .collection import ArraySpec
+
+    return (
+        ArraySpec("X", "float", ("n", "d"), doc="samples, one per row"),
+        ArraySpec("pairs", "int", ("P", 2), doc="pairs (i, j) of rows of X"),
+        ArraySpec("pair_labels", "int", ("P",),
+                  doc="+1 similar, -1 dissimilar"),
+    )
+
+
+def pairs_family(name, hyperparameters, *, generate=None, methods=None):
+    """The problem-collection family of a registered pair formulation.
+
+    Parameters
+    ----------
+    name : str
+        The formulation's name (also the family's folder).
+    hyperparameters : dict
+        The instances' hyperparameters and their defaults, passed to the
+        data class by name.
+    generate : callable, optional
+        ``generate() -> list of dict`` (``name``, ``arrays``,
+        ``hyperparameters``, ``description``, ``source``): the bundled
+        instances (:func:`cvxmetric.collection.make_problems`).
+    methods : dict, optional
+        ``{method: callable(data) -> SolverResult}``: the fast methods
+        ``verify`` judges (each with a tolerance).
+
+    Returns
+    -------
+    spec : FamilySpec
+    methods : dict
+        Arguments of :func:`cvxmetric.collection.register_family`.
+    """
+    from .collection import FamilySpec
+
+    f = _formulation(name)
+
+    def to_data(arrays, hp):
+        return f.load("data")(arrays["X"], arrays["pairs"], arrays["pair_labels"],
+                              **hp)
+
+    def exact(data):
+        return f.load("exact")(data)
+
+    def reference_solve(data, solver, tol):
+        return f.load("exact")(data, solvers=(solver,), tol=tol)
+
+    def sizes(arrays):
+        n, d = arrays["X"].shape
+        return {"n": int(n), "d": int(d), "n_pairs": len(arrays["pairs"])}
+
+    spec = FamilySpec(name=f.name, arrays=_pair_arrays(),
+                      hyperparameters=dict(hyperparameters), to_data=to_data,
+                      objective=lambda data, M: data.objective(M), exact=exact,
+                      reference_solve=reference_solve, sizes=sizes,
+                      generate=generate)
+    return spec, dict(methods or {})
+
+
+# ---------------------------------------------------------------------------
+# The real-data conformance suite
+# ---------------------------------------------------------------------------
+
+
+def _pairs_case(X, y, seed):
+    """metric-learn's ``20 * n_classes^2`` labelled pairs from the labels."""
+    from .constraints import pairs_from_labels
+
+    n_classes = np.unique(y).size
+    pairs, labels = pairs_from_labels(y, 20 * n_classes ** 2, random_state=seed)
+    return {"preprocessor": X}, (pairs, labels)
+
+
+def _fit_row(estimator, X, y, seed, method):
+    """One case fitted in this process: the suite's row fields."""
+    kwargs, args = _pairs_case(X, y, seed)
+    est = estimator(**{**kwargs, **dict(method.params)})
+    out = {"n": int(X.shape[0]), "d": int(X.shape[1]),
+           "n_constraints": len(args[0])}
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(*args)
+    except Exception as exc:  # a row of the table, never a crash
+        return dict(out, seconds=time.perf_counter() - t0, status="error",
+                    error=f"{type(exc).__name__}: {exc}"[:500],
+                    error_type=type(exc).__name__)
+    cert = est.certificate_
+    return dict(out, seconds=time.perf_counter() - t0, status=str(est.status_),
+                raw_status=str(est.result_.raw_status), passed=bool(cert.passed),
+                objective=float(est.objective_), cert_rel_gap=float(cert.rel_gap),
+                n_iter=int(est.n_iter_))
+
+
+def conformance_slice(name, *, datasets=("iris",), seeds=(0,)):
+    """The real-data suite's rows of a registered pair formulation.
+
+    Each method of the formulation is fitted by its pairs learner (the
+    first of ``estimators``, a class) on the suite's data
+    (:func:`cvxmetric.bench.conformance.load_dataset`: the standardised
+    training part of one fold per seed) with metric-learn's
+    ``20 * n_classes^2`` pairs, in this process, and judged by the suite's
+    own verdicts (:func:`cvxmetric.bench.conformance.judge`: an exact row
+    is certified when its status is ``optimal`` and its certificate
+    passes; a fast row converges and agrees with its reference within its
+    tolerance).
+
+    Parameters
+    ----------
+    name : str
+    datasets, seeds : sequences
+
+    Returns
+    -------
+    list of dict
+        The judged rows.
+    """
+    from .bench import conformance
+
+    f = _formulation(name)
+    estimator = f.estimators[0]
+    if isinstance(estimator, str):
+        raise ValueError(f"name: {name!r} names its estimators; the slice of a "
+                         f"registered formulation needs its pairs learner's class.")
+    rows = []
+    for seed in seeds:
+        for dataset in datasets:
+            X, y = conformance.load_dataset(dataset, seed)
+            for method in f.methods:
+                row = {"dataset": dataset, "seed": int(seed), "family": f.name,
+                       "estimator": estimator.__name__, "method": method.name}
+                row.update(_fit_row(estimator, X, y, seed, method))
+                rows.append(row)
+    table = {m.name: (dict(m.params), m.role, m.reference, m.tolerance)
+             for m in f.methods}
+    # the suite's tables are read from the registry when it is imported;
+    # its verdicts are given this formulation's entry for the judgement
+    with mock.patch.dict(conformance.METHODS, {f.name: table}):
+        return conformance.judge(rows)
