@@ -52,9 +52,11 @@ class Stage:
         What ran: a conic solver (``"CLARABEL"``), an iterative solver's
         name, a reduction.
     kind : str
-        ``"conic"``, ``"iterative"``, ``"reduction"``, or ``"bound"``: a
+        ``"conic"``, ``"iterative"``, ``"reduction"``; ``"bound"``: a
         solve that serves a certificate (an auxiliary SDP, a short run
-        that sharpens a dual bound) rather than the problem itself.
+        that sharpens a dual bound) rather than the problem itself;
+        ``"evaluation"``: a pass that evaluates the objective at a result
+        (SLR's Eq. 4 after Algorithms 2 and 3).
     iterations : int
     seconds : float
         Wall-clock seconds of the stage.
