@@ -40,6 +40,7 @@ equality at the optimal ``beta``; for the smoothed problem that is the slope
 ``phi_h'`` at the optimal ``omega``, so any ``omega`` yields its own bound.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -235,9 +236,7 @@ class QwiseVectorData:
 
     def with_loss(self, loss, h=None):
         """The same terms under another loss (and smoothing)."""
-        return QwiseVectorData(psi=self.psi, loss=loss, h=self.h if h is None else h,
-                               C_q=self.C_q, C_p=self.C_p, Z=self.Z, delta=self.delta,
-                               P=self.P, y=self.y, w_weight=self.w_weight)
+        return dataclasses.replace(self, loss=loss, h=self.h if h is None else h)
 
     def feature_scale(self):
         """Per-feature powers of two ``sigma_j = 2^k_j``, ``2^k_j`` nearest
@@ -283,10 +282,8 @@ class QwiseVectorData:
         ``sigma`` (a scalar or one per feature) of powers of two keeps the
         rescaling exact (``2^-64 <= sigma <= 2^64``: :meth:`feature_scale`)."""
         sigma = np.broadcast_to(np.asarray(sigma, dtype=float), (self.n_features,))
-        return QwiseVectorData(psi=self.psi, loss=self.loss, h=self.h, C_q=self.C_q,
-                               C_p=self.C_p, Z=self.Z / sigma, delta=self.delta,
-                               P=self.P / sigma, y=self.y,
-                               w_weight=self.w_weight / sigma / sigma)
+        return dataclasses.replace(self, Z=self.Z / sigma, P=self.P / sigma,
+                                   w_weight=self.w_weight / sigma / sigma)
 
     # -- sizes -----------------------------------------------------------------
 

@@ -36,6 +36,7 @@ Two ways to solve it, both certified on the *full* problem:
   never accuracy.
 """
 
+import dataclasses
 import time
 
 import cvxpy as cp
@@ -536,8 +537,7 @@ class QwiseVectorModel:
         d = self.data
         new = {"C_q": d.C_q, "C_p": d.C_p}
         new.update({k: float(v) for k, v in values.items()})
-        new_data = QwiseVectorData(psi=d.psi, loss=d.loss, h=d.h, Z=d.Z, delta=d.delta,
-                                   P=d.P, y=d.y, **new)
+        new_data = dataclasses.replace(d, w_weight=1.0, **new)
         for key, val in values.items():
             self.params[key].value = val
         self.data = new_data
