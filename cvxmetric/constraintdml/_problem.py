@@ -137,6 +137,70 @@ def _pow2_scaled(X):
         return np.ldexp(X, -k), k
 
 
+def _check_pair_lengths(diff, k, pairs, must, cannot, lam):
+    """Refuse pairs whose lengths the problem cannot use (see
+    :meth:`ConstraintData.from_pairs`, Raises).
+
+    ``diff`` holds the difference vectors in units of ``2^k``.  Refused,
+    naming the argument: a must-link of identical points, a squared length
+    that overflows, a cannot-link whose squared length underflows although
+    its points differ, and (``lam > 0``) cannot-links so short against the
+    typical one that their multipliers leave the range of the solvers.
+    """
+    zero = ~np.any(diff != 0, axis=1)
+    bad = must[zero[must]]
+    if len(bad):
+        raise ValueError(
+            f"pairs: {len(bad)} must-link(s) join identical points, "
+            f"{_show_rows(bad, pairs)}; their distance is 0 for every metric, "
+            f"so they carry no information. Drop them."
+        )
+    with np.errstate(over="ignore", under="ignore"):
+        sq = np.ldexp(np.einsum("pd,pd->p", diff, diff), 2 * k)
+    huge = np.flatnonzero(~np.isfinite(sq))
+    if len(huge):
+        raise ValueError(
+            f"X: the squared difference of {len(huge)} pair(s) overflows "
+            f"({_show_rows(huge, pairs)}); their distances, and the metric "
+            f"needed to bound them, are beyond the floating-point range. "
+            f"Rescale X."
+        )
+    # a cannot-link needs d_A >= 1, i.e. entries of A of at least
+    # 1 / ||phi||^2: beyond the range when ||phi||^2 is not a normal float
+    tiny = cannot[(sq[cannot] < np.finfo(float).tiny) & ~zero[cannot]]
+    if len(tiny):
+        raise ValueError(
+            f"X: the squared difference of {len(tiny)} cannot-link(s) "
+            f"underflows although the points differ ({_show_rows(tiny, pairs)}); "
+            f"d_A >= 1 would need a metric beyond the floating-point range. "
+            f"Rescale X."
+        )
+    # d_A(p) >= 1 on a cannot-link forces ||A||_F >= 1 / ||phi_p||^2, so
+    # the optimum is at least lam / (2 ||phi_p||^4) and the dual
+    # multiplier of that pair about lam / ||phi_p||^4 (the fast dual
+    # squares it): a ratio invariant under X -> s X, lam -> lam s^4
+    # (normalized), refused beyond the range every solver represents
+    # (when the typical cannot-link is that short too, the whole of X is
+    # at a scale the solvers refuse, naming X: ConstraintData.normalized)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        ratio = lam / (sq[cannot] * sq[cannot])
+    typical = ratio[~zero[cannot]]
+    if not (lam > 0 and len(typical) and np.median(typical) <= _LAM_MAX):
+        return
+    far = cannot[(ratio > _LAM_MAX) & ~zero[cannot]]
+    if len(far):
+        shortest = float(np.sqrt(np.min(sq[far])))
+        raise ValueError(
+            f"pairs: {len(far)} cannot-link(s) are far shorter than the "
+            f"regularisation allows ({_show_rows(far, pairs)}; the shortest "
+            f"has length {shortest:.3g}): d_A >= 1 needs a metric of norm "
+            f"at least 1 / length^2 along it, so the optimum is at least "
+            f"lam / (2 length^4) and its multiplier about lam / length^4, "
+            f"above {_LAM_MAX:g} -- beyond what the solvers represent "
+            f"next to the other pairs. Drop or merge these pairs, rescale "
+            f"X, or lower lam (X -> s X is lam -> lam / s^4).")
+
+
 def check_pair_labels(labels, n_pairs, name="y"):
     """Labels as an int8 array of +1 (must-link) / -1 (cannot-link).
 
@@ -268,57 +332,7 @@ class ConstraintData(FullOrDiagonal):
         # forming them, and their squared lengths in X's units follow exactly
         Xs, k = _pow2_scaled(X)
         diff = Xs[idx[:, 0]] - Xs[idx[:, 1]]  # (P, d), in units of 2^k
-        zero = ~np.any(diff != 0, axis=1)
-        bad = must[zero[must]]
-        if len(bad):
-            raise ValueError(
-                f"pairs: {len(bad)} must-link(s) join identical points, "
-                f"{_show_rows(bad, idx)}; their distance is 0 for every metric, "
-                f"so they carry no information. Drop them."
-            )
-        with np.errstate(over="ignore", under="ignore"):
-            sq = np.ldexp(np.einsum("pd,pd->p", diff, diff), 2 * k)
-        huge = np.flatnonzero(~np.isfinite(sq))
-        if len(huge):
-            raise ValueError(
-                f"X: the squared difference of {len(huge)} pair(s) overflows "
-                f"({_show_rows(huge, idx)}); their distances, and the metric "
-                f"needed to bound them, are beyond the floating-point range. "
-                f"Rescale X."
-            )
-        # a cannot-link needs d_A >= 1, i.e. entries of A of at least
-        # 1 / ||phi||^2: beyond the range when ||phi||^2 is not a normal float
-        tiny = cannot[(sq[cannot] < np.finfo(float).tiny) & ~zero[cannot]]
-        if len(tiny):
-            raise ValueError(
-                f"X: the squared difference of {len(tiny)} cannot-link(s) "
-                f"underflows although the points differ ({_show_rows(tiny, idx)}); "
-                f"d_A >= 1 would need a metric beyond the floating-point range. "
-                f"Rescale X."
-            )
-        # d_A(p) >= 1 on a cannot-link forces ||A||_F >= 1 / ||phi_p||^2, so
-        # the optimum is at least lam / (2 ||phi_p||^4) and the dual
-        # multiplier of that pair about lam / ||phi_p||^4 (the fast dual
-        # squares it): a ratio invariant under X -> s X, lam -> lam s^4
-        # (normalized), refused beyond the range every solver represents
-        # (when the typical cannot-link is that short too, the whole of X is
-        # at a scale the solvers refuse, naming X: ConstraintData.normalized)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            ratio = lam / (sq[cannot] * sq[cannot])
-        typical = ratio[~zero[cannot]]
-        if lam > 0 and len(typical) and np.median(typical) <= _LAM_MAX:
-            far = cannot[(ratio > _LAM_MAX) & ~zero[cannot]]
-            if len(far):
-                shortest = float(np.sqrt(np.min(sq[far])))
-                raise ValueError(
-                    f"pairs: {len(far)} cannot-link(s) are far shorter than the "
-                    f"regularisation allows ({_show_rows(far, idx)}; the shortest "
-                    f"has length {shortest:.3g}): d_A >= 1 needs a metric of norm "
-                    f"at least 1 / length^2 along it, so the optimum is at least "
-                    f"lam / (2 length^4) and its multiplier about lam / length^4, "
-                    f"above {_LAM_MAX:g} -- beyond what the solvers represent "
-                    f"next to the other pairs. Drop or merge these pairs, rescale "
-                    f"X, or lower lam (X -> s X is lam -> lam / s^4).")
+        _check_pair_lengths(diff, k, idx, must, cannot, lam)
         # the solvers' hot loops are Gram products and pair distances; with
         # the difference vectors stored they are two small BLAS calls, much
         # cheaper than a sparse Laplacian on collection-sized problems
