@@ -77,7 +77,7 @@ def test_one_dual_solver_interleaves_two_problems(two_problems):
     # check_every=8 and a polish from 1e-1: several gap checks, restarts and
     # endgame attempts per problem, alternating between the two problems
     a, b = two_problems
-    kwargs = dict(tol=1e-9, check_every=8, polish_from=1e-1)
+    kwargs = {"tol": 1e-9, "check_every": 8, "polish_from": 1e-1}
     shared = QwiseDualSolver(**kwargs)
     mixed = _iterations(shared, [(a, 3), (b, 2), (a, 4), (b, 6), (a, 5)])
     alone_a = _iterations(QwiseDualSolver(**kwargs), [(a, 12)])
