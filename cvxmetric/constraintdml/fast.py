@@ -404,78 +404,26 @@ def _polish(data, u, point, dist, deadline=None):
         Best feasible objective and point (``inf, None`` if none), best
         dual value and its multipliers (``-inf, None`` if none).
     """
-    lam = data.lam
-    c, m = data.cannot, data.must
     best = (np.inf, None, -np.inf, None)
     if data.diagonal:
-        a = point.A
-        scale = max(float(a.max()), 1e-300)
+        spectrum = None
+        scale = max(float(point.A.max()), 1e-300)
     else:
-        wa, Va = np.linalg.eigh(0.5 * (point.A + point.A.T))
-        scale = max(float(wa[-1]), 1e-300)
-        X = data.X
+        spectrum = np.linalg.eigh(0.5 * (point.A + point.A.T))
+        scale = max(float(spectrum[0][-1]), 1e-300)
     for tau in (1e-3, 1e-5, 1e-7):
         if deadline is not None and deadline.expired():
             break  # each threshold is a BVLS solve of up to |E| unknowns
-        lin = np.zeros(data.n_pairs)
-        E = c[dist[c] <= 1.0 + tau]
-        if data.hard:
-            lin[m] = 1.0
-            sign_E = np.ones(len(E))
-        else:
-            dm = dist[m]
-            lin[m] = (dm > 1.0 + tau).astype(float)
-            margin = m[np.abs(dm - 1.0) <= tau]
-            sign_E = np.concatenate([np.ones(len(E)), -np.ones(len(margin))])
-            E = np.concatenate([E, margin])
+        lin, E, sign_E = _face_sets(data, dist, tau)
         if not len(E):
             continue
         if data.diagonal:
-            face = np.flatnonzero(a > tau * scale)
-            if not len(face):
-                continue
-            Z = data.Psi[np.ix_(E, face)]  # (|E|, r)
-            cl = data.Psi[:, face].T @ lin  # (r,)
-            G = Z @ Z.T
-            nu = _bounded_lstsq(G, lam + Z @ cl, sign_E)
-            af = (Z.T @ nu - cl) / lam  # (r,)
-            for _ in range(3):
-                # iterative refinement of the point itself: forming it from
-                # nu cancels (Z^T nu ~ cl when lam is small), so corrections
-                # in span{z_e} are added to it directly
-                res = 1.0 - Z @ af
-                if np.max(np.abs(res)) <= 1e-15:
-                    break
-                delta = np.linalg.lstsq(G, res, rcond=None)[0]
-                af = af + Z.T @ delta
-                nu = nu + lam * delta
-            A = np.zeros(data.n_features)
-            A[face] = np.maximum(af, 0.0)
-            dist_A = data.Psi @ A
+            face = _diagonal_face_point(data, point.A, tau * scale, lin, E, sign_E)
         else:
-            U = Va[:, wa > tau * scale]  # (d, r)
-            if not U.shape[1]:
-                continue
-            Z = (X[data.pairs[E, 0]] - X[data.pairs[E, 1]]) @ U  # (|E|, r)
-            Cl = data.op.gram(lin)
-            Clr = U.T @ (0.5 * (Cl + Cl.T)) @ U  # (r, r)
-            ZZ = Z @ Z.T
-            rhs = lam + np.einsum("er,rs,es->e", Z, Clr, Z)
-            G = ZZ * ZZ
-            nu = _bounded_lstsq(G, rhs, sign_E)
-            B = (Z.T @ (nu[:, None] * Z) - Clr) / lam
-            for _ in range(3):
-                # iterative refinement of B itself (see the diagonal case)
-                res = 1.0 - np.einsum("er,rs,es->e", Z, B, Z)
-                if np.max(np.abs(res)) <= 1e-15:
-                    break
-                delta = np.linalg.lstsq(G, res, rcond=None)[0]
-                B = B + Z.T @ (delta[:, None] * Z)
-                nu = nu + lam * delta
-            wb, Vb = np.linalg.eigh(0.5 * (B + B.T))
-            Gf = U @ (Vb * np.sqrt(np.maximum(wb, 0.0)))  # A = Gf Gf^T
-            A = Gf @ Gf.T
-            dist_A = data.op.sqdist(G=Gf)
+            face = _full_face_point(data, spectrum, tau * scale, lin, E, sign_E)
+        if face is None:
+            continue
+        A, dist_A, nu = face
         f, As = _repaired(data, A, dist_A)
         # multipliers consistent with the face: E from nu (nu_e = s_e u_e),
         # active hinges 1, every other pair 0
@@ -488,6 +436,82 @@ def _polish(data, u, point, dist, deadline=None):
         if g > best[2]:
             best = best[:2] + (g, u2)
     return best
+
+
+def _face_sets(data, dist, tau):
+    """``(lin, E, sign_E)`` read off the distances with threshold ``tau``:
+    ``lin`` (P,) 1 on the must-links whose hinge is active (all in Eq. 1),
+    ``E`` the constraints on their margin (cannot-links, then must-links
+    for the hinge) and ``sign_E`` their signs ``s_e``."""
+    c, m = data.cannot, data.must
+    lin = np.zeros(data.n_pairs)
+    E = c[dist[c] <= 1.0 + tau]
+    if data.hard:
+        lin[m] = 1.0
+        return lin, E, np.ones(len(E))
+    dm = dist[m]
+    lin[m] = (dm > 1.0 + tau).astype(float)
+    margin = m[np.abs(dm - 1.0) <= tau]
+    sign_E = np.concatenate([np.ones(len(E)), -np.ones(len(margin))])
+    return lin, np.concatenate([E, margin]), sign_E
+
+
+def _diagonal_face_point(data, a, cut, lin, E, sign_E):
+    """``(A, d_A, nu)``: the face's quadratic program (see :func:`_polish`)
+    on the support ``a > cut`` of a diagonal metric; ``None`` if empty."""
+    lam = data.lam
+    face = np.flatnonzero(a > cut)
+    if not len(face):
+        return None
+    Z = data.Psi[np.ix_(E, face)]  # (|E|, r)
+    cl = data.Psi[:, face].T @ lin  # (r,)
+    G = Z @ Z.T
+    nu = _bounded_lstsq(G, lam + Z @ cl, sign_E)
+    af = (Z.T @ nu - cl) / lam  # (r,)
+    for _ in range(3):
+        # iterative refinement of the point itself: forming it from
+        # nu cancels (Z^T nu ~ cl when lam is small), so corrections
+        # in span{z_e} are added to it directly
+        res = 1.0 - Z @ af
+        if np.max(np.abs(res)) <= 1e-15:
+            break
+        delta = np.linalg.lstsq(G, res, rcond=None)[0]
+        af = af + Z.T @ delta
+        nu = nu + lam * delta
+    A = np.zeros(data.n_features)
+    A[face] = np.maximum(af, 0.0)
+    return A, data.Psi @ A, nu
+
+
+def _full_face_point(data, spectrum, cut, lin, E, sign_E):
+    """``(A, d_A, nu)``: the face's quadratic program (see :func:`_polish`)
+    on the range of ``A(u)`` (eigenvalues above ``cut`` of ``spectrum``,
+    its ``eigh``); ``None`` if empty."""
+    lam, X = data.lam, data.X
+    wa, Va = spectrum
+    U = Va[:, wa > cut]  # (d, r)
+    if not U.shape[1]:
+        return None
+    Z = (X[data.pairs[E, 0]] - X[data.pairs[E, 1]]) @ U  # (|E|, r)
+    Cl = data.op.gram(lin)
+    Clr = U.T @ (0.5 * (Cl + Cl.T)) @ U  # (r, r)
+    ZZ = Z @ Z.T
+    rhs = lam + np.einsum("er,rs,es->e", Z, Clr, Z)
+    G = ZZ * ZZ
+    nu = _bounded_lstsq(G, rhs, sign_E)
+    B = (Z.T @ (nu[:, None] * Z) - Clr) / lam
+    for _ in range(3):
+        # iterative refinement of B itself (see the diagonal case)
+        res = 1.0 - np.einsum("er,rs,es->e", Z, B, Z)
+        if np.max(np.abs(res)) <= 1e-15:
+            break
+        delta = np.linalg.lstsq(G, res, rcond=None)[0]
+        B = B + Z.T @ (delta[:, None] * Z)
+        nu = nu + lam * delta
+    wb, Vb = np.linalg.eigh(0.5 * (B + B.T))
+    Gf = U @ (Vb * np.sqrt(np.maximum(wb, 0.0)))  # A = Gf Gf^T
+    A = Gf @ Gf.T
+    return A, data.op.sqdist(G=Gf), nu
 
 
 class _Best:
