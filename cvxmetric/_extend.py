@@ -33,7 +33,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ._base import MahalanobisMixin, PairsClassifierMixin, form_tuples
-from ._exact import SOLVERS
+from ._exact import SOLVERS, _version, solver_options
 from ._trace import recording
 from ._validation import check_pair_labels, check_samples
 from .constraints import tuples_to_indices
@@ -79,6 +79,9 @@ def certified_result(declared, *, solvers=SOLVERS, tol=1e-9, method="exact"):
     with recording() as stages:
         declared.solve_certified(solvers=solvers, tol=tol)
     cert = declared.certificate()
+    if cert.solver in solvers:  # what the accepted solver ran with
+        cert.tolerances = solver_options(cert.solver, tol)
+        cert.solver_version = _version(cert.solver)
     stats = declared.problem.solver_stats
     n_iter = int(getattr(stats, "num_iters", 0) or 0) if stats else 0
     return SolverResult(M=declared.matrix(), status=Status.OPTIMAL,
@@ -292,6 +295,9 @@ def _fit_row(estimator, X, y, seed, method):
 def conformance_slice(name, *, datasets=("iris",), seeds=(0,)):
     """The real-data suite's rows of a registered pair formulation.
 
+    The suite's command runs estimators of :mod:`cvxmetric` by name, each
+    case in a fresh process; a formulation registered from a script (with
+    ``suite=False`` and its estimator classes) gets its rows here instead.
     Each method of the formulation is fitted by its pairs learner (the
     first of ``estimators``, a class) on the suite's data
     (:func:`cvxmetric.bench.conformance.load_dataset`: the standardised

@@ -106,9 +106,10 @@ class Formulation:
     paper : str
         Authors, title, venue.
     equations : str
-    estimators : tuple of str
+    estimators : tuple of str or class
         Names in :mod:`cvxmetric`: the tuple / pair / bag learner first,
-        then the supervised one.
+        then the supervised one.  A formulation added with :func:`register`
+        may give the classes themselves (then with ``suite=False``).
     data : str or class
         ``"module:Class"`` of its canonical data (or, for a formulation
         added with :func:`register`, the class itself).
@@ -441,7 +442,9 @@ def register(formulation):
     formulation : Formulation
         Its ``name`` (lowercase letters, digits and ``_``, starting with a
         letter: it also names its folder of the problem collection) must
-        not be taken.
+        not be taken.  Estimators given as classes need ``suite=False``:
+        the real-data suite's command runs estimators of :mod:`cvxmetric`
+        by name, each case in a fresh process.
 
     Returns
     -------
@@ -455,7 +458,7 @@ def register(formulation):
     ValueError
         Naming ``formulation`` when its name is not valid or is taken (by
         the catalogue or by an earlier :func:`register`: :func:`unregister`
-        it first).
+        it first), or when it gives estimator classes with ``suite=True``.
     """
     if not isinstance(formulation, Formulation):
         raise TypeError(f"formulation: expected a Formulation, got "
@@ -464,6 +467,14 @@ def register(formulation):
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ValueError(f"formulation: invalid name {name!r}; expected lowercase "
                          f"letters, digits and '_', starting with a letter.")
+    classes = [e for e in formulation.estimators if not isinstance(e, str)]
+    if classes and formulation.suite:
+        # the suite reads estimators by name in cvxmetric, in a fresh process
+        # per case: a class defined in a script is not there
+        raise ValueError(f"formulation: {name!r} gives its estimators as classes; "
+                         f"the real-data suite runs only estimators of cvxmetric "
+                         f"(by name): give suite=False and run its slice with "
+                         f"cvxmetric._extend.conformance_slice.")
     if name in _BY_NAME or name in _ADDED:
         where = "the catalogue's" if name in _BY_NAME else "a registered"
         raise ValueError(f"formulation: the name {name!r} is taken by {where} "

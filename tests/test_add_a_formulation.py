@@ -293,6 +293,19 @@ def test_registered_unregisters_when_the_block_raises():
     assert "toy_formulation" not in collection.FAMILIES
 
 
+def test_estimator_classes_are_not_for_the_suite():
+    class Toy:
+        pass
+
+    with pytest.raises(ValueError, match="^formulation: .* suite=False"):
+        register(Formulation("toy_formulation", "a paper", "Eq. 1", (Toy,),
+                             data=dict))
+    assert [f.name for f in formulations()] == CATALOGUE
+    with registered(Formulation("toy_formulation", "a paper", "Eq. 1", (Toy,),
+                                data=dict, suite=False)) as entry:
+        assert formulation("toy_formulation") is entry
+
+
 def test_the_slice_needs_the_estimator_class():
     from cvxmetric._extend import conformance_slice
 
