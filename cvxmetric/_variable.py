@@ -9,7 +9,11 @@ __all__ = ["FullOrDiagonal"]
 
 class FullOrDiagonal:
     """Mixin of :class:`~.RankData` and :class:`~.ConstraintData`: needs the
-    attributes ``n_features`` and ``diagonal``."""
+    attributes ``X`` (the samples, one per row) and ``diagonal``."""
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
 
     def as_variable(self, A):
         """``A`` as the solvers hold it: a symmetric (d, d) matrix, or ``a``

@@ -456,10 +456,6 @@ class ConstraintData(FullOrDiagonal):
     # -- sizes -------------------------------------------------------------------
 
     @property
-    def n_features(self):
-        return self.X.shape[1]
-
-    @property
     def n_pairs(self):
         return len(self.pairs)
 
@@ -533,7 +529,8 @@ class ConstraintData(FullOrDiagonal):
                     f"{_show_rows(ray_rows, self.pairs)}.")
         return msg + f" The exact test agrees: {self._identical(self.infeasible_pairs())}"
 
-    # (the variable: as_variable, to_matrix, off_diagonal from FullOrDiagonal)
+    # (n_features and the variable: as_variable, to_matrix, off_diagonal
+    # from FullOrDiagonal)
 
     # -- primal ----------------------------------------------------------------------
 

@@ -700,10 +700,6 @@ class RankData(FullOrDiagonal):
     # -- sizes -----------------------------------------------------------------
 
     @property
-    def n_features(self):
-        return self.X.shape[1]
-
-    @property
     def n_constraints(self):
         return len(self.near)
 
@@ -726,7 +722,8 @@ class RankData(FullOrDiagonal):
         return (self.regularizer == "burg" and self.form == "printed"
                 and not self.isotropic)
 
-    # (the variable: as_variable, to_matrix, off_diagonal from FullOrDiagonal)
+    # (n_features and the variable: as_variable, to_matrix, off_diagonal
+    # from FullOrDiagonal)
 
     # -- primal ------------------------------------------------------------------
 
