@@ -82,6 +82,29 @@ def _label_text(c):
     return repr(c.item() if isinstance(c, np.generic) else c)
 
 
+def _level_group(pos, item):
+    """Level ``pos`` of an ordering as a non-empty tuple of hashable,
+    non-missing labels (a label alone is a group of one)."""
+    group = tuple(item) if _is_group(item) else (item,)
+    if not group:
+        raise ValueError(f"levels: level {pos} is an empty group.")
+    for c in group:
+        if _is_group(c) or isinstance(c, np.ndarray):
+            raise ValueError(f"levels: level {pos} nests a group; a level is "
+                             f"a label or a flat group of labels.")
+        try:
+            hash(c)
+        except TypeError:
+            raise ValueError(f"levels: level {pos} holds an unhashable "
+                             f"label of type {type(c).__name__}.") from None
+        # NaN is unequal to itself: it can match no class label and
+        # would make "listed twice" undetectable
+        if c is None or (isinstance(c, (float, np.floating)) and c != c):
+            raise ValueError(f"levels: level {pos} holds a missing label "
+                             f"({c!r}); every level must name classes.")
+    return group
+
+
 def _merge_equivalences(rel):
     """Check the relation triples and close ``~`` transitively.
 
@@ -217,26 +240,7 @@ class AttributeOrdering:
             raise ValueError("levels: expected a sequence of class labels or groups "
                              "of labels, least to most (use AttributeOrdering.parse "
                              "for a string like 'a < b ~ c').")
-        groups = []
-        for pos, item in enumerate(levels):
-            group = tuple(item) if _is_group(item) else (item,)
-            if not group:
-                raise ValueError(f"levels: level {pos} is an empty group.")
-            for c in group:
-                if _is_group(c) or isinstance(c, np.ndarray):
-                    raise ValueError(f"levels: level {pos} nests a group; a level is "
-                                     f"a label or a flat group of labels.")
-                try:
-                    hash(c)
-                except TypeError:
-                    raise ValueError(f"levels: level {pos} holds an unhashable "
-                                     f"label of type {type(c).__name__}.") from None
-                # NaN is unequal to itself: it can match no class label and
-                # would make "listed twice" undetectable
-                if c is None or (isinstance(c, (float, np.floating)) and c != c):
-                    raise ValueError(f"levels: level {pos} holds a missing label "
-                                     f"({c!r}); every level must name classes.")
-            groups.append(group)
+        groups = [_level_group(pos, item) for pos, item in enumerate(levels)]
         flat = [c for g in groups for c in g]
         if len(flat) < 2:
             raise ValueError(f"levels: an ordering needs at least two classes, "
