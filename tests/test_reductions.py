@@ -2,6 +2,7 @@
 in which IterativeSolver.run composes them, and their stages in the trace."""
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
@@ -193,3 +194,52 @@ def test_the_trace_names_the_change_of_variables(solver, diagonal, stage):
         (stage, "reduction"), (solver.name, "iterative")]
     assert res.trace[0].status == "applied" and res.trace[0].seconds >= 0
     assert res.trace[1].iterations == res.n_iter
+
+
+# -- RankDML's Eq. 7 as Qwise's Eq. 8 ----------------------------------------
+
+
+def _eq7(lam=0.5):
+    from sklearn.datasets import load_iris
+
+    from cvxmetric.constraints import Triplets, triplets_from_labels
+    from cvxmetric.rankdml import RankData
+
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    T = triplets_from_labels(y, 120, random_state=0)
+    return RankData.from_triplets(Triplets.create(X, T), lam=lam, regularizer="frobenius")
+
+
+def test_as_qwise_round_trips_a_warm_start():
+    from cvxmetric.qwise import QwiseData
+    from cvxmetric.rankdml.fast import AS_QWISE
+
+    data = _eq7(0.5)
+    rng = np.random.default_rng(0)
+    B = rng.normal(size=(data.n_features, data.n_features))
+    alpha = rng.uniform(0.0, 1.0, data.n_constraints)
+    init = SolverResult(M=B @ B.T, status="optimal", objective=0.0, n_iter=0,
+                        certificate=None, method="test", info={"alpha": alpha})
+    qdata, qinit, inverse = AS_QWISE.apply(data, init)
+    assert isinstance(qdata, QwiseData) and inverse.factor == 1.0
+    # Qwise's multipliers are Eq. 7's divided by lam
+    np.testing.assert_allclose(qinit.info["alpha"], alpha / 0.5)
+    M, back = AS_QWISE.invert(qinit, inverse)
+    np.testing.assert_allclose(M, B @ B.T, rtol=1e-14)
+    np.testing.assert_allclose(back, alpha, rtol=1e-14)
+    # only Eq. 7 with a full matrix is a Qwise problem
+    assert AS_QWISE.accepts(data)
+    for regularizer, diagonal in (("burg", False), ("frobenius", True)):
+        assert not AS_QWISE.accepts(SimpleNamespace(regularizer=regularizer,
+                                                    diagonal=diagonal))
+
+
+def test_frobenius_pdhg_traces_its_reduction():
+    from cvxmetric.rankdml.fast import FrobeniusPDHG
+
+    with recording() as stages:
+        res = FrobeniusPDHG().run(_eq7(0.5))
+    assert res.status == "optimal"
+    assert [(s.name, s.kind) for s in stages] == [("as-qwise", "reduction"),
+                                                  ("fast", "iterative")]

@@ -68,6 +68,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval
 
 from .._linesearch import backtracking
+from .._reductions import Reduction, apply_reductions, invert_reductions
 from .._solver import IterativeSolver, stop_message
 from ..result import SolverResult, Status
 from ._problem import project_capped_simplex
@@ -653,6 +654,77 @@ class DiagonalInteriorPoint(IterativeSolver):
 # ---------------------------------------------------------------------------
 
 
+class _NoQwiseForm(ValueError):
+    """No ``lam`` up to ``256^64`` times the declared one gives a Qwise
+    problem (:class:`AsQwise`)."""
+
+
+class _QwiseInverse(NamedTuple):
+    lam: float  # the declared lam
+    factor: float  # lam' / lam of the Qwise problem solved
+
+
+class AsQwise(Reduction):
+    """Eq. 7 with a full matrix as Qwise's Eq. 8 (:meth:`RankData.as_qwise`).
+
+    ``apply`` returns the Qwise problem and the warm start's multipliers
+    divided by ``lam``; ``invert`` takes the Qwise solver's result to
+    ``(M, alpha)`` of Eq. 7: the symmetric part of ``M`` and the
+    multipliers times ``lam``, clipped to ``[0, 1]``.
+
+    Qwise refuses data whose scale-free hinge weight ``C_q s^4`` leaves its
+    range: the regulariser is then below the round-off of the hinges (a
+    nearly hard-margin problem).  The scaling law (``X -> X / c``, ``lam ->
+    lam / c^4``) cannot change that weight, so ``apply`` reduces the same
+    triplets at a larger ``lam' = lam 256^k`` where Qwise accepts them
+    (the user's warm start, which belongs to the declared ``lam``, is then
+    dropped); the certificate on the declared problem then takes the
+    multipliers scaled by ``lam / lam'``.  Exact when no hinge is active at
+    ``lam'`` (the hard-margin solution is the same for every small
+    ``lam``); otherwise a warm start.  ``inverse_data`` holds ``lam`` and
+    ``lam' / lam``.
+    """
+
+    name = "as-qwise"
+
+    def accepts(self, data):
+        return data.regularizer == "frobenius" and not data.diagonal
+
+    def apply(self, data, init):
+        lam, factor = data.lam, 1.0
+        try:
+            qdata = data.as_qwise()
+        except ValueError:
+            qdata = None
+            for _ in range(64):
+                factor *= 256.0
+                try:
+                    qdata = dataclasses.replace(data, lam=lam * factor).as_qwise()
+                    break
+                except ValueError:
+                    continue
+            if qdata is None:
+                raise _NoQwiseForm("data: no lam up to 256^64 times the declared "
+                                   "one gives a Qwise problem.") from None
+            init = None
+        qinit = None
+        if init is not None:
+            info = dict(init.info)
+            if info.get("alpha") is not None:
+                info["alpha"] = np.clip(np.asarray(info["alpha"], float), 0.0, 1.0) / lam
+            qinit = dataclasses.replace(init, M=np.asarray(init.M, float), info=info)
+        return qdata, qinit, _QwiseInverse(lam, factor)
+
+    def invert(self, res, inverse):
+        # Qwise's multipliers times lam' are those of the problem at lam';
+        # times lam / lam' those of the declared problem at the same A
+        alpha = np.clip(inverse.lam * np.asarray(res.info["alpha"], float), 0.0, 1.0)
+        return 0.5 * (res.M + res.M.T), alpha
+
+
+AS_QWISE = AsQwise()
+
+
 @dataclass
 class FrobeniusPDHG(IterativeSolver):
     """Eq. 7 with a full matrix: restarted PDHG (default for that problem).
@@ -694,60 +766,41 @@ class FrobeniusPDHG(IterativeSolver):
 
     name = "fast-pdhg"
 
-    def run(self, data, init=None, *, warn=True):
-        """Solve Eq. 7 (``data.regularizer == "frobenius"``, full matrix)."""
-        from ..qwise.fast import QwiseDualSolver
-
-        if data.regularizer != "frobenius" or data.diagonal:
+    def check_data(self, data):
+        if not AS_QWISE.accepts(data):
             raise ValueError(
                 "data: FrobeniusPDHG solves Eq. 7 with a full matrix only "
                 "(regularizer='frobenius', diagonal=False)."
             )
+
+    def run(self, data, init=None, *, warn=True):
+        """Solve Eq. 7 (``data.regularizer == "frobenius"``, full matrix).
+
+        Not an iteration of its own but a chain: the reduction
+        :data:`AS_QWISE` (a stage of the trace), Qwise's
+        :class:`~cvxmetric.qwise.fast.QwiseDualSolver` on the reduced
+        problem, the inverse, the certificate on ``data``; and
+        :class:`RankDualSolver` where the reduction does not apply or its
+        point is not certified at a raised ``lam``.
+        """
+        from ..qwise.fast import QwiseDualSolver
+
+        self.check_data(data)
         t0 = time.perf_counter()
         lam = data.lam
-        run_data, factor = data, 1.0
         try:
-            qdata = data.as_qwise()
-        except ValueError:
-            # Qwise refuses data whose scale-free hinge weight C_q s^4 leaves
-            # its range: the regulariser is then below the round-off of the
-            # hinges (a nearly hard-margin problem).  The scaling law
-            # (X -> X / c, lam -> lam / c^4) cannot change that weight, so
-            # solve the same triplets with a larger lam (factor 2^8 at a
-            # time) where Qwise accepts them, then certify on the declared
-            # problem with the multipliers scaled by lam / lam'.  Exact when
-            # no hinge is active at lam' (the hard-margin solution is the
-            # same for every small lam); otherwise a warm start for the
-            # dual Newton method.
-            qdata = None
-            for _ in range(64):
-                factor *= 256.0
-                run_data = dataclasses.replace(data, lam=lam * factor)
-                try:
-                    qdata = run_data.as_qwise()
-                    break
-                except ValueError:
-                    continue
-            if qdata is None:
-                return RankDualSolver(maxiter=min(self.maxiter, 500), tol=self.tol,
-                                      max_time=self.max_time).run(data, init, warn=warn)
-            init = None  # the user's warm start belongs to the declared lam
-        qinit = None
-        if init is not None:
-            info = dict(init.info)
-            if info.get("alpha") is not None:
-                info["alpha"] = np.clip(np.asarray(info["alpha"], float), 0.0, 1.0) / lam
-            qinit = dataclasses.replace(init, M=np.asarray(init.M, float), info=info)
+            qdata, qinit, applied = apply_reductions([AS_QWISE], data, init)
+        except _NoQwiseForm:
+            return RankDualSolver(maxiter=min(self.maxiter, 500), tol=self.tol,
+                                  max_time=self.max_time).run(data, init, warn=warn)
+        factor = applied[0][1].factor
         # the Qwise gap is gap / max(lam, f): with lam > 1 a Qwise gap of
         # tol / lam implies the Eq. 7 gap tol
         solver = QwiseDualSolver(maxiter=self.maxiter,
                                  tol=self.tol / max(1.0, lam),
                                  max_time=self.max_time)
         res = solver.run(qdata, qinit, warn=False)
-        # Qwise's multipliers times lam' are those of run_data; times
-        # lam / lam' those of the declared problem at the same A
-        alpha = np.clip(lam * np.asarray(res.info["alpha"], float), 0.0, 1.0)
-        M = 0.5 * (res.M + res.M.T)
+        M, alpha = invert_reductions(applied, res)
         cert = data.certificate(M, alpha, solver=self.name,
                                 tolerances={"tol": self.tol, "maxiter": self.maxiter,
                                             "lam_factor": factor})
