@@ -109,12 +109,11 @@ class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_features, n_features)
-    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
-    objective_ : float
-    status_ : str
-    n_iter_ : int
-    certificate_ : Certificate
+    components_, mahalanobis_matrix_ : ndarray of shape (d, d)
+        ``L`` and ``M = L^T L``.
+    objective_, status_, n_iter_, certificate_
+        Of the exact path's result: the objective at ``M``, the status
+        word, the iterations, the certificate.
     result_ : SolverResult
         With ``trace``, the stages the fit ran.
     threshold_ : float
@@ -144,17 +143,18 @@ class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator
         return f, f.load("data")(X, idx, labels, **self._hyperparameters())
 
     def fit(self, pairs, y, calibration_params=None):
-        """Learn ``M`` from labelled pairs, then calibrate ``threshold_``.
+        """Learn ``M`` by the formulation's exact path, then calibrate
+        ``threshold_`` on the training pairs.
 
         Parameters
         ----------
         pairs : array_like
-            Indices (n_pairs, 2) into ``preprocessor``, or points
-            (n_pairs, 2, n_features).
+            (n_pairs, 2) indices into ``preprocessor``, or the points
+            themselves, (n_pairs, 2, n_features).
         y : array_like of shape (n_pairs,)
-            +1 (similar) or -1 (dissimilar).
+            Labels: +1 similar, -1 dissimilar.
         calibration_params : dict, optional
-            Arguments of :meth:`calibrate_threshold`.
+            Keyword arguments of :meth:`calibrate_threshold`.
 
         Returns
         -------
@@ -162,23 +162,21 @@ class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator
         """
         self._check_calibration_params(calibration_params)
         f, data = self._data(pairs, y)
-        result = f.load("exact")(data)
-        self.result_ = result
+        self.result_ = result = f.load("exact")(data)
         self._set_metric(result.M)
-        self.objective_ = float(result.objective)
-        self.status_ = result.status
-        self.n_iter_ = int(result.n_iter)
-        self.certificate_ = result.certificate
-        self.n_features_in_ = int(result.M.shape[0])
+        self.n_features_in_ = result.M.shape[0]
+        # the fitted state every learner of the package reports
+        for name, value in (("objective_", float(result.objective)),
+                            ("status_", result.status),
+                            ("n_iter_", int(result.n_iter)),
+                            ("certificate_", result.certificate)):
+            setattr(self, name, value)
         return self._calibrate_after_fit(pairs, y, calibration_params)
 
     def declared_problem(self, pairs, y, calibration_params=None):
-        """The problem :meth:`fit` solves on these pairs, unsolved.
-
-        Parameters
-        ----------
-        pairs, y, calibration_params
-            As in :meth:`fit`.
+        """The formulation's declared problem on the pairs that :meth:`fit`
+        would learn from (validated alike), unsolved; the estimator is not
+        changed.
 
         Returns
         -------

@@ -429,6 +429,23 @@ def formulation(name):
                          f"{[f.name for f in formulations()]}.") from None
 
 
+def _check_addable(formulation):
+    """ValueError naming ``formulation`` when its name is not a valid one or
+    it gives estimator classes to the real-data suite (:func:`register`)."""
+    name = formulation.name
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ValueError(f"formulation: invalid name {name!r}; expected lowercase "
+                         f"letters, digits and '_', starting with a letter.")
+    if formulation.suite and not all(isinstance(e, str)
+                                     for e in formulation.estimators):
+        # the suite finds estimators by name in cvxmetric, in a fresh process
+        # per case: a class defined in a script is not there
+        raise ValueError(f"formulation: {name!r} gives its estimators as classes; "
+                         f"the real-data suite runs only estimators of cvxmetric "
+                         f"(by name): give suite=False and run its slice with "
+                         f"cvxmetric._extend.conformance_slice.")
+
+
 def register(formulation):
     """Add a formulation to the registry (one defined outside the catalogue).
 
@@ -462,19 +479,9 @@ def register(formulation):
     """
     if not isinstance(formulation, Formulation):
         raise TypeError(f"formulation: expected a Formulation, got "
-                         f"{type(formulation).__name__}.")
+                        f"{type(formulation).__name__}.")
+    _check_addable(formulation)
     name = formulation.name
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise ValueError(f"formulation: invalid name {name!r}; expected lowercase "
-                         f"letters, digits and '_', starting with a letter.")
-    classes = [e for e in formulation.estimators if not isinstance(e, str)]
-    if classes and formulation.suite:
-        # the suite reads estimators by name in cvxmetric, in a fresh process
-        # per case: a class defined in a script is not there
-        raise ValueError(f"formulation: {name!r} gives its estimators as classes; "
-                         f"the real-data suite runs only estimators of cvxmetric "
-                         f"(by name): give suite=False and run its slice with "
-                         f"cvxmetric._extend.conformance_slice.")
     if name in _BY_NAME or name in _ADDED:
         where = "the catalogue's" if name in _BY_NAME else "a registered"
         raise ValueError(f"formulation: the name {name!r} is taken by {where} "
