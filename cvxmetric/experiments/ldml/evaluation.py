@@ -519,6 +519,32 @@ class NamingCurve(NamedTuple):
     n_nameable: int
 
 
+def _naming_bag(k, B, n):
+    """Bag ``k`` as a non-empty 1-d array of indices into ``n`` instances."""
+    B = np.asarray(B)
+    if B.ndim != 1 or B.size == 0:
+        raise ValueError(f"bags[{k}]: expected a non-empty 1-d array of instance "
+                         f"indices, got shape {B.shape}.")
+    if B.dtype == bool or not np.issubdtype(B.dtype, np.integer):
+        raise ValueError(f"bags[{k}]: indices must be integers, got dtype {B.dtype}.")
+    if B.min() < 0 or B.max() >= n:
+        bad = int(B.min()) if B.min() < 0 else int(B.max())
+        raise ValueError(f"bags[{k}]: index {bad} is out of range for {n} "
+                         f"instances.")
+    return B.astype(np.intp)
+
+
+def _naming_caption(k, c):
+    """Caption ``k`` as its sorted distinct non-negative integer labels."""
+    c = np.atleast_1d(np.asarray(c))
+    if c.size and (c.dtype == bool or not np.issubdtype(c.dtype, np.integer)):
+        raise ValueError(f"captions[{k}]: labels must be integers, got dtype "
+                         f"{c.dtype}.")
+    if c.size and c.min() < 0:
+        raise ValueError(f"captions[{k}]: labels must be non-negative integers.")
+    return np.unique(c.astype(np.intp))
+
+
 def _naming_input(Z, bags, captions, y_true):
     Z = check_finite(Z, "Z", ndim=2)
     if Z.shape[0] == 0:
@@ -533,24 +559,8 @@ def _naming_input(Z, bags, captions, y_true):
                          f"got {got}.")
     bags_out, caps_out = [], []
     for k, (B, c) in enumerate(zip(bags, captions)):
-        B = np.asarray(B)
-        if B.ndim != 1 or B.size == 0:
-            raise ValueError(f"bags[{k}]: expected a non-empty 1-d array of instance "
-                             f"indices, got shape {B.shape}.")
-        if B.dtype == bool or not np.issubdtype(B.dtype, np.integer):
-            raise ValueError(f"bags[{k}]: indices must be integers, got dtype {B.dtype}.")
-        if B.min() < 0 or B.max() >= n:
-            bad = int(B.min()) if B.min() < 0 else int(B.max())
-            raise ValueError(f"bags[{k}]: index {bad} is out of range for {n} "
-                             f"instances.")
-        c = np.atleast_1d(np.asarray(c))
-        if c.size and (c.dtype == bool or not np.issubdtype(c.dtype, np.integer)):
-            raise ValueError(f"captions[{k}]: labels must be integers, got dtype "
-                             f"{c.dtype}.")
-        if c.size and c.min() < 0:
-            raise ValueError(f"captions[{k}]: labels must be non-negative integers.")
-        bags_out.append(B.astype(np.intp))
-        caps_out.append(np.unique(c.astype(np.intp)))
+        bags_out.append(_naming_bag(k, B, n))
+        caps_out.append(_naming_caption(k, c))
     allidx = np.concatenate(bags_out)
     if np.unique(allidx).size != allidx.size:
         raise ValueError("bags: an instance belongs to two bags (or twice to one).")
