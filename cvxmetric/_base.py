@@ -22,10 +22,12 @@ turns into points (metric-learn's contract, :func:`form_tuples`).
 """
 
 import copy
+import dataclasses
+import logging
 import warnings
 
 import numpy as np
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, clone
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, _fit_context, clone
 from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 from sklearn.utils import ClassifierTags, TransformerTags, check_random_state
 from sklearn.utils._set_output import _SetOutputMixin
@@ -35,12 +37,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._solver import FitScopeMixin
 from ._validation import check_finite, check_indices, check_pair_labels, check_samples
 from .constraints import _row_ids, _zero_length, tuples_to_indices
+from .formulations import formulation
 
 __all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifierMixin",
            "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
            "components_from_metric", "validate_labelled", "form_tuples",
-           "form_samples",
+           "form_samples", "FitMixin", "store_arguments", "given_options",
+           "solver_names",
            "CALIBRATION_STRATEGIES", "MAX_SCORE_PAIRS", "MAX_SCORE_REFERENCE"]
+
+logger = logging.getLogger("cvxmetric")
 
 #: Strategies of :meth:`PairsClassifierMixin.calibrate_threshold`
 #: (metric-learn's).
@@ -58,6 +64,101 @@ MAX_SCORE_REFERENCE = 1_000
 #: Pairs whose distances are computed at once in :meth:`LabelledMixin.score`
 #: (bounds its memory to this many rows of the embedding).
 _SCORE_CHUNK = 65_536
+
+
+def store_arguments(estimator, arguments):
+    """Store the arguments of ``__init__`` as attributes of the same names.
+
+    scikit-learn's rule: ``__init__`` stores its arguments, unchanged, and
+    does nothing else (``get_params``, ``set_params`` and ``clone`` read
+    them back by name; validation happens in ``fit``).  Every estimator's
+    ``__init__`` is the one line ``store_arguments(self, locals())``: at
+    that point ``locals()`` holds ``self`` and the parameters only.
+    """
+    for name, value in arguments.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
+def given_options(**options):
+    """The options the user set: those that are not ``None`` (``None``
+    keeps the solver's own default, tuned per solver)."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def solver_names(name):
+    """The values of an estimator's ``solver`` parameter: the solvers of the
+    registered formulation ``name``'s methods (:func:`cvxmetric.formulation`),
+    each once, in the registry's order."""
+    solvers = (m.params["solver"] for m in formulation(name).methods
+               if "solver" in m.params)
+    return tuple(dict.fromkeys(solvers))
+
+
+class FitMixin(FitScopeMixin):
+    """The plumbing every cvxmetric estimator's ``fit`` shares.
+
+    * Each ``fit`` that a subclass with ``_parameter_constraints`` defines
+      runs in scikit-learn's ``_fit_context`` (parameters validated first,
+      nested validation skipped), and in the fit scope of
+      :class:`~cvxmetric._solver.FitScopeMixin` around that: no ``fit``
+      asks for either.
+    * :meth:`_run_solver` runs the solver ``solver`` names;
+      :meth:`_store_result` and :meth:`_store_outcome` store its result as
+      ``_``-suffixed attributes; :meth:`_log_fit` logs the fit's summary.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        fit = cls.__dict__.get("fit")
+        if callable(fit) and hasattr(cls, "_parameter_constraints"):
+            cls.fit = _fit_context(prefer_skip_nested_validation=True)(fit)
+        super().__init_subclass__(**kwargs)
+
+    def _run_solver(self, solvers):
+        """``solvers[self.solver]()``: the result of the solver the estimator's
+        ``solver`` names (``solvers`` maps each name to a call without
+        arguments); another value, reachable only when parameter validation
+        was bypassed, is a ValueError naming ``solver``."""
+        run = solvers.get(self.solver) if isinstance(self.solver, str) else None
+        if run is None:
+            raise ValueError(
+                f"solver: unknown option {self.solver!r}; expected one of "
+                f"{', '.join(repr(s) for s in solvers)}.")
+        return run()
+
+    def _store_outcome(self, result):
+        """``objective_``, ``status_``, ``n_iter_`` and ``certificate_`` of a
+        :class:`~cvxmetric.result.SolverResult`."""
+        self.objective_ = float(result.objective)
+        self.status_ = result.status
+        self.n_iter_ = int(result.n_iter)
+        self.certificate_ = result.certificate
+
+    def _store_result(self, result, n_features=None):
+        """The fitted state of a solver's result: ``result_`` (without the
+        CVXPY model, too heavy to keep on an estimator and to pickle), the
+        learned matrix (``_set_metric``), :meth:`_store_outcome`'s attributes
+        and, given ``n_features`` (tuple learners: no ``validate_data``
+        set it), ``n_features_in_``."""
+        info = {k: v for k, v in result.info.items() if k != "model"}
+        self.result_ = dataclasses.replace(result, info=info)
+        self._set_metric(result.M)
+        self._store_outcome(result)
+        if n_features is not None:
+            self.n_features_in_ = int(n_features)
+        return self
+
+    def _log_fit(self, before=(), after=()):
+        """One line on the ``cvxmetric`` logger (INFO with ``verbose``, else
+        DEBUG): the class, the fields ``before``, the outcome (status,
+        objective, relative gap, iterations) and the fields ``after``; each
+        field a ``(format, value)`` pair such as ``("solver=%s", solver)``."""
+        fields = (*before, ("status=%s", self.status_), ("objective=%.6g", self.objective_),
+                  ("rel_gap=%.3g", self.certificate_.rel_gap), ("n_iter=%d", self.n_iter_),
+                  *after)
+        log = logger.info if self.verbose else logger.debug
+        log(" ".join(["%s:", *(f for f, _ in fields)]), type(self).__name__,
+            *(v for _, v in fields))
 
 
 def _reference_indices(codes, n_max, random_state):
@@ -386,7 +487,7 @@ def form_samples(X, preprocessor, name="X"):
     return samples[idx[:, 0]]
 
 
-class MahalanobisMixin(FitScopeMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
+class MahalanobisMixin(FitMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
     """Mahalanobis-metric methods for a fitted estimator (metric-learn API).
 
     A subclass sets ``components_`` (via :meth:`_set_metric`) and
@@ -587,13 +688,18 @@ class MahalanobisMixin(FitScopeMixin, ClassNamePrefixFeaturesOutMixin, _SetOutpu
         return metric
 
 
-class BilinearMixin(FitScopeMixin):
+class BilinearMixin(FitMixin):
     """Methods of a fitted bilinear similarity ``s(a, b) = a^T M b``.
 
     A subclass sets ``bilinear_matrix_`` (d, d), a general matrix (neither
     symmetric nor PSD), and ``n_features_in_``.  Shared by SLR and
     :class:`~cvxmetric.model.BilinearMetric`.
     """
+
+    def _set_metric(self, M):
+        """Store ``bilinear_matrix_``: the general ``M``, as it is."""
+        self.bilinear_matrix_ = np.asarray(M, dtype=float)
+        return self
 
     def get_bilinear_matrix(self):
         """The learned ``M`` (a copy): ``similarity(a, b) = a^T M b``.

@@ -25,38 +25,25 @@ raises :class:`~cvxmetric.result.InfeasibleError` naming it.  ``tol`` and
 ``max_iter`` go to the fast solver only (``None`` keeps its defaults).
 """
 
-import dataclasses
-import logging
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (
-    LabelledMixin,
-    MahalanobisMixin,
-    PairsClassifierMixin,
-    validate_labelled,
-)
+from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin, given_options,
+                     solver_names, store_arguments, validate_labelled)
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import pairs_from_labels, tuples_to_indices
-from ._problem import (
-    ConstraintData,
-    check_pair_labels,
-    declared_problem,
-    solve_constraint_exact,
-)
+from ._problem import ConstraintData, check_pair_labels, declared_problem, solve_constraint_exact
 from .fast import ConstraintDualSolver
 
 __all__ = ["ConstraintDML", "ConstraintDMLSupervised", "CONSTRAINT_SOLVERS"]
 
-logger = logging.getLogger("cvxmetric")
-
-#: Values of the estimators' ``solver`` parameter.
-CONSTRAINT_SOLVERS = ("exact", "fast")
+#: Values of the estimators' ``solver`` parameter (the registry's methods).
+CONSTRAINT_SOLVERS = solver_names("constraintdml")
 
 _SHARED_CONSTRAINTS = {
     "hard": ["boolean"],
@@ -81,34 +68,14 @@ class _ConstraintBase(MahalanobisMixin, BaseEstimator):
     def _solve(self, X, pairs, labels):
         """Solve Eq. 1 / 4 / 10 on validated indices and store the fit."""
         data = self._data(X, pairs, labels)
-        if self.solver == "exact":
-            result = solve_constraint_exact(data, verbose=conic_verbose(self.verbose))
-        elif self.solver == "fast":
-            options = {}
-            if self.tol is not None:
-                options["tol"] = self.tol
-            if self.max_iter is not None:
-                options["maxiter"] = self.max_iter
-            result = ConstraintDualSolver(**options).run(data)
-        else:  # only reachable when parameter validation was bypassed
-            raise ValueError(
-                f"solver: unknown option {self.solver!r}; expected one of "
-                f"{', '.join(repr(s) for s in CONSTRAINT_SOLVERS)}."
-            )
-        self.result_ = dataclasses.replace(result, info=dict(result.info))
-        self._set_metric(result.M)
-        self.objective_ = float(result.objective)
-        self.status_ = result.status
-        self.n_iter_ = int(result.n_iter)
-        self.certificate_ = result.certificate
-        self.n_features_in_ = int(data.n_features)
-        log = logger.info if self.verbose else logger.debug
-        log(
-            "%s: Eq. %s solver=%s status=%s objective=%.6g rel_gap=%.3g n_iter=%d "
-            "n_pairs=%d", type(self).__name__, data.equation, self.solver,
-            self.status_, self.objective_, self.certificate_.rel_gap, self.n_iter_,
-            data.n_pairs,
-        )
+        options = given_options(tol=self.tol, maxiter=self.max_iter)
+        result = self._run_solver({
+            "exact": lambda: solve_constraint_exact(data, verbose=conic_verbose(self.verbose)),
+            "fast": lambda: ConstraintDualSolver(**options).run(data),
+        })
+        self._store_result(result, data.n_features)
+        self._log_fit(before=[("Eq. %s", data.equation), ("solver=%s", self.solver)],
+                      after=[("n_pairs=%d", data.n_pairs)])
         return self
 
 
@@ -199,17 +166,8 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
     def __init__(self, hard=True, diagonal=False, lam=1.0, solver="exact",
                  preprocessor=None, tol=None, max_iter=None, random_state=None,
                  verbose=False):
-        self.hard = hard
-        self.diagonal = diagonal
-        self.lam = lam
-        self.solver = solver
-        self.preprocessor = preprocessor
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, pairs, y, calibration_params=None):
         """Learn the metric from labelled ``(query, item)`` pairs, then
         calibrate ``threshold_``.
@@ -326,17 +284,8 @@ certificate_, result_, n_features_in_
     def __init__(self, n_constraints=None, hard=True, diagonal=False, lam=1.0,
                  solver="exact", tol=None, max_iter=None, random_state=None,
                  verbose=False):
-        self.n_constraints = n_constraints
-        self.hard = hard
-        self.diagonal = diagonal
-        self.lam = lam
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Sample pairs from the labels and learn the metric.
 

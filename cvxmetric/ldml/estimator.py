@@ -30,23 +30,23 @@ in ``fit``) moves ``threshold_`` only, as metric-learn does; ``b_`` and
 """
 
 import functools
-import logging
 import math
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import LabelledMixin, MahalanobisMixin, PairsClassifierMixin, validate_labelled
+from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin,
+                     components_from_metric, given_options, solver_names, store_arguments,
+                     validate_labelled)
 from .._solver import conic_verbose
 from .._validation import check_finite, check_pair_labels, check_samples
-from .._base import components_from_metric
 from ..result import ProblemSizeError, Status
 from ..constraints import tuples_to_indices
 from ._budget import budget, expired, remaining
@@ -72,10 +72,8 @@ from .fast import (
 
 __all__ = ["LDML", "LDMLSupervised", "MildML", "LDMLStar", "SOLVER_NAMES", "PAIRS_MAX"]
 
-logger = logging.getLogger("cvxmetric")
-
-#: Values of the LDML estimators' ``solver``.
-SOLVER_NAMES = ("exact", "fast", "lowrank")
+#: Values of the LDML estimators' ``solver`` (the registry's methods).
+SOLVER_NAMES = solver_names("ldml")
 
 #: ``LDMLSupervised`` with ``solver="exact"`` gives CVXPY one exponential
 #: cone per pair of samples: at most this many pairs.  Beyond, Clarabel is
@@ -107,19 +105,32 @@ def _left(est):
 
 
 def _options(est):
-    out = {}
-    if est.tol is not None:
-        out["tol"] = est.tol
-    if est.max_iter is not None:
-        out["maxiter"] = est.max_iter
-    if est.max_time is not None:
-        out["max_time"] = _left(est)
-    return out
+    """The iterative solvers' keywords the estimator sets (``None`` keeps
+    their defaults)."""
+    return given_options(tol=est.tol, maxiter=est.max_iter, max_time=_left(est))
 
 
 def _fast_options(est):
     """:func:`~cvxmetric.ldml.solve_fast`'s keywords from the estimator's."""
     return {"tol": est.tol, "maxiter": est.max_iter, "max_time": _left(est)}
+
+
+def _check_pair_count(solver, n_pairs):
+    """ProblemSizeError naming ``solver`` when the pairs of every sample are
+    too many for it (``"exact"``: :data:`PAIRS_MAX`; ``"fast"``: its arrays
+    over all pairs, :data:`~cvxmetric.ldml.fast.CERTIFY_PAIRS`)."""
+    if solver == "exact" and n_pairs > PAIRS_MAX:
+        raise ProblemSizeError(
+            f"solver: 'exact' gives CVXPY one exponential cone per pair of "
+            f"samples, so its problem grows with the {n_pairs} pairs (above "
+            f"{PAIRS_MAX}, where the conic solvers stop being reliable); use "
+            f"solver='fast', the same problem certified by the same duality gap.")
+    if solver != "lowrank" and n_pairs > CERTIFY_PAIRS:
+        raise ProblemSizeError(
+            f"solver: {solver!r} keeps arrays over all {n_pairs} pairs "
+            f"(above {CERTIFY_PAIRS:.0e}); use solver='lowrank', which "
+            f"evaluates them block by block (n_components=None keeps the "
+            f"full rank).")
 
 
 def _rounding_error(loss, L):
@@ -247,15 +258,9 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         self.mahalanobis_matrix_ = Mu
         self.b_ = float(result.info["b"])
         self.threshold_ = math.sqrt(max(self.b_, 0.0))
-        self.objective_ = float(result.objective)
-        self.status_ = result.status
-        self.n_iter_ = int(result.n_iter)
-        self.certificate_ = result.certificate
+        self._store_outcome(result)
         self.n_features_in_ = int(D)
-        log = logger.info if self.verbose else logger.debug
-        log("%s: status=%s objective=%.6g rel_gap=%.3g n_iter=%d",
-            type(self).__name__, self.status_, self.objective_,
-            self.certificate_.rel_gap, self.n_iter_)
+        self._log_fit()
         if self.status_ != Status.OPTIMAL:
             warnings.warn(self._stop_message(result), ConvergenceWarning, stacklevel=3)
         return self
@@ -300,15 +305,18 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         if res is not None:
             return self._store(res, D, np.zeros((d, D)), k=k)
         loss = PairSet(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
-        if self.solver == "lowrank":
-            res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
-                              warn=False, **_options(self))
-            return self._store(res, D, res.info["L"], k=k, loss=loss)
-        data = LDMLData(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
-        if self.solver == "exact":
-            return self._store(solve_exact(data, verbose=conic_verbose(self.verbose)), D, k=k, loss=loss)
-        return self._store(solve_fast(data, warn=False, **_fast_options(self)), D, k=k,
-                           loss=loss)
+
+        def data():
+            return LDMLData(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
+
+        res = self._run_solver({
+            "exact": lambda: solve_exact(data(), verbose=conic_verbose(self.verbose)),
+            "fast": lambda: solve_fast(data(), warn=False, **_fast_options(self)),
+            "lowrank": lambda: fit_lowrank(loss, d, n_init=self.n_init, warn=False,
+                                           random_state=self.random_state, **_options(self)),
+        })
+        L = res.info["L"] if self.solver == "lowrank" else None
+        return self._store(res, D, L, k=k, loss=loss)
 
     def _declared_rank(self, D):
         """The declared problem is the convex Eq. 2 at full rank: a lower
@@ -417,22 +425,11 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         "preprocessor": ["array-like", None],
     }
 
-    def __init__(self, lam="auto", regularizer="trace", n_components=None, solver="fast",
-                 n_init=3, preprocessor=None, tol=None, max_iter=None, max_time=None,
-                 random_state=None, verbose=False):
-        self.lam = lam
-        self.regularizer = regularizer
-        self.n_components = n_components
-        self.solver = solver
-        self.n_init = n_init
-        self.preprocessor = preprocessor
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.random_state = random_state
-        self.verbose = verbose
+    def __init__(self, lam="auto", regularizer="trace", n_components=None,
+                 solver="fast", n_init=3, preprocessor=None, tol=None, max_iter=None,
+                 max_time=None, random_state=None, verbose=False):
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     @_budgeted
     def fit(self, pairs, y, calibration_params=None):
         """Learn ``(M, b)`` from labelled pairs.
@@ -553,27 +550,15 @@ n_features_in_
         "kernel_params": [dict, None],
     }
 
-    def __init__(self, lam="auto", regularizer="trace", n_components=None, solver="auto",
-                 n_init=3, kernel=None, kernel_params=None, tol=None, max_iter=None,
-                 max_time=None, random_state=None, verbose=False):
-        self.lam = lam
-        self.regularizer = regularizer
-        self.n_components = n_components
-        self.solver = solver
-        self.n_init = n_init
-        self.kernel = kernel
-        self.kernel_params = kernel_params
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.random_state = random_state
-        self.verbose = verbose
+    def __init__(self, lam="auto", regularizer="trace", n_components=None,
+                 solver="auto", n_init=3, kernel=None, kernel_params=None, tol=None,
+                 max_iter=None, max_time=None, random_state=None, verbose=False):
+        store_arguments(self, locals())
 
     def _kernel(self, A, B):
         return pairwise_kernels(A, B, metric=self.kernel, filter_params=True,
                                 **(self.kernel_params or {}))
 
-    @_fit_context(prefer_skip_nested_validation=True)
     @_budgeted
     def fit(self, X, y):
         """Learn ``(M, b)`` from every pair of samples.
@@ -594,38 +579,11 @@ n_features_in_
             raise ValueError("kernel_params: given without a kernel; set kernel "
                              "(e.g. kernel='rbf') or leave kernel_params None.")
         if self.kernel is not None:
-            if solver != "lowrank":
-                raise ValueError(f"kernel: the kernel form needs solver='lowrank', not "
-                                 f"{solver!r}.")
-            self._rank(D)
-            self._check_kernel_params()
-            self._units(X)  # identical samples: refused as without a kernel
-            K = self._kernel(X, X)
-            d = D if self.n_components is None else int(self.n_components)
-            loss = AllPairs(K, codes, lam=0.0, regularizer=self.regularizer, gram=K)
-            loss.lam = self._lam(zero_point_labels(K, loss.labels, loss._rows), 0, gram=K)
-            res = fit_lowrank(loss, min(d, K.shape[1]), n_init=self.n_init,
-                              random_state=self.random_state, warn=False,
-                              **_options(self))
-            self.X_fit_ = X
-            self._store(res, D, res.info["L"], loss=loss)
-            self.n_features_in_ = D
-            return self
+            return self._fit_kernel(X, codes, solver)
         self.X_fit_ = None
         d = self._check_solver(D, solver)
         n_pairs = X.shape[0] * (X.shape[0] - 1) // 2
-        if solver == "exact" and n_pairs > PAIRS_MAX:
-            raise ProblemSizeError(
-                f"solver: 'exact' gives CVXPY one exponential cone per pair of "
-                f"samples, so its problem grows with the {n_pairs} pairs (above "
-                f"{PAIRS_MAX}, where the conic solvers stop being reliable); use "
-                f"solver='fast', the same problem certified by the same duality gap.")
-        if solver != "lowrank" and n_pairs > CERTIFY_PAIRS:
-            raise ProblemSizeError(
-                f"solver: {solver!r} keeps arrays over all {n_pairs} pairs "
-                f"(above {CERTIFY_PAIRS:.0e}); use solver='lowrank', which "
-                f"evaluates them block by block (n_components=None keeps the "
-                f"full rank).")
+        _check_pair_count(solver, n_pairs)
         Xu, k = self._units(X)
         # duplicate samples form no pair (their distance is 0 under any M)
         loss = AllPairs(Xu, codes, lam=0.0, regularizer=self.regularizer)
@@ -635,24 +593,50 @@ n_features_in_
         if res is not None:
             return self._store(res, D, np.zeros((d, D)), k=k)
         if solver == "lowrank":
-            res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
-                              warn=False, **_options(self))
-            if self.solver == "auto" and d == D and res.raw_status == Status.OPTIMAL \
-                    and res.status != Status.OPTIMAL and n_pairs <= CERTIFY_PAIRS \
-                    and not expired():
-                # stationary but not certified: the fast path's continuation
-                # (accelerated projected gradient until the certificate passes)
-                res = ProjectedGradient(max_time=_left(self), **{
-                    k_: v for k_, v in (("maxiter", self.max_iter), ("tol", self.tol))
-                    if v is not None}).run(loss.pair_data(), res, warn=False)
-                L = None
-                return self._store(res, D, L, k=k, loss=loss)
-            return self._store(res, D, res.info["L"], k=k, loss=loss)
+            return self._fit_lowrank(loss, d, D, k, n_pairs)
         data = loss.pair_data()
         if solver == "exact":
-            return self._store(solve_exact(data, verbose=conic_verbose(self.verbose)), D, k=k, loss=loss)
-        return self._store(solve_fast(data, loss=loss, warn=False, **_fast_options(self)),
-                           D, k=k, loss=loss)
+            res = solve_exact(data, verbose=conic_verbose(self.verbose))
+        else:
+            res = solve_fast(data, loss=loss, warn=False, **_fast_options(self))
+        return self._store(res, D, k=k, loss=loss)
+
+    def _fit_kernel(self, X, codes, solver):
+        """The kernel form (Sec. 2.1): low-rank LDML on ``k(X, X)``."""
+        D = X.shape[1]
+        if solver != "lowrank":
+            raise ValueError(f"kernel: the kernel form needs solver='lowrank', not "
+                             f"{solver!r}.")
+        self._rank(D)
+        self._check_kernel_params()
+        self._units(X)  # identical samples: refused as without a kernel
+        K = self._kernel(X, X)
+        d = D if self.n_components is None else int(self.n_components)
+        loss = AllPairs(K, codes, lam=0.0, regularizer=self.regularizer, gram=K)
+        loss.lam = self._lam(zero_point_labels(K, loss.labels, loss._rows), 0, gram=K)
+        res = fit_lowrank(loss, min(d, K.shape[1]), n_init=self.n_init,
+                          random_state=self.random_state, warn=False,
+                          **_options(self))
+        self.X_fit_ = X
+        self._store(res, D, res.info["L"], loss=loss)
+        self.n_features_in_ = D
+        return self
+
+    def _fit_lowrank(self, loss, d, D, k, n_pairs):
+        """Eq. 4-6 of rank ``d`` on every pair; with ``solver="auto"`` at full
+        rank, a stationary point that is not certified is continued by the
+        fast path's projected gradient."""
+        res = fit_lowrank(loss, d, n_init=self.n_init, random_state=self.random_state,
+                          warn=False, **_options(self))
+        if self.solver == "auto" and d == D and res.raw_status == Status.OPTIMAL \
+                and res.status != Status.OPTIMAL and n_pairs <= CERTIFY_PAIRS \
+                and not expired():
+            # stationary but not certified: the fast path's continuation
+            # (accelerated projected gradient until the certificate passes)
+            res = ProjectedGradient(max_time=_left(self), **given_options(
+                maxiter=self.max_iter, tol=self.tol)).run(loss.pair_data(), res, warn=False)
+            return self._store(res, D, k=k, loss=loss)
+        return self._store(res, D, res.info["L"], k=k, loss=loss)
 
     def declared_problem(self, X, y):
         """Eq. 2 on every pair of samples, as printed (user's units), unsolved.
@@ -827,18 +811,8 @@ n_features_in_
     def __init__(self, n_components=None, lam="auto", regularizer="trace", n_init=1,
                  preprocessor=None, tol=None, max_iter=None, max_time=None,
                  random_state=None, verbose=False):
-        self.n_components = n_components
-        self.lam = lam
-        self.regularizer = regularizer
-        self.n_init = n_init
-        self.preprocessor = preprocessor
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.random_state = random_state
-        self.verbose = verbose
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     @_budgeted
     def fit(self, bags, bag_labels):
         """Learn ``(L, b)`` from labelled bags.
@@ -921,20 +895,8 @@ n_features_in_
     def __init__(self, n_components=None, lam="auto", regularizer="trace", n_init=1,
                  n_rounds=5, b0=None, preprocessor=None, tol=None, max_iter=None,
                  max_time=None, random_state=None, verbose=False):
-        self.n_components = n_components
-        self.lam = lam
-        self.regularizer = regularizer
-        self.n_init = n_init
-        self.n_rounds = n_rounds
-        self.b0 = b0
-        self.preprocessor = preprocessor
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.random_state = random_state
-        self.verbose = verbose
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     @_budgeted
     def fit(self, bags, bag_labels):
         """Alternate instance labelling (Eq. 11) and low-rank LDML.

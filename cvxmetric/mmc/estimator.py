@@ -49,26 +49,19 @@ that only sees such directions; the estimators then return the certified
 projector onto them and emit a ``UserWarning`` saying so.
 """
 
-import dataclasses
-import logging
 import warnings
 from numbers import Integral, Real
 from types import SimpleNamespace
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.datasets import make_spd_matrix
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (
-    LabelledMixin,
-    MahalanobisMixin,
-    PairsClassifierMixin,
-    form_samples,
-    form_tuples,
-    validate_labelled,
-)
+from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin, form_samples,
+                     form_tuples, given_options, solver_names, store_arguments,
+                     validate_labelled)
 from .._solver import conic_verbose
 from .._validation import check_pair_labels, check_psd_matrix, check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
@@ -78,10 +71,8 @@ from .fast import MMCNewton, MMCProjectedGradient
 
 __all__ = ["MMC", "MMCSupervised", "SOLVER_NAMES", "INIT_NAMES"]
 
-logger = logging.getLogger("cvxmetric")
-
-#: Values of the estimators' ``solver`` parameter.
-SOLVER_NAMES = ("exact", "fast")
+#: Values of the estimators' ``solver`` parameter (the registry's methods).
+SOLVER_NAMES = solver_names("mmc")
 
 #: Values of ``init`` given by name (metric-learn's).
 INIT_NAMES = ("identity", "covariance", "random")
@@ -164,48 +155,34 @@ class _MMCBase(MahalanobisMixin, BaseEstimator):
                        self.convergence_threshold)
         data = self._data(pairs)
         M0 = self._initial_metric(pairs)
-        options = {}
-        if tol is not None:
-            options["tol"] = tol
-        if self.max_iter is not None:
-            options["maxiter"] = self.max_iter
-        log = logger.info if self.verbose else logger.debug
-        if self.solver == "exact":
-            result = solve_exact(data, verbose=conic_verbose(self.verbose))
-        elif self.solver == "fast":
-            solver = MMCNewton if data.diagonal else MMCProjectedGradient
-            start = None
-            if M0 is not None:
-                # the solvers' warm start: a result-like (M, info); a diagonal
-                # problem starts from init's diagonal (metric-learn's rule)
-                start = SimpleNamespace(M=M0, info={"w": np.diag(M0).copy()}
-                                        if data.diagonal else {})
-            result = solver(**options).run(data, start)
-            if not result.certificate.passed:
-                # an uncertified point whose float matrix cannot carry its
-                # own value: say so rather than report that value
-                data.check_representable(result.M)
-        else:  # only reachable when parameter validation was bypassed
-            raise ValueError(
-                f"solver: unknown option {self.solver!r}; expected one of "
-                f"{', '.join(repr(s) for s in SOLVER_NAMES)}.")
+        result = self._run_solver({
+            "exact": lambda: solve_exact(data, verbose=conic_verbose(self.verbose)),
+            "fast": lambda: self._solve_fast(data, M0, tol),
+        })
         if "degenerate" in result.info:
             warnings.warn(result.info["degenerate"], UserWarning, stacklevel=4)
-        # the CVXPY model holds the whole problem: too heavy to keep
-        info = {k: v for k, v in result.info.items() if k != "model"}
-        self.result_ = dataclasses.replace(result, info=info)
-        self._set_metric(result.M)
-        self.objective_ = float(result.objective)
+        self._store_result(result, data.n_features)
         self.scale_free_objective_ = float(result.info["scale_free"])
-        self.status_ = result.status
-        self.n_iter_ = int(result.n_iter)
-        self.certificate_ = result.certificate
-        self.n_features_in_ = int(data.n_features)
-        log("%s: solver=%s diagonal=%s status=%s objective=%.6g rel_gap=%.3g "
-            "n_iter=%d time=%.3gs", type(self).__name__, self.solver,
-            self.diagonal, self.status_, self.objective_,
-            self.certificate_.rel_gap, self.n_iter_, result.time)
+        self._log_fit(before=[("solver=%s", self.solver), ("diagonal=%s", self.diagonal)],
+                      after=[("time=%.3gs", result.time)])
         return self
+
+    def _solve_fast(self, data, M0, tol):
+        """Xing's Newton method (diagonal) or projected gradient (full),
+        started from ``M0`` when ``init`` gives one."""
+        solver = MMCNewton if data.diagonal else MMCProjectedGradient
+        start = None
+        if M0 is not None:
+            # the solvers' warm start: a result-like (M, info); a diagonal
+            # problem starts from init's diagonal (metric-learn's rule)
+            start = SimpleNamespace(M=M0, info={"w": np.diag(M0).copy()}
+                                    if data.diagonal else {})
+        result = solver(**given_options(tol=tol, maxiter=self.max_iter)).run(data, start)
+        if not result.certificate.passed:
+            # an uncertified point whose float matrix cannot carry its
+            # own value: say so rather than report that value
+            data.check_representable(result.M)
+        return result
 
 
 def _check_pair_labels(y, n_pairs):
@@ -315,22 +292,10 @@ optional
     _parameter_constraints = {**_SHARED_CONSTRAINTS}
 
     def __init__(self, max_iter=None, max_proj=10000, tol=None, init=None,
-                 diagonal=False, diagonal_c=1.0, verbose=False,
-                 preprocessor=None, random_state=None,
-                 convergence_threshold="deprecated", solver="exact"):
-        self.max_iter = max_iter
-        self.max_proj = max_proj
-        self.tol = tol
-        self.init = init
-        self.diagonal = diagonal
-        self.diagonal_c = diagonal_c
-        self.verbose = verbose
-        self.preprocessor = preprocessor
-        self.random_state = random_state
-        self.convergence_threshold = convergence_threshold
-        self.solver = solver
+                 diagonal=False, diagonal_c=1.0, verbose=False, preprocessor=None,
+                 random_state=None, convergence_threshold="deprecated", solver="exact"):
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, pairs, y, calibration_params=None):
         """Learn ``M`` from labelled pairs, then calibrate ``threshold_``.
 
@@ -446,26 +411,12 @@ status_, n_iter_, certificate_, result_, n_features_in_
                             StrOptions({"deprecated"})],
     }
 
-    def __init__(self, max_iter=None, max_proj=10000, tol=None,
-                 n_constraints=None, init=None, diagonal=False, diagonal_c=1.0,
-                 verbose=False, preprocessor=None, random_state=None,
-                 num_constraints="deprecated",
+    def __init__(self, max_iter=None, max_proj=10000, tol=None, n_constraints=None,
+                 init=None, diagonal=False, diagonal_c=1.0, verbose=False,
+                 preprocessor=None, random_state=None, num_constraints="deprecated",
                  convergence_threshold="deprecated", solver="exact"):
-        self.max_iter = max_iter
-        self.max_proj = max_proj
-        self.tol = tol
-        self.n_constraints = n_constraints
-        self.init = init
-        self.diagonal = diagonal
-        self.diagonal_c = diagonal_c
-        self.verbose = verbose
-        self.preprocessor = preprocessor
-        self.random_state = random_state
-        self.num_constraints = num_constraints
-        self.convergence_threshold = convergence_threshold
-        self.solver = solver
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Sample labelled pairs from the classes and learn ``M``.
 

@@ -16,13 +16,13 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, _fit_context
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import components_from_metric
-from .._solver import FitScopeMixin, conic_verbose
+from .._base import FitMixin, components_from_metric, solver_names, store_arguments
+from .._solver import conic_verbose
 from .._validation import check_indices
 from ..result import Status
 from ._problem import OMDMLData, check_theta, check_views
@@ -32,7 +32,7 @@ from .fast import LowRankOMDML, OMDMLOnline, check_ranks
 __all__ = ["OMDML"]
 
 
-class OMDML(FitScopeMixin, BaseEstimator):
+class OMDML(FitMixin, BaseEstimator):
     """Online multi-modal distance metric learning (Wu, Hoi et al. 2016).
 
     The combined distance is ``d(p, q) = sum_i theta_i (x_p - x_q)^T M_i
@@ -106,27 +106,16 @@ class OMDML(FitScopeMixin, BaseEstimator):
         "project_every": [Interval(Integral, 1, None, closed="left")],
         "projection": [StrOptions({"rank2", "full"})],
         "n_passes": [Interval(Integral, 1, None, closed="left")],
-        "solver": [StrOptions({"online", "exact"})],
+        "solver": [StrOptions(set(solver_names("omdml")))],
         "theta": ["array-like", None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
-    def __init__(self, C=1.0, beta=0.5, gamma=1.0, rank=None, eta=0.01,
-                 project_every=1, projection="rank2", n_passes=1, solver="online",
-                 theta=None, random_state=None, verbose=False):
-        self.C = C
-        self.beta = beta
-        self.gamma = gamma
-        self.rank = rank
-        self.eta = eta
-        self.project_every = project_every
-        self.projection = projection
-        self.n_passes = n_passes
-        self.solver = solver
-        self.theta = theta
-        self.random_state = random_state
-        self.verbose = verbose
+    def __init__(self, C=1.0, beta=0.5, gamma=1.0, rank=None, eta=0.01, project_every=1,
+                 projection="rank2", n_passes=1, solver="online", theta=None,
+                 random_state=None, verbose=False):
+        store_arguments(self, locals())
 
     def _ranks(self, data):
         """Per-view ranks (capped at the views' dimensions), or ``None``."""
@@ -143,7 +132,6 @@ class OMDML(FitScopeMixin, BaseEstimator):
         return LowRankOMDML(rank=ranks, eta=self.eta,
                             random_state=self.random_state, **common)
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, views, triplets):
         """Learn the per-view metrics and their combination.
 
@@ -266,10 +254,7 @@ class OMDML(FitScopeMixin, BaseEstimator):
         self.mistakes_ = int(result.info.get("mistakes", 0))
         self.mistake_history_ = np.asarray(result.info.get("mistake_history", []),
                                            dtype=int)
-        self.objective_ = float(result.objective)
-        self.status_ = result.status
-        self.certificate_ = result.certificate
-        self.n_iter_ = int(result.n_iter)
+        self._store_outcome(result)
         self.n_features_in_ = list(data.dims)
         return self
 

@@ -26,21 +26,15 @@ an iterative solver stopping on ``max_iter`` emits a ``ConvergenceWarning``
 and the estimator keeps its last iterate with ``status_ == "max_iter_reached"``.
 """
 
-import dataclasses
-import logging
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (
-    LabelledMixin,
-    MahalanobisMixin,
-    QuadrupletsClassifierMixin,
-    validate_labelled,
-)
+from .._base import (LabelledMixin, MahalanobisMixin, QuadrupletsClassifierMixin,
+                     given_options, solver_names, store_arguments, validate_labelled)
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import (
@@ -65,10 +59,8 @@ from .fast import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
 __all__ = ["Qwise", "QwiseSupervised", "SOLVER_NAMES", "QwiseVector",
            "QwiseVectorSupervised", "VECTOR_SOLVERS"]
 
-logger = logging.getLogger("cvxmetric")
-
-#: Values of the estimators' ``solver`` parameter.
-SOLVER_NAMES = ("exact", "fast", "subgradient")
+#: Values of the estimators' ``solver`` parameter (the registry's methods).
+SOLVER_NAMES = solver_names("qwise")
 
 # Parameters shared by both estimators (scikit-learn parameter validation).
 _SHARED_CONSTRAINTS = {
@@ -115,39 +107,15 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
         data = self._data(quadruplets, pairs)
         # only the hyperparameters the user set: None keeps the solver's own
         # defaults, which are tuned per solver
-        options = {}
-        if self.tol is not None:
-            options["tol"] = self.tol
-        if self.max_iter is not None:
-            options["maxiter"] = self.max_iter
-        if self.solver == "exact":
-            result = solve_exact(data, verbose=conic_verbose(self.verbose))
-        elif self.solver == "fast":
-            result = QwiseDualSolver(**options).run(data)
-        elif self.solver == "subgradient":
-            result = ProjectedSubgradient(**options).run(data)
-        else:  # only reachable when parameter validation was bypassed
-            raise ValueError(
-                f"solver: unknown option {self.solver!r}; expected one of "
-                f"{', '.join(repr(s) for s in SOLVER_NAMES)}."
-            )
-        # the declared CVXPY model (kept by the non-reduced exact path) holds
-        # the whole problem: too heavy to keep on an estimator and to pickle
-        info = {k: v for k, v in result.info.items() if k != "model"}
-        self.result_ = dataclasses.replace(result, info=info)
-        self._set_metric(result.M)
-        self.objective_ = float(result.objective)
-        self.status_ = result.status
-        self.n_iter_ = int(result.n_iter)
-        self.certificate_ = result.certificate
-        self.n_features_in_ = int(data.n_features)
-        log = logger.info if self.verbose else logger.debug
-        log(
-            "%s: solver=%s status=%s objective=%.6g rel_gap=%.3g n_iter=%d "
-            "n_constraints=%d", type(self).__name__, self.solver, self.status_,
-            self.objective_, self.certificate_.rel_gap, self.n_iter_,
-            data.n_constraints,
-        )
+        options = given_options(tol=self.tol, maxiter=self.max_iter)
+        result = self._run_solver({
+            "exact": lambda: solve_exact(data, verbose=conic_verbose(self.verbose)),
+            "fast": lambda: QwiseDualSolver(**options).run(data),
+            "subgradient": lambda: ProjectedSubgradient(**options).run(data),
+        })
+        self._store_result(result, data.n_features)
+        self._log_fit(before=[("solver=%s", self.solver)],
+                      after=[("n_constraints=%d", data.n_constraints)])
         return self
 
 
@@ -248,33 +216,11 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         "preprocessor": ["array-like", None],
     }
 
-    def __init__(
-        self,
-        regularizer="trace",
-        C_q=1.0,
-        C_p=1.0,
-        u=None,
-        l=None,
-        solver="fast",
-        tol=None,
-        max_iter=None,
-        preprocessor=None,
-        random_state=None,
-        verbose=False,
-    ):
-        self.regularizer = regularizer
-        self.C_q = C_q
-        self.C_p = C_p
-        self.u = u
-        self.l = l
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.preprocessor = preprocessor
-        self.random_state = random_state
-        self.verbose = verbose
+    def __init__(self, regularizer="trace", C_q=1.0, C_p=1.0, u=None, l=None,
+                 solver="fast", tol=None, max_iter=None, preprocessor=None,
+                 random_state=None, verbose=False):
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, quadruplets, y=None, *, delta=1.0, pairs=None, pair_labels=None):
         """Learn ``M`` from quadruplets (Eq. 8) and optional pairs (Eq. 11).
 
@@ -468,33 +414,11 @@ certificate_, result_, n_features_in_
         "n_constraints": [Interval(Integral, 1, None, closed="left"), None],
     }
 
-    def __init__(
-        self,
-        n_constraints=None,
-        regularizer="trace",
-        C_q=1.0,
-        C_p=1.0,
-        u=None,
-        l=None,
-        solver="fast",
-        tol=None,
-        max_iter=None,
-        random_state=None,
-        verbose=False,
-    ):
-        self.n_constraints = n_constraints
-        self.regularizer = regularizer
-        self.C_q = C_q
-        self.C_p = C_p
-        self.u = u
-        self.l = l
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+    def __init__(self, n_constraints=None, regularizer="trace", C_q=1.0, C_p=1.0,
+                 u=None, l=None, solver="fast", tol=None, max_iter=None,
+                 random_state=None, verbose=False):
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Sample constraints from the labels and learn ``M``.
 
@@ -568,8 +492,8 @@ def _same_point(X, i, j):
 # The vector model (Eq. 12-14, Appendix A)
 # ---------------------------------------------------------------------------
 
-#: Values of the vector estimators' ``solver`` parameter.
-VECTOR_SOLVERS = ("exact", "newton")
+#: Values of the vector estimators' ``solver`` parameter (the registry's).
+VECTOR_SOLVERS = solver_names("qwise_vector")
 
 #: The loss each vector solver solves when ``loss=None`` (the default):
 #: the exact path solves Eq. 14 as printed (hinge losses), Algorithm 2 the
@@ -616,18 +540,12 @@ class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
 
     def _solve_one(self, data):
         """One vector problem: a :class:`SolverResult`."""
-        if self.solver == "exact":
-            return solve_vector_exact(data, verbose=conic_verbose(self.verbose))
-        if self.solver == "newton":  # refuses loss="hinge" itself, naming loss
-            options = {}
-            if self.tol is not None:
-                options["tol"] = self.tol
-            if self.max_iter is not None:
-                options["maxiter"] = self.max_iter
-            return ProjectedNewton(**options).run(data)
-        raise ValueError(  # only reachable when parameter validation was bypassed
-            f"solver: unknown option {self.solver!r}; expected one of "
-            f"{', '.join(repr(s) for s in VECTOR_SOLVERS)}.")
+        options = given_options(tol=self.tol, maxiter=self.max_iter)
+        return self._run_solver({
+            "exact": lambda: solve_vector_exact(data, verbose=conic_verbose(self.verbose)),
+            # Algorithm 2 refuses loss="hinge" itself, naming loss
+            "newton": lambda: ProjectedNewton(**options).run(data),
+        })
 
     def _store(self, results, psi, n_features, attributes=None):
         """Fitted attributes from one result per attribute."""
@@ -805,17 +723,7 @@ class QwiseVector(_QwiseVectorBase):
     def __init__(self, psi="squared", C_q=1.0, C_p=1.0, loss=None, h=0.05,
                  solver="exact", tol=None, max_iter=None, preprocessor=None,
                  random_state=None, verbose=False):
-        self.psi = psi
-        self.C_q = C_q
-        self.C_p = C_p
-        self.loss = loss
-        self.h = h
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.preprocessor = preprocessor
-        self.random_state = random_state
-        self.verbose = verbose
+        store_arguments(self, locals())
 
     def decision_function(self, tuples):
         """Pairs: ``b - D_w`` (positive: similar).  Quadruplets
@@ -850,7 +758,6 @@ class QwiseVector(_QwiseVectorBase):
                              f"quadruplets (the order within each is the label).")
         return float(np.mean(pred > 0))
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, quadruplets, y=None, *, delta=1.0, pairs=None, pair_labels=None):
         """Learn ``w`` and ``b`` (or ``L`` and one ``b`` per attribute).
 
@@ -1020,18 +927,8 @@ status_, certificate_, result_, n_iter_, n_features_in_, loss_
     def __init__(self, n_constraints=None, C_q=1.0, C_p=1.0, loss=None, h=0.05,
                  solver="exact", tol=None, max_iter=None, random_state=None,
                  verbose=False):
-        self.n_constraints = n_constraints
-        self.C_q = C_q
-        self.C_p = C_p
-        self.loss = loss
-        self.h = h
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Sample constraints from the labels and learn ``w`` and ``b``.
 

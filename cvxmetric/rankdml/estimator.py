@@ -26,21 +26,15 @@ defaults).  A failed solve raises the solver's
 point with ``status_ == "max_iter_reached"``.
 """
 
-import dataclasses
-import logging
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (
-    LabelledMixin,
-    MahalanobisMixin,
-    TripletsClassifierMixin,
-    validate_labelled,
-)
+from .._base import (LabelledMixin, MahalanobisMixin, TripletsClassifierMixin, solver_names,
+                     store_arguments, validate_labelled)
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import Triplets, informative
@@ -51,10 +45,8 @@ from .fast import solve_fast
 
 __all__ = ["RankDML", "RankDMLSupervised", "SOLVER_NAMES"]
 
-logger = logging.getLogger("cvxmetric")
-
-#: Values of the estimators' ``solver`` parameter.
-SOLVER_NAMES = ("exact", "fast")
+#: Values of the estimators' ``solver`` parameter (the registry's methods).
+SOLVER_NAMES = solver_names("rankdml")
 
 _SHARED_CONSTRAINTS = {
     "regularizer": [StrOptions(set(REGULARIZERS))],
@@ -86,35 +78,18 @@ class _RankDMLBase(MahalanobisMixin, BaseEstimator):
     def _solve(self, triplets):
         """Solve on validated :class:`Triplets` and store the fitted state."""
         data = self._data(triplets)
-        diagonal = data.diagonal
-        if self.solver == "exact":
-            result = solve_exact(data, verbose=conic_verbose(self.verbose))
-        elif self.solver == "fast":
-            result = solve_fast(data, tol=self.tol, maxiter=self.max_iter)
-        else:  # only reachable when parameter validation was bypassed
-            raise ValueError(
-                f"solver: unknown option {self.solver!r}; expected one of "
-                f"{', '.join(repr(s) for s in SOLVER_NAMES)}."
-            )
+        result = self._run_solver({
+            "exact": lambda: solve_exact(data, verbose=conic_verbose(self.verbose)),
+            "fast": lambda: solve_fast(data, tol=self.tol, maxiter=self.max_iter),
+        })
         # a failure due to the float64 resolution of the hinges (huge
         # distances against the unit margin) is a ValueError naming X
         data.check_resolution(result)
-        # the CVXPY model holds the whole problem: too heavy to keep
-        info = {k: v for k, v in result.info.items() if k != "model"}
-        self.result_ = dataclasses.replace(result, info=info)
-        self._set_metric(result.M)
-        self.objective_ = float(result.objective)
-        self.status_ = result.status
-        self.n_iter_ = int(result.n_iter)
-        self.certificate_ = result.certificate
-        self.n_features_in_ = int(data.n_features)
+        self._store_result(result, data.n_features)
         self.n_triplets_ = int(data.n_constraints)
-        log = logger.info if self.verbose else logger.debug
-        log("%s: regularizer=%s form=%s diagonal=%s solver=%s status=%s "
-            "objective=%.6g rel_gap=%.3g n_iter=%d n_triplets=%d", type(self).__name__,
-            self.regularizer, self.form, diagonal, self.solver, self.status_,
-            self.objective_,
-            self.certificate_.rel_gap, self.n_iter_, data.n_constraints)
+        self._log_fit(before=[("regularizer=%s", self.regularizer), ("form=%s", self.form),
+                              ("diagonal=%s", data.diagonal), ("solver=%s", self.solver)],
+                      after=[("n_triplets=%d", data.n_constraints)])
         return self
 
 
@@ -213,20 +188,8 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
     def __init__(self, regularizer="frobenius", lam=1.0, tau=None, A0=None,
                  diagonal=False, solver="exact", preprocessor=None, tol=None,
                  max_iter=None, random_state=None, verbose=False, form="printed"):
-        self.regularizer = regularizer
-        self.form = form
-        self.lam = lam
-        self.tau = tau
-        self.A0 = A0
-        self.diagonal = diagonal
-        self.solver = solver
-        self.preprocessor = preprocessor
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, triplets, y=None):
         """Learn ``A`` from triplets.
 
@@ -335,23 +298,8 @@ certificate_, result_, n_features_in_, n_triplets_
                  regularizer="frobenius", lam=1.0, tau=None, A0=None, diagonal=False,
                  solver="exact", tol=None, max_iter=None, random_state=None,
                  verbose=False, form="printed"):
-        self.n_top = n_top
-        self.n_random = n_random
-        self.n_relevant = n_relevant
-        self.n_queries = n_queries
-        self.regularizer = regularizer
-        self.form = form
-        self.lam = lam
-        self.tau = tau
-        self.A0 = A0
-        self.diagonal = diagonal
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Select critical triplets from the labels and learn ``A``.
 

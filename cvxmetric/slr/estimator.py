@@ -40,19 +40,19 @@ a common offset ``1e8`` times the spread) -- never a NaN or a wrong value.
 """
 
 import dataclasses
-import logging
 import warnings
 from numbers import Integral, Real
 
 import cvxpy as cp
 import numpy as np
-from sklearn.base import BaseEstimator, _fit_context, clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import BilinearMixin, LabelledMixin, validate_labelled
+from .._base import (BilinearMixin, LabelledMixin, given_options, solver_names,
+                     store_arguments, validate_labelled)
 from .._solver import conic_verbose
 from ..metrics import average_precision
 from ..model import DeclaredProblem
@@ -67,10 +67,8 @@ __all__ = ["SLR", "SOLVER_NAMES", "SKETCH_NAMES", "declared_problem", "PAPER"]
 PAPER = ("Qian, Baytas, Jin, Jain, Zhu: Similarity learning via adaptive "
          "regression (2015)")
 
-logger = logging.getLogger("cvxmetric")
-
-#: Values of the ``solver`` parameter.
-SOLVER_NAMES = ("newton", "exact", "adaptive", "randomized", "lowrank")
+#: Values of the ``solver`` parameter (the registry's methods).
+SOLVER_NAMES = solver_names("slr")
 
 #: Values of the ``sketch`` parameter (Algorithm 2 / 3 compression).
 SKETCH_NAMES = ("gaussian", "columns")
@@ -169,33 +167,11 @@ default="newton"
         "verbose": ["verbose"],
     }
 
-    def __init__(
-        self,
-        delta1=1.0,
-        delta2=0.0,
-        solver="newton",
-        n_iter=10,
-        n_sketch=None,
-        rank=None,
-        sketch="gaussian",
-        tol=None,
-        max_iter=None,
-        random_state=None,
-        verbose=False,
-    ):
-        self.delta1 = delta1
-        self.delta2 = delta2
-        self.solver = solver
-        self.n_iter = n_iter
-        self.n_sketch = n_sketch
-        self.rank = rank
-        self.sketch = sketch
-        self.tol = tol
-        self.max_iter = max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+    def __init__(self, delta1=1.0, delta2=0.0, solver="newton", n_iter=10,
+                 n_sketch=None, rank=None, sketch="gaussian", tol=None, max_iter=None,
+                 random_state=None, verbose=False):
+        store_arguments(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Learn ``M`` from samples and class labels.
 
@@ -221,17 +197,9 @@ default="newton"
                 f"bound on Eq. 4 (objective {result.objective:.6g}); status "
                 f"{result.status!r}. solver='newton' certifies the optimum.",
                 ConvergenceWarning, stacklevel=2)
-        info = {k: v for k, v in result.info.items() if k != "model"}
-        self.result_ = dataclasses.replace(result, info=info)
-        self.bilinear_matrix_ = np.asarray(result.M, dtype=float)
-        self.objective_ = float(result.objective)
-        self.status_ = result.status
-        self.n_iter_ = int(result.n_iter)
-        self.certificate_ = result.certificate
+        self._store_result(result)
         self.classes_ = classes
-        log = logger.info if self.verbose else logger.debug
-        log("SLR: solver=%s status=%s objective=%.6g n_iter=%d", self.solver,
-            self.status_, self.objective_, self.n_iter_)
+        self._log_fit(before=[("solver=%s", self.solver)])
         return self
 
     def declared_problem(self, X, y):
@@ -282,46 +250,42 @@ default="newton"
             raise ValueError(
                 f"max_iter: solver={self.solver!r} runs n_iter iterations (the "
                 f"paper's T); set n_iter instead (max_iter caps 'newton').")
-        if self.solver in ("randomized", "lowrank"):
-            rng = check_random_state(self.random_state)
-            n, d = X.shape
-            if self.solver == "randomized":
-                from .randomized import randomized_slr
 
-                # the solver's own default sketch size (see n_sketch)
-                m = min(n, 20 * d) if self.n_sketch is None else self.n_sketch
-                return randomized_slr(
-                    X, codes, m, sketch=self.sketch, n_iter=self.n_iter,
-                    delta1=delta1, delta2=delta2, random_state=rng)
-            from .lowrank import lowrank_slr
+        def data():
+            return SLRData.from_labels(X, codes, delta1=delta1, delta2=delta2)
 
-            extra = {}
-            if self.n_sketch is not None:
-                extra = {"n_sketch": self.n_sketch, "sketch": self.sketch}
-            rank = d if self.rank is None else self.rank
-            return lowrank_slr(X, codes, rank, n_iter=self.n_iter,
-                               delta1=delta1, delta2=delta2, random_state=rng,
-                               **extra)
-        data = SLRData.from_labels(X, codes, delta1=delta1, delta2=delta2)
-        if self.solver == "exact":
-            return solve_exact(data, verbose=conic_verbose(self.verbose))
-        if self.solver == "adaptive":
-            options = {"maxiter": self.n_iter}
-            if self.tol is not None:
-                options["tol"] = self.tol
-            return AdaptiveRegression(**options).run(data)
-        if self.solver == "newton":
-            options = {}
-            if self.tol is not None:
-                options["tol"] = self.tol
-            if self.max_iter is not None:
-                options["maxiter"] = self.max_iter
-            return SemismoothNewton(**options).run(data)
-        # only reachable when parameter validation was bypassed
-        raise ValueError(
-            f"solver: unknown option {self.solver!r}; expected one of "
-            f"{', '.join(repr(s) for s in SOLVER_NAMES)}."
-        )
+        return self._run_solver({
+            "newton": lambda: SemismoothNewton(
+                **given_options(tol=self.tol, maxiter=self.max_iter)).run(data()),
+            "exact": lambda: solve_exact(data(), verbose=conic_verbose(self.verbose)),
+            "adaptive": lambda: AdaptiveRegression(
+                **given_options(maxiter=self.n_iter, tol=self.tol)).run(data()),
+            "randomized": lambda: self._randomized(X, codes, delta1, delta2),
+            "lowrank": lambda: self._lowrank(X, codes, delta1, delta2),
+        })
+
+    def _randomized(self, X, codes, delta1, delta2):
+        """Algorithm 2 (:func:`~cvxmetric.slr.randomized_slr`)."""
+        from .randomized import randomized_slr
+
+        n, d = X.shape
+        # the solver's own default sketch size (see n_sketch)
+        m = min(n, 20 * d) if self.n_sketch is None else self.n_sketch
+        return randomized_slr(X, codes, m, sketch=self.sketch, n_iter=self.n_iter,
+                              delta1=delta1, delta2=delta2,
+                              random_state=check_random_state(self.random_state))
+
+    def _lowrank(self, X, codes, delta1, delta2):
+        """Algorithm 3 (:func:`~cvxmetric.slr.lowrank_slr`)."""
+        from .lowrank import lowrank_slr
+
+        extra = {}
+        if self.n_sketch is not None:
+            extra = {"n_sketch": self.n_sketch, "sketch": self.sketch}
+        rank = X.shape[1] if self.rank is None else self.rank
+        return lowrank_slr(X, codes, rank, n_iter=self.n_iter, delta1=delta1,
+                           delta2=delta2, random_state=check_random_state(self.random_state),
+                           **extra)
 
     def score(self, X, y):
         """Retrieval mean average precision of the learned similarity.
