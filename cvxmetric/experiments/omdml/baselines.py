@@ -297,6 +297,35 @@ def _check_split(split, n):
     return out
 
 
+def _fused_distances(mth, fusion, per_view, fit_seconds, views, split, yt, yv, seed,
+                     opts):
+    """``(D, seconds, chosen)`` of one fusion of method ``mth``: the test
+    queries' distances to the training items, the learning time and the
+    view -B chose (``None`` for the other fusions).
+
+    -B keeps the view of best validation mAP, -U sums the views' distances
+    (both from the per-view metrics ``per_view``, learned in
+    ``fit_seconds``), and the concatenation learns one metric on all views
+    side by side, seeded by ``seed``."""
+    train, val, test = split
+    if fusion == "B":
+        t0 = time.perf_counter()
+        val_map = [retrieval_scores(f(v[val], v[train]), yv, yt, ks=(1,))[0]
+                   for (f, _), v in zip(per_view, views)]
+        chosen = int(np.argmax(val_map))
+        seconds = fit_seconds + time.perf_counter() - t0
+        D = per_view[chosen][0](views[chosen][test], views[chosen][train])
+        return D, seconds, chosen
+    if fusion == "U":
+        D = sum(f(v[test], v[train]) for (f, _), v in zip(per_view, views))
+        return D, fit_seconds, None
+    Z = np.hstack(views)
+    t0 = time.perf_counter()
+    f = fit_view_metric(mth, Z[train], yt, random_state=seed, **opts)
+    seconds = time.perf_counter() - t0
+    return f(Z[test], Z[train]), seconds, None
+
+
 def evaluate(views, y, split, *, methods=BASELINES, fusions=FUSIONS,
              n_triplets=5000, ks=DEFAULT_KS, oasis_C=0.1, rca_shrinkage=1e-2,
              random_state=None):
@@ -357,24 +386,9 @@ def evaluate(views, y, split, *, methods=BASELINES, fusions=FUSIONS,
         fit_seconds = sum(s for _, s in per_view)
         for fusion in fusions:
             name = f"{mth}-{fusion}"
-            chosen = None
-            if fusion == "B":
-                t0 = time.perf_counter()
-                val_map = [retrieval_scores(f(v[val], v[train]), yv, yt, ks=(1,))[0]
-                           for (f, _), v in zip(per_view, views)]
-                chosen = int(np.argmax(val_map))
-                seconds = fit_seconds + time.perf_counter() - t0
-                D = per_view[chosen][0](views[chosen][test], views[chosen][train])
-            elif fusion == "U":
-                seconds = fit_seconds
-                D = sum(f(v[test], v[train]) for (f, _), v in zip(per_view, views))
-            else:
-                Z = np.hstack(views)
-                t0 = time.perf_counter()
-                f = fit_view_metric(mth, Z[train], yt, random_state=seeds[mth][-1],
-                                    **opts)
-                seconds = time.perf_counter() - t0
-                D = f(Z[test], Z[train])
+            D, seconds, chosen = _fused_distances(mth, fusion, per_view, fit_seconds, views,
+                                                  (train, val, test), yt, yv,
+                                                  seeds[mth][-1], opts)
             res.map[name], res.topk[name] = retrieval_scores(D, ye, yt, ks)
             res.seconds[name] = seconds
             res.view[name] = chosen
