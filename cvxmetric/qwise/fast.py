@@ -285,9 +285,8 @@ def _polish(data, M, alpha, aM, *, target=0.0, last_key=None, rounds=3,
         return None, None
     keep = w > 1e-7 * w[-1]
     G0 = V_eig[:, keep] * np.sqrt(w[keep])  # (d, r)
-    d, r = G0.shape
-    c, delta = data.c_q, data.delta_q
-    arg = delta - aM
+    r = G0.shape[1]
+    arg = data.delta_q - aM
     tiny = 1e-9 * scale
     bands = [b * scale for b in (1e-3, 1e-5)]
     starts = [(np.abs(arg) <= b, arg > b) for b in bands]
@@ -296,38 +295,59 @@ def _polish(data, M, alpha, aM, *, target=0.0, last_key=None, rounds=3,
     if key == last_key:
         return key, None
     best, tried = None, set()
-    alpha = np.clip(alpha, 0.0, c)
+    alpha = np.clip(alpha, 0.0, data.c_q)
     for W, act in starts:
         if best is not None and best[-1] <= target:
             break
-        for _ in range(rounds):
-            sig = np.packbits(W).tobytes() + np.packbits(act).tobytes()
-            if sig in tried:
-                break
-            tried.add(sig)
-            if (d * r + int(W.sum()) > _POLISH_MAX_UNKNOWNS
-                    or (deadline is not None and deadline.expired())):
-                break
-            G, alpha_n = _newton_face(data, G0, alpha, W, act, deadline=deadline)
-            Mp = G @ G.T
-            alpha_p = np.clip(alpha_n, 0.0, c)
-            aMp = data.a_of(data.op.sqdist(G=G))
-            Sp = data.S_of(alpha_p)
-            gap = _gap(data, Mp, alpha_p, aMp, Sp)
-            if best is None or gap < best[-1]:
-                best = (Mp, alpha_p, aMp, Sp, gap)
-            # correct the partition from the solution
-            argp = delta - aMp
-            low = W & (alpha_n < -1e-9 * c)
-            high = W & (alpha_n > c * (1 + 1e-9))
-            wrong = ~W & ((act & (argp < -tiny)) | (~act & (argp > tiny)))
-            if gap <= target or not (np.any(low) or np.any(high) or np.any(wrong)):
-                break
-            if wrong.sum() > max(8, W.sum()):
-                break  # far from this face: a correction would not be local
-            W = (W & ~low & ~high) | wrong
-            act = (act & ~wrong) | high
+        best = _polish_partition(data, G0, alpha, W, act, best, tried, target=target,
+                                 rounds=rounds, tiny=tiny, deadline=deadline)
     return key, best
+
+
+def _polish_partition(data, G0, alpha, W, act, best, tried, *, target, rounds, tiny,
+                      deadline):
+    """Up to ``rounds`` Newton solves (:func:`_newton_face` from ``G0``,
+    ``alpha``) from the partition ``(W, act)`` (margin set, active set),
+    each correcting it from the last solution; the best candidate
+    ``(M, alpha, aM, S, gap)``, ``best`` included.  ``tried`` holds the
+    partitions solved already (updated); a partition too large to solve
+    (:data:`_POLISH_MAX_UNKNOWNS`) or an expired ``deadline`` ends it."""
+    d, r = G0.shape
+    c, delta = data.c_q, data.delta_q
+    for _ in range(rounds):
+        sig = np.packbits(W).tobytes() + np.packbits(act).tobytes()
+        if sig in tried:
+            break
+        tried.add(sig)
+        if (d * r + int(W.sum()) > _POLISH_MAX_UNKNOWNS
+                or (deadline is not None and deadline.expired())):
+            break
+        G, alpha_n = _newton_face(data, G0, alpha, W, act, deadline=deadline)
+        point = _face_point(data, G, alpha_n)
+        if best is None or point[-1] < best[-1]:
+            best = point
+        # correct the partition from the solution
+        argp = delta - point[2]
+        low = W & (alpha_n < -1e-9 * c)
+        high = W & (alpha_n > c * (1 + 1e-9))
+        wrong = ~W & ((act & (argp < -tiny)) | (~act & (argp > tiny)))
+        if point[-1] <= target or not (np.any(low) or np.any(high) or np.any(wrong)):
+            break
+        if wrong.sum() > max(8, W.sum()):
+            break  # far from this face: a correction would not be local
+        W = (W & ~low & ~high) | wrong
+        act = (act & ~wrong) | high
+    return best
+
+
+def _face_point(data, G, alpha):
+    """``(M, alpha, aM, S, gap)`` of a face's solution: ``M = G G^T``,
+    ``alpha`` clipped into the box, and its certified gap."""
+    M = G @ G.T
+    alpha = np.clip(alpha, 0.0, data.c_q)
+    aM = data.a_of(data.op.sqdist(G=G))
+    S = data.S_of(alpha)
+    return M, alpha, aM, S, _gap(data, M, alpha, aM, S)
 
 
 def _scaled_run(solver, data, init, warn):
