@@ -175,6 +175,11 @@ class RankDualSolver(IterativeSolver):
 
         ``maxiter`` and ``max_time`` bound the whole run, stages included;
         ``n_iter`` counts the iterations of every stage.
+
+        The continuation is a sequence of runs of this solver (one stage of
+        the trace each), not a reduction: the problems at the larger
+        ``lam`` are solved, not mapped back -- each only warm starts the
+        next -- and they share one ``maxiter`` and ``max_time``.
         """
         lams = self.continuation(data)
         if not lams:
