@@ -4,7 +4,12 @@ Modelled on jaxopt's iterative solvers: hyperparameters are dataclass fields,
 ``init_state`` builds the starting point and a small state (a named tuple with
 at least ``iter_num`` and ``error``), ``update`` performs one iteration, and
 ``run`` loops until ``error <= tol``, ``maxiter`` or ``max_time`` and returns
-the same :class:`~cvxmetric.result.SolverResult` as the exact path.
+the same :class:`~cvxmetric.result.SolverResult` as the exact path.  A solver
+that iterates on a transformed problem (other coordinates, a restriction,
+another formulation) declares the :mod:`reductions <cvxmetric._reductions>`
+that ``run`` composes around the iterations; everything a run needs lives
+in its state, the reductions' inverse data and its context, so a solver
+object holds only its settings.
 
 Status has one meaning (see :class:`~cvxmetric.result.Status`): ``optimal``
 exactly when the certificate of the final iterate passes at the package's
