@@ -461,7 +461,7 @@ class IterativeSolver:
         """The :class:`Deadline` of this solver's run in progress (in the
         current context); outside a run, one that never expires.  It lives
         in the run's context, not on the solver, so one solver object can
-        run any number of solves (in turn, or in threads)."""
+        run any number of solves, one after another or nested."""
         return _RUN_DEADLINES.get().get(id(self)) or Deadline(None)
 
     @deadline.setter
