@@ -109,8 +109,10 @@ class FitMixin(FitScopeMixin):
     """
 
     def __init_subclass__(cls, **kwargs):
-        fit = cls.__dict__.get("fit")
-        if callable(fit) and hasattr(cls, "_parameter_constraints"):
+        fit = getattr(cls, "fit", None)  # inherited ones too (LabelledMixin's)
+        # a fit already in the scope was wrapped in its own class
+        if callable(fit) and hasattr(cls, "_parameter_constraints") \
+                and not getattr(fit, "_cvxmetric_policy", False):
             cls.fit = _fit_context(prefer_skip_nested_validation=True)(fit)
         super().__init_subclass__(**kwargs)
 
@@ -201,8 +203,9 @@ def _label_codes(y, y_ref):
 
 class LabelledMixin:
     """Mixin of the ``fit(X, y)`` learners on class labels: ``y`` is required
-    (scikit-learn tags); :func:`validate_labelled` checks it and keeps the
-    reference set of :meth:`score`.
+    (scikit-learn tags); :meth:`fit` runs the estimator's ``_fit``;
+    :func:`validate_labelled` checks ``y`` and keeps the reference set of
+    :meth:`score`.
 
     On a Mahalanobis learner, :meth:`score` is the ROC-AUC of the pair
     classification "same class" vs "different class" by the learned
@@ -215,6 +218,29 @@ class LabelledMixin:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+    def fit(self, X, y):
+        """Learn from samples and their class labels.
+
+        Validates ``(X, y)``, forms from the labels the constraints of the
+        estimator's problem (its class docstring says which; random draws
+        take ``random_state``) and solves it.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+        y : array_like of shape (n_samples,)
+            Class labels; at least two classes.
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y)
+
+    def _fit(self, X, y):
+        """The work of :meth:`fit` (parameters validated, in the fit's scope)."""
+        raise NotImplementedError
 
     def declared_problem(self, X, y):
         """The problem :meth:`fit` solves on ``(X, y)``, as its paper prints

@@ -286,19 +286,8 @@ certificate_, result_, n_features_in_
                  verbose=False):
         store_arguments(self, locals())
 
-    def fit(self, X, y):
-        """Sample pairs from the labels and learn the metric.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        y : array_like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self : ConstraintDMLSupervised
-        """
+    def _fit(self, X, y):
+        """Sample the pairs and solve Eq. 1 / 4 / 6 / 10."""
         return self._solve(*self._sample(X, y))
 
     def _declare(self, X, y):

@@ -560,18 +560,8 @@ n_features_in_
                                 **(self.kernel_params or {}))
 
     @_budgeted
-    def fit(self, X, y):
-        """Learn ``(M, b)`` from every pair of samples.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        y : array_like of shape (n_samples,)
-
-        Returns
-        -------
-        self : LDMLSupervised
-        """
+    def _fit(self, X, y):
+        """Learn ``(M, b)`` from every pair of samples."""
         X, y, _, codes = validate_labelled(self, X, y, ensure_min_samples=2)
         D = X.shape[1]
         solver = self.solver_ = self._solver(X.shape[0], D)

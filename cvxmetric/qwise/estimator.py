@@ -419,19 +419,8 @@ certificate_, result_, n_features_in_
                  random_state=None, verbose=False):
         store_arguments(self, locals())
 
-    def fit(self, X, y):
-        """Sample constraints from the labels and learn ``M``.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        y : array_like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self : QwiseSupervised
-        """
+    def _fit(self, X, y):
+        """Sample the quadruplets (and pairs) and solve Eq. 8 / Eq. 11."""
         quads, labelled = self._sample(X, y)
         return self._solve(quads, labelled)
 
@@ -929,18 +918,8 @@ status_, certificate_, result_, n_iter_, n_features_in_, loss_
                  verbose=False):
         store_arguments(self, locals())
 
-    def fit(self, X, y):
-        """Sample constraints from the labels and learn ``w`` and ``b``.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        y : array_like of shape (n_samples,)
-
-        Returns
-        -------
-        self : QwiseVectorSupervised
-        """
+    def _fit(self, X, y):
+        """Sample the quadruplets and pairs and learn ``w`` and ``b``."""
         quads, labelled, d = self._sample(X, y)
         data = self._vector_data(quads, labelled, "squared")
         return self._store([self._solve_one(data)], "squared", d)

@@ -300,19 +300,8 @@ certificate_, result_, n_features_in_, n_triplets_
                  verbose=False, form="printed"):
         store_arguments(self, locals())
 
-    def fit(self, X, y):
-        """Select critical triplets from the labels and learn ``A``.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        y : array_like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self : RankDMLSupervised
-        """
+    def _fit(self, X, y):
+        """Select the critical triplets and solve Eq. 7 / 9 / 11."""
         return self._solve(self._sample(X, y))
 
     def _declare(self, X, y):

@@ -172,19 +172,8 @@ default="newton"
                  random_state=None, verbose=False):
         store_arguments(self, locals())
 
-    def fit(self, X, y):
-        """Learn ``M`` from samples and class labels.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        y : array_like of shape (n_samples,)
-            Class labels; at least two classes.
-
-        Returns
-        -------
-        self : SLR
-        """
+    def _fit(self, X, y):
+        """Solve Eq. 4 over every ordered pair of samples."""
         X, codes, classes, delta1, delta2 = self._prepare(X, y)
         result = self._solve(X, codes, delta1, delta2)
         if self.solver in ("randomized", "lowrank") and result.status != Status.OPTIMAL:
