@@ -189,22 +189,22 @@ def bundled():
                                           "Eq. 4 / 6 (hinge)"))]
     out += _labelled_instances(load_iris, None, 6, 1, (
         ("iris_eq10", True, True, 1.0,
-         "Eq. 10 (hard, diagonal): iris (standardised), 30 queries, "
-         "top-6 Euclidean retrieval among the other 120 samples, "
-         "same class = relevant, lam=1."),
+         ("Eq. 10 (hard, diagonal): iris (standardised), 30 queries, "
+          "top-6 Euclidean retrieval among the other 120 samples, "
+          "same class = relevant, lam=1.")),
         ("iris_eq4", False, False, 0.2,
-         "Eq. 4 / 6 (hinge, full matrix) on the iris pairs of "
-         "iris_eq10, lam=0.2."),
+         ("Eq. 4 / 6 (hinge, full matrix) on the iris pairs of "
+          "iris_eq10, lam=0.2.")),
     ))
     out += _labelled_instances(load_wine, 8, 8, 2, (
         ("wine_eq1", True, False, 1.0,
-         "Eq. 1 (hard, full matrix): wine (standardised, PCA to 8 "
-         "dims, one global scale), 30 queries, top-8 Euclidean "
-         "retrieval among the other 148 samples, same class = "
-         "relevant, lam=1."),
+         ("Eq. 1 (hard, full matrix): wine (standardised, PCA to 8 "
+          "dims, one global scale), 30 queries, top-8 Euclidean "
+          "retrieval among the other 148 samples, same class = "
+          "relevant, lam=1.")),
         ("wine_eq4_diagonal", False, True, 0.5,
-         "Eq. 10 with Eq. 6's hinge (diagonal): the wine pairs of "
-         "wine_eq1, lam=0.5."),
+         ("Eq. 10 with Eq. 6's hinge (diagonal): the wine pairs of "
+          "wine_eq1, lam=0.5.")),
     ))
     return out
 

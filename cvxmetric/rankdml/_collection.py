@@ -177,11 +177,11 @@ def _iris_instances():
             "critical triplets (2 top + 2 random) under the baseline A0 = inverse "
             "gallery covariance, which is also the Burg prior; lam=1.")
     out = _by_form("iris", 1, {"X": X, "triplets": t, "A0": A0}, iris, "burg", False, (
-        ("iris_burg", "printed", "Eq. 9 as printed (Burg, first term "
-         "||A A0hat^-1||_F^2, full, tr(A) = tr(A0)): "),
-        ("iris_burg_spectral", "spectral", "Eq. 9, Burg's spectral form "
-         "(first term tr((A A0hat^-1)^2), full, tr(A) = tr(A0)), the same "
-         "data as iris_burg: ")))
+        ("iris_burg", "printed", ("Eq. 9 as printed (Burg, first term "
+                                  "||A A0hat^-1||_F^2, full, tr(A) = tr(A0)): ")),
+        ("iris_burg_spectral", "spectral", (
+            "Eq. 9, Burg's spectral form (first term tr((A A0hat^-1)^2), full, "
+            "tr(A) = tr(A0)), the same data as iris_burg: "))))
     t = critical_triplets(q, r, g, X, n_top=3, n_random=3, random_state=5)
     out.append(_instance(
         "iris_laplacian", "iris", 5,
@@ -235,11 +235,11 @@ def _digits_instances():
               "same-class relevant item each, critical triplets (5 top + 5 "
               "random), lam=1.")
     return _by_form("digits", 3, {"X": X, "triplets": t}, digits, "laplacian", True, (
-        ("digits_laplacian", "printed", "Eq. 11 as printed (diagonal, "
-         "Laplacian, no trace constraint): "),
-        ("digits_laplacian_trace_fixed", "trace_fixed", "Eq. 11 with "
-         "sum(a) = d added (form='trace_fixed'; diagonal, Laplacian), the "
-         "same data as digits_laplacian: ")))
+        ("digits_laplacian", "printed", ("Eq. 11 as printed (diagonal, "
+                                         "Laplacian, no trace constraint): ")),
+        ("digits_laplacian_trace_fixed", "trace_fixed", (
+            "Eq. 11 with sum(a) = d added (form='trace_fixed'; diagonal, "
+            "Laplacian), the same data as digits_laplacian: "))))
 
 
 def bundled():

@@ -541,7 +541,7 @@ class RankData(FullOrDiagonal):
             raise TypeError("triplets: expected a Triplets instance.")
         lam, diagonal = _check_options(regularizer, form, lam, diagonal, A0, tau)
         X = triplets.X
-        n, d = X.shape
+        d = X.shape[1]
         kw = {}
         if regularizer in ("burg", "logdet"):
             A0, tau, kw = _prior_terms(A0, tau, d)
