@@ -89,7 +89,7 @@ from typing import NamedTuple
 
 import cvxpy as cp
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -1320,7 +1320,6 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
     def _width(self):
         return _WIDTH.get(self.reading, 0)
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, tuples, y=None):
         """Learn ``M`` from quadruplets or triplets (according to ``reading``).
 
@@ -1431,19 +1430,8 @@ certificate_, result_, n_features_in_
         self.random_state = random_state
         self.verbose = verbose
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Sample tuples from the labels and learn ``M``.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-        y : array_like of shape (n_samples,)
-
-        Returns
-        -------
-        self : QwiseStructuralSupervised
-        """
+    def _fit(self, X, y):
+        """Sample tuples from the labels and learn ``M``."""
         return self._solve(self._sample(X, y))
 
     def _declare(self, X, y):
