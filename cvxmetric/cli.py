@@ -48,20 +48,11 @@ from pathlib import Path
 import numpy as np
 
 from . import collection as col
+from .bench import format_columns as _table
 from .formulations import formulations
 from .result import SolverError
 
 __all__ = ["main", "build_parser"]
-
-
-def _table(headers, rows):
-    """Left-aligned plain-text table."""
-    rows = [[str(c) for c in r] for r in rows]
-    widths = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(headers)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
-           "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join(out)
 
 
 def _num(x, spec=".2e"):
@@ -257,8 +248,9 @@ def _family_options(family):
     """The ``solve`` options of ``family``, in ``FamilySpec.hyperparameters`` order."""
     from numbers import Integral
 
-    import cvxmetric
     from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
+
+    import cvxmetric
 
     spec = col.FAMILIES[family]
     cls = getattr(cvxmetric, _ESTIMATORS.get(family, ""), None)

@@ -80,6 +80,7 @@ __all__ = [
     "FAMILIES",
     "METHODS",
     "register_family",
+    "exact_solves",
     "gaussian_classes",
     "standardize",
     "CollectionError",
@@ -329,6 +330,46 @@ def register_family(spec, methods=None):
         raise ValueError(f"spec.name: invalid family name {spec.name!r}.")
     FAMILIES[spec.name] = spec
     METHODS[spec.name] = dict(methods or {})
+
+
+def exact_solves(formulation, *, reference_options=None, after=None):
+    """The ``exact`` and ``reference_solve`` of a :class:`FamilySpec` whose
+    instances' data go straight to ``formulation``'s certified exact path.
+
+    The path is the registry's (:attr:`cvxmetric.formulations.Formulation.exact`),
+    imported on first use.
+
+    Parameters
+    ----------
+    formulation : str
+        A name of :func:`cvxmetric.formulations`.
+    reference_options : dict, optional
+        Keyword arguments of the exact path for the reference solve only
+        (e.g. the declared model without its reduction).
+    after : callable, optional
+        Applied to each result (e.g. the matrix the family stores).
+
+    Returns
+    -------
+    exact : callable
+        ``exact(data) -> SolverResult``.
+    reference_solve : callable
+        ``reference_solve(data, solver, tol) -> SolverResult``: the same path
+        on one named solver at tolerance ``tol``.
+    """
+    from .formulations import formulation as lookup
+
+    def solve(data, **options):
+        res = lookup(formulation).load("exact")(data, **options)
+        return res if after is None else after(res)
+
+    def exact(data):
+        return solve(data)
+
+    def reference_solve(data, solver, tol):
+        return solve(data, **(reference_options or {}), solvers=(solver,), tol=tol)
+
+    return exact, reference_solve
 
 
 def _family(name):

@@ -30,9 +30,13 @@ import warnings
 import numpy as np
 
 __all__ = [
+    "Runs",
     "bench_row",
     "case_main",
+    "memory_limit",
+    "result_fields",
     "run_isolated",
+    "timed_solve",
     "format_columns",
     "format_table",
     "plan_collection_bench",
@@ -72,6 +76,110 @@ def run_isolated(case, max_seconds, module, preexec_fn=None):
         tail = proc.stderr.strip().splitlines()[-3:]
         return {"error": f"exit code {proc.returncode}: {' | '.join(tail)}"}
     return json.loads(lines[-1])
+
+
+def memory_limit(nbytes):
+    """A ``preexec_fn`` of :func:`run_isolated` limiting the child's address
+    space to ``nbytes`` (an out-of-memory then ends that run, not the
+    machine); ``None`` when ``nbytes`` is ``None`` or 0 (no limit)."""
+    if not nbytes:
+        return None
+
+    def limit():  # pragma: no cover - runs in the child
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (int(nbytes), int(nbytes)))
+        except (ValueError, OSError):
+            pass  # a platform without the limit runs unlimited
+
+    return limit
+
+
+class Runs:
+    """The runs of one benchmark and the rows they make.
+
+    Each case is run by ``run_case`` in a fresh interpreter
+    (:func:`run_isolated` of ``module``, killed after ``max_seconds``) or,
+    with ``isolate=False``, in this process; each row is kept in
+    :attr:`rows` and handed to ``callback`` as soon as it is made.
+
+    Parameters
+    ----------
+    module : str
+        The module run as ``python -m module --case JSON``.
+    run_case : callable
+        ``run_case(case) -> dict``, the same function the child runs.
+    max_seconds : float, optional
+        Per-run wall-clock limit; needs ``isolate``.
+    isolate : bool
+    callback : callable, optional
+    preexec_fn : callable, optional
+        Run in each child before it starts (:func:`memory_limit`).
+
+    Raises
+    ------
+    ValueError
+        ``max_seconds`` without ``isolate`` (a run in this process cannot
+        be stopped safely).
+    """
+
+    def __init__(self, module, run_case, *, max_seconds=None, isolate=True,
+                 callback=None, preexec_fn=None):
+        if max_seconds is not None and not isolate:
+            raise ValueError("max_seconds: needs isolate=True (a run in this process "
+                             "cannot be stopped safely).")
+        self.module, self.run_case = module, run_case
+        self.max_seconds, self.isolate = max_seconds, isolate
+        self.callback, self.preexec_fn = callback, preexec_fn
+        self.rows = []
+
+    def run(self, case, max_seconds=...):
+        """The result dict of ``case`` (a failed or killed run is a dict
+        with ``error``); ``max_seconds`` overrides the limit of this run."""
+        if not self.isolate:
+            return self.run_case(case)
+        limit = self.max_seconds if max_seconds is ... else max_seconds
+        return run_isolated(case, limit, self.module, preexec_fn=self.preexec_fn)
+
+    def add(self, row):
+        """Keep ``row`` and report it; returns it."""
+        self.rows.append(row)
+        if self.callback is not None:
+            self.callback(row)
+        return row
+
+
+def timed_solve(out, solve):
+    """``solve()`` timed into ``out``, its warnings silenced (the status
+    word reports them).
+
+    Sets ``out["seconds"]`` and ``out["peak_mb"]``; when ``solve`` raises,
+    also ``out["error"]`` (the exception's type and message: a row of the
+    table, never a crash).
+
+    Returns
+    -------
+    object or None
+        What ``solve`` returned, ``None`` when it raised.
+    """
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = solve()
+    except Exception as exc:
+        out.update(error=f"{type(exc).__name__}: {exc}",
+                   seconds=time.perf_counter() - t0, peak_mb=_max_rss_mb())
+        return None
+    out.update(seconds=time.perf_counter() - t0, peak_mb=_max_rss_mb())
+    return res
+
+
+def result_fields(res):
+    """The fields of a run's row read from its solver result: ``objective``,
+    ``cert_rel_gap``, ``status``, ``n_iter``."""
+    return {"objective": float(res.objective),
+            "cert_rel_gap": float(res.certificate.rel_gap),
+            "status": str(res.status), "n_iter": int(res.n_iter)}
 
 
 def bench_row(res, f_exact, *, problem, method, d, N, n, relative_to_optimum=False,
@@ -290,7 +398,8 @@ def _fmt(x, spec):
 
 def format_columns(headers, body):
     """Left-aligned text columns: a header line, a rule, then ``body`` (a
-    list of rows of strings)."""
+    list of rows; each cell printed as ``str(cell)``)."""
+    body = [[str(c) for c in b] for b in body]
     widths = [max(len(h), *(len(b[k]) for b in body)) if body else len(h)
               for k, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),

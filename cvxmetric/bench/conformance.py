@@ -71,7 +71,6 @@ itself, ``(r - r*) / r*`` (docs/mmc.md).  Run from Python::
 
 import json
 import os
-import resource
 import sys
 import time
 import warnings
@@ -79,6 +78,7 @@ import warnings
 import numpy as np
 
 from ..formulations import formulations
+from . import Runs, _fmt, _max_rss_mb, case_main, format_columns, memory_limit
 
 __all__ = [
     "CASE_MEMORY_MB",
@@ -183,12 +183,6 @@ def load_dataset(name, seed):
     if name.endswith("-pca30"):
         X = PCA(n_components=30, random_state=seed).fit_transform(X)
     return np.ascontiguousarray(X, dtype=np.float64), y
-
-
-def _max_rss_mb():
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # kilobytes on Linux, bytes on macOS
-    return rss / (1024.0 ** 2) if sys.platform == "darwin" else rss / 1024.0
 
 
 def _fit_args(estimator, X, y, seed, n_tuples):
@@ -360,17 +354,6 @@ def cases(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES),
     return out
 
 
-def _memory_limit(mb):
-    if not mb:
-        return None
-
-    def limit():
-        nbytes = int(mb) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
-
-    return limit
-
-
 def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), *,
               methods=None, estimators=None, max_seconds=CASE_SECONDS,
               max_memory_mb=CASE_MEMORY_MB, n_tuples=N_TUPLES, isolate=True,
@@ -405,11 +388,9 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), 
     list of dict
         One row per case, judged by :func:`judge`.
     """
-    from . import run_isolated
-
-    if not isolate and max_seconds is not None:
-        raise ValueError("max_seconds: needs isolate=True (a run in this process "
-                         "cannot be stopped safely).")
+    runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
+                callback=callback, preexec_fn=memory_limit(
+                    int(max_memory_mb) * 1024 ** 2 if max_memory_mb else None))
     def key(c):
         return (c["dataset"], int(c["seed"]), c["estimator"], c["method"])
 
@@ -419,12 +400,7 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), 
         if key(case) in seen:
             continue
         case = dict(case, n_tuples=int(n_tuples))
-        if isolate:
-            res = run_isolated(case, max_seconds,
-                               module="cvxmetric.bench.conformance",
-                               preexec_fn=_memory_limit(max_memory_mb))
-        else:
-            res = run_case(case)
+        res = runs.run(case)
         row = {k: case[k] for k in ("dataset", "seed", "family", "estimator",
                                     "method")}
         row.update(res)
@@ -434,10 +410,8 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), 
                 row["status"] = "not_attained"  # the family's certified refusal
             elif row.get("error_type") == "ProblemSizeError":
                 row["status"] = "beyond_size"  # the solver's documented limit
-        rows.append(row)
-        if callback is not None:
-            callback(row)
-    return judge(rows)
+        runs.add(row)
+    return judge(rows + runs.rows)
 
 
 def _refused(r):
@@ -634,10 +608,6 @@ def summarize(rows):
             "timeouts": tmo, "failing": fail, "line": line}
 
 
-def _fmt(x, spec):
-    return "-" if x is None else format(x, spec)
-
-
 def format_table(rows):
     """One plain-text table: dataset, seed, family, estimator, method,
     constraints, status, certificate, gap, seconds, peak MB, verdict."""
@@ -655,8 +625,6 @@ def format_table(rows):
             _fmt(r.get("gap"), ".1e"), _fmt(r.get("seconds"), ".2f"),
             _fmt(r.get("peak_mb"), ".0f"), verdict,
         ])
-    from . import format_columns
-
     return format_columns(headers, body)
 
 
@@ -728,11 +696,9 @@ def main(argv=None):
     ``cvxmetric bench --suite real``); ``--case JSON`` runs one isolated case."""
     import argparse
 
-    from . import case_main
-
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--case" in argv:
-        return case_main("cvxmetric.bench.conformance", run_case, argv)
+        return case_main(__spec__.name, run_case, argv)
     p = argparse.ArgumentParser(prog="python -m cvxmetric.bench.conformance",
                                 description="Real-data conformance suite.")
     p.add_argument("--datasets", help=f"comma-separated subset of {','.join(DATASETS)}")

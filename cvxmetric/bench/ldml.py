@@ -42,14 +42,20 @@ of instances; ``peak_mb`` / ``base_mb`` the run's ``ru_maxrss`` at the end
 """
 
 import math
-import resource
 import sys
 import time
-import warnings
 
 import numpy as np
 
-from . import _max_rss_mb, bench_row, case_main, run_isolated
+from . import (
+    Runs,
+    _max_rss_mb,
+    bench_row,
+    case_main,
+    memory_limit,
+    result_fields,
+    timed_solve,
+)
 
 __all__ = ["BENCH_CASES", "FIT_MAXITER", "MEMORY_LIMIT", "STEP_TARGET", "step_data",
            "fit_data", "pairs_data", "run_case", "run_bench"]
@@ -217,43 +223,31 @@ def run_case(case):
                           regularizer=sizes.get("regularizer", "trace"),
                           random_state=seed)
     out = {"setup_seconds": time.perf_counter() - t0, "base_mb": _max_rss_mb()}
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the status word reports it
-            if problem == "ldml-allpairs-step":
-                out.update(_step(*data))
-            elif problem == "ldml-allpairs-fit":
-                from ..ldml.fast import fit_lowrank
-
-                res = fit_lowrank(data, sizes["rank"], n_init=1, random_state=seed,
-                                  maxiter=case.get("maxiter", FIT_MAXITER),
-                                  max_time=case.get("max_time"), warn=False)
-                out.update(objective=float(res.objective), status=str(res.status),
-                           n_iter=int(res.n_iter),
-                           stationarity=float(res.info["stationarity"]),
-                           f_zero=_f_zero(data.labels))
-            else:
-                res = _solve(method, problem, data, case.get("max_time"))
-                out.update(objective=float(res.objective), status=str(res.status),
-                           n_iter=int(res.n_iter),
-                           cert_rel_gap=float(res.certificate.rel_gap))
-    except Exception as exc:  # reported in the table, never a crash
-        out.update(error=f"{type(exc).__name__}: {exc}",
-                   seconds=time.perf_counter() - t0, peak_mb=_max_rss_mb())
-        return out
-    # the step resets the peak (VmHWM, which ru_maxrss reads on Linux) after
-    # the setup: the process's peak is the larger of the two
-    out.update(seconds=time.perf_counter() - t0,
-               peak_mb=max(out["base_mb"], _max_rss_mb()))
+    fields = timed_solve(out, lambda: _measure(problem, method, sizes, data, case))
+    if fields is not None:
+        out.update(fields)
+        # the step resets the peak (VmHWM, which ru_maxrss reads on Linux)
+        # after the setup: the process's peak is the larger of the two
+        out["peak_mb"] = max(out["base_mb"], out["peak_mb"])
     return out
 
 
-def _limit_memory():  # pragma: no cover - runs in the child
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-    except (ValueError, OSError):
-        pass
+def _measure(problem, method, sizes, data, case):
+    """The measurements of one run of :func:`run_case` on its ``data``."""
+    if problem == "ldml-allpairs-step":
+        return _step(*data)
+    if problem == "ldml-allpairs-fit":
+        from ..ldml.fast import fit_lowrank
+
+        res = fit_lowrank(data, sizes["rank"], n_init=1, random_state=case.get("seed", 0),
+                          maxiter=case.get("maxiter", FIT_MAXITER),
+                          max_time=case.get("max_time"), warn=False)
+        return {"objective": float(res.objective), "status": str(res.status),
+                "n_iter": int(res.n_iter),
+                "stationarity": float(res.info["stationarity"]),
+                "f_zero": _f_zero(data.labels)}
+    res = _solve(method, problem, data, case.get("max_time"))
+    return result_fields(res)
 
 
 def _status(problem, res):
@@ -303,23 +297,19 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
         ``seconds``, ``peak_mb``, ``base_mb``, ``status``, ``n_iter``,
         ``error``.
     """
-    if max_seconds is not None and not isolate:
-        raise ValueError("max_seconds: needs isolate=True (a run in this process "
-                         "cannot be stopped safely).")
-    rows = []
+    runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
+                callback=callback, preexec_fn=memory_limit(MEMORY_LIMIT))
     for problem, sizes, methods in cases:
-        runs = {}
+        results = {}
         for method in methods:
             case = {"problem": problem, "sizes": dict(sizes), "method": method,
                     "seed": seed}
             if max_seconds is not None and method != "exact":
                 case["max_time"] = 0.9 * max_seconds
-            runs[method] = (run_isolated(case, max_seconds, "cvxmetric.bench.ldml",
-                                         preexec_fn=_limit_memory)
-                            if isolate else run_case(case))
-        f_exact = runs.get("exact", {}).get("objective")
+            results[method] = runs.run(case)
+        f_exact = results.get("exact", {}).get("objective")
         for method in methods:
-            res = runs[method]
+            res = results[method]
             row = bench_row(res, f_exact if method != "exact" else None,
                             problem=problem, method=method, d=sizes["D"],
                             N=_n_pairs(problem, sizes), n=sizes["n"])
@@ -327,16 +317,9 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
                 row["status"] = _status(problem, res)
                 if not problem.startswith("ldml-pairs"):  # nothing to compare with
                     row["gap"], row["gap_kind"] = None, ""
-            rows.append(row)
-            if callback is not None:
-                callback(row)
-    return rows
-
-
-def _case_main(argv=None):
-    """``python -m cvxmetric.bench.ldml --case JSON`` (one isolated run)."""
-    return case_main("cvxmetric.bench.ldml", run_case, argv)
+            runs.add(row)
+    return runs.rows
 
 
 if __name__ == "__main__":
-    sys.exit(_case_main())
+    sys.exit(case_main(__spec__.name, run_case))

@@ -32,11 +32,10 @@ reaches the exact optimum to better than 1e-9 relative; full ``M``: exact
 
 import sys
 import time
-import warnings
 
 import numpy as np
 
-from . import _max_rss_mb, bench_row, case_main, run_isolated
+from . import Runs, _max_rss_mb, bench_row, case_main, result_fields, timed_solve
 
 __all__ = ["BENCH_CASES", "LARGE", "bench_data", "run_case", "run_bench"]
 
@@ -95,25 +94,12 @@ def run_case(case):
     data = bench_data(case["diagonal"], random_state=case.get("seed", 0), **sizes)
     out = {"setup_seconds": time.perf_counter() - t0, "n": int(data.X.shape[0]),
            "base_mb": _max_rss_mb()}
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the status word reports it
-            res = _solve(case["method"], data, case.get("max_time"))
-    except Exception as exc:  # reported in the table, never a crash
-        out.update(error=f"{type(exc).__name__}: {exc}",
-                   seconds=time.perf_counter() - t0, peak_mb=_max_rss_mb())
-        return out
-    out.update(seconds=time.perf_counter() - t0,
-               objective=float(res.info["scale_free"]),
-               cert_rel_gap=float(data.relative_gap(res.certificate)),
-               status=str(res.status), n_iter=int(res.n_iter),
-               peak_mb=_max_rss_mb())
+    res = timed_solve(out, lambda: _solve(case["method"], data, case.get("max_time")))
+    if res is not None:
+        # compared by the scale-free value (docs/mmc.md)
+        out.update(result_fields(res), objective=float(res.info["scale_free"]),
+                   cert_rel_gap=float(data.relative_gap(res.certificate)))
     return out
-
-
-def _run_isolated(case, max_seconds):
-    return run_isolated(case, max_seconds, "cvxmetric.bench.mmc")
 
 
 def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True):
@@ -139,39 +125,24 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True):
         ``seconds``, ``peak_mb``, ``base_mb``, ``status``, ``n_iter``,
         ``error`` -- the shape of :func:`cvxmetric.bench.qwise.run_bench`'s rows.
     """
-    if max_seconds is not None and not isolate:
-        raise ValueError("max_seconds: needs isolate=True (a run in this "
-                         "process cannot be stopped safely).")
-    rows = []
+    runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
+                callback=callback)
     exact = {}
     for diagonal, method in BENCH_CASES:
-        case = {"diagonal": diagonal, "method": method, "seed": seed,
-                "max_time": max_seconds}
-        res = _run_isolated(case, max_seconds) if isolate else run_case(case)
+        res = runs.run({"diagonal": diagonal, "method": method, "seed": seed,
+                        "max_time": max_seconds})
         kind = "diagonal" if diagonal else "full"
         if method == "exact" and res.get("error") is None:
             exact[diagonal] = res.get("objective")
-        row = bench_row(res, exact.get(diagonal), problem=f"mmc-synthetic-{kind}",
-                        method=method, d=D_FEATURES, N=N_PAIRS, n=res.get("n"),
-                        relative_to_optimum=True)
-        rows.append(row)
-        if callback is not None:
-            callback(row)
-    case = {"diagonal": False, "method": "fast", "seed": seed,
-            "max_time": max_seconds, "large": True}
-    res = _run_isolated(case, max_seconds) if isolate else run_case(case)
-    row = bench_row(res, None, problem="mmc-pairs-100k", method="fast",
-                    d=LARGE["d"], N=LARGE["n_pairs"], n=res.get("n"))
-    rows.append(row)
-    if callback is not None:
-        callback(row)
-    return rows
-
-
-def _case_main(argv=None):
-    """``python -m cvxmetric.bench.mmc --case JSON`` (one isolated run)."""
-    return case_main("cvxmetric.bench.mmc", run_case, argv)
+        runs.add(bench_row(res, exact.get(diagonal), problem=f"mmc-synthetic-{kind}",
+                           method=method, d=D_FEATURES, N=N_PAIRS, n=res.get("n"),
+                           relative_to_optimum=True))
+    res = runs.run({"diagonal": False, "method": "fast", "seed": seed,
+                    "max_time": max_seconds, "large": True})
+    runs.add(bench_row(res, None, problem="mmc-pairs-100k", method="fast",
+                       d=LARGE["d"], N=LARGE["n_pairs"], n=res.get("n")))
+    return runs.rows
 
 
 if __name__ == "__main__":
-    sys.exit(_case_main())
+    sys.exit(case_main(__spec__.name, run_case))

@@ -24,11 +24,10 @@ reach the optimum).
 
 import sys
 import time
-import warnings
 
 import numpy as np
 
-from . import _max_rss_mb, bench_row, case_main, run_isolated
+from . import Runs, _max_rss_mb, bench_row, case_main, result_fields, timed_solve
 
 __all__ = ["BENCH_CASES", "DIMS", "bench_data", "run_case", "run_bench"]
 
@@ -83,20 +82,10 @@ def run_case(case):
     data = bench_data(case["N"], divisor=case["divisor"],
                       random_state=case.get("seed", 0))
     out = {"setup_seconds": time.perf_counter() - t0, "n": 500, "base_mb": _max_rss_mb()}
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = _solve(case["method"], data, case.get("max_time"))
-    except Exception as exc:  # reported in the table, never a crash
-        out.update(error=f"{type(exc).__name__}: {exc}",
-                   seconds=time.perf_counter() - t0, peak_mb=_max_rss_mb())
-        return out
-    out.update(seconds=time.perf_counter() - t0, objective=float(res.objective),
-               cert_rel_gap=float(res.certificate.rel_gap), status=str(res.status),
-               n_iter=int(res.n_iter), peak_mb=_max_rss_mb(),
-               mistakes=int(res.info.get("mistakes", 0)),
-               dims=list(data.dims))
+    res = timed_solve(out, lambda: _solve(case["method"], data, case.get("max_time")))
+    if res is not None:
+        out.update(result_fields(res), mistakes=int(res.info.get("mistakes", 0)),
+                   dims=list(data.dims))
     return out
 
 
@@ -106,29 +95,19 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, isolate=True,
     :func:`cvxmetric.bench.qwise.run_bench`'s (``d``: the largest view's
     dimension, ``N``: triplets; ``status`` also gives the mistakes of an
     online run)."""
-    if max_seconds is not None and not isolate:
-        raise ValueError("max_seconds: needs isolate=True (a run in this "
-                         "process cannot be stopped safely).")
-    rows = []
+    runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
+                callback=callback)
     for method, N, divisor in cases:
-        case = {"method": method, "N": N, "divisor": divisor, "seed": seed,
-                "max_time": max_seconds}
-        res = (run_isolated(case, max_seconds, "cvxmetric.bench.omdml") if isolate
-               else run_case(case))
+        res = runs.run({"method": method, "N": N, "divisor": divisor, "seed": seed,
+                        "max_time": max_seconds})
         d = max(2, int(round(max(DIMS) / divisor)))
         row = bench_row(res, None, problem="omdml-synthetic", method=method, d=d,
                         N=N, n=500)
         if res.get("error") is None and method != "exact":
             row["status"] = f"{row['status']} ({res['mistakes']} mistakes)"
-        rows.append(row)
-        if callback is not None:
-            callback(row)
-    return rows
-
-
-def _case_main(argv=None):
-    return case_main("cvxmetric.bench.omdml", run_case, argv)
+        runs.add(row)
+    return runs.rows
 
 
 if __name__ == "__main__":
-    sys.exit(_case_main())
+    sys.exit(case_main(__spec__.name, run_case))

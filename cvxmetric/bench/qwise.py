@@ -71,11 +71,10 @@ at (60, 2000).
 import logging
 import sys
 import time
-import warnings
 
 import numpy as np
 
-from . import _max_rss_mb, bench_row, case_main, run_isolated
+from . import Runs, _max_rss_mb, bench_row, case_main, result_fields, timed_solve
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -284,32 +283,16 @@ def run_case(case):
     out = {"setup_seconds": time.perf_counter() - t0,
            "n": max(200, case["N"] // 10),
            "base_mb": _max_rss_mb()}
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the status word reports it
-            res = _solve(case["method"], data, case.get("subgradient_maxiter"),
-                         case.get("max_time"))
-    except Exception as exc:  # reported in the table, never a crash
-        out.update(error=f"{type(exc).__name__}: {exc}",
-                   seconds=time.perf_counter() - t0, peak_mb=_max_rss_mb())
+    res = timed_solve(out, lambda: _solve(case["method"], data,
+                                          case.get("subgradient_maxiter"),
+                                          case.get("max_time")))
+    if res is None:
         return out
-    out.update(
-        seconds=time.perf_counter() - t0,
-        objective=float(res.objective),
-        cert_rel_gap=float(res.certificate.rel_gap),
-        status=str(res.status),
-        n_iter=int(res.n_iter),
-        peak_mb=_max_rss_mb(),
-    )
+    out.update(result_fields(res))
     for key in ("n_cuts", "epsilon"):
         if key in res.info:
             out[key] = float(res.info[key])
     return out
-
-
-def _run_isolated(case, max_seconds):
-    return run_isolated(case, max_seconds, "cvxmetric.bench.qwise")
 
 
 def _method_label(method, N, subgradient_maxiter):
@@ -360,18 +343,14 @@ def run_bench(sizes=None, methods=BENCH_METHODS, *, seed=0,
     if unknown:
         raise ValueError(f"methods: unknown {unknown}; expected among "
                          f"{BENCH_METHODS}.")
-    if max_seconds is not None and not isolate:
-        raise ValueError("max_seconds: needs isolate=True (a run in this process "
-                         "cannot be stopped safely).")
-    rows = []
+    runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
+                callback=callback)
     for model, model_methods in MODEL_METHODS.items():
         order = [m for m in model_methods if m in methods]
         if order:
-            rows.extend(_run_model(model, order, MODEL_SIZES[model] if sizes is None
-                                   else sizes, seed, skip_straightforward,
-                                   max_seconds, isolate, subgradient_maxiter,
-                                   callback))
-    return rows
+            _run_model(runs, model, order, MODEL_SIZES[model] if sizes is None
+                       else sizes, seed, skip_straightforward, subgradient_maxiter)
+    return runs.rows
 
 
 def _too_large(method, d, N):
@@ -381,12 +360,11 @@ def _too_large(method, d, N):
     return method == "vector-exact" and N * d > VECTOR_EXACT_MAX
 
 
-def _run_model(model, order, sizes, seed, skip_straightforward, max_seconds,
-               isolate, subgradient_maxiter, callback):
-    """:func:`run_bench`'s rows of one model."""
+def _run_model(runs, model, order, sizes, seed, skip_straightforward,
+               subgradient_maxiter):
+    """:func:`run_bench`'s rows of one model, added to ``runs``."""
     from .._tolerances import EXACT_GAP
 
-    rows = []
     problem = {"matrix": "qwise-synthetic", "vector": "qwise-vector",
                "structural": "qwise-structural"}[model]
     for d, N in sizes:
@@ -401,7 +379,7 @@ def _run_model(model, order, sizes, seed, skip_straightforward, max_seconds,
                     "subgradient_maxiter": sub_iter,
                     "max_time": LARGE_SOLVER_SECONDS if N > EXACT_MAX_N else None}
             logger.info("bench: d=%d N=%d %s", d, N, method)
-            res = _run_isolated(case, max_seconds) if isolate else run_case(case)
+            res = runs.run(case)
             row = bench_row(
                 res, f_ref, problem=problem,
                 method=_method_label(method, N,
@@ -419,9 +397,7 @@ def _run_model(model, order, sizes, seed, skip_straightforward, max_seconds,
                     # no exact solve at this size: the certified fast
                     # optimum is the yardstick of the rows that follow
                     f_ref, reference = res.get("objective"), "fast"
-            size_rows.append(row)
-            if callback is not None:
-                callback(row)
+            size_rows.append(runs.add(row))
         # speedups need the exact runs' seconds, so they follow the size's runs
         t_ref = {r["method"]: r["seconds"] for r in size_rows
                  if r["method"] in _EXACT_METHODS and r["error"] is None}
@@ -432,8 +408,6 @@ def _run_model(model, order, sizes, seed, skip_straightforward, max_seconds,
                              ("speedup_declared", "straightforward")):
                 ok = ref in t_ref and row["error"] is None and row["seconds"]
                 row[key] = t_ref[ref] / row["seconds"] if ok else None
-        rows.extend(size_rows)
-    return rows
 
 
 def parse_sizes(text):
@@ -456,9 +430,5 @@ def parse_sizes(text):
     return out
 
 
-def _case_main(argv=None):
-    return case_main("cvxmetric.bench.qwise", run_case, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(_case_main())
+    sys.exit(case_main(__spec__.name, run_case))

@@ -28,12 +28,18 @@ peak memory (``ru_maxrss``) is its own and it can be stopped.  Rows have the
 shape of :func:`cvxmetric.bench.qwise.run_bench`'s.
 """
 
-import resource
 import sys
 import time
-import warnings
 
-from . import _max_rss_mb, bench_row, case_main, run_isolated
+from . import (
+    Runs,
+    _max_rss_mb,
+    bench_row,
+    case_main,
+    memory_limit,
+    result_fields,
+    timed_solve,
+)
 
 __all__ = ["BENCH_CASES", "LARGE_EXACT_SECONDS", "bench_data", "run_case",
            "run_bench"]
@@ -87,33 +93,13 @@ def run_case(case):
                       case["n_queries"], random_state=case.get("seed", 0))
     out = {"setup_seconds": time.perf_counter() - t0, "n": int(data.X.shape[0]),
            "N": int(data.n_constraints), "base_mb": _max_rss_mb()}
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the status word reports it
-            if case["method"] == "exact":
-                res = solve_exact(data)
-            else:
-                res = solve_fast(data, max_time=case.get("max_time"))
-    except Exception as exc:  # reported in the table, never a crash
-        out.update(error=f"{type(exc).__name__}: {exc}",
-                   seconds=time.perf_counter() - t0, peak_mb=_max_rss_mb())
-        return out
-    out.update(seconds=time.perf_counter() - t0, objective=float(res.objective),
-               cert_rel_gap=float(res.certificate.rel_gap), status=str(res.status),
-               n_iter=int(res.n_iter), peak_mb=_max_rss_mb(), solver=res.method)
+    if case["method"] == "exact":
+        res = timed_solve(out, lambda: solve_exact(data))
+    else:
+        res = timed_solve(out, lambda: solve_fast(data, max_time=case.get("max_time")))
+    if res is not None:
+        out.update(result_fields(res), solver=res.method)
     return out
-
-
-def _limit_memory():  # pragma: no cover - runs in the child
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-    except (ValueError, OSError):
-        pass
-
-
-def _run_isolated(case, max_seconds):
-    return run_isolated(case, max_seconds, "cvxmetric.bench.rankdml", preexec_fn=_limit_memory)
 
 
 def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
@@ -144,15 +130,13 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
         ``gap_kind`` ("vs exact" or "certified"), ``seconds``, ``peak_mb``,
         ``base_mb``, ``status``, ``n_iter``, ``error``.
     """
-    if max_seconds is not None and not isolate:
-        raise ValueError("max_seconds: needs isolate=True (a run in this process "
-                         "cannot be stopped safely).")
-    rows = []
+    runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
+                callback=callback, preexec_fn=memory_limit(MEMORY_LIMIT))
     for problem, reg, diagonal, d, n_queries, methods in cases:
         N = 20 * n_queries
         if large_exact and N > 10_000 and "exact" not in methods:
             methods = tuple(methods) + ("exact",)
-        runs = {}
+        results = {}
         for method in methods:
             limit = max_seconds
             if method == "exact" and N > 10_000:
@@ -162,27 +146,15 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
                     "n_queries": n_queries, "method": method, "seed": seed}
             if method == "fast" and max_seconds is not None:
                 case["max_time"] = 0.9 * max_seconds
-            if isolate:
-                res = _run_isolated(case, limit)
-            else:
-                res = run_case(case)
-            runs[method] = res
-        f_exact = runs.get("exact", {}).get("objective")
+            results[method] = runs.run(case, limit)
+        f_exact = results.get("exact", {}).get("objective")
         for method in methods:
-            res = runs[method]
+            res = results[method]
             label = method if method == "exact" else res.get("solver", method)
-            row = bench_row(res, f_exact, problem=problem, method=label, d=d,
-                            N=res.get("N", N), n=res.get("n", _N_GALLERY + n_queries))
-            rows.append(row)
-            if callback is not None:
-                callback(row)
-    return rows
-
-
-def _case_main(argv=None):
-    """``python -m cvxmetric.bench.rankdml --case JSON`` (one isolated run)."""
-    return case_main("cvxmetric.bench.rankdml", run_case, argv)
+            runs.add(bench_row(res, f_exact, problem=problem, method=label, d=d,
+                               N=res.get("N", N), n=res.get("n", _N_GALLERY + n_queries)))
+    return runs.rows
 
 
 if __name__ == "__main__":
-    sys.exit(_case_main())
+    sys.exit(case_main(__spec__.name, run_case))

@@ -55,7 +55,7 @@ import warnings
 
 import numpy as np
 
-from . import case_main, format_columns, run_isolated
+from . import _fmt, case_main, format_columns, run_isolated
 
 __all__ = [
     "GRIDS",
@@ -447,10 +447,6 @@ def run_scaling(families=tuple(GRIDS), *, max_seconds=300.0, seed=0, grids=None,
             if callback is not None:
                 callback(row)
     return {"runs": rows, "slopes": scaling_slopes(rows, grids)}
-
-
-def _fmt(x, spec):
-    return "-" if x is None else format(x, spec)
 
 
 def _sizes_text(sizes):

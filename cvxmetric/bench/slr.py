@@ -61,7 +61,7 @@ from sklearn.utils import check_random_state
 
 from ..metrics import average_precision
 from ..slr.randomized import _check_int
-from . import _fmt, _max_rss_mb, case_main, format_columns, run_isolated
+from . import Runs, _fmt, _max_rss_mb, case_main, format_columns
 
 __all__ = [
     "BENCH_PROBLEMS",
@@ -387,10 +387,6 @@ def run_case(case):
     return out
 
 
-def _run_isolated(case, max_seconds):
-    return run_isolated(case, max_seconds, "cvxmetric.bench.slr")
-
-
 def run_bench(max_seconds=None, seed=0, callback=None, *,
               problems=tuple(BENCH_PROBLEMS), isolate=True, blas_threads=None):
     """Run the benchmark.
@@ -423,10 +419,8 @@ def run_bench(max_seconds=None, seed=0, callback=None, *,
     if unknown:
         raise ValueError(f"problems: unknown {unknown}; expected among "
                          f"{tuple(BENCH_PROBLEMS)}.")
-    if max_seconds is not None and not isolate:
-        raise ValueError("max_seconds: needs isolate=True (a run in this process "
-                         "cannot be stopped safely).")
-    rows = []
+    runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
+                callback=callback)
     for problem in problems:
         p = BENCH_PROBLEMS[problem]
         prow = []
@@ -434,7 +428,7 @@ def run_bench(max_seconds=None, seed=0, callback=None, *,
             case = {"problem": problem, "spec": spec, "seed": int(seed),
                     "blas_threads": blas_threads}
             logger.info("bench: %s %s", problem, _label(spec))
-            res = _run_isolated(case, max_seconds) if isolate else run_case(case)
+            res = runs.run(case)
             row = {
                 "problem": problem, "method": _label(spec), "d": p["d"],
                 "N": p["n_train"] ** 2, "n": p["n_train"],
@@ -447,9 +441,7 @@ def run_bench(max_seconds=None, seed=0, callback=None, *,
             }
             if row["error"] is not None:
                 row["status"] = "timeout" if res.get("timeout") else "error"
-            prow.append(row)
-            if callback is not None:
-                callback(row)
+            prow.append(runs.add(row))
         fs = [r["objective"] for r in prow if r["objective"] is not None]
         if fs:
             best = min(fs)
@@ -458,18 +450,11 @@ def run_bench(max_seconds=None, seed=0, callback=None, *,
                     r["gap"] = (r["objective"] - best) / max(1.0, abs(best))
                     r["gap_kind"] = ("vs best row" if r["objective_kind"] == "exact"
                                      else "vs best row (estimate)")
-        rows.extend(prow)
-    return rows
+    return runs.rows
 
 
-def text_table(headers, rows):
-    """Left-aligned plain-text table of string cells (used by the examples)."""
-    rows = [[str(c) for c in r] for r in rows]
-    widths = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(headers)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
-           "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join(out)
+#: Left-aligned plain-text table of ``str`` cells (used by the examples).
+text_table = format_columns
 
 
 def format_table(rows):
@@ -490,10 +475,5 @@ def format_table(rows):
     return format_columns(headers, body)
 
 
-def _case_main(argv=None):
-    """``python -m cvxmetric.bench.slr --case JSON`` (one isolated run)."""
-    return case_main("cvxmetric.bench.slr", run_case, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(_case_main())
+    sys.exit(case_main(__spec__.name, run_case))

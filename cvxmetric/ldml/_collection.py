@@ -26,8 +26,15 @@ import math
 
 import numpy as np
 
-from ..collection import (PSD_TOL, ArraySpec, FamilySpec, gaussian_classes,
-                          register_family, standardize)
+from ..collection import (
+    PSD_TOL,
+    ArraySpec,
+    FamilySpec,
+    exact_solves,
+    gaussian_classes,
+    register_family,
+    standardize,
+)
 
 __all__ = []  # registers the family on import; nothing public
 
@@ -82,16 +89,7 @@ def _objective(data, stored):
     return f
 
 
-def _exact(data):
-    from .exact import solve_exact
-
-    return _stored(solve_exact(data))
-
-
-def _reference_solve(data, solver, tol):
-    from .exact import solve_exact
-
-    return _stored(solve_exact(data, solvers=(solver,), tol=tol))
+_exact, _reference_solve = exact_solves("ldml", after=_stored)
 
 
 def _fast(data):

@@ -18,7 +18,7 @@ tolerance.
 
 import numpy as np
 
-from ..collection import ArraySpec, FamilySpec, register_family
+from ..collection import ArraySpec, FamilySpec, exact_solves, register_family
 
 __all__ = ["MMC_ARRAYS", "MMC_HYPERPARAMETERS", "bundled_instances"]
 
@@ -46,16 +46,7 @@ def _objective(data, M):
     return data.scale_free(M)
 
 
-def _exact(data):
-    from .exact import solve_exact
-
-    return solve_exact(data)
-
-
-def _reference_solve(data, solver, tol):
-    from .exact import solve_exact
-
-    return solve_exact(data, solvers=(solver,), tol=tol)
+_exact, _reference_solve = exact_solves("mmc")
 
 
 def _sizes(arrays):

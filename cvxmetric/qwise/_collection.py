@@ -10,7 +10,14 @@ restarted PDHG, :class:`~cvxmetric.qwise.QwiseDualSolver`) and
 
 import numpy as np
 
-from ..collection import ArraySpec, FamilySpec, gaussian_classes, standardize, register_family
+from ..collection import (
+    ArraySpec,
+    FamilySpec,
+    exact_solves,
+    gaussian_classes,
+    register_family,
+    standardize,
+)
 
 __all__ = []  # registers the family on import; nothing public
 
@@ -64,16 +71,9 @@ def _qwise_objective(data, M):
     return data.objective(M)
 
 
-def _qwise_exact(data):
-    from . import solve_exact
-
-    return solve_exact(data)
-
-
-def _qwise_reference_solve(data, solver, tol):
-    from . import solve_exact
-
-    return solve_exact(data, reduce=False, solvers=(solver,), tol=tol)
+# the reference solves the declared model itself (no margin-set reduction)
+_qwise_exact, _qwise_reference_solve = exact_solves(
+    "qwise", reference_options={"reduce": False})
 
 
 def _qwise_sizes(arrays):
@@ -249,16 +249,8 @@ def _vector_objective(data, M):
     return data.objective(data.project(omega))
 
 
-def _vector_exact(data):
-    from .exact import solve_vector_exact
-
-    return _omega_matrix(solve_vector_exact(data))
-
-
-def _vector_reference_solve(data, solver, tol):
-    from .exact import solve_vector_exact
-
-    return _omega_matrix(solve_vector_exact(data, solvers=(solver,), tol=tol))
+_vector_exact, _vector_reference_solve = exact_solves("qwise_vector",
+                                                     after=_omega_matrix)
 
 
 def _vector_newton(data):
@@ -402,16 +394,7 @@ def _structural_to_data(arrays, hp):
                      f"'quadruplets' or 'triplets'.")
 
 
-def _structural_exact(data):
-    from .structural import solve_structural_exact
-
-    return solve_structural_exact(data)
-
-
-def _structural_reference_solve(data, solver, tol):
-    from .structural import solve_structural_exact
-
-    return solve_structural_exact(data, solvers=(solver,), tol=tol)
+_structural_exact, _structural_reference_solve = exact_solves("qwise_structural")
 
 
 def _structural_sizes(arrays):

@@ -26,7 +26,14 @@ Registered fast methods:
 
 import numpy as np
 
-from ..collection import ArraySpec, FamilySpec, gaussian_classes, standardize, register_family
+from ..collection import (
+    ArraySpec,
+    FamilySpec,
+    exact_solves,
+    gaussian_classes,
+    register_family,
+    standardize,
+)
 
 __all__ = ["ADAPTIVE_MAXITER", "bundled_instances"]
 
@@ -52,16 +59,7 @@ def _objective(data, M):
     return data.objective(M)
 
 
-def _exact(data):
-    from .exact import solve_exact
-
-    return solve_exact(data)
-
-
-def _reference_solve(data, solver, tol):
-    from .exact import solve_exact
-
-    return solve_exact(data, form="symmetric", solvers=(solver,), tol=tol)
+_exact, _reference_solve = exact_solves("slr", reference_options={"form": "symmetric"})
 
 
 def _sizes(arrays):
