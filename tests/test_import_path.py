@@ -52,7 +52,7 @@ def test_every_experiment_module_is_listed():
 
     root = Path(ex.__file__).parent
     found = {"cvxmetric.experiments." + ".".join(p.relative_to(root).with_suffix("").parts)
-             for p in root.rglob("*.py") if p.name != "__init__.py"}
+             for p in root.rglob("*.py") if not p.name.startswith("_")}
     assert found == set(EXPERIMENTS)
 
 

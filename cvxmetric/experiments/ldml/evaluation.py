@@ -28,7 +28,7 @@ from sklearn.utils import check_random_state
 from ..._validation import check_finite, check_scalar
 from ...ldml._bags import LabelledBags
 from ...ldml._naming import label_instances
-from .. import _check_count as _check_int
+from .._common import _check_count as _check_int
 
 __all__ = ["RECALL_LEVELS", "split_bags", "restrict_bags", "verification_pairs", "average_precision_10",
            "pair_scores", "verification_ap", "VerificationScore",

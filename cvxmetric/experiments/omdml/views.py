@@ -32,7 +32,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
 from ...omdml._problem import check_views
-from .. import _check_count as _check_int, _moment_invariants
+from .._common import _check_count as _check_int, _moment_invariants
 
 __all__ = ["DIGITS_VIEW_NAMES", "digits_views", "synthetic_views", "scale_views",
            "retrieval_split"]

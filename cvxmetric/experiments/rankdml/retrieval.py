@@ -38,7 +38,7 @@ from sklearn.utils import check_random_state
 from ..._validation import check_finite, check_option, check_scalar
 from ...metrics import cmc_curve
 from ...rankdml._pairs import critical_triplets
-from .. import _moment_invariants
+from .._common import _moment_invariants
 
 __all__ = [
     "TRANSFORMS",
