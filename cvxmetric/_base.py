@@ -844,6 +844,37 @@ class PairsClassifierMixin:
         _check_calibration(**params)
         return params
 
+    def declared_problem(self, pairs, y, calibration_params=None):
+        """The problem :meth:`fit` solves on these pairs, as its paper prints
+        it (user's units), unsolved.
+
+        Takes exactly what :meth:`fit` takes and validates it as ``fit``
+        does (``calibration_params`` is checked, then unused); the estimator
+        is not changed.  Which equation it is: the estimator's class
+        docstring, or the registry's entry (:func:`cvxmetric.formulation`).
+        A problem that no metric satisfies (an infeasible one, e.g. a
+        cannot-link of identical points) is returned as declared; its
+        ``solve()`` raises the error of :mod:`cvxmetric.result` that says so
+        (:class:`~cvxmetric.result.InfeasibleError`).
+
+        Parameters
+        ----------
+        pairs, y, calibration_params
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        DeclaredProblem
+            See :mod:`cvxmetric.model`; its optimal value is the
+            ``objective_`` of an exact ``fit``.
+        """
+        self._validate_params()
+        return self._declare(pairs, y, calibration_params)
+
+    def _declare(self, pairs, y, calibration_params):
+        """The declared problem of validated :meth:`fit` input."""
+        raise NotImplementedError
+
     def _calibrate_after_fit(self, pairs, y, calibration_params):
         """Set ``classes_`` and the threshold at the end of ``fit``."""
         self.classes_ = np.array([-1, 1])

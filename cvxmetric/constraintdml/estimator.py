@@ -193,27 +193,8 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
         self._solve(X, idx, labels)
         return self._calibrate_after_fit(pairs, labels, calibration_params)
 
-    def declared_problem(self, pairs, y, calibration_params=None):
-        """Eq. 1 / 4 / 10 on these pairs, as printed (user's units), unsolved.
-
-        Takes exactly what :meth:`fit` takes and validates it as ``fit``
-        does (``calibration_params`` is checked, then unused); the estimator
-        is not changed.  An infeasible problem (a cannot-link of identical
-        points) is returned as declared; its ``solve()`` raises
-        :class:`~cvxmetric.result.InfeasibleError`.
-
-        Parameters
-        ----------
-        pairs, y, calibration_params
-            As in :meth:`fit`.
-
-        Returns
-        -------
-        DeclaredProblem
-            See :mod:`cvxmetric.model`; its optimal value is the
-            ``objective_`` of an exact ``fit``.
-        """
-        self._validate_params()
+    def _declare(self, pairs, y, calibration_params):
+        """Eq. 1 / 4 / 10 on these pairs, as printed (user's units), unsolved."""
         return declared_problem(self._data(*self._fit_pairs(pairs, y, calibration_params)))
 
     def _fit_pairs(self, pairs, y, calibration_params):

@@ -320,25 +320,8 @@ optional
         self._solve(labelled)
         return self._calibrate_after_fit(pairs, y, calibration_params)
 
-    def declared_problem(self, pairs, y, calibration_params=None):
-        """Eq. 2 on these pairs, as printed (user's units), without solving it.
-
-        Takes exactly what :meth:`fit` takes and validates it as ``fit``
-        does (``calibration_params`` is checked, then unused); the estimator
-        is not changed.
-
-        Parameters
-        ----------
-        pairs, y, calibration_params
-            As in :meth:`fit`.
-
-        Returns
-        -------
-        DeclaredProblem
-            See :mod:`cvxmetric.model`; its optimal value is the
-            ``objective_`` of an exact ``fit``.
-        """
-        self._validate_params()
+    def _declare(self, pairs, y, calibration_params):
+        """Eq. 2 on these pairs, as printed (user's units), unsolved."""
         labelled, _ = self._fit_pairs(pairs, y, calibration_params)
         return declared_problem(self._data(labelled))
 
