@@ -33,6 +33,7 @@ __all__ = [
     "Runs",
     "bench_row",
     "case_main",
+    "check_known",
     "memory_limit",
     "result_fields",
     "run_isolated",
@@ -76,6 +77,14 @@ def run_isolated(case, max_seconds, module, preexec_fn=None):
         tail = proc.stderr.strip().splitlines()[-3:]
         return {"error": f"exit code {proc.returncode}: {' | '.join(tail)}"}
     return json.loads(lines[-1])
+
+
+def check_known(name, given, known):
+    """Refuse the items of ``given`` not in ``known``: a ``ValueError``
+    naming the argument ``name``, the unknown items and the known ones."""
+    unknown = [v for v in given or () if v not in known]
+    if unknown:
+        raise ValueError(f"{name}: unknown {unknown}; expected among {known}.")
 
 
 def memory_limit(nbytes):
@@ -382,7 +391,7 @@ def format_collection_table(rows):
                "gap", "gap kind", "status"]
     body = []
     for r in rows:
-        status = r["status"] if not r.get("error") else f"{r['status']}: {r['error']}"
+        status = _status_text(r)
         body.append([
             r["family"], r["instance"], r["method"], _fmt(r["n"], "d"),
             _fmt(r["d"], "d"), _fmt(r["seconds"], ".3f"),
@@ -394,6 +403,11 @@ def format_collection_table(rows):
 
 def _fmt(x, spec):
     return "-" if x is None else format(x, spec)
+
+
+def _status_text(row):
+    """A row's status word, with its error when the run failed."""
+    return f"{row['status']}: {row['error']}" if row.get("error") else row["status"]
 
 
 def format_columns(headers, body):
@@ -414,7 +428,7 @@ def format_table(rows):
                "x exact", "x declared", "peak MB", "base MB", "status"]
     body = []
     for r in rows:
-        status = r["status"] if not r.get("error") else f"{r['status']}: {r['error']}"
+        status = _status_text(r)
         if r.get("n_cuts") is not None:  # the cutting-plane method's record
             status += f" ({r['n_cuts']:.0f} cuts, epsilon {r['epsilon']:.1e})"
         body.append([

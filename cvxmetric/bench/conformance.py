@@ -78,7 +78,8 @@ import warnings
 import numpy as np
 
 from ..formulations import formulations
-from . import Runs, _fmt, _max_rss_mb, case_main, format_columns, memory_limit
+from . import (Runs, _fmt, _max_rss_mb, case_main, check_known, format_columns,
+               memory_limit)
 
 __all__ = [
     "CASE_MEMORY_MB",
@@ -333,10 +334,7 @@ def cases(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES),
     given = {"datasets": datasets, "families": families, "methods": methods,
              "estimators": estimators}
     for name, values in given.items():
-        unknown = [v for v in values or () if v not in known[name]]
-        if unknown:
-            raise ValueError(f"{name}: unknown {unknown}; expected among "
-                             f"{known[name]}.")
+        check_known(name, values, known[name])
     out = []
     # seed-major: a run cut short still covers every dataset's first seeds
     for seed in seeds:

@@ -47,15 +47,8 @@ import time
 
 import numpy as np
 
-from . import (
-    Runs,
-    _max_rss_mb,
-    bench_row,
-    case_main,
-    memory_limit,
-    result_fields,
-    timed_solve,
-)
+from . import (Runs, _max_rss_mb, bench_row, case_main, memory_limit, result_fields,
+               timed_solve)
 
 __all__ = ["BENCH_CASES", "FIT_MAXITER", "MEMORY_LIMIT", "STEP_TARGET", "step_data",
            "fit_data", "pairs_data", "run_case", "run_bench"]

@@ -74,7 +74,8 @@ import time
 
 import numpy as np
 
-from . import Runs, _max_rss_mb, bench_row, case_main, result_fields, timed_solve
+from . import (Runs, _max_rss_mb, bench_row, case_main, check_known, result_fields,
+               timed_solve)
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -217,46 +218,32 @@ def _model(method):
 
 
 def _solve(method, data, subgradient_maxiter, max_time=None):
-    from ..qwise import (
-        ProjectedNewton,
-        ProjectedSubgradient,
-        QwiseDualSolver,
-        solve_exact,
-    )
+    from ..qwise import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver, solve_exact
     from ..qwise.exact import solve_vector_exact
+    from ..qwise.structural import (StructuralCuttingPlane, solve_structural_exact,
+                                    solve_structural_fast)
 
-    if method == "vector-exact":
-        return solve_vector_exact(data)
-    if method == "newton":
-        return ProjectedNewton(max_time=max_time).run(data)
-    if method == "structural-exact":
-        from ..qwise.structural import solve_structural_exact
-
-        return solve_structural_exact(data)
-    if method == "structural-fast":
-        from ..qwise.structural import solve_structural_fast
-
-        return solve_structural_fast(data, max_time=max_time)
-    if method == "structural":
-        from ..qwise.structural import StructuralCuttingPlane
-
-        return StructuralCuttingPlane(max_time=max_time).run(data)
-
-    if method == "exact":
-        return solve_exact(data)
-    if method == "straightforward":
-        return solve_exact(data, reduce=False)
-    if method == "fast":
-        return QwiseDualSolver(max_time=max_time).run(data)
-    if method == "fast@1e-4":
-        return QwiseDualSolver(tol=1e-4, max_time=max_time).run(data)
-    if method == "subgradient":
-        if subgradient_maxiter:
-            return ProjectedSubgradient(maxiter=int(subgradient_maxiter),
-                                        max_time=max_time).run(data)
-        return ProjectedSubgradient(max_time=max_time).run(data)
-    raise ValueError(f"method: unknown option {method!r}; expected one of "
-                     f"{BENCH_METHODS}.")
+    budget = {"max_time": max_time}
+    if subgradient_maxiter:
+        sub_kw = dict(budget, maxiter=int(subgradient_maxiter))
+    else:
+        sub_kw = budget
+    solvers = {
+        "exact": lambda: solve_exact(data),
+        "straightforward": lambda: solve_exact(data, reduce=False),
+        "fast": lambda: QwiseDualSolver(**budget).run(data),
+        "fast@1e-4": lambda: QwiseDualSolver(tol=1e-4, **budget).run(data),
+        "subgradient": lambda: ProjectedSubgradient(**sub_kw).run(data),
+        "vector-exact": lambda: solve_vector_exact(data),
+        "newton": lambda: ProjectedNewton(**budget).run(data),
+        "structural-exact": lambda: solve_structural_exact(data),
+        "structural-fast": lambda: solve_structural_fast(data, **budget),
+        "structural": lambda: StructuralCuttingPlane(**budget).run(data),
+    }
+    if method not in solvers:
+        raise ValueError(f"method: unknown option {method!r}; expected one of "
+                         f"{BENCH_METHODS}.")
+    return solvers[method]()
 
 
 def run_case(case):
@@ -339,10 +326,7 @@ def run_bench(sizes=None, methods=BENCH_METHODS, *, seed=0,
         without them), ``peak_mb``, ``base_mb``, ``status``, ``error``.  The
         yardstick of ``gap`` is described in the module docstring.
     """
-    unknown = [m for m in methods if m not in BENCH_METHODS]
-    if unknown:
-        raise ValueError(f"methods: unknown {unknown}; expected among "
-                         f"{BENCH_METHODS}.")
+    check_known("methods", methods, BENCH_METHODS)
     runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
                 callback=callback)
     for model, model_methods in MODEL_METHODS.items():

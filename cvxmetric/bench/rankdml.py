@@ -31,15 +31,8 @@ shape of :func:`cvxmetric.bench.qwise.run_bench`'s.
 import sys
 import time
 
-from . import (
-    Runs,
-    _max_rss_mb,
-    bench_row,
-    case_main,
-    memory_limit,
-    result_fields,
-    timed_solve,
-)
+from . import (Runs, _max_rss_mb, bench_row, case_main, memory_limit, result_fields,
+               timed_solve)
 
 __all__ = ["BENCH_CASES", "LARGE_EXACT_SECONDS", "bench_data", "run_case",
            "run_bench"]

@@ -55,7 +55,7 @@ import warnings
 
 import numpy as np
 
-from . import _fmt, case_main, format_columns, run_isolated
+from . import _fmt, _status_text, case_main, format_columns, run_isolated
 
 __all__ = [
     "GRIDS",
@@ -459,7 +459,7 @@ def format_scaling(result):
                "floor s/iter", "x floor", "GF/s", "rel gap", "status"]
     body = []
     for r in result["runs"]:
-        status = r["status"] if not r.get("error") else f"{r['status']}: {r['error']}"
+        status = _status_text(r)
         body.append([r["family"], r["solver"], ",".join(r["axes"]),
                      _sizes_text(r["sizes"]), _fmt(r["seconds"], ".3g"),
                      _fmt(r["n_iter"], "d"), _fmt(r["s_per_iter"], ".2e"),

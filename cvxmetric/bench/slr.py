@@ -61,7 +61,8 @@ from sklearn.utils import check_random_state
 
 from ..metrics import average_precision
 from ..slr.randomized import _check_int
-from . import Runs, _fmt, _max_rss_mb, case_main, format_columns
+from . import (Runs, _fmt, _max_rss_mb, _status_text, case_main, check_known,
+               format_columns)
 
 __all__ = [
     "BENCH_PROBLEMS",
@@ -415,10 +416,7 @@ def run_bench(max_seconds=None, seed=0, callback=None, *,
         ``peak_mb``, ``base_mb``, ``status``, ``n_iter``, ``error``, and
         ``map``, ``objective_kind``.
     """
-    unknown = [p for p in problems if p not in BENCH_PROBLEMS]
-    if unknown:
-        raise ValueError(f"problems: unknown {unknown}; expected among "
-                         f"{tuple(BENCH_PROBLEMS)}.")
+    check_known("problems", problems, tuple(BENCH_PROBLEMS))
     runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
                 callback=callback)
     for problem in problems:
@@ -463,7 +461,7 @@ def format_table(rows):
                "seconds", "cpu s", "peak MB", "base MB", "status"]
     body = []
     for r in rows:
-        status = r["status"] if not r.get("error") else f"{r['status']}: {r['error']}"
+        status = _status_text(r)
         body.append([
             r["problem"], r["method"], str(r["n"]), str(r["d"]),
             _fmt(r["objective"], ".4g"), _fmt(r["gap"], ".2e"),

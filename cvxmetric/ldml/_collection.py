@@ -26,15 +26,8 @@ import math
 
 import numpy as np
 
-from ..collection import (
-    PSD_TOL,
-    ArraySpec,
-    FamilySpec,
-    exact_solves,
-    gaussian_classes,
-    register_family,
-    standardize,
-)
+from ..collection import (PSD_TOL, ArraySpec, FamilySpec, exact_solves,
+                          gaussian_classes, register_family, standardize)
 
 __all__ = []  # registers the family on import; nothing public
 

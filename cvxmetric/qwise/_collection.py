@@ -10,14 +10,8 @@ restarted PDHG, :class:`~cvxmetric.qwise.QwiseDualSolver`) and
 
 import numpy as np
 
-from ..collection import (
-    ArraySpec,
-    FamilySpec,
-    exact_solves,
-    gaussian_classes,
-    register_family,
-    standardize,
-)
+from ..collection import (ArraySpec, FamilySpec, exact_solves, gaussian_classes,
+                          register_family, standardize)
 
 __all__ = []  # registers the family on import; nothing public
 
@@ -94,6 +88,17 @@ def _qwise_subgradient(data):
     return ProjectedSubgradient().run(data)
 
 
+def _gaussian_quadruplets(seed, n, d, n_classes, n_quadruplets):
+    """``(X, y, quadruplets)`` of a bundled instance: ``n`` points of
+    ``n_classes`` Gaussian classes (separation 1.5) in ``d`` dims,
+    standardised, and class quadruplets, all drawn from ``seed``."""
+    from ..constraints import quadruplets_from_labels
+
+    X, y = gaussian_classes(np.random.RandomState(seed), n, d, n_classes, 1.5)
+    return standardize(X), y, quadruplets_from_labels(y, n_quadruplets,
+                                                      random_state=seed)
+
+
 def _qwise_bundled():
     """The bundled Qwise instances (each a few hundred constraints)."""
     from sklearn.datasets import load_digits, load_iris, load_wine
@@ -108,10 +113,7 @@ def _qwise_bundled():
 
     out = []
 
-    rng = np.random.RandomState(0)
-    X, y = gaussian_classes(rng, 60, 5, 3, 1.5)
-    X = standardize(X)
-    q = quadruplets_from_labels(y, 200, random_state=0)
+    X, y, q = _gaussian_quadruplets(0, 60, 5, 3, 200)
     out.append(dict(
         name="synthetic_trace", source="synthetic", random_state=0,
         description="Eq. 8, trace regulariser: 3 Gaussian classes in 5 dims "
@@ -120,10 +122,7 @@ def _qwise_bundled():
         hyperparameters={"regularizer": "trace", "C_q": 1.0},
     ))
 
-    rng = np.random.RandomState(1)
-    X, y = gaussian_classes(rng, 60, 5, 4, 1.5)
-    X = standardize(X)
-    q = quadruplets_from_labels(y, 120, random_state=1)
+    X, y, q = _gaussian_quadruplets(1, 60, 5, 4, 120)
     p, lab = pairs_from_labels(y, 80, random_state=1)
     out.append(dict(
         name="synthetic_pairs_frobenius", source="synthetic", random_state=1,
@@ -283,10 +282,7 @@ def _vector_bundled():
     def mixed(n):  # margins 1 and 0 alternately: the temporal sets A and B
         return (np.arange(n) % 2 == 0).astype(float)
 
-    rng = np.random.RandomState(10)
-    X, y = gaussian_classes(rng, 60, 6, 3, 1.5)
-    X = standardize(X)
-    q = quadruplets_from_labels(y, 200, random_state=10)
+    X, y, q = _gaussian_quadruplets(10, 60, 6, 3, 200)
     add("vector_squared_hinge_pairs", "synthetic", 10,
         "Eq. 14, psi='squared' (diagonal metric, w, b >= 0), hinge: 3 Gaussian "
         "classes in 6 dims (60 points), 200 quadruplets with margins 1 and 0 "
@@ -418,13 +414,10 @@ def _structural_bundled():
     """The bundled structural instances (a few hundred tuples each)."""
     from sklearn.datasets import load_iris
 
-    from ..constraints import quadruplets_from_labels, triplets_from_labels
+    from ..constraints import triplets_from_labels
 
     out = []
-    rng = np.random.RandomState(20)
-    X, y = gaussian_classes(rng, 50, 4, 3, 1.5)
-    X = standardize(X)
-    q = quadruplets_from_labels(y, 200, random_state=20)
+    X, y, q = _gaussian_quadruplets(20, 50, 4, 3, 200)
     out.append(dict(
         name="structural_quadruplets_trace", source="synthetic", random_state=20,
         description="Eq. 16-17, quadruplet queries (each first pair (i, j) ranks "

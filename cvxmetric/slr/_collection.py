@@ -26,14 +26,8 @@ Registered fast methods:
 
 import numpy as np
 
-from ..collection import (
-    ArraySpec,
-    FamilySpec,
-    exact_solves,
-    gaussian_classes,
-    register_family,
-    standardize,
-)
+from ..collection import (ArraySpec, FamilySpec, exact_solves, gaussian_classes,
+                          register_family, standardize)
 
 __all__ = ["ADAPTIVE_MAXITER", "bundled_instances"]
 
