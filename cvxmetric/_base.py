@@ -43,7 +43,7 @@ __all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifie
            "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
            "components_from_metric", "validate_labelled", "form_tuples",
            "form_samples", "FitMixin", "store_arguments", "given_options",
-           "solver_names",
+           "solver_names", "array_ndim",
            "CALIBRATION_STRATEGIES", "MAX_SCORE_PAIRS", "MAX_SCORE_REFERENCE"]
 
 logger = logging.getLogger("cvxmetric")
@@ -78,6 +78,15 @@ def store_arguments(estimator, arguments):
     for name, value in arguments.items():
         if name not in ("self", "__class__"):
             setattr(estimator, name, value)
+
+
+def array_ndim(a, name):
+    """Number of dimensions of ``a``, or a ValueError naming ``name`` when
+    it cannot be read as an array (ragged nested lists)."""
+    try:
+        return np.ndim(a)
+    except Exception as exc:  # ragged nested lists
+        raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
 
 
 def given_options(**options):
@@ -596,10 +605,7 @@ class MahalanobisMixin(FitMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixi
         check_is_fitted(self, "components_")
         preprocessor = getattr(self, "preprocessor", None)
         tuples = form_tuples(tuples, preprocessor, name, width)
-        try:
-            ndim = np.ndim(tuples)
-        except Exception as exc:  # ragged nested lists
-            raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
+        ndim = array_ndim(tuples, name)
         expected = f"(n_{name}, {width}, n_features)"
         if ndim == 3:
             points = check_finite(tuples, name, ndim=3)

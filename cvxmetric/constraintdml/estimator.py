@@ -32,8 +32,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin, given_options,
-                     solver_names, store_arguments, validate_labelled)
+from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin, array_ndim,
+                     given_options, solver_names, store_arguments, validate_labelled)
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import pairs_from_labels, tuples_to_indices
@@ -200,10 +200,7 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
     def _fit_pairs(self, pairs, y, calibration_params):
         """Validate :meth:`fit`'s input: ``(X, indices, labels)``."""
         self._check_calibration_params(calibration_params)
-        try:
-            points = np.ndim(pairs) == 3
-        except Exception as exc:  # ragged nested lists
-            raise ValueError(f"pairs: cannot be read as an array ({exc}).") from None
+        points = array_ndim(pairs, "pairs") == 3
         X = self.preprocessor
         if not points and X is not None and not callable(X):
             X = check_samples(X, "preprocessor")

@@ -34,7 +34,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import (LabelledMixin, MahalanobisMixin, QuadrupletsClassifierMixin,
-                     given_options, solver_names, store_arguments, validate_labelled)
+                     array_ndim, given_options, solver_names, store_arguments,
+                     validate_labelled)
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import (
@@ -75,14 +76,6 @@ _SHARED_CONSTRAINTS = {
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
-
-
-def _ndim(a, name):
-    """Number of dimensions of ``a``, or a ValueError naming ``name``."""
-    try:
-        return np.ndim(a)
-    except Exception as exc:  # ragged nested lists
-        raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
 
 
 class _QwiseBase(MahalanobisMixin, BaseEstimator):
@@ -313,8 +306,8 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
 
     def _build_sets(self, quadruplets, delta, pairs, pair_labels):
         """Quadruplets and pairs over one sample matrix."""
-        q_points = _ndim(quadruplets, "quadruplets") == 3
-        if pairs is not None and (_ndim(pairs, "pairs") == 3) != q_points:
+        q_points = array_ndim(quadruplets, "quadruplets") == 3
+        if pairs is not None and (array_ndim(pairs, "pairs") == 3) != q_points:
             raise ValueError(
                 "pairs: must be given the same way as quadruplets (both "
                 "integer indices into preprocessor, or both 3-D arrays of "
@@ -575,7 +568,7 @@ class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
 
     def _width(self, tuples, name):
         """2 (pairs) or 4 (quadruplets) from the shape of ``tuples``."""
-        shape = np.shape(tuples) if _ndim(tuples, name) else ()
+        shape = np.shape(tuples) if array_ndim(tuples, name) else ()
         width = shape[1] if len(shape) >= 2 else None
         if width not in (2, 4):
             raise ValueError(

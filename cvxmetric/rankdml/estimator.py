@@ -33,8 +33,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (LabelledMixin, MahalanobisMixin, TripletsClassifierMixin, solver_names,
-                     store_arguments, validate_labelled)
+from .._base import (LabelledMixin, MahalanobisMixin, TripletsClassifierMixin, array_ndim,
+                     solver_names, store_arguments, validate_labelled)
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import Triplets, informative
@@ -230,10 +230,7 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
             raise ValueError(
                 "y: RankDML.fit takes no labels (each triplet (q, r, i) already "
                 "says the relevant r is closer to q than the irrelevant i).")
-        try:
-            points = np.ndim(triplets) == 3
-        except Exception as exc:  # ragged nested lists
-            raise ValueError(f"triplets: cannot be read as an array ({exc}).") from None
+        points = array_ndim(triplets, "triplets") == 3
         # points carry their own samples; indices need the preprocessor
         X = None if points or self.preprocessor is None else check_samples(
             self.preprocessor, "preprocessor")
