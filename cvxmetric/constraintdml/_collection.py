@@ -12,7 +12,8 @@ relevant (must-link) or not (cannot-link).
 
 import numpy as np
 
-from ..collection import ArraySpec, FamilySpec, standardize, register_family
+from ..collection import (ArraySpec, FamilySpec, exact_solves, register_family,
+                          standardize)
 
 __all__ = [
     "CONSTRAINTDML_ARRAYS",
@@ -48,13 +49,7 @@ def _objective(data, M):
     return data.feasible_objective(M)
 
 
-def _exact(data, solver=None, tol=1e-9):
-    """The certified exact path; with ``solver``, that solver alone at
-    ``tol`` (the collection's reference solve)."""
-    from ._problem import solve_constraint_exact
-
-    return solve_constraint_exact(data) if solver is None else solve_constraint_exact(
-        data, solvers=(solver,), tol=tol)
+_exact, _reference_solve = exact_solves("constraintdml")
 
 
 def _sizes(arrays):
@@ -212,5 +207,5 @@ def bundled():
 register_family(
     FamilySpec(name="constraintdml", arrays=CONSTRAINTDML_ARRAYS,
                hyperparameters=CONSTRAINTDML_HP, to_data=_to_data, objective=_objective,
-               exact=_exact, reference_solve=_exact, sizes=_sizes, generate=bundled),
+               exact=_exact, reference_solve=_reference_solve, sizes=_sizes, generate=bundled),
     {"fast": _fast})

@@ -13,7 +13,8 @@ query / gallery splits with the critical pair selection of Sec. 5
 
 import numpy as np
 
-from ..collection import ArraySpec, FamilySpec, standardize, register_family
+from ..collection import (ArraySpec, FamilySpec, exact_solves, register_family,
+                          standardize)
 
 __all__ = ["RANKDML_ARRAYS", "RANKDML_HP", "synthetic_retrieval", "bundled"]
 
@@ -62,13 +63,7 @@ def _objective(data, M):
     return data.objective(M)
 
 
-def _exact(data, solver=None, tol=1e-9):
-    """The certified exact path; with ``solver``, that solver alone at
-    ``tol`` (the collection's reference solve)."""
-    from .exact import solve_exact
-
-    return solve_exact(data) if solver is None else solve_exact(
-        data, solvers=(solver,), tol=tol)
+_exact, _reference_solve = exact_solves("rankdml")
 
 
 def _sizes(arrays):
@@ -263,5 +258,5 @@ def bundled():
 register_family(
     FamilySpec(name="rankdml", arrays=RANKDML_ARRAYS, hyperparameters=RANKDML_HP,
                to_data=_to_data, objective=_objective, exact=_exact,
-               reference_solve=_exact, sizes=_sizes, generate=bundled),
+               reference_solve=_reference_solve, sizes=_sizes, generate=bundled),
     {"fast": _fast})
