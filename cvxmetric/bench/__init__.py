@@ -334,41 +334,18 @@ def run_collection_bench(root, family=None, methods=None, only=None, *, repeat=1
         raise ValueError(f"repeat: must be an integer >= 1, got {repeat!r}.")
     rows = []
     for inst, names in plan_collection_bench(root, family, methods, only):
-        spec = inst.spec
         status, ref = col.reference_status(root, inst)
         f_ref = ref.objective if status == "current" else None
-        sizes = inst.sizes
         try:
-            data = inst.to_data()
+            data, setup_error = inst.to_data(), None
         except col.CollectionError as exc:
             data, setup_error = None, f"instance invalid: {exc}"
         inst_rows = []
         for method in names:
-            row = {"family": inst.family, "instance": inst.name, "method": method,
-                   "n": sizes.get("n"), "d": sizes.get("d"), "seconds": None,
-                   "speedup_exact": None, "objective": None, "gap": None,
-                   "gap_kind": "", "status": "", "error": None}
-            if data is None:
-                row.update(status="error", error=setup_error)
-            else:
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")  # the status word says it
-                        if method == "exact":
-                            res, seconds = _best_run(lambda: spec.exact(data), repeat)
-                        else:
-                            res, seconds = _best_run(
-                                lambda: col.run_method(inst.family, method, data),
-                                repeat)
-                    M = np.asarray(res.M, dtype=float)
-                    if spec.psd:
-                        M = 0.5 * (M + M.T)
-                    row.update(seconds=seconds, status=str(res.status),
-                               objective=float(spec.objective(data, M)))
-                except Exception as exc:  # a failed run is a row, not a crash
-                    row.update(status="error", error=f"{type(exc).__name__}: {exc}")
+            row = _collection_row(inst, method, data, setup_error, repeat)
             inst_rows.append(row)
             if f_ref is None and method == "exact" and row["error"] is None:
+                # no current reference: this run's exact solve is the yardstick
                 f_ref, status = row["objective"], "exact"
             if row["objective"] is not None and f_ref is not None:
                 row["gap"] = (row["objective"] - f_ref) / max(1.0, abs(f_ref))
@@ -376,13 +353,52 @@ def run_collection_bench(root, family=None, methods=None, only=None, *, repeat=1
                                    else "vs exact")
             if callback is not None:
                 callback(row)
-        t_exact = next((r["seconds"] for r in inst_rows
-                        if r["method"] == "exact" and r["error"] is None), None)
-        for row in inst_rows:
-            if t_exact is not None and row["seconds"]:
-                row["speedup_exact"] = t_exact / row["seconds"]
+        _add_speedups(inst_rows)
         rows.extend(inst_rows)
     return rows
+
+
+def _add_speedups(inst_rows):
+    """``speedup_exact`` of one instance's rows: its exact run's seconds
+    divided by each row's (``None`` without a finished exact run)."""
+    t_exact = next((r["seconds"] for r in inst_rows
+                    if r["method"] == "exact" and r["error"] is None), None)
+    for row in inst_rows:
+        if t_exact is not None and row["seconds"]:
+            row["speedup_exact"] = t_exact / row["seconds"]
+
+
+def _collection_row(inst, method, data, setup_error, repeat):
+    """One row of :func:`run_collection_bench` before its gap: ``method``
+    run on ``inst``'s ``data`` (``None``: the instance is invalid, said by
+    ``setup_error``), the fastest of ``repeat`` runs, its objective
+    recomputed from ``M`` by the family."""
+    from .. import collection as col
+
+    spec, sizes = inst.spec, inst.sizes
+    row = {"family": inst.family, "instance": inst.name, "method": method,
+           "n": sizes.get("n"), "d": sizes.get("d"), "seconds": None,
+           "speedup_exact": None, "objective": None, "gap": None,
+           "gap_kind": "", "status": "", "error": None}
+    if data is None:
+        row.update(status="error", error=setup_error)
+        return row
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the status word says it
+            if method == "exact":
+                res, seconds = _best_run(lambda: spec.exact(data), repeat)
+            else:
+                res, seconds = _best_run(
+                    lambda: col.run_method(inst.family, method, data), repeat)
+        M = np.asarray(res.M, dtype=float)
+        if spec.psd:
+            M = 0.5 * (M + M.T)
+        row.update(seconds=seconds, status=str(res.status),
+                   objective=float(spec.objective(data, M)))
+    except Exception as exc:  # a failed run is a row, not a crash
+        row.update(status="error", error=f"{type(exc).__name__}: {exc}")
+    return row
 
 
 def format_collection_table(rows):

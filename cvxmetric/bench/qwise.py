@@ -383,15 +383,22 @@ def _run_model(runs, model, order, sizes, seed, skip_straightforward,
                     f_ref, reference = res.get("objective"), "fast"
             size_rows.append(runs.add(row))
         # speedups need the exact runs' seconds, so they follow the size's runs
-        t_ref = {r["method"]: r["seconds"] for r in size_rows
-                 if r["method"] in _EXACT_METHODS and r["error"] is None}
-        for row in size_rows:
-            exact = {"vector": "vector-exact",
-                     "structural": "structural-exact"}.get(model, "exact")
-            for key, ref in (("speedup_exact", exact),
-                             ("speedup_declared", "straightforward")):
-                ok = ref in t_ref and row["error"] is None and row["seconds"]
-                row[key] = t_ref[ref] / row["seconds"] if ok else None
+        _add_speedups(model, size_rows)
+
+
+def _add_speedups(model, size_rows):
+    """``speedup_exact`` and ``speedup_declared`` of one size's rows: the
+    model's exact (and the declared, ``straightforward``) run's seconds
+    divided by each row's, ``None`` without them."""
+    t_ref = {r["method"]: r["seconds"] for r in size_rows
+             if r["method"] in _EXACT_METHODS and r["error"] is None}
+    exact = {"vector": "vector-exact", "structural": "structural-exact"}.get(model,
+                                                                          "exact")
+    for row in size_rows:
+        for key, ref in (("speedup_exact", exact),
+                         ("speedup_declared", "straightforward")):
+            ok = ref in t_ref and row["error"] is None and row["seconds"]
+            row[key] = t_ref[ref] / row["seconds"] if ok else None
 
 
 def parse_sizes(text):
