@@ -34,6 +34,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin, array_ndim,
                      given_options, solver_names, store_arguments, validate_labelled)
+from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import pairs_from_labels, tuples_to_indices
@@ -79,6 +80,7 @@ class _ConstraintBase(MahalanobisMixin, BaseEstimator):
         return self
 
 
+@fill_doc(matrix="A")
 class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
     """Constraint-based metric learning (Lee, Jin, Jain 2008, Sec. 3.1), pair learner.
 
@@ -116,22 +118,14 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
         No solver of this model is randomised; kept so that
         :class:`ConstraintDML` and :class:`ConstraintDMLSupervised` share
         hyperparameters (metric-learn convention).
-    verbose : bool or int, default=False
-        ``True`` / ``1``: the fast solver's progress lines and a summary of
-        the fit at INFO on the ``cvxmetric`` logger (shown on standard
-        error when ``logging`` is not configured); ``2``: also the conic
-        solver's own log (``"exact"``); ``3``: DEBUG.
+    {verbose}
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_features, n_features)
-        ``L`` with ``A = L^T L``.
-    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
-        The learned ``A`` (PSD, round-off negative eigenvalues clipped).
+    {mahalanobis_attributes}
     objective_ : float
         The paper's objective at the solver's ``A``.
-    status_ : str
-        A :class:`~cvxmetric.result.Status` word.
+    {status_}
     n_iter_ : int
         Interior-point iterations (``"exact"``) or working-set rounds
         (``"fast"``).
@@ -168,6 +162,7 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
                  verbose=False):
         store_arguments(self, locals())
 
+    @fill_doc
     def fit(self, pairs, y, calibration_params=None):
         """Learn the metric from labelled ``(query, item)`` pairs, then
         calibrate ``threshold_``.
@@ -180,10 +175,7 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
             sample).
         y : array_like of shape (n_pairs,)
             +1 (must-link) or -1 (cannot-link).
-        calibration_params : dict, optional
-            Arguments of :meth:`calibrate_threshold` (``strategy``,
-            ``min_rate``, ``beta``) used on the training pairs; default:
-            strategy ``"accuracy"``.
+        {calibration_params}
 
         Returns
         -------

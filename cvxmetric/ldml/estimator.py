@@ -45,6 +45,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin,
                      components_from_metric, given_options, solver_names, store_arguments,
                      validate_labelled)
+from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_finite, check_pair_labels, check_samples
 from ..result import ProblemSizeError, Status
@@ -358,6 +359,7 @@ class _PairProba:
         return np.column_stack([_sigmoid(-u), _sigmoid(u)])
 
 
+@fill_doc
 class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
     """Logistic Discriminant Metric Learning (Guillaumin et al.), pairs learner.
 
@@ -389,11 +391,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
     tol, max_iter, max_time : optional
         Of the iterative solvers (``None``: their defaults).
     random_state : int, RandomState instance or None
-    verbose : bool or int, default=False
-        ``True`` / ``1``: the iterative solvers' progress lines and a summary
-        of the fit at INFO on the ``cvxmetric`` logger (shown on standard
-        error when ``logging`` is not configured); ``2``: also the conic
-        solver's own log (``"exact"``); ``3``: DEBUG.
+    {verbose_iterative}
 
     Attributes
     ----------
@@ -759,6 +757,7 @@ class _BagsLearner(_PairProba, PairsClassifierMixin, _LDMLBase):
         return X, idx, sets, classes
 
 
+@fill_doc
 class MildML(_BagsLearner):
     """Multiple-instance LDML (Guillaumin et al. 2010, Sec. 2.2, Eq. 7-8).
 
@@ -782,11 +781,7 @@ class MildML(_BagsLearner):
         When given, bags are index arrays into it.
     tol, max_iter, max_time : optional
     random_state : int, RandomState instance or None
-    verbose : bool or int, default=False
-        ``True`` / ``1``: the iterative solvers' progress lines and a summary
-        of the fit at INFO on the ``cvxmetric`` logger (shown on standard
-        error when ``logging`` is not configured); ``2``: also the conic
-        solver's own log (``"exact"``); ``3``: DEBUG.
+    {verbose_iterative}
 
     Attributes
     ----------

@@ -62,6 +62,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin, form_samples,
                      form_tuples, given_options, solver_names, store_arguments,
                      validate_labelled)
+from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_pair_labels, check_psd_matrix, check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
@@ -195,6 +196,7 @@ def _check_pair_labels(y, n_pairs):
     return y
 
 
+@fill_doc(matrix="M")
 class MMC(PairsClassifierMixin, _MMCBase):
     """Mahalanobis Metric for Clustering (Xing et al. 2002), pairs learner.
 
@@ -263,19 +265,16 @@ optional
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_features, n_features)
-        ``L`` with ``M = L^T L``.
-    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
+    {mahalanobis_attributes}
     objective_ : float
         ``sum_S D2_M`` at the learned ``M``, scaled so that
         ``sum_D sqrt(D2_M) = 1`` (the paper's units).
     scale_free_objective_ : float
         ``sum_S D2 / (sum_D sqrt D2)^2`` (equal to ``objective_``).
-    status_ : str
+    {status_}
     n_iter_ : int
     certificate_ : Certificate
-    result_ : SolverResult
-        Without the CVXPY model.
+    {result_}
     n_features_in_ : int
 
     Examples
@@ -296,6 +295,7 @@ optional
                  random_state=None, convergence_threshold="deprecated", solver="exact"):
         store_arguments(self, locals())
 
+    @fill_doc
     def fit(self, pairs, y, calibration_params=None):
         """Learn ``M`` from labelled pairs, then calibrate ``threshold_``.
 
@@ -307,10 +307,7 @@ optional
             (n_pairs, 2, n_features).
         y : array_like of shape (n_pairs,)
             +1 (similar) or -1 (dissimilar); both must occur.
-        calibration_params : dict, optional
-            Arguments of :meth:`calibrate_threshold` (``strategy``,
-            ``min_rate``, ``beta``) used on the training pairs; default:
-            strategy ``"accuracy"``.
+        {calibration_params}
 
         Returns
         -------

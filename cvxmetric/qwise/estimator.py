@@ -36,6 +36,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import (LabelledMixin, MahalanobisMixin, QuadrupletsClassifierMixin,
                      array_ndim, given_options, solver_names, store_arguments,
                      validate_labelled)
+from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import (
@@ -112,6 +113,7 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
         return self
 
 
+@fill_doc(matrix="M")
 class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
     """Quadruplet-wise metric learning (Law, Thome, Cord 2016), tuple learner.
 
@@ -156,28 +158,19 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         No Qwise solver is randomised today; the parameter is kept so that
         :class:`Qwise` and :class:`QwiseSupervised` share hyperparameters
         (metric-learn convention).
-    verbose : bool or int, default=False
-        ``True`` / ``1``: the fast solver's progress lines and a summary of
-        the fit at INFO on the ``cvxmetric`` logger (shown on standard
-        error when ``logging`` is not configured); ``2``: also the conic
-        solver's own log (``"exact"``); ``3``: DEBUG.
+    {verbose}
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_features, n_features)
-        ``L`` with ``M = L^T L``.
-    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
-        The learned ``M`` (PSD, round-off negative eigenvalues clipped).
+    {mahalanobis_attributes}
     objective_ : float
         Eq. 8 / Eq. 11 objective at the solver's ``M``, in the paper's units.
-    status_ : str
-        A :class:`~cvxmetric.result.Status` word.
+    {status_}
     n_iter_ : int
         Solver iterations (interior-point iterations for ``"exact"``).
     certificate_ : Certificate
         Dual bound, gap, violation and smallest eigenvalue of the solution.
-    result_ : SolverResult
-        The full solver result (without the CVXPY model object).
+    {result_}
     n_features_in_ : int
 
     Notes
@@ -243,6 +236,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         quads, labelled = self._fit_sets(quadruplets, y, delta, pairs, pair_labels)
         return self._solve(quads, labelled)
 
+    @fill_doc
     def declared_problem(self, quadruplets, y=None, *, delta=1.0, pairs=None,
                          pair_labels=None):
         """Eq. 8 / Eq. 11 on this input, as declared, without solving it.
@@ -255,11 +249,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         quadruplets, y, delta, pairs, pair_labels
             As in :meth:`fit`.
 
-        Returns
-        -------
-        DeclaredProblem
-            The problem in the user's units (:mod:`cvxmetric.model`); its
-            optimal value is the ``objective_`` of an exact ``fit``.
+        {declared_returns_units}
         """
         self._validate_params()
         quads, labelled = self._fit_sets(quadruplets, y, delta, pairs, pair_labels)
@@ -351,6 +341,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         return quads, labelled
 
 
+@fill_doc
 class QwiseSupervised(LabelledMixin, TransformerMixin, _QwiseBase):
     """Qwise learned from class labels: ``fit(X, y)``.
 
@@ -392,14 +383,7 @@ certificate_, result_, n_features_in_
     are sampled similar / dissimilar pairs of identical points.
     ``objective_`` is the objective over the kept constraints.
 
-    Examples
-    --------
-    >>> from sklearn.datasets import load_iris
-    >>> from cvxmetric import QwiseSupervised
-    >>> X, y = load_iris(return_X_y=True)
-    >>> est = QwiseSupervised(n_constraints=100, random_state=0).fit(X, y)
-    >>> est.transform(X).shape
-    (150, 4)
+    {iris_example}
     """
 
     _parameter_constraints = {
@@ -601,6 +585,7 @@ class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
         return -self.pair_distance(pairs)
 
 
+@fill_doc
 class QwiseVector(_QwiseVectorBase):
     """The Qwise vector model (Law, Thome, Cord 2016, Eq. 12-14), tuple learner.
 
@@ -645,11 +630,7 @@ class QwiseVector(_QwiseVectorBase):
         The sample matrix integer tuples index into.
     random_state : int, RandomState instance or None, default=None
         No vector solver is randomised; kept for the shared conventions.
-    verbose : bool or int, default=False
-        ``True`` / ``1``: the fast solver's progress lines and a summary of
-        the fit at INFO on the ``cvxmetric`` logger (shown on standard
-        error when ``logging`` is not configured); ``2``: also the conic
-        solver's own log (``"exact"``); ``3``: DEBUG.
+    {verbose}
 
     Attributes
     ----------
@@ -776,6 +757,7 @@ class QwiseVector(_QwiseVectorBase):
         data = self._sets_data(quadruplets, delta, pairs, pair_labels)
         return self._store([self._solve_one(data)], self.psi, data.n_features)
 
+    @fill_doc
     def declared_problem(self, quadruplets, y=None, *, delta=1.0, pairs=None,
                          pair_labels=None):
         """Eq. 14 (or the smoothed Eq. 27-30) on this input, as declared,
@@ -792,11 +774,7 @@ class QwiseVector(_QwiseVectorBase):
         quadruplets, y, delta, pairs, pair_labels
             As in :meth:`fit` (no dicts).
 
-        Returns
-        -------
-        DeclaredProblem
-            The problem in the user's units (:mod:`cvxmetric.model`); its
-            optimal value is the ``objective_`` of an exact ``fit``.
+        {declared_returns_units}
         """
         self._validate_params()
         self._check_labels_and_pairs("declared_problem", y, pairs, pair_labels)
@@ -867,6 +845,7 @@ class QwiseVector(_QwiseVectorBase):
         return self._store(results, "linear", d, attributes=keys)
 
 
+@fill_doc
 class QwiseVectorSupervised(LabelledMixin, TransformerMixin, _QwiseVectorBase):
     """The diagonal vector model (``psi="squared"``) learned from class labels.
 
@@ -891,14 +870,7 @@ class QwiseVectorSupervised(LabelledMixin, TransformerMixin, _QwiseVectorBase):
 status_, certificate_, result_, n_iter_, n_features_in_, loss_
         As in :class:`QwiseVector`.
 
-    Examples
-    --------
-    >>> from sklearn.datasets import load_iris
-    >>> from cvxmetric import QwiseVectorSupervised
-    >>> X, y = load_iris(return_X_y=True)
-    >>> est = QwiseVectorSupervised(n_constraints=100, random_state=0).fit(X, y)
-    >>> est.transform(X).shape
-    (150, 4)
+    {iris_example}
     """
 
     _parameter_constraints = {

@@ -98,8 +98,12 @@ from .._base import (
     LabelledMixin,
     MahalanobisMixin,
     _OrderedTuplesMixin,
+    array_ndim,
+    given_options,
+    store_arguments,
     validate_labelled,
 )
+from .._docs import fill_doc
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, project_psd
 from .._solver import IterativeSolver, conic_verbose, stop_message
@@ -1182,45 +1186,47 @@ class _StructuralBase(MahalanobisMixin, BaseEstimator):
     """Solve and store: the part both structural estimators share."""
 
     def _solve(self, data):
-        if self.solver in ("exact", "cutting_plane"):
-            try:
-                if self.solver == "exact":
-                    result = solve_structural_exact(data, verbose=conic_verbose(self.verbose))
-                else:
-                    options = {}
-                    if self.epsilon is not None:
-                        options["epsilon"] = self.epsilon
-                    if self.max_iter is not None:
-                        options["maxiter"] = self.max_iter
-                    result = StructuralCuttingPlane(**options).run(data)
-            except SolverError as exc:
-                # a conic solve that fails on data whose scale-free hinge
-                # weight is out of range failed because of that scale: say
-                # so, naming X, as the fast path does up front
-                scale = data.scale_error()
-                if scale is not None:
-                    raise scale from exc
-                raise
-        elif self.solver == "fast":
-            result = solve_structural_fast(data, maxiter=self.max_iter)
-        else:  # only reachable when parameter validation was bypassed
-            raise ValueError(f"solver: unknown option {self.solver!r}; expected one "
-                             f"of {', '.join(map(repr, STRUCTURAL_SOLVERS))}.")
-        self.result_ = result
-        self._set_metric(result.M)
-        self.objective_ = float(result.objective)
-        self.status_ = result.status
-        self.n_iter_ = int(result.n_iter)
-        self.certificate_ = result.certificate
-        self.n_features_in_ = int(data.n_features)
-        log = logger.info if self.verbose else logger.debug
-        log("%s: reading=%s solver=%s status=%s objective=%.6g rel_gap=%.3g "
-            "n_iter=%d queries=%d terms=%d", type(self).__name__, data.reading,
-            self.solver, self.status_, self.objective_, self.certificate_.rel_gap,
-            self.n_iter_, data.n_queries, data.n_terms)
+        """Solve Eq. 16 on :class:`StructuralData` by ``solver`` and store the
+        fitted state."""
+        options = given_options(epsilon=self.epsilon, maxiter=self.max_iter)
+        result = self._run_solver({
+            "cutting_plane": lambda: _scale_checked(
+                data, lambda: StructuralCuttingPlane(**options).run(data)),
+            "exact": lambda: _scale_checked(
+                data, lambda: solve_structural_exact(
+                    data, verbose=conic_verbose(self.verbose))),
+            "fast": lambda: solve_structural_fast(data, maxiter=self.max_iter),
+        })
+        self._store_result(result, data.n_features)
+        self._log_fit(before=[("reading=%s", data.reading), ("solver=%s", self.solver)],
+                      after=[("queries=%d", data.n_queries), ("terms=%d", data.n_terms)])
         return self
 
+    def _structural_data(self, X, idx):
+        """The :class:`StructuralData` of validated tuples ``idx`` into ``X``,
+        read as ``reading`` says."""
+        if self.reading == "quadruplets":
+            return StructuralData.from_quadruplets(
+                Quadruplets.create(X, idx, 1.0), regularizer=self.regularizer, C=self.C)
+        return StructuralData.from_triplets(
+            Triplets.create(X, idx), regularizer=self.regularizer, C=self.C)
 
+
+def _scale_checked(data, run):
+    """``run()``, a conic or cutting-plane solve on ``data``.  Its
+    :class:`~cvxmetric.result.SolverError` on data whose scale-free hinge
+    weight is out of range failed because of that scale: that error, naming
+    ``X``, is raised instead, as the fast path does up front."""
+    try:
+        return run()
+    except SolverError as exc:
+        scale = data.scale_error()
+        if scale is not None:
+            raise scale from exc
+        raise
+
+
+@fill_doc
 class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
     """Structural (MLR-style, 1-slack) Qwise: Eq. 16-17, tuple learner.
 
@@ -1262,11 +1268,7 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
     random_state : int, RandomState instance or None, default=None
         Unused (no solver is randomised); kept for the metric-learn
         convention shared with :class:`QwiseStructuralSupervised`.
-    verbose : bool or int, default=False
-        ``True`` / ``1``: the fast solver's progress lines and a summary of
-        the fit at INFO on the ``cvxmetric`` logger (shown on standard
-        error when ``logging`` is not configured); ``2``: also the conic
-        solver's own log (``"exact"``); ``3``: DEBUG.
+    {verbose}
 
     Attributes
     ----------
@@ -1301,15 +1303,7 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
     def __init__(self, regularizer="trace", C=1.0, reading="quadruplets",
                  solver="fast", epsilon=None, max_iter=None,
                  preprocessor=None, random_state=None, verbose=False):
-        self.regularizer = regularizer
-        self.C = C
-        self.reading = reading
-        self.solver = solver
-        self.epsilon = epsilon
-        self.max_iter = max_iter
-        self.preprocessor = preprocessor
-        self.random_state = random_state
-        self.verbose = verbose
+        store_arguments(self, locals())
 
     # the tuples score / predict take follow the reading
     @property
@@ -1338,6 +1332,7 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
         """
         return self._solve(self._data(tuples, y))
 
+    @fill_doc
     def declared_problem(self, tuples, y=None):
         """Eq. 16 on these tuples, as declared, without solving it.
 
@@ -1349,11 +1344,7 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
         tuples, y
             As in :meth:`fit`.
 
-        Returns
-        -------
-        DeclaredProblem
-            The problem in the user's units (:mod:`cvxmetric.model`); its
-            optimal value is the ``objective_`` of a certified ``fit``.
+        {declared_returns_certified}
         """
         self._validate_params()
         return declared_problem(self._data(tuples, y))
@@ -1364,10 +1355,7 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
                 f"y: {type(self).__name__}.fit takes no labels (the order "
                 f"within each tuple is its label).")
         name, width = self.reading, _WIDTH[self.reading]
-        try:
-            ndim = np.ndim(tuples)
-        except Exception as exc:  # ragged nested lists
-            raise ValueError(f"{name}: cannot be read as an array ({exc}).") from None
+        ndim = array_ndim(tuples, name)
         shape = np.shape(tuples)
         if ndim in (2, 3) and len(shape) > 1 and shape[1] != width:
             raise ValueError(
@@ -1379,11 +1367,7 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
                 f"shape {shape}.")
         X = self.preprocessor if ndim != 3 else None
         X, idx = tuples_to_indices(tuples, name, width=width, preprocessor=X)
-        if width == 4:
-            return StructuralData.from_quadruplets(
-                Quadruplets.create(X, idx, 1.0), regularizer=self.regularizer, C=self.C)
-        return StructuralData.from_triplets(
-            Triplets.create(X, idx), regularizer=self.regularizer, C=self.C)
+        return self._structural_data(X, idx)
 
 
 class QwiseStructuralSupervised(LabelledMixin, TransformerMixin, _StructuralBase):
@@ -1420,15 +1404,7 @@ certificate_, result_, n_features_in_
     def __init__(self, n_constraints=None, reading="quadruplets", regularizer="trace",
                  C=1.0, solver="fast", epsilon=None, max_iter=None,
                  random_state=None, verbose=False):
-        self.n_constraints = n_constraints
-        self.reading = reading
-        self.regularizer = regularizer
-        self.C = C
-        self.solver = solver
-        self.epsilon = epsilon
-        self.max_iter = max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+        store_arguments(self, locals())
 
     def _fit(self, X, y):
         """Sample tuples from the labels and learn ``M``."""
@@ -1454,14 +1430,7 @@ certificate_, result_, n_features_in_
             raise ValueError(
                 "X: every sampled tuple compares identical points or a distance "
                 "with itself; the data has no information on the metric.")
-        idx = idx[useful]
-        if self.reading == "quadruplets":
-            data = StructuralData.from_quadruplets(
-                Quadruplets.create(X, idx, 1.0), regularizer=self.regularizer, C=self.C)
-        else:
-            data = StructuralData.from_triplets(
-                Triplets.create(X, idx), regularizer=self.regularizer, C=self.C)
-        return data
+        return self._structural_data(X, idx[useful])
 
 
 # ---------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import (LabelledMixin, MahalanobisMixin, TripletsClassifierMixin, array_ndim,
                      solver_names, store_arguments, validate_labelled)
+from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import Triplets, informative
@@ -93,6 +94,7 @@ class _RankDMLBase(MahalanobisMixin, BaseEstimator):
         return self
 
 
+@fill_doc(matrix="A")
 class RankDML(TripletsClassifierMixin, _RankDMLBase):
     """Rank-based distance metric learning (Lee, Jin, Jain 2008), tuple learner.
 
@@ -149,24 +151,17 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
     random_state : int, RandomState instance or None, default=None
         No RankDML solver is randomised; kept so that :class:`RankDML` and
         :class:`RankDMLSupervised` share hyperparameters.
-    verbose : bool or int, default=False
-        ``True`` / ``1``: the fast solver's progress lines and a summary of
-        the fit at INFO on the ``cvxmetric`` logger (shown on standard
-        error when ``logging`` is not configured); ``2``: also the conic
-        solver's own log (``"exact"``); ``3``: DEBUG.
+    {verbose}
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_features, n_features)
-        ``L`` with ``A = L^T L``.
-    mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
+    {mahalanobis_attributes}
     objective_ : float
         The objective at the solver's ``A`` in the paper's units.
-    status_ : str
+    {status_}
     n_iter_ : int
     certificate_ : Certificate
-    result_ : SolverResult
-        Without the CVXPY model object.
+    {result_}
     n_features_in_ : int
     n_triplets_ : int
 
@@ -209,17 +204,14 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
         """
         return self._solve(self._fit_triplets(triplets, y))
 
+    @fill_doc
     def declared_problem(self, triplets, y=None):
         """Eq. 7 / 9 / 11 on these triplets, as printed, without solving it.
 
         Takes exactly what :meth:`fit` takes and validates it as ``fit``
         does; the estimator is not changed.
 
-        Returns
-        -------
-        DeclaredProblem
-            See :mod:`cvxmetric.model`; its optimal value is the
-            ``objective_`` of an exact ``fit``.
+        {declared_returns}
         """
         self._validate_params()
         return declared_problem(self._data(self._fit_triplets(triplets, y)))

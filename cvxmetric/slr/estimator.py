@@ -53,6 +53,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (BilinearMixin, LabelledMixin, given_options, solver_names,
                      store_arguments, validate_labelled)
+from .._docs import fill_doc
 from .._solver import conic_verbose
 from ..metrics import average_precision
 from ..model import DeclaredProblem
@@ -74,6 +75,7 @@ SOLVER_NAMES = solver_names("slr")
 SKETCH_NAMES = ("gaussian", "columns")
 
 
+@fill_doc
 class SLR(BilinearMixin, LabelledMixin, BaseEstimator):
     """Similarity learning via adaptive regression (Qian et al. 2015).
 
@@ -115,11 +117,7 @@ default="newton"
         ``n_iter`` iterations.
     random_state : int, RandomState instance or None, default=None
         Seeds the sketches of ``"randomized"`` and ``"lowrank"``.
-    verbose : bool or int, default=False
-        ``True`` / ``1``: the fast solver's progress lines and a summary of
-        the fit at INFO on the ``cvxmetric`` logger (shown on standard
-        error when ``logging`` is not configured); ``2``: also the conic
-        solver's own log (``"exact"``); ``3``: DEBUG.
+    {verbose}
 
     Attributes
     ----------

@@ -1,0 +1,138 @@
+"""Shared numpydoc fragments of the estimators' docstrings, written once.
+
+Estimators describe the same parameters, fitted attributes and ``Returns``
+sections in the same words (``verbose``, ``components_``, the declared
+problem ...).  Each such fragment is kept here once; a docstring names it on
+a line of its own, ``{verbose}``, and :func:`fill_doc` replaces that line by
+the fragment, indented as the placeholder is, when the class or function is
+defined.  What ``help()``, ``inspect.getdoc`` and numpydoc read is the
+filled text.
+
+Only whole-line placeholders are filled: braces anywhere else (set
+notation, dict literals) are left alone, so docstrings need no escaping.  A
+fragment may itself hold ``{field}`` names, filled from the keyword
+arguments of :func:`fill_doc` and from ``name``, the ``__name__`` of what is
+decorated.  An unknown placeholder or a missing field is an error when the
+module is imported, not a docstring that silently reads ``{verbose}``.
+"""
+
+import re
+import textwrap
+
+__all__ = ["FRAGMENTS", "fill_doc"]
+
+
+def _verbose(progress):
+    """The ``verbose`` parameter of an estimator whose ``progress`` (who
+    prints progress lines) is named."""
+    return f"""\
+verbose : bool or int, default=False
+    ``True`` / ``1``: {progress} progress lines and a summary
+    of the fit at INFO on the ``cvxmetric`` logger (shown on standard
+    error when ``logging`` is not configured); ``2``: also the conic
+    solver's own log (``"exact"``); ``3``: DEBUG."""
+
+
+def _declared_returns(description):
+    """The ``Returns`` section of a ``declared_problem``: a
+    :class:`~cvxmetric.model.DeclaredProblem` and its ``description``."""
+    return "Returns\n-------\nDeclaredProblem\n" + textwrap.indent(description, "    ")
+
+
+#: The fragments :func:`fill_doc` inserts, by placeholder name.
+FRAGMENTS = {
+    "verbose": _verbose("the fast solver's"),
+    "verbose_iterative": _verbose("the iterative solvers'"),
+    # components_ and mahalanobis_matrix_ of a full Mahalanobis learner;
+    # ``matrix`` names the learned matrix as its paper does (M or A)
+    "mahalanobis_attributes": """\
+components_ : ndarray of shape (n_features, n_features)
+    ``L`` with ``{matrix} = L^T L``.
+mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
+    The learned ``{matrix}`` (PSD, round-off negative eigenvalues clipped).""",
+    "status_": """\
+status_ : str
+    A :class:`~cvxmetric.result.Status` word.""",
+    "result_": """\
+result_ : SolverResult
+    The full solver result (without the CVXPY model object).""",
+    "calibration_params": """\
+calibration_params : dict, optional
+    Arguments of :meth:`calibrate_threshold` (``strategy``,
+    ``min_rate``, ``beta``) used on the training pairs; default:
+    strategy ``"accuracy"``.""",
+    "declared_returns": _declared_returns("""\
+See :mod:`cvxmetric.model`; its optimal value is the
+``objective_`` of an exact ``fit``."""),
+    "declared_returns_units": _declared_returns("""\
+The problem in the user's units (:mod:`cvxmetric.model`); its
+optimal value is the ``objective_`` of an exact ``fit``."""),
+    "declared_returns_certified": _declared_returns("""\
+The problem in the user's units (:mod:`cvxmetric.model`); its
+optimal value is the ``objective_`` of a certified ``fit``."""),
+    # the example of a fit(X, y) learner on iris (``name`` importable from
+    # cvxmetric)
+    "iris_example": """\
+Examples
+--------
+>>> from sklearn.datasets import load_iris
+>>> from cvxmetric import {name}
+>>> X, y = load_iris(return_X_y=True)
+>>> est = {name}(n_constraints=100, random_state=0).fit(X, y)
+>>> est.transform(X).shape
+(150, 4)""",
+}
+
+_PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)\{(?P<key>\w+)\}[ \t]*$", re.MULTILINE)
+
+
+def fill_doc(obj=None, **fields):
+    """Replace the placeholder lines of a docstring by their fragments.
+
+    Used as ``@fill_doc`` or ``@fill_doc(matrix="A")`` on a class or a
+    function; returns it, its ``__doc__`` filled (a docstring stripped by
+    ``python -OO`` stays ``None``).
+
+    Parameters
+    ----------
+    obj : class or function, optional
+        What is decorated (given when used without arguments).
+    **fields
+        Values of the ``{field}`` names inside the fragments; ``name``
+        defaults to ``obj.__name__``.
+
+    Returns
+    -------
+    object or callable
+        ``obj``, or the decorator when ``obj`` is not given.
+
+    Raises
+    ------
+    KeyError
+        A placeholder names no fragment, or a fragment's field is not given.
+    """
+    def decorate(target):
+        if target.__doc__:
+            values = {"name": target.__name__, **fields}
+            target.__doc__ = _fill(target.__doc__, values, target.__qualname__)
+        return target
+
+    return decorate if obj is None else decorate(obj)
+
+
+def _fill(doc, values, owner):
+    """``doc`` with each placeholder line replaced by its fragment, indented
+    as the placeholder."""
+    def replace(match):
+        key = match["key"]
+        if key not in FRAGMENTS:
+            raise KeyError(f"{owner}: docstring placeholder {{{key}}} names no "
+                           f"fragment of cvxmetric._docs.FRAGMENTS.")
+        try:
+            text = FRAGMENTS[key].format_map(values)
+        except KeyError as exc:
+            raise KeyError(f"{owner}: fragment {key!r} needs fill_doc({exc.args[0]}=...)."
+                           ) from None
+        return textwrap.indent(text, match["indent"])
+
+    return _PLACEHOLDER.sub(replace, doc)
