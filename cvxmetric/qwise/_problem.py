@@ -154,13 +154,9 @@ class Scaling:
                                    info=info)
 
     def result_out(self, result):
-        """A result of the scale-free problem in user units.
-
-        ``M``, the objective, the dual bound, the gap, ``min_eig`` and the
-        multipliers are mapped exactly (powers of two); ``rel_gap`` and
-        ``max_violation`` stay those of the scale-free problem, where the
-        ``max(1, |f|)`` floor of the relative gap means "the cost of a
-        unit metric on unit data with unit margins".
+        """A result of the scale-free problem in user units
+        (:meth:`solution_out` of its ``M``, certificate and multipliers;
+        ``info["scaling"]`` is :meth:`as_dict`).
 
         Raises
         ------
@@ -170,8 +166,40 @@ class Scaling:
         """
         if self.identity:
             return result
-        c = result.certificate
-        M = np.ldexp(result.M, self.m_exp)
+        info = dict(result.info)
+        M, cert, alpha = self.solution_out(result.M, result.certificate,
+                                           info.get("alpha"))
+        if alpha is not None:
+            info["alpha"] = alpha
+        info["scaling"] = self.as_dict()
+        return dataclasses.replace(result, M=M, objective=cert.objective,
+                                   certificate=cert, info=info)
+
+    def solution_out(self, M, certificate, alpha=None):
+        """A point of the scale-free problem, its certificate there and its
+        multipliers (``None``: none), in user units.
+
+        ``M``, the objective, the dual bound, the gap, ``min_eig`` and the
+        multipliers are mapped exactly (powers of two); ``rel_gap`` and
+        ``max_violation`` stay those of the scale-free problem, where the
+        ``max(1, |f|)`` floor of the relative gap means "the cost of a
+        unit metric on unit data with unit margins".
+
+        Returns
+        -------
+        tuple
+            ``(M, certificate, alpha)``.
+
+        Raises
+        ------
+        ValueError
+            When the optimum is outside the floating-point range in user
+            units.
+        """
+        if self.identity:
+            return M, certificate, alpha
+        c = certificate
+        M = np.ldexp(M, self.m_exp)
         f = float(np.ldexp(c.objective, self.f_exp))
         if not (np.all(np.isfinite(M)) and np.isfinite(f)):
             raise ValueError(
@@ -182,12 +210,9 @@ class Scaling:
             c, objective=f, dual_bound=float(np.ldexp(c.dual_bound, self.f_exp)),
             gap=float(np.ldexp(c.gap, self.f_exp)) if np.isfinite(c.gap) else c.gap,
             min_eig=float(np.ldexp(c.min_eig, self.m_exp)))
-        info = dict(result.info)
-        for key in ("alpha",):
-            if info.get(key) is not None:
-                info[key] = np.ldexp(info[key], self.alpha_exp)
-        info["scaling"] = self.as_dict()
-        return dataclasses.replace(result, M=M, objective=f, certificate=cert, info=info)
+        if alpha is not None:
+            alpha = np.ldexp(alpha, self.alpha_exp)
+        return M, cert, alpha
 
 
 def _data_exponent(X, pairs):

@@ -50,8 +50,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._linalg import PairOperator, eigh_psd, project_psd
 from .._linesearch import backtracking
+from .._reductions import Reduction, apply_reductions, invert_reductions
 from .._solver import Deadline, IterativeSolver, blas_threads, stop_message
 from ..result import SolverResult, Status
+from ._problem import QwiseData
+from ._vector import QwiseVectorData
 
 logger = logging.getLogger("cvxmetric")
 
@@ -350,17 +353,153 @@ def _face_point(data, G, alpha):
     return M, alpha, aM, S, _gap(data, M, alpha, aM, S)
 
 
-def _scaled_run(solver, data, init, warn):
-    """Run ``solver._solve`` on the scale-free twin of ``data`` and return
-    the result in the user's units (see :class:`~cvxmetric.qwise.Scaling`)."""
-    t0 = time.perf_counter()
-    data_n, scaling = data.normalized()
-    result = scaling.result_out(solver._solve(data_n, scaling.init_in(init)))
-    result.time = time.perf_counter() - t0
+# ---------------------------------------------------------------------------
+# Reductions: the units the iterations run in
+# ---------------------------------------------------------------------------
+
+
+class QwiseSolution(NamedTuple):
+    """A solver's answer on its way back through the reductions (after
+    CVXPY's ``Solution``).
+
+    Attributes
+    ----------
+    x : ndarray
+        The point in the units of the problem at hand: ``M`` (Eq. 8 /
+        Eq. 11) or ``omega = [w; b]`` (the vector model).
+    alpha : ndarray or None
+        The hinge multipliers of Eq. 8 (``None`` for the vector model).
+    certificate : Certificate or None
+        Its certificate when one was computed already (on the problem the
+        iterations ran on, mapped along with the point); ``None`` until
+        then (:meth:`certified` computes it on the problem it is in).
+    info : dict or None
+        What the reductions report (``scaling``, ``feature_scale``).
+    """
+
+    x: np.ndarray
+    alpha: np.ndarray = None
+    certificate: object = None
+    info: dict = None
+
+    def certified(self, data, *, solver, tolerances):
+        """The certificate of this Eq. 8 solution on ``data``: the one it
+        carries (named after ``solver`` and its ``tolerances``), else one
+        computed on ``data`` with the multipliers."""
+        if self.certificate is None:
+            return data.certificate(self.x, self.alpha, solver=solver,
+                                    tolerances=tolerances)
+        return dataclasses.replace(self.certificate, solver=solver,
+                                   tolerances=dict(tolerances))
+
+    def reported(self, info):
+        """``info`` with what the reductions report added."""
+        return {**info, **(self.info or {})}
+
+
+def _as_solution(point, state, solver):
+    """``point`` as :meth:`~IterativeSolver.finalize` gets it: the solution
+    after the reductions, or (called directly on an iterate) the solver's
+    :meth:`~IterativeSolver.solution` of it."""
+    return point if isinstance(point, QwiseSolution) else solver.solution(point, state)
+
+
+class Normalize(Reduction):
+    """Eq. 8 / Eq. 11 on its scale-free twin (:meth:`QwiseData.normalized`).
+
+    Eq. 8 is not invariant to the scale of ``X`` and of the margins
+    (:class:`~cvxmetric.qwise.Scaling`); the iterations run on the twin,
+    whose data, margins and regulariser are of order one.  ``apply`` gives
+    the twin and the warm start in its units (:meth:`Scaling.init_in`);
+    ``invert`` maps a :class:`QwiseSolution` of the twin back exactly
+    (:meth:`Scaling.solution_out`: powers of two) and reports
+    ``info["scaling"]``.  A solution arriving without a certificate is
+    certified on the twin first: a Qwise solution is certified where it was
+    found, its relative gap judged on the twin's scale (``rel_gap`` and
+    ``max_violation`` are the twin's, the objective, bound and gap mapped
+    exactly), as on the exact path.  The inverse data is ``(twin,
+    scaling)``.  Declared only for data whose scaling is not the identity
+    (:func:`_normalizing`): data within a few powers of two of unit scale
+    is solved as given.
+    """
+
+    name = "normalize"
+
+    def accepts(self, data):
+        return isinstance(data, QwiseData)
+
+    def apply(self, data, init):
+        twin, scaling = data.normalized()
+        return twin, scaling.init_in(init), (twin, scaling)
+
+    def invert(self, solution, inverse):
+        twin, scaling = inverse
+        cert = solution.certificate
+        if cert is None:
+            cert = twin.certificate(solution.x, solution.alpha, solver="")
+        M, cert, alpha = scaling.solution_out(solution.x, cert, solution.alpha)
+        info = solution.info
+        if not scaling.identity:
+            info = {**(info or {}), "scaling": scaling.as_dict()}
+        return QwiseSolution(M, alpha, cert, info)
+
+
+#: The scale-free twin of an Eq. 8 problem (a stage ``normalize``).
+NORMALIZE = Normalize()
+
+
+def _normalizing(data):
+    """The reductions of the Eq. 8 solvers: :data:`NORMALIZE` unless the
+    scaling of ``data`` is the identity (then the twin is ``data``)."""
+    return [] if data.scaling.identity else [NORMALIZE]
+
+
+class FeatureScaling(Reduction):
+    """The vector model in units where every feature is of order one.
+
+    :meth:`QwiseVectorData.scaled` by the powers of two ``sigma`` (one per
+    feature, :meth:`QwiseVectorData.feature_scale`): a Jacobi scaling,
+    ``w~ = sigma w``, with the same ``b``, losses and objective.  ``apply``
+    gives the scaled problem and the warm start's ``w`` times ``sigma``;
+    ``invert`` maps a :class:`QwiseSolution` ``omega~`` back to ``[w~ /
+    sigma; b]`` (exact) and reports ``info["feature_scale"]``.  The
+    certificate is computed afterwards on the problem given.  ``sigma`` is
+    the reduction's parameter (built per run, from the data); the inverse
+    data is ``sigma``.
+
+    Parameters
+    ----------
+    sigma : ndarray of shape (n_features,)
+    """
+
+    name = "feature-scale"
+
+    def __init__(self, sigma):
+        self.sigma = np.asarray(sigma, dtype=float)
+
+    def accepts(self, data):
+        return (isinstance(data, QwiseVectorData)
+                and self.sigma.shape == (data.n_features,))
+
+    def apply(self, data, init):
+        sigma = self.sigma
+        if init is not None:
+            init = dataclasses.replace(
+                init, info=dict(init.info, w=np.asarray(init.info["w"]) * sigma))
+        return data.scaled(sigma), init, sigma
+
+    def invert(self, solution, sigma):
+        omega = np.append(solution.x[:-1] / sigma, solution.x[-1])
+        return solution._replace(x=omega, info={**(solution.info or {}),
+                                                "feature_scale": sigma})
+
+
+def _stop_warning(solver, result, warn):
+    """The ``ConvergenceWarning`` of a result that is not ``optimal``
+    (when ``warn``), pointing at the caller of ``solver.run``."""
     if result.status != Status.OPTIMAL and warn:
         warnings.warn(stop_message(solver.name, result, solver.max_time),
                       ConvergenceWarning, stacklevel=3)
-    return result
 
 
 @dataclass
@@ -391,6 +530,19 @@ class QwiseDualSolver(IterativeSolver):
     checks make no extra pass.  Below a certified gap of ``polish_from`` the
     gap checks also try the endgame of :func:`_polish`.  It stops on the
     certified relative duality gap of the original problem.
+
+    The iterations run on the scale-free twin of the problem (the reduction
+    :data:`NORMALIZE`).  :meth:`run` is overridden for the working set
+    alone: above ``working_set`` constraints a solve is a sequence of
+    restricted runs (rounds) whose stopping rules the loop of
+    :meth:`IterativeSolver.run` does not express -- a round with nothing
+    left to add or tighten ends the solve as ``max_iter_reached`` before
+    ``maxiter``, a round that converges after the budget is spent ends it
+    as ``time_limit_reached``, and the stop is the full problem's
+    certificate, computed between rounds.  The override only dispatches:
+    below ``working_set`` constraints it is :meth:`IterativeSolver.run`,
+    and the working-set path applies and inverts the same reductions
+    (its rounds run on restricted scale-free data, which need none).
 
     Attributes
     ----------
@@ -445,43 +597,58 @@ class QwiseDualSolver(IterativeSolver):
         pairs = min(data.op.n_pairs, 2 * (self.working_set or data.n_constraints))
         return 2.0 * pairs * data.n_features ** 2
 
+    def reductions(self, data):
+        """:data:`NORMALIZE`: the iterations run on the scale-free twin of
+        ``data`` (none when ``data`` is at unit scale already)."""
+        return _normalizing(data)
+
+    def solution(self, M, state):
+        """The point with the smallest certified gap, with its multipliers."""
+        return QwiseSolution(*state.best)
+
     def run(self, data, init=None, *, warn=True):
         """Solve ``data`` (see :meth:`IterativeSolver.run`); on a working set
         when ``data`` has more than ``working_set`` constraints.
 
         The iterations run on the scale-free twin of ``data``
-        (:meth:`QwiseData.normalized`); the result is in the user's units.
+        (:data:`NORMALIZE`); the result is in the user's units.  Only the
+        working-set path needs this override (see the class docstring):
+        below ``working_set`` constraints it is :meth:`IterativeSolver.run`.
         """
-        return _scaled_run(self, data, init, warn)
-
-    def _solve(self, data, init):
         if self.working_set is None or data.n_constraints <= self.working_set:
-            return IterativeSolver.run(self, data, init, warn=False)
-        return self._run_working_set(data, init)
+            result = super().run(data, init, warn=False)
+        else:
+            result = self._run_working_set(data, init)
+        _stop_warning(self, result, warn)
+        return result
 
     # -- the working set -------------------------------------------------------
 
     def _run_working_set(self, data, init):
-        """Rounds of restricted solves (see the module docstring); the stop
-        is the full problem's certified gap."""
+        """Rounds of restricted solves (see the module docstring) on the
+        reduced problem of :meth:`reductions`, mapped back through them; the
+        stop is the full problem's certified gap."""
         t0 = time.perf_counter()
-        deadline = Deadline(self.max_time, t0)
+        reduced, init, applied = apply_reductions(self.reductions(data), data, init)
+        t1 = time.perf_counter()
+        deadline = Deadline(self.max_time, t1)
         # the full passes between rounds; each round decides its own threads
-        with blas_threads(self.blas_flops(data)):
-            ws = self._working_set_start(data, init, deadline)
+        with blas_threads(self.blas_flops(reduced)):
+            ws = self._working_set_start(reduced, init, deadline)
             status, cert = self._working_set_rounds(ws, deadline)
             if cert is None:
-                cert = data.certificate(ws.M, ws.alpha, solver=self.name)
-        total = time.perf_counter() - t0
+                cert = reduced.certificate(ws.M, ws.alpha, solver=self.name)
         cert.tolerances = {"tol": self.tol, "check_every": self.check_every,
                            "working_set": self.working_set}
-        cert.times = {"total": total}
+        cert.times = {"total": time.perf_counter() - t1}
+        sol = invert_reductions(applied, QwiseSolution(ws.M, ws.alpha, cert))
+        cert = sol.certificate
         return SolverResult(
-            M=ws.M, status=status, objective=cert.objective, n_iter=ws.n_iter,
+            M=sol.x, status=status, objective=cert.objective, n_iter=ws.n_iter,
             certificate=cert, method=self.name,
-            info={"alpha": ws.alpha, "working_set_rounds": ws.rounds,
-                  "final_error": float(cert.rel_gap)},
-            time=total, raw_status=status)
+            info=sol.reported({"alpha": sol.alpha, "working_set_rounds": ws.rounds,
+                               "final_error": float(cert.rel_gap)}),
+            time=time.perf_counter() - t0, raw_status=status)
 
     def _working_set_start(self, data, init, deadline):
         """The first working set: the constraints that carry a multiplier or
@@ -544,7 +711,7 @@ class QwiseDualSolver(IterativeSolver):
         start = SolverResult(M=ws.M, status="", objective=np.nan, n_iter=0,
                              certificate=None, method="",
                              info=dict(ws.warm, alpha=ws.alpha[idx]))
-        res = inner._solve(sub, start)
+        res = inner.run(sub, start, warn=False)
         ws.absorb(res, idx)
         near = (ws.alpha > 0) | (ws.arg > -ws.band)
         new, n_new = self._working_set_additions(near & ~ws.inW, ws.arg)
@@ -779,15 +946,16 @@ class QwiseDualSolver(IterativeSolver):
         return omega
 
     def finalize(self, M, state, data):
-        M, alpha = state.best
-        cert = data.certificate(
-            M, alpha, solver=self.name,
-            tolerances={"tol": self.tol, "check_every": self.check_every},
-        )
-        info = {"alpha": alpha, "omega": state.omega, "eta": state.eta,
+        """Certify :meth:`solution` (after the reductions: a
+        :class:`QwiseSolution`; the state's best point when called on an
+        iterate) on ``data``."""
+        sol = _as_solution(M, state, self)
+        cert = sol.certified(data, solver=self.name,
+                             tolerances={"tol": self.tol, "check_every": self.check_every})
+        info = {"alpha": sol.alpha, "omega": state.omega, "eta": state.eta,
                 "row_scale": state.row_scale, "polish_attempts": state.polish.attempts,
                 "polish_time": state.polish.seconds}
-        return M, cert, info
+        return sol.x, cert, sol.reported(info)
 
 
 @dataclass(eq=False)
@@ -893,13 +1061,16 @@ class ProjectedSubgradient(IterativeSolver):
 
     name = "subgradient"
 
-    def run(self, data, init=None, *, warn=True):
-        """Run Algorithm 1 (see :meth:`IterativeSolver.run`) on the
-        scale-free twin of ``data``; the result is in the user's units."""
-        return _scaled_run(self, data, init, warn)
+    def reductions(self, data):
+        """:data:`NORMALIZE`: Algorithm 1 runs on the scale-free twin of
+        ``data`` (none when ``data`` is at unit scale already); the result
+        is in the user's units."""
+        return _normalizing(data)
 
-    def _solve(self, data, init):
-        return IterativeSolver.run(self, data, init, warn=False)
+    def solution(self, M, state):
+        """The iterate with the smallest objective at a full check, with the
+        ergodic average of the subgradient multipliers."""
+        return QwiseSolution(state.best_M, state.alpha_sum / max(state.n_avg, 1))
 
     def _check(self, data, G, candidates):
         """Violation flags of ``candidates`` (bool mask) under ``M = G G^T``."""
@@ -998,15 +1169,15 @@ class ProjectedSubgradient(IterativeSolver):
         )
 
     def finalize(self, M, state, data):
-        alpha = state.alpha_sum / max(state.n_avg, 1)
-        M = state.best_M
-        cert = data.certificate(
-            M, alpha, solver=self.name,
-            tolerances={"eps": self.tol, "eta0": state.eta0, "step": self.step},
-        )
-        info = {"alpha": alpha, "eta0": state.eta0,
+        """Certify :meth:`solution` (a :class:`QwiseSolution` after the
+        reductions) on ``data``."""
+        sol = _as_solution(M, state, self)
+        cert = sol.certified(data, solver=self.name,
+                             tolerances={"eps": self.tol, "eta0": state.eta0,
+                                         "step": self.step})
+        info = {"alpha": sol.alpha, "eta0": state.eta0,
                 "n_active": int(state.active.sum())}
-        return M, cert, info
+        return sol.x, cert, sol.reported(info)
 
 
 # ---------------------------------------------------------------------------
@@ -1153,32 +1324,16 @@ class ProjectedNewton(IterativeSolver):
         """The problem at smoothing ``h`` (the data itself at its own)."""
         return data if h == data.h else data.with_loss("huber", h)
 
-    def run(self, data, init=None, *, warn=True):
-        """:meth:`IterativeSolver.run`, on the scaled twin of ``data`` when
-        its features are far from unit scale
-        (:meth:`~cvxmetric.qwise.QwiseVectorData.scaled`); the result is
-        mapped back and certified on ``data`` itself."""
+    def reductions(self, data):
+        """:class:`FeatureScaling` when the features of ``data`` are far
+        from unit scale (:meth:`~cvxmetric.qwise.QwiseVectorData.feature_scale`);
+        the result is mapped back and certified on ``data`` itself."""
         sigma = data.feature_scale()
-        if np.all(sigma == 1.0):
-            return super().run(data, init, warn=warn)
-        twin = data.scaled(sigma)
-        if init is not None:
-            init = dataclasses.replace(
-                init, info=dict(init.info, w=np.asarray(init.info["w"]) * sigma))
-        res = super().run(twin, init, warn=False)
-        omega = np.append(np.asarray(res.info["w"]) / sigma, res.info["b"])
-        cert = data.certificate(omega, solver=self.name,
-                                tolerances=res.certificate.tolerances,
-                                times=res.certificate.times)
-        info = dict(res.info, w=omega[:-1].copy(), feature_scale=sigma)
-        out = SolverResult(M=data.matrix(omega), status=res.raw_status,
-                           objective=cert.objective, n_iter=res.n_iter,
-                           certificate=cert, method=self.name, info=info,
-                           time=res.time, raw_status=res.raw_status)
-        if out.status != Status.OPTIMAL and warn:
-            warnings.warn(stop_message(self.name, out, self.max_time),
-                          ConvergenceWarning, stacklevel=2)
-        return out
+        return [] if np.all(sigma == 1.0) else [FeatureScaling(sigma)]
+
+    def solution(self, omega, state):
+        """The last iterate ``omega = [w; b]``."""
+        return QwiseSolution(omega)
 
     def init_state(self, data, init=None):
         if data.loss != "huber":
@@ -1257,10 +1412,15 @@ class ProjectedNewton(IterativeSolver):
                                 int(F.size), n_quad, state.h, state.final, s=s_new)
 
     def finalize(self, omega, state, data):
+        """Certify :meth:`solution` (after the reductions: a
+        :class:`QwiseSolution`; called on an iterate, that iterate) on
+        ``data``."""
+        sol = _as_solution(omega, state, self)
+        omega = sol.x
         cert = data.certificate(omega, solver=self.name,
                                 tolerances={"tol": self.tol,
                                             "line_search": self.line_search,
                                             "continuation": self.continuation})
         info = dict(data.point_info(omega), step_sq=state.step_sq, eta=state.eta,
                     n_free=state.n_free, n_quadratic=state.n_quadratic)
-        return data.matrix(omega), cert, info
+        return data.matrix(omega), cert, sol.reported(info)
