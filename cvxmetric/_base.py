@@ -34,6 +34,7 @@ from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._docs import fill_doc
 from ._solver import FitScopeMixin
 from ._validation import check_finite, check_indices, check_pair_labels, check_samples
 from .constraints import _row_ids, _zero_length, tuples_to_indices
@@ -251,6 +252,7 @@ class LabelledMixin:
         """The work of :meth:`fit` (parameters validated, in the fit's scope)."""
         raise NotImplementedError
 
+    @fill_doc
     def declared_problem(self, X, y):
         """The problem :meth:`fit` solves on ``(X, y)``, as its paper prints
         it (user's units), unsolved.
@@ -266,11 +268,7 @@ class LabelledMixin:
         X, y
             As in :meth:`fit`.
 
-        Returns
-        -------
-        DeclaredProblem
-            See :mod:`cvxmetric.model`; its optimal value is the
-            ``objective_`` of an exact ``fit``.
+        {declared_returns}
         """
         self._validate_params()
         return clone(self)._declare(X, y)
@@ -850,6 +848,7 @@ class PairsClassifierMixin:
         _check_calibration(**params)
         return params
 
+    @fill_doc
     def declared_problem(self, pairs, y, calibration_params=None):
         """The problem :meth:`fit` solves on these pairs, as its paper prints
         it (user's units), unsolved.
@@ -868,11 +867,7 @@ class PairsClassifierMixin:
         pairs, y, calibration_params
             As in :meth:`fit`.
 
-        Returns
-        -------
-        DeclaredProblem
-            See :mod:`cvxmetric.model`; its optimal value is the
-            ``objective_`` of an exact ``fit``.
+        {declared_returns}
         """
         self._validate_params()
         return self._declare(pairs, y, calibration_params)

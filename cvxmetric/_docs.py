@@ -70,6 +70,9 @@ optimal value is the ``objective_`` of an exact ``fit``."""),
     "declared_returns_certified": _declared_returns("""\
 The problem in the user's units (:mod:`cvxmetric.model`); its
 optimal value is the ``objective_`` of a certified ``fit``."""),
+    "declared_returns_ldml": _declared_returns("""\
+See :func:`cvxmetric.ldml.exact.declared_problem`; its optimal
+value is the ``objective_`` of an exact ``fit``."""),
     # the example of a fit(X, y) learner on iris (``name`` importable from
     # cvxmetric)
     "iris_example": """\

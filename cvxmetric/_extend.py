@@ -26,13 +26,11 @@ returns its :class:`~cvxmetric.model.DeclaredProblem`.
 """
 
 import time
-import warnings
-from unittest import mock
 
-import numpy as np
 from sklearn.base import BaseEstimator
 
 from ._base import MahalanobisMixin, PairsClassifierMixin, form_tuples
+from ._docs import fill_doc
 from ._exact import SOLVERS, _version, solver_options
 from ._trace import recording
 from ._validation import check_pair_labels, check_samples
@@ -95,6 +93,7 @@ def certified_result(declared, *, solvers=SOLVERS, tol=1e-9, method="exact"):
 # ---------------------------------------------------------------------------
 
 
+@fill_doc(matrix="M")
 class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator):
     """A pairs learner of a registered pair formulation (base class).
 
@@ -109,8 +108,7 @@ class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator
 
     Attributes
     ----------
-    components_, mahalanobis_matrix_ : ndarray of shape (d, d)
-        ``L`` and ``M = L^T L``.
+    {mahalanobis_attributes}
     objective_, status_, n_iter_, certificate_
         Of the exact path's result: the objective at ``M``, the status
         word, the iterations, the certificate.
@@ -142,6 +140,7 @@ class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator
         labels = check_pair_labels(y, idx.shape[0], "y")
         return f, f.load("data")(X, idx, labels, **self._hyperparameters())
 
+    @fill_doc
     def fit(self, pairs, y, calibration_params=None):
         """Learn ``M`` by the formulation's exact path, then calibrate
         ``threshold_`` on the training pairs.
@@ -153,8 +152,7 @@ class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator
             themselves, (n_pairs, 2, n_features).
         y : array_like of shape (n_pairs,)
             Labels: +1 similar, -1 dissimilar.
-        calibration_params : dict, optional
-            Keyword arguments of :meth:`calibrate_threshold`.
+        {calibration_params}
 
         Returns
         -------
@@ -162,15 +160,8 @@ class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator
         """
         self._check_calibration_params(calibration_params)
         f, data = self._data(pairs, y)
-        self.result_ = result = f.load("exact")(data)
-        self._set_metric(result.M)
-        self.n_features_in_ = result.M.shape[0]
-        # the fitted state every learner of the package reports
-        for name, value in (("objective_", float(result.objective)),
-                            ("status_", result.status),
-                            ("n_iter_", int(result.n_iter)),
-                            ("certificate_", result.certificate)):
-            setattr(self, name, value)
+        result = f.load("exact")(data)
+        self._store_result(result, n_features=result.M.shape[0])
         return self._calibrate_after_fit(pairs, y, calibration_params)
 
     def declared_problem(self, pairs, y, calibration_params=None):
@@ -259,52 +250,18 @@ def pairs_family(name, hyperparameters, *, generate=None, methods=None):
 # ---------------------------------------------------------------------------
 
 
-def _pairs_case(X, y, seed):
-    """metric-learn's ``20 * n_classes^2`` labelled pairs from the labels."""
-    from .constraints import pairs_from_labels
-
-    n_classes = np.unique(y).size
-    pairs, labels = pairs_from_labels(y, 20 * n_classes ** 2, random_state=seed)
-    return {"preprocessor": X}, (pairs, labels)
-
-
-def _fit_row(estimator, X, y, seed, method):
-    """One case fitted in this process: the suite's row fields."""
-    kwargs, args = _pairs_case(X, y, seed)
-    est = estimator(**{**kwargs, **dict(method.params)})
-    out = {"n": int(X.shape[0]), "d": int(X.shape[1]),
-           "n_constraints": len(args[0])}
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est.fit(*args)
-    except Exception as exc:  # a row of the table, never a crash
-        return dict(out, seconds=time.perf_counter() - t0, status="error",
-                    error=f"{type(exc).__name__}: {exc}"[:500],
-                    error_type=type(exc).__name__)
-    cert = est.certificate_
-    return dict(out, seconds=time.perf_counter() - t0, status=str(est.status_),
-                raw_status=str(est.result_.raw_status), passed=bool(cert.passed),
-                objective=float(est.objective_), cert_rel_gap=float(cert.rel_gap),
-                n_iter=int(est.n_iter_))
-
-
 def conformance_slice(name, *, datasets=("iris",), seeds=(0,)):
-    """The real-data suite's rows of a registered pair formulation.
+    """The real-data suite's rows of a registered formulation.
 
-    The suite's command runs estimators of :mod:`cvxmetric` by name, each
-    case in a fresh process; a formulation registered from a script (with
-    ``suite=False`` and its estimator classes) gets its rows here instead.
-    Each method of the formulation is fitted by its pairs learner (the
-    first of ``estimators``, a class) on the suite's data
+    The suite (:func:`cvxmetric.bench.conformance.run_suite`) on the slice
+    ``datasets`` x ``seeds`` of the formulation's estimators and methods,
+    in this process: each case fits an estimator on the suite's data
     (:func:`cvxmetric.bench.conformance.load_dataset`: the standardised
-    training part of one fold per seed) with metric-learn's
-    ``20 * n_classes^2`` pairs, in this process, and judged by the suite's
-    own verdicts (:func:`cvxmetric.bench.conformance.judge`: an exact row
-    is certified when its status is ``optimal`` and its certificate
-    passes; a fast row converges and agrees with its reference within its
-    tolerance).
+    training part of one fold per seed) with the constraints its
+    ``suite_data`` gives, and the rows are judged by the suite's own
+    verdicts (an exact row is certified when its status is ``optimal`` and
+    its certificate passes; a fast row converges and agrees with its
+    reference within its tolerance).
 
     Parameters
     ----------
@@ -318,23 +275,5 @@ def conformance_slice(name, *, datasets=("iris",), seeds=(0,)):
     """
     from .bench import conformance
 
-    f = _formulation(name)
-    estimator = f.estimators[0]
-    if isinstance(estimator, str):
-        raise ValueError(f"name: {name!r} names its estimators; the slice of a "
-                         f"registered formulation needs its pairs learner's class.")
-    rows = []
-    for seed in seeds:
-        for dataset in datasets:
-            X, y = conformance.load_dataset(dataset, seed)
-            for method in f.methods:
-                row = {"dataset": dataset, "seed": int(seed), "family": f.name,
-                       "estimator": estimator.__name__, "method": method.name}
-                row.update(_fit_row(estimator, X, y, seed, method))
-                rows.append(row)
-    table = {m.name: (dict(m.params), m.role, m.reference, m.tolerance)
-             for m in f.methods}
-    # the suite's tables are read from the registry when it is imported;
-    # its verdicts are given this formulation's entry for the judgement
-    with mock.patch.dict(conformance.METHODS, {f.name: table}):
-        return conformance.judge(rows)
+    return conformance.run_suite(datasets=tuple(datasets), seeds=tuple(seeds),
+                                 families=[_formulation(name).name], isolate=False)

@@ -35,8 +35,11 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from types import MappingProxyType
 
+import numpy as np
+
 __all__ = ["Formulation", "Method", "formulations", "formulation", "register",
-           "unregister", "registered", "ROLES", "CAPABILITIES"]
+           "unregister", "registered", "catalogued", "SUITE_INPUTS", "ROLES",
+           "CAPABILITIES"]
 
 #: What a method is to its formulation.
 ROLES = ("exact", "fast", "paper", "paper-optimal")
@@ -130,6 +133,13 @@ class Formulation:
         to return -- judged correct when the partner method refuses too.
     suite : bool
         Whether the real-data conformance suite runs it.
+    suite_data : dict or None
+        ``{estimator name: data(X, y, seed, n_tuples)}`` with ``data``
+        returning ``(constructor kwargs, fit args, n_constraints, fit
+        kwargs)``: how the conformance suite gives each of
+        :attr:`estimators` the constraints a user would generate from a
+        labelled dataset (``n_constraints`` is reported; ``None`` when
+        known only after the fit).  Required when :attr:`suite` is true.
     collection : str or None
         The module that registers its family of ``problems/`` instances
         (:func:`cvxmetric.collection.register_family`), imported by the
@@ -148,6 +158,7 @@ class Formulation:
     refusal: tuple = None
     suite: bool = True
     collection: str = None
+    suite_data: object = None
     _by_name: dict = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -160,6 +171,14 @@ class Formulation:
                 raise ValueError(f"methods: {self.name}/{m.name} refers to "
                                  f"{m.reference!r}, not a method of {self.name!r} "
                                  f"listed before it.")
+        if self.suite:
+            names = [_estimator_name(e) for e in self.estimators]
+            if set(self.suite_data or ()) != set(names):
+                raise ValueError(f"suite_data: {self.name!r} is in the conformance "
+                                 f"suite and needs the data of each of its "
+                                 f"estimators {names}.")
+            object.__setattr__(self, "suite_data",
+                               MappingProxyType(dict(self.suite_data)))
         object.__setattr__(self, "estimators", tuple(self.estimators))
         object.__setattr__(self, "methods", tuple(self.methods))
         object.__setattr__(self, "_by_name", {m.name: m for m in self.methods})
@@ -171,6 +190,17 @@ class Formulation:
         except KeyError:
             raise ValueError(f"method: unknown {name!r} for {self.name!r}; expected "
                              f"one of {list(self._by_name)}.") from None
+
+    def estimator(self, name):
+        """The estimator class called ``name`` among :attr:`estimators` (an
+        entry is a name in :mod:`cvxmetric` or the class itself)."""
+        for entry in self.estimators:
+            if _estimator_name(entry) == name:
+                return getattr(import_module("cvxmetric"), entry) \
+                    if isinstance(entry, str) else entry
+        raise ValueError(f"estimator: {name!r} is not an estimator of {self.name!r}; "
+                         f"expected one of "
+                         f"{[_estimator_name(e) for e in self.estimators]}.")
 
     def load(self, what):
         """Import and return ``data``, ``exact`` or ``declared``.
@@ -215,6 +245,107 @@ def _seed(X, args, seed):
     return seed
 
 
+# ---------------------------------------------------------------------------
+# The conformance suite's data per formulation (Formulation.suite_data):
+# the constraints a user would generate from a labelled dataset
+# ---------------------------------------------------------------------------
+
+
+def _estimator_name(estimator):
+    """The name of an estimator entry: a name in :mod:`cvxmetric`, or a class."""
+    return estimator if isinstance(estimator, str) else estimator.__name__
+
+
+def _labelled(n_constraints):
+    """``suite_data`` of a supervised learner: ``fit(X, y)`` with its own
+    constraint sample (``random_state``), reporting ``n_constraints(X, y)``."""
+
+    def data(X, y, seed, n_tuples):
+        return {"random_state": seed}, (X, y), n_constraints(X, y), {}
+
+    return data
+
+
+def _documented_default(X, y):
+    """The supervised tuple / pair learners' documented default sample."""
+    return min(1000, 20 * X.shape[0])
+
+
+def _metric_learn_pairs(y):
+    """metric-learn's default number of labelled pairs, ``20 C^2``."""
+    return 20 * np.unique(y).size ** 2
+
+
+def _quadruplets(X, y, seed, n_tuples):
+    from .constraints import quadruplets_from_labels
+
+    q = quadruplets_from_labels(y, n_tuples, random_state=seed)
+    return {"preprocessor": X}, (q,), len(q), {}
+
+
+def _quadruplets_and_pairs(X, y, seed, n_tuples):
+    # quadruplets and metric-learn's 20 C^2 labelled pairs (the threshold b)
+    from .constraints import pairs_from_labels, quadruplets_from_labels
+
+    q = quadruplets_from_labels(y, n_tuples, random_state=seed)
+    p, lab = pairs_from_labels(y, _metric_learn_pairs(y), random_state=seed)
+    return ({"preprocessor": X}, (q,), len(q) + len(p),
+            {"pairs": p, "pair_labels": lab})
+
+
+def _triplets(X, y, seed, n_tuples):
+    from .constraints import triplets_from_labels
+
+    t = triplets_from_labels(y, n_tuples, random_state=seed)
+    return {"preprocessor": X}, (t,), len(t), {}
+
+
+def _pairs(X, y, seed, n_tuples):
+    # metric-learn's default number of constraints
+    from .constraints import pairs_from_labels
+
+    p, lab = pairs_from_labels(y, _metric_learn_pairs(y), random_state=seed)
+    return {"preprocessor": X}, (p, lab), len(p), {}
+
+
+def _views(X, y, seed, n_tuples):
+    # the dataset's features in (at most) three contiguous groups: the views
+    # of a multi-modal learner, scaled to [0, 1] per feature as the paper
+    # does (Sec. 5.3: its constant learning rates assume it); n_tuples
+    # triplets from the labels
+    from .constraints import triplets_from_labels
+    from .experiments.omdml.views import scale_views
+
+    m = min(3, X.shape[1] // 2)
+    (Xs,) = scale_views([X])
+    views = [np.ascontiguousarray(v) for v in np.array_split(Xs, m, axis=1)]
+    t = triplets_from_labels(y, n_tuples, random_state=seed)
+    return {}, (views, t), len(t), {}
+
+
+#: The constraints the conformance suite can give a tuple / pair learner,
+#: for the ``suite_data`` of a formulation defined outside the catalogue:
+#: ``"pairs"`` (metric-learn's ``20 C^2`` labelled pairs), ``"triplets"``
+#: and ``"quadruplets"`` (``n_tuples`` of them), each with the data as the
+#: learner's ``preprocessor``.
+SUITE_INPUTS = MappingProxyType({"pairs": _pairs, "triplets": _triplets,
+                                 "quadruplets": _quadruplets})
+
+
+def catalogued(name):
+    """Whether the formulation called ``name`` is one of the package's own
+    (not added by :func:`register`): a fresh process knows it too."""
+    return name in _BY_NAME
+
+
+def _distinct_pairs(X, y):
+    """Every pair of samples but those of identical samples (which LDML's
+    exact and fast paths drop)."""
+    n = X.shape[0]
+    _, k = np.unique(X, axis=0, return_counts=True)
+    return n * (n - 1) // 2 - int(np.sum(k * (k - 1) // 2))
+
+
 _QWISE = ("Law, Thome, Cord: Learning a distance metric from relative comparisons "
           "between quadruplets of images (IJCV 2016)")
 _RANK = ("Lee, Jin, Jain: Rank-based distance metric learning: an application to "
@@ -229,6 +360,8 @@ _REGISTRY = (
         data="cvxmetric.qwise._problem:QwiseData",
         collection="cvxmetric.qwise._collection",
         exact="cvxmetric.qwise.exact:solve_exact",
+        suite_data={"Qwise": _quadruplets,
+                    "QwiseSupervised": _labelled(_documented_default)},
         declared="cvxmetric.qwise.exact:declared_problem",
         methods=(
             Method("exact", {"solver": "exact"}, "exact",
@@ -247,6 +380,8 @@ _REGISTRY = (
         data="cvxmetric.qwise._vector:QwiseVectorData",
         collection="cvxmetric.qwise._collection",
         exact="cvxmetric.qwise.exact:solve_vector_exact",
+        suite_data={"QwiseVector": _quadruplets_and_pairs,
+                    "QwiseVectorSupervised": _labelled(_documented_default)},
         declared="cvxmetric.qwise.exact:declared_vector_problem",
         methods=(
             # Eq. 14 (the estimators' default loss, the hinge) and the
@@ -263,6 +398,8 @@ _REGISTRY = (
         data="cvxmetric.qwise.structural:StructuralData",
         collection="cvxmetric.qwise._collection",
         exact="cvxmetric.qwise.structural:solve_structural_exact",
+        suite_data={"QwiseStructural": _quadruplets,
+                    "QwiseStructuralSupervised": _labelled(_documented_default)},
         declared="cvxmetric.qwise.structural:declared_problem",
         methods=(
             # Eq. 16 (AUC loss) in its closed hinge-sum form, exactly and by
@@ -280,6 +417,8 @@ _REGISTRY = (
         data="cvxmetric.mmc._problem:MMCData",
         collection="cvxmetric.mmc._collection",
         exact="cvxmetric.mmc.exact:solve_exact",
+        suite_data={"MMC": _pairs,
+                    "MMCSupervised": _labelled(lambda X, y: _metric_learn_pairs(y))},
         declared="cvxmetric.mmc.exact:declared_problem",
         methods=(
             _EXACT,
@@ -295,6 +434,8 @@ _REGISTRY = (
         data="cvxmetric.constraintdml._problem:ConstraintData",
         collection="cvxmetric.constraintdml._collection",
         exact="cvxmetric.constraintdml._problem:solve_constraint_exact",
+        suite_data={"ConstraintDML": _pairs,
+                    "ConstraintDMLSupervised": _labelled(_documented_default)},
         declared="cvxmetric.constraintdml._problem:declared_problem",
         methods=(_EXACT, Method("fast", {"solver": "fast"}, "fast", "exact", "fast")),
         options_estimator="ConstraintDML"),
@@ -303,6 +444,9 @@ _REGISTRY = (
         data="cvxmetric.rankdml._problem:RankData",
         collection="cvxmetric.rankdml._collection",
         exact="cvxmetric.rankdml.exact:solve_exact",
+        # RankDMLSupervised's triplets are known after the fit (n_triplets_)
+        suite_data={"RankDML": _triplets,
+                    "RankDMLSupervised": _labelled(lambda X, y: None)},
         declared="cvxmetric.rankdml.exact:declared_problem",
         methods=(
             Method("exact", {"solver": "exact"}, "exact",
@@ -316,6 +460,8 @@ _REGISTRY = (
         data="cvxmetric.slr._problem:SLRData",
         collection="cvxmetric.slr._collection",
         exact="cvxmetric.slr.exact:solve_exact",
+        # every ordered pair of samples
+        suite_data={"SLR": _labelled(lambda X, y: X.shape[0] ** 2)},
         declared="cvxmetric.slr.estimator:declared_problem",
         methods=(
             _EXACT,
@@ -336,6 +482,7 @@ _REGISTRY = (
         data="cvxmetric.omdml._problem:OMDMLData",
         collection="cvxmetric.omdml._collection",
         exact="cvxmetric.omdml.exact:solve_exact",
+        suite_data={"OMDML": _views},
         declared="cvxmetric.omdml.exact:declared_problem",
         methods=(
             # Eq. 3 at uniform theta (certified), and the two online
@@ -354,6 +501,7 @@ _REGISTRY = (
         data="cvxmetric.ldml.exact:LDMLData",
         collection="cvxmetric.ldml._collection",
         exact="cvxmetric.ldml.exact:solve_exact",
+        suite_data={"LDML": _pairs, "LDMLSupervised": _labelled(_distinct_pairs)},
         declared="cvxmetric.ldml.exact:declared_problem",
         methods=(
             # Eq. 2 as printed (lam = 0, the paper's maximum likelihood; the
@@ -430,20 +578,12 @@ def formulation(name):
 
 
 def _check_addable(formulation):
-    """ValueError naming ``formulation`` when its name is not a valid one or
-    it gives estimator classes to the real-data suite (:func:`register`)."""
+    """ValueError naming ``formulation`` when its name is not a valid one
+    (:func:`register`)."""
     name = formulation.name
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ValueError(f"formulation: invalid name {name!r}; expected lowercase "
                          f"letters, digits and '_', starting with a letter.")
-    if formulation.suite and not all(isinstance(e, str)
-                                     for e in formulation.estimators):
-        # the suite finds estimators by name in cvxmetric, in a fresh process
-        # per case: a class defined in a script is not there
-        raise ValueError(f"formulation: {name!r} gives its estimators as classes; "
-                         f"the real-data suite runs only estimators of cvxmetric "
-                         f"(by name): give suite=False and run its slice with "
-                         f"cvxmetric._extend.conformance_slice.")
 
 
 def register(formulation):
@@ -459,9 +599,9 @@ def register(formulation):
     formulation : Formulation
         Its ``name`` (lowercase letters, digits and ``_``, starting with a
         letter: it also names its folder of the problem collection) must
-        not be taken.  Estimators given as classes need ``suite=False``:
-        the real-data suite's command runs estimators of :mod:`cvxmetric`
-        by name, each case in a fresh process.
+        not be taken.  Its estimators may be classes; the real-data suite
+        (:mod:`cvxmetric.bench.conformance`) runs its cases in this process
+        (a fresh process would not know it).
 
     Returns
     -------
@@ -475,7 +615,7 @@ def register(formulation):
     ValueError
         Naming ``formulation`` when its name is not valid or is taken (by
         the catalogue or by an earlier :func:`register`: :func:`unregister`
-        it first), or when it gives estimator classes with ``suite=True``.
+        it first).
     """
     if not isinstance(formulation, Formulation):
         raise TypeError(f"formulation: expected a Formulation, got "

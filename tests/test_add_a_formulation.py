@@ -23,7 +23,8 @@ from sklearn.base import clone
 
 from cvxmetric import Formulation, Method, formulation, formulations
 from cvxmetric._tolerances import EXACT_GAP
-from cvxmetric.formulations import register, registered, unregister
+from cvxmetric.formulations import (SUITE_INPUTS, catalogued, register, registered,
+                                    unregister)
 from cvxmetric.model import DeclaredProblem
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "add_a_formulation.md"
@@ -232,6 +233,7 @@ def test_the_estimator_follows_scikit_learn(tutorial):
 
 
 def _entry(name="toy_formulation", **kw):
+    kw.setdefault("suite", False)
     return Formulation(name, "a paper", "Eq. 1", ("Toy",), data=dict,
                        methods=(Method("exact", {}, "exact"),), **kw)
 
@@ -293,24 +295,22 @@ def test_registered_unregisters_when_the_block_raises():
     assert "toy_formulation" not in collection.FAMILIES
 
 
-def test_estimator_classes_are_not_for_the_suite():
+def test_a_suite_formulation_states_the_data_of_each_estimator():
     class Toy:
         pass
 
-    with pytest.raises(ValueError, match="^formulation: .* suite=False"):
-        register(Formulation("toy_formulation", "a paper", "Eq. 1", (Toy,),
-                             data=dict))
+    with pytest.raises(ValueError, match="^suite_data: 'toy_formulation'"):
+        Formulation("toy_formulation", "a paper", "Eq. 1", (Toy,), data=dict)
+    entry = Formulation("toy_formulation", "a paper", "Eq. 1", (Toy,), data=dict,
+                        suite_data={"Toy": SUITE_INPUTS["pairs"]})
+    with registered(entry):
+        assert formulation("toy_formulation").estimator("Toy") is Toy
+        from cvxmetric.bench import conformance
+
+        assert conformance.FAMILIES["toy_formulation"] == ("Toy",)
+        assert not catalogued("toy_formulation") and catalogued("mmc")
+    assert "toy_formulation" not in conformance.FAMILIES
     assert [f.name for f in formulations()] == CATALOGUE
-    with registered(Formulation("toy_formulation", "a paper", "Eq. 1", (Toy,),
-                                data=dict, suite=False)) as entry:
-        assert formulation("toy_formulation") is entry
-
-
-def test_the_slice_needs_the_estimator_class():
-    from cvxmetric._extend import conformance_slice
-
-    with registered(_entry()), pytest.raises(ValueError, match="^name: 'toy_formulation'"):
-        conformance_slice("toy_formulation")
 
 
 def test_a_modified_problem_is_not_an_exact_path(tutorial):

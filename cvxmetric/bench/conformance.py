@@ -77,7 +77,7 @@ import warnings
 
 import numpy as np
 
-from ..formulations import formulations
+from ..formulations import catalogued, formulation, formulations
 from . import (Runs, _fmt, _max_rss_mb, case_main, check_known, format_columns,
                memory_limit)
 
@@ -86,10 +86,10 @@ __all__ = [
     "CASE_SECONDS",
     "DATASETS",
     "DEFAULT_SEEDS",
-    "FAMILIES",
-    "METHODS",
+    "FAMILIES",  # noqa: F822 - module __getattr__
+    "METHODS",  # noqa: F822
     "N_TUPLES",
-    "REFUSALS",
+    "REFUSALS",  # noqa: F822
     "SLOWER_MARGIN",
     "cases",
     "failures",
@@ -106,26 +106,47 @@ __all__ = [
 #: have at most 30 features already).
 DATASETS = ("iris", "wine", "breast_cancer", "digits", "digits-pca30")
 
-#: Family -> estimators (tuple / pair learner first, then the supervised
-#: one), from the registry of formulations (:mod:`cvxmetric.formulations`).
-FAMILIES = {f.name: f.estimators for f in formulations() if f.suite}
+def _suite():
+    """The registry's formulations the suite runs, by name, read at call
+    time (a formulation registered by a script is one of them)."""
+    return {f.name: f for f in formulations() if f.suite}
 
-#: Family -> methods: ``name: (estimator parameters, role, reference
-#: method, tolerance key)``, from the registry (a method's reference
-#: listed before it).  A parameter whose value is a function is computed
-#: per case as ``value(X, fit_args, seed)``.  ``tolerance key`` is the
-#: method name looked up by :func:`~cvxmetric._tolerances.tolerance`
-#: (``None``: gap reported only).
-METHODS = {f.name: {m.name: (dict(m.params), m.role, m.reference, m.tolerance)
-                    for m in f.methods}
-           for f in formulations() if f.suite}
 
-#: Family -> ``(error, {method: partner})``: methods whose certified answer
-#: may be a refusal (:attr:`cvxmetric.formulations.Formulation.refusal`).
-#: A refusal is judged correct when the partner method refused too, and
-#: fails both rows when one refuses and the other returns a solution (or
-#: when the partner's answer is missing).
-REFUSALS = {f.name: f.refusal for f in formulations() if f.suite and f.refusal}
+def _families():
+    """Family -> estimator names (tuple / pair learner first, then the
+    supervised one)."""
+    return {n: tuple(f.suite_data) for n, f in _suite().items()}
+
+
+def _methods():
+    """Family -> methods: ``name: (estimator parameters, role, reference
+    method, tolerance key)`` (a method's reference listed before it).  A
+    parameter whose value is a function is computed per case as
+    ``value(X, fit_args, seed)``.  ``tolerance key`` is the method name
+    looked up by :func:`~cvxmetric._tolerances.tolerance` (``None``: gap
+    reported only)."""
+    return {n: {m.name: (dict(m.params), m.role, m.reference, m.tolerance)
+                for m in f.methods} for n, f in _suite().items()}
+
+
+def _refusals():
+    """Family -> ``(error, {method: partner})``: methods whose certified
+    answer may be a refusal (:attr:`cvxmetric.formulations.Formulation.refusal`).
+    A refusal is judged correct when the partner method refused too, and
+    fails both rows when one refuses and the other returns a solution (or
+    when the partner's answer is missing)."""
+    return {n: f.refusal for n, f in _suite().items() if f.refusal}
+
+
+_TABLES = {"FAMILIES": _families, "METHODS": _methods, "REFUSALS": _refusals}
+
+
+def __getattr__(name):
+    # FAMILIES, METHODS, REFUSALS: the registry's tables as of this access
+    if name in _TABLES:
+        return _TABLES[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Triplets (RankDML) / quadruplets (Qwise) given to the tuple learners.
 N_TUPLES = 2000
@@ -186,63 +207,13 @@ def load_dataset(name, seed):
     return np.ascontiguousarray(X, dtype=np.float64), y
 
 
-def _fit_args(estimator, X, y, seed, n_tuples):
+def _fit_args(family, estimator, X, y, seed, n_tuples):
     """``(kwargs for the constructor, fit args, n_constraints, fit keyword
-    args)`` for a user's constraints: the supervised defaults, metric-learn's
-    ``20 C^2`` pairs, ``n_tuples`` triplets / quadruplets (and, for the
-    Qwise vector model, labelled pairs too)."""
-    from cvxmetric import (
-        pairs_from_labels,
-        quadruplets_from_labels,
-        triplets_from_labels,
-    )
-
-    n = X.shape[0]
-    n_classes = np.unique(y).size
-    if estimator in ("Qwise", "QwiseStructural"):
-        q = quadruplets_from_labels(y, n_tuples, random_state=seed)
-        return {"preprocessor": X}, (q,), len(q), {}
-    if estimator == "OMDML":
-        # the dataset's features in (at most) three contiguous groups: the
-        # views of a multi-modal learner; n_tuples triplets from the labels
-        # scaled to [0, 1] per feature as the paper does (Sec. 5.3): its
-        # constant learning rates assume it
-        from cvxmetric.omdml import scale_views
-
-        m = min(3, X.shape[1] // 2)
-        (Xs,) = scale_views([X])
-        views = [np.ascontiguousarray(v) for v in np.array_split(Xs, m, axis=1)]
-        t = triplets_from_labels(y, n_tuples, random_state=seed)
-        return {}, (views, t), len(t), {}
-    if estimator == "QwiseVector":
-        # quadruplets and metric-learn's 20 C^2 labelled pairs (the threshold b)
-        q = quadruplets_from_labels(y, n_tuples, random_state=seed)
-        p, lab = pairs_from_labels(y, 20 * n_classes ** 2, random_state=seed)
-        return ({"preprocessor": X}, (q,), len(q) + len(p),
-                {"pairs": p, "pair_labels": lab})
-    if estimator == "RankDML":
-        t = triplets_from_labels(y, n_tuples, random_state=seed)
-        return {"preprocessor": X}, (t,), len(t), {}
-    if estimator in ("MMC", "ConstraintDML", "LDML"):
-        # metric-learn's default number of constraints
-        p, lab = pairs_from_labels(y, 20 * n_classes ** 2, random_state=seed)
-        return {"preprocessor": X}, (p, lab), len(p), {}
-    kwargs = {"random_state": seed}
-    if estimator in ("QwiseSupervised", "ConstraintDMLSupervised",
-                     "QwiseVectorSupervised", "QwiseStructuralSupervised"):
-        n_c = min(1000, 20 * n)  # their documented default
-    elif estimator == "MMCSupervised":
-        n_c = 20 * n_classes ** 2
-    elif estimator == "RankDMLSupervised":
-        n_c = None  # known after the fit (n_triplets_)
-    elif estimator == "LDMLSupervised":
-        # every pair of samples; "exact" / "fast" drop the pairs of
-        # identical samples, counted here
-        _, k = np.unique(X, axis=0, return_counts=True)
-        n_c = n * (n - 1) // 2 - int(np.sum(k * (k - 1) // 2))
-    else:  # SLR: every ordered pair of samples
-        n_c = n * n
-    return kwargs, (X, y), n_c, {}
+    args)`` for a user's constraints, as the registry states them
+    (:attr:`~cvxmetric.formulations.Formulation.suite_data`): the
+    supervised defaults, metric-learn's ``20 C^2`` pairs, ``n_tuples``
+    triplets / quadruplets."""
+    return formulation(family).suite_data[estimator](X, y, seed, n_tuples)
 
 
 def _cannot_link_identical(X, args):
@@ -275,15 +246,16 @@ def run_case(case):
     import cvxmetric
 
     family, estimator, method = case["family"], case["estimator"], case["method"]
-    if method not in METHODS.get(family, {}):
+    methods = _methods()
+    if method not in methods.get(family, {}):
         raise ValueError(f"method: unknown {method!r} for family {family!r}.")
     seed = int(case["seed"])
     X, y = load_dataset(case["dataset"], seed)
-    params, _, _, _ = METHODS[family][method]
-    kwargs, args, n_c, fit_kwargs = _fit_args(estimator, X, y, seed,
-                                  int(case.get("n_tuples") or N_TUPLES))
+    params, _, _, _ = methods[family][method]
+    kwargs, args, n_c, fit_kwargs = _fit_args(family, estimator, X, y, seed,
+                                              int(case.get("n_tuples") or N_TUPLES))
     params = {k: v(X, args, seed) if callable(v) else v for k, v in params.items()}
-    est = getattr(cvxmetric, estimator)(**{**kwargs, **params})
+    est = formulation(family).estimator(estimator)(**{**kwargs, **params})
     out = {"n": int(X.shape[0]), "d": int(X.shape[1]), "n_constraints": n_c,
            "base_mb": _max_rss_mb()}
     t0 = time.perf_counter()
@@ -322,14 +294,17 @@ def run_case(case):
 # ---------------------------------------------------------------------------
 
 
-def cases(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES),
+def cases(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=None,
           methods=None, estimators=None):
-    """The case dicts of a suite, exact methods of each group first."""
+    """The case dicts of a suite, exact methods of each group first
+    (``families=None``: every family of the suite)."""
+    fams, meths = _families(), _methods()
+    families = tuple(fams) if families is None else families
     known = {
         "datasets": DATASETS,
-        "families": tuple(FAMILIES),
-        "methods": sorted({m for f in FAMILIES for m in METHODS[f]}),
-        "estimators": sorted({e for f in FAMILIES for e in FAMILIES[f]}),
+        "families": tuple(fams),
+        "methods": sorted({m for f in fams for m in meths[f]}),
+        "estimators": sorted({e for f in fams for e in fams[f]}),
     }
     given = {"datasets": datasets, "families": families, "methods": methods,
              "estimators": estimators}
@@ -340,10 +315,10 @@ def cases(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES),
     for seed in seeds:
         for dataset in datasets:
             for family in families:
-                for estimator in FAMILIES[family]:
+                for estimator in fams[family]:
                     if estimators is not None and estimator not in estimators:
                         continue
-                    for method in METHODS[family]:
+                    for method in meths[family]:
                         if methods is not None and method not in methods:
                             continue
                         out.append({"dataset": dataset, "seed": int(seed),
@@ -352,7 +327,7 @@ def cases(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES),
     return out
 
 
-def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), *,
+def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=None, *,
               methods=None, estimators=None, max_seconds=CASE_SECONDS,
               max_memory_mb=CASE_MEMORY_MB, n_tuples=N_TUPLES, isolate=True,
               callback=None, done=()):
@@ -374,7 +349,10 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), 
     n_tuples : int
         Quadruplets / triplets of the tuple learners.
     isolate : bool
-        Each case in its own process (:func:`cvxmetric.bench.run_isolated`).
+        Each case in its own process (:func:`cvxmetric.bench.run_isolated`);
+        the cases of a formulation added by
+        :func:`cvxmetric.formulations.register` run in this process (a
+        fresh one would not know it), without the budgets.
     callback : callable, optional
         Called with each raw row as soon as its case is done.
     done : sequence of dict, optional
@@ -386,6 +364,10 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), 
     list of dict
         One row per case, judged by :func:`judge`.
     """
+    selected = tuple(_families()) if families is None else tuple(families)
+    isolate = isolate and all(catalogued(f) for f in selected)
+    if not isolate:  # the budgets are those of isolated cases
+        max_seconds = max_memory_mb = None
     runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
                 callback=callback, preexec_fn=memory_limit(
                     int(max_memory_mb) * 1024 ** 2 if max_memory_mb else None))
@@ -414,7 +396,7 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=tuple(FAMILIES), 
 
 def _refused(r):
     """True when row ``r`` raised its family's refusal (:data:`REFUSALS`)."""
-    spec = REFUSALS.get(r.get("family"))
+    spec = _refusals().get(r.get("family"))
     return (spec is not None and r["method"] in spec[1]
             and r.get("error_type") == spec[0])
 
@@ -425,7 +407,7 @@ def _refusal(r, by_key):
     ``"disagree"`` (one refused, the other returned a solution),
     ``"unconfirmed"`` (it refused, its partner did not answer), or ``None``
     (no refusal involved)."""
-    spec = REFUSALS.get(r["family"])
+    spec = _refusals().get(r["family"])
     if spec is None or r["method"] not in spec[1]:
         return None, ""
     error, partners = spec
@@ -456,8 +438,9 @@ def judge(rows):
     ``failed`` with the reasons in ``why``.
     """
     by_key = {(r["dataset"], r["seed"], r["estimator"], r["method"]): r for r in rows}
+    methods = _methods()
     for r in rows:
-        _, role, ref_name, tol_key = METHODS[r["family"]][r["method"]]
+        _, role, ref_name, tol_key = methods[r["family"]][r["method"]]
         r["role"] = role
         ref = by_key.get((r["dataset"], r["seed"], r["estimator"], ref_name))
         _gap_and_tolerance(r, ref, tol_key)
@@ -701,7 +684,7 @@ def main(argv=None):
                                 description="Real-data conformance suite.")
     p.add_argument("--datasets", help=f"comma-separated subset of {','.join(DATASETS)}")
     p.add_argument("--seeds", help="comma-separated seeds (default 0,1,2,3,4)")
-    p.add_argument("--families", help=f"comma-separated subset of {','.join(FAMILIES)}")
+    p.add_argument("--families", help=f"comma-separated subset of {','.join(_families())}")
     p.add_argument("--methods", help="comma-separated method names")
     p.add_argument("--estimators", help="comma-separated estimator names")
     p.add_argument("--max-seconds", type=float, default=CASE_SECONDS)
@@ -770,7 +753,7 @@ def run_cli(args, json_stdout=False):
         done = load_progress([progress])
     rows = run_suite(
         _parse_list(args.datasets) or DATASETS, seeds,
-        _parse_list(args.families) or tuple(FAMILIES),
+        _parse_list(args.families) or None,
         methods=_parse_list(getattr(args, "methods", None)),
         estimators=_parse_list(getattr(args, "estimators", None)),
         max_seconds=None if not isolate else (

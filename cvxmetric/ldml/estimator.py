@@ -467,6 +467,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
             raise ValueError("y: both similar (+1) and dissimilar (-1) pairs are needed.")
         return X, idx, y
 
+    @fill_doc
     def declared_problem(self, pairs, y, calibration_params=None):
         """Eq. 2 on these pairs, as printed (user's units), without solving it.
 
@@ -485,11 +486,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         pairs, y, calibration_params
             As in :meth:`fit`.
 
-        Returns
-        -------
-        DeclaredProblem
-            See :func:`cvxmetric.ldml.exact.declared_problem`; its optimal
-            value is the ``objective_`` of an exact ``fit``.
+        {declared_returns_ldml}
 
         Raises
         ------
@@ -626,6 +623,7 @@ n_features_in_
             return self._store(res, D, k=k, loss=loss)
         return self._store(res, D, res.info["L"], k=k, loss=loss)
 
+    @fill_doc
     def declared_problem(self, X, y):
         """Eq. 2 on every pair of samples, as printed (user's units), unsolved.
 
@@ -649,11 +647,7 @@ n_features_in_
         X, y
             As in :meth:`fit`.
 
-        Returns
-        -------
-        DeclaredProblem
-            See :func:`cvxmetric.ldml.exact.declared_problem`; its optimal
-            value is the ``objective_`` of an exact ``fit``.
+        {declared_returns_ldml}
         """
         self._validate_params()
         twin = clone(self)  # validate_labelled and lam_ set attributes
