@@ -25,11 +25,13 @@ import copy
 import dataclasses
 import logging
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, _fit_context, clone
 from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 from sklearn.utils import ClassifierTags, TransformerTags, check_random_state
+from sklearn.utils._param_validation import Interval
 from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -44,7 +46,7 @@ __all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifie
            "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
            "components_from_metric", "validate_labelled", "form_tuples",
            "form_samples", "FitMixin", "store_arguments", "given_options",
-           "solver_names", "array_ndim",
+           "solver_names", "array_ndim", "SOLVER_OPTION_CONSTRAINTS",
            "CALIBRATION_STRATEGIES", "MAX_SCORE_PAIRS", "MAX_SCORE_REFERENCE"]
 
 logger = logging.getLogger("cvxmetric")
@@ -61,6 +63,16 @@ MAX_SCORE_PAIRS = 2_000_000
 #: reference set of :meth:`LabelledMixin.score` (a class-stratified sample
 #: beyond; with more classes than this, one sample of each).
 MAX_SCORE_REFERENCE = 1_000
+
+#: scikit-learn parameter constraints of the options most estimators take:
+#: ``tol`` and ``max_iter`` of the iterative solvers (``None``: the solver's
+#: own default), ``random_state`` and ``verbose``.
+SOLVER_OPTION_CONSTRAINTS = {
+    "tol": [Interval(Real, 0, None, closed="neither"), None],
+    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
 
 #: Pairs whose distances are computed at once in :meth:`LabelledMixin.score`
 #: (bounds its memory to this many rows of the embedding).

@@ -32,8 +32,9 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin, array_ndim,
-                     given_options, solver_names, store_arguments, validate_labelled)
+from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
+                     PairsClassifierMixin, array_ndim, given_options, solver_names,
+                     store_arguments, validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
@@ -51,10 +52,7 @@ _SHARED_CONSTRAINTS = {
     "diagonal": ["boolean"],
     "lam": [Interval(Real, 0, None, closed="left")],
     "solver": [StrOptions(set(CONSTRAINT_SOLVERS))],
-    "tol": [Interval(Real, 0, None, closed="neither"), None],
-    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
+    **SOLVER_OPTION_CONSTRAINTS,
 }
 
 

@@ -42,9 +42,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin,
-                     components_from_metric, given_options, solver_names, store_arguments,
-                     validate_labelled)
+from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
+                     PairsClassifierMixin, components_from_metric, given_options,
+                     solver_names, store_arguments, validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_finite, check_pair_labels, check_samples
@@ -90,11 +90,8 @@ _SHARED = {
     "regularizer": [StrOptions(set(REGULARIZERS))],
     "n_components": [Interval(Integral, 1, None, closed="left"), None],
     "n_init": [Interval(Integral, 1, None, closed="left")],
-    "tol": [Interval(Real, 0, None, closed="neither"), None],
-    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
     "max_time": [Interval(Real, 0, None, closed="neither"), None],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
+    **SOLVER_OPTION_CONSTRAINTS,
 }
 
 

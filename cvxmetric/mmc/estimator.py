@@ -59,9 +59,9 @@ from sklearn.datasets import make_spd_matrix
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin, form_samples,
-                     form_tuples, given_options, solver_names, store_arguments,
-                     validate_labelled)
+from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
+                     PairsClassifierMixin, form_samples, form_tuples, given_options,
+                     solver_names, store_arguments, validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_pair_labels, check_psd_matrix, check_samples
@@ -79,18 +79,15 @@ SOLVER_NAMES = solver_names("mmc")
 INIT_NAMES = ("identity", "covariance", "random")
 
 _SHARED_CONSTRAINTS = {
-    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
     "max_proj": [Interval(Integral, 1, None, closed="left")],
-    "tol": [Interval(Real, 0, None, closed="neither"), None],
     "init": [StrOptions(set(INIT_NAMES)), "array-like", None],
     "diagonal": ["boolean"],
     "diagonal_c": [Interval(Real, 0, None, closed="neither")],
-    "verbose": ["verbose"],
     "preprocessor": ["array-like", callable, None],
-    "random_state": ["random_state"],
     "convergence_threshold": [Interval(Real, 0, None, closed="neither"),
                               StrOptions({"deprecated"})],
     "solver": [StrOptions(set(SOLVER_NAMES))],
+    **SOLVER_OPTION_CONSTRAINTS,
 }
 
 

@@ -33,9 +33,9 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (LabelledMixin, MahalanobisMixin, QuadrupletsClassifierMixin,
-                     array_ndim, given_options, solver_names, store_arguments,
-                     validate_labelled)
+from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
+                     QuadrupletsClassifierMixin, array_ndim, given_options, solver_names,
+                     store_arguments, validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
@@ -72,10 +72,7 @@ _SHARED_CONSTRAINTS = {
     "u": [Interval(Real, 0, None, closed="left"), None],
     "l": [Interval(Real, 0, None, closed="left"), None],
     "solver": [StrOptions(set(SOLVER_NAMES))],
-    "tol": [Interval(Real, 0, None, closed="neither"), None],
-    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
+    **SOLVER_OPTION_CONSTRAINTS,
 }
 
 
@@ -472,10 +469,7 @@ _VECTOR_CONSTRAINTS = {
     "loss": [StrOptions(set(LOSSES)), None],
     "h": [Interval(Real, H_RANGE[0], H_RANGE[1], closed="both")],
     "solver": [StrOptions(set(VECTOR_SOLVERS))],
-    "tol": [Interval(Real, 0, None, closed="neither"), None],
-    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
+    **SOLVER_OPTION_CONSTRAINTS,
 }
 
 

@@ -33,8 +33,9 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (LabelledMixin, MahalanobisMixin, TripletsClassifierMixin, array_ndim,
-                     solver_names, store_arguments, validate_labelled)
+from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
+                     TripletsClassifierMixin, array_ndim, solver_names, store_arguments,
+                     validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
@@ -57,10 +58,7 @@ _SHARED_CONSTRAINTS = {
     "A0": ["array-like", None],
     "diagonal": ["boolean"],
     "solver": [StrOptions(set(SOLVER_NAMES))],
-    "tol": [Interval(Real, 0, None, closed="neither"), None],
-    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
+    **SOLVER_OPTION_CONSTRAINTS,
 }
 
 

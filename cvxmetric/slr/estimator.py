@@ -51,8 +51,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import (BilinearMixin, LabelledMixin, given_options, solver_names,
-                     store_arguments, validate_labelled)
+from .._base import (SOLVER_OPTION_CONSTRAINTS, BilinearMixin, LabelledMixin,
+                     given_options, solver_names, store_arguments, validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from ..metrics import average_precision
@@ -159,10 +159,7 @@ default="newton"
         "n_sketch": [Interval(Integral, 1, None, closed="left"), None],
         "rank": [Interval(Integral, 1, None, closed="left"), None],
         "sketch": [StrOptions(set(SKETCH_NAMES))],
-        "tol": [Interval(Real, 0, None, closed="neither"), None],
-        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **SOLVER_OPTION_CONSTRAINTS,
     }
 
     def __init__(self, delta1=1.0, delta2=0.0, solver="newton", n_iter=10,
