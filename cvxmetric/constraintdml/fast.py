@@ -77,7 +77,10 @@ from sklearn.utils._param_validation import Interval
 
 from .._linalg import eigh_psd
 from .._linesearch import backtracking
+from .._reductions import Reduction
 from .._solver import IterativeSolver
+from ..result import SolverResult
+from ._problem import ConstraintData
 
 # Levenberg-Marquardt damping of the Newton system, relative to its diagonal
 _MU = 1e-2
@@ -553,6 +556,75 @@ class _State(NamedTuple):
     n_stages: int
 
 
+#: The solver's name in its certificates.
+_CERT_NAME = "constraintdml-fast"
+
+
+class ConstraintSolution(NamedTuple):
+    """A solution on its way back through the reductions: the primal point
+    ``A`` in the units of the problem at hand (``None``: the primal map of
+    ``u``, computed where it is certified), the multipliers ``u`` (unit
+    free), its certificate once computed, and what the reductions report
+    (``info["scale_exponent"]``)."""
+
+    A: object
+    u: np.ndarray
+    certificate: object = None
+    info: dict = None
+
+
+class Normalize(Reduction):
+    """The problem in units where the pair lengths are O(1)
+    (:meth:`ConstraintData.normalized`: ``X / 2^k``, ``lam / 2^{4k}``).
+
+    ``apply`` gives that problem (the warm start's multipliers are unit
+    free: it passes as it is); ``invert`` certifies a
+    :class:`ConstraintSolution` there (the objective, the certificate and
+    the multipliers are the same in both units) and maps its ``A`` back by
+    :meth:`ConstraintData.restore_units` (``A / 2^{2k}``, exact), reporting
+    ``info["scale_exponent"] = k``.  The inverse data is ``(problem, k)``;
+    with ``k = 0`` both ways are the identity.  Declared for every problem:
+    ``k`` is known only once computed.
+    """
+
+    name = "normalize"
+
+    def accepts(self, data):
+        return isinstance(data, ConstraintData)
+
+    def apply(self, data, init):
+        data_n, k = data.normalized()
+        return data_n, init, (data_n, k)
+
+    def invert(self, solution, inverse):
+        data_n, k = inverse
+        if k == 0:
+            return solution
+        A = _primal(data_n, solution)
+        cert = solution.certificate
+        if cert is None:
+            cert = data_n.certificate(A, solution.u, solver=_CERT_NAME)
+        # restore_units maps a result's M (here A itself: the matrix or,
+        # diagonal, its vector) and refuses one not representable in X's units
+        out = data_n.restore_units(
+            SolverResult(M=A, status="", objective=cert.objective, n_iter=0,
+                         certificate=cert, method=_CERT_NAME, info={}), k)
+        return ConstraintSolution(out.M, solution.u, cert,
+                                  {**(solution.info or {}), **out.info})
+
+
+#: The O(1) units of the iterations (a stage ``normalize``).
+NORMALIZE = Normalize()
+
+
+def _primal(data, solution):
+    """The solution's ``A``, or (none found feasible) the primal map of its
+    multipliers on ``data``."""
+    if solution.A is None:
+        return data.primal_of(data.Y_of(solution.u))[0]
+    return solution.A
+
+
 @dataclass
 class ConstraintDualSolver(IterativeSolver):
     """Working-set projected Newton-CG on the dual (the estimators' ``"fast"``).
@@ -608,19 +680,16 @@ class ConstraintDualSolver(IterativeSolver):
         # products over the working set, at most all pairs
         return 2.0 * data.n_pairs * data.n_features ** 2
 
-    def run(self, data, init=None, *, warn=True):
-        """Solve ``data`` (see :meth:`IterativeSolver.run`).
+    def check_data(self, data):
+        """Refuse ``lam = 0`` (naming ``lam``) and infeasible data.
 
         The iterations run on :meth:`ConstraintData.normalized`'s problem
-        (pair lengths O(1), ``lam / s^4``) and the result is reported in
-        ``X``'s units (:meth:`ConstraintData.restore_units`); the
-        multipliers, the objective and the certificate are the same in both.
-
-        Raises
-        ------
-        ValueError
-            ``lam = 0`` (naming ``lam``), or data at a scale where the
-            problem or its metric is not representable (naming ``X``).
+        (pair lengths O(1), ``lam / s^4``: the reduction :data:`NORMALIZE`)
+        and the result is reported in ``X``'s units
+        (:meth:`ConstraintData.restore_units`); the multipliers, the
+        objective and the certificate are the same in both.  Data at a scale
+        where the problem or its metric is not representable raises a
+        ``ValueError`` naming ``X`` (from the reduction).
         """
         if not data.lam > 0:
             raise ValueError(
@@ -629,9 +698,14 @@ class ConstraintDualSolver(IterativeSolver):
                 f"exact solver for lam = 0."
             )
         data.check_feasible()
-        data_n, k = data.normalized()
-        result = super().run(data_n, init, warn=warn)
-        return data_n.restore_units(result, k)
+
+    def reductions(self, data):
+        """:data:`NORMALIZE`: the iterations run where the pair lengths are O(1)."""
+        return [NORMALIZE]
+
+    def solution(self, M, state):
+        """The last primal point with the best multipliers."""
+        return ConstraintSolution(M, state.best_u)
 
     def init_state(self, data, init=None):
         # data.lam may have underflowed to 0 in normalised units (a lam
@@ -950,10 +1024,15 @@ class ConstraintDualSolver(IterativeSolver):
         return view.evaluate(u)
 
     def finalize(self, M, state, data):
-        if M is None:  # no feasible point found: the current primal map
-            M = data.primal_of(data.Y_of(state.u))[0]
-        cert = data.certificate(M, state.best_u, solver="constraintdml-fast")
-        u = state.best_u
+        """Certify :meth:`solution` (after the reductions: a
+        :class:`ConstraintSolution`; called on an iterate, that iterate with
+        the best multipliers) on ``data``."""
+        sol = M if isinstance(M, ConstraintSolution) else self.solution(M, state)
+        M = _primal(data, sol)
+        cert = sol.certificate
+        if cert is None:
+            cert = data.certificate(M, sol.u, solver=_CERT_NAME)
+        u = sol.u
         info = {"u": u, "theta": u[data.cannot].copy(), "n_rounds": state.n_rounds,
                 "n_newton": state.n_newton, "n_fista": state.n_fista,
                 "n_hessvec": state.n_hessvec, "working_set": len(state.W)}
@@ -961,4 +1040,4 @@ class ConstraintDualSolver(IterativeSolver):
             info["beta"] = u[data.must].copy()
         if data.diagonal:
             info["a"] = np.asarray(M, dtype=float).copy()
-        return data.to_matrix(M), cert, info
+        return data.to_matrix(M), cert, {**info, **(sol.info or {})}
