@@ -275,10 +275,7 @@ class LabelledMixin:
         it is: the estimator's class docstring, or the registry's entry
         (:func:`cvxmetric.formulation`).
 
-        Parameters
-        ----------
-        X, y
-            As in :meth:`fit`.
+        {params_as_in_fit}
 
         {declared_returns}
         """
@@ -874,10 +871,7 @@ class PairsClassifierMixin:
         ``solve()`` raises the error of :mod:`cvxmetric.result` that says so
         (:class:`~cvxmetric.result.InfeasibleError`).
 
-        Parameters
-        ----------
-        pairs, y, calibration_params
-            As in :meth:`fit`.
+        {params_as_in_fit}
 
         {declared_returns}
         """

@@ -11,11 +11,12 @@ filled text.
 Only whole-line placeholders are filled: braces anywhere else (set
 notation, dict literals) are left alone, so docstrings need no escaping.  A
 fragment may itself hold ``{field}`` names, filled from the keyword
-arguments of :func:`fill_doc` and from ``name``, the ``__name__`` of what is
-decorated.  An unknown placeholder or a missing field is an error when the
+arguments of :func:`fill_doc`, from ``name``, the ``__name__`` of what is
+decorated, and from ``params``, a decorated function's parameter names.  An unknown placeholder or a missing field is an error when the
 module is imported, not a docstring that silently reads ``{verbose}``.
 """
 
+import inspect
 import re
 import textwrap
 
@@ -50,6 +51,16 @@ components_ : ndarray of shape (n_features, n_features)
     ``L`` with ``{matrix} = L^T L``.
 mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
     The learned ``{matrix}`` (PSD, round-off negative eigenvalues clipped).""",
+    # the Parameters section of a method that takes what fit takes;
+    # ``params``: the method's parameters, read from its signature
+    "params_as_in_fit": """\
+Parameters
+----------
+{params}
+    As in :meth:`fit`.""",
+    "feature_names_in_": """\
+feature_names_in_ : ndarray of str
+    Present when ``X`` has string column names.""",
     "status_": """\
 status_ : str
     A :class:`~cvxmetric.result.Status` word.""",
@@ -73,6 +84,15 @@ optimal value is the ``objective_`` of a certified ``fit``."""),
     "declared_returns_ldml": _declared_returns("""\
 See :func:`cvxmetric.ldml.exact.declared_problem`; its optimal
 value is the ``objective_`` of an exact ``fit``."""),
+    # the start of the example of a quadruplet learner (``name`` importable
+    # from cvxmetric) on four points; the docstring shows the fitted state
+    "quadruplets_example": """\
+Examples
+--------
+>>> import numpy as np
+>>> from cvxmetric import {name}
+>>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 3.0]])
+>>> est = {name}(preprocessor=X).fit([[0, 1, 2, 3]])""",
     # the example of a fit(X, y) learner on iris (``name`` importable from
     # cvxmetric)
     "iris_example": """\
@@ -102,7 +122,8 @@ def fill_doc(obj=None, **fields):
         What is decorated (given when used without arguments).
     **fields
         Values of the ``{field}`` names inside the fragments; ``name``
-        defaults to ``obj.__name__``.
+        defaults to ``obj.__name__`` and, on a function, ``params`` to its
+        parameters' names but ``self`` (``"X, y"``).
 
     Returns
     -------
@@ -117,10 +138,19 @@ def fill_doc(obj=None, **fields):
     def decorate(target):
         if target.__doc__:
             values = {"name": target.__name__, **fields}
+            if not isinstance(target, type):
+                values.setdefault("params", _parameter_names(target))
             target.__doc__ = _fill(target.__doc__, values, target.__qualname__)
         return target
 
     return decorate if obj is None else decorate(obj)
+
+
+def _parameter_names(function):
+    """``"a, b, c"``: the parameters of ``function`` but ``self`` / ``cls``,
+    as a numpydoc entry that documents them together names them."""
+    names = [p for p in inspect.signature(function).parameters if p not in ("self", "cls")]
+    return ", ".join(names)
 
 
 def _fill(doc, values, owner):

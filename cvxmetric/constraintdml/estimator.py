@@ -200,6 +200,7 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
         return X, idx, labels
 
 
+@fill_doc
 class ConstraintDMLSupervised(LabelledMixin, TransformerMixin, _ConstraintBase):
     """Constraint-based metric learning from class labels: ``fit(X, y)``.
 
@@ -224,8 +225,7 @@ class ConstraintDMLSupervised(LabelledMixin, TransformerMixin, _ConstraintBase):
     components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
 certificate_, result_, n_features_in_
         As in :class:`ConstraintDML`.
-    feature_names_in_ : ndarray of str
-        Present when ``X`` has string column names.
+    {feature_names_in_}
 
     Notes
     -----

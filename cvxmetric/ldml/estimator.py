@@ -478,10 +478,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         convex).  ``dp.solve()`` gives the conic solver one exponential
         cone per pair.
 
-        Parameters
-        ----------
-        pairs, y, calibration_params
-            As in :meth:`fit`.
+        {params_as_in_fit}
 
         {declared_returns_ldml}
 
@@ -639,10 +636,7 @@ n_features_in_
         them: ``solver="exact"`` refuses beyond 5 000 pairs
         (:data:`PAIRS_MAX`), where the conic solvers stop being reliable.
 
-        Parameters
-        ----------
-        X, y
-            As in :meth:`fit`.
+        {params_as_in_fit}
 
         {declared_returns_ldml}
         """

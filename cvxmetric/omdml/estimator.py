@@ -22,6 +22,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import FitMixin, components_from_metric, solver_names, store_arguments
+from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_indices
 from ..result import Status
@@ -168,6 +169,7 @@ class OMDML(FitMixin, BaseEstimator):
                     ConvergenceWarning, stacklevel=3)
         return self._store(result, data, ranks)
 
+    @fill_doc
     def declared_problem(self, views, triplets):
         """Eq. 3 at this estimator's ``theta`` (uniform when None) on this
         input, as declared, without solving it.
@@ -178,10 +180,7 @@ class OMDML(FitMixin, BaseEstimator):
         ``solver`` and ``rank`` say: the online algorithms do not claim its
         optimum.
 
-        Parameters
-        ----------
-        views, triplets
-            As in :meth:`fit`.
+        {params_as_in_fit}
 
         Returns
         -------

@@ -184,12 +184,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
 
     Mixing the two ways in one call is an error.
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from cvxmetric import Qwise
-    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 3.0]])
-    >>> est = Qwise(preprocessor=X).fit([[0, 1, 2, 3]])
+    {quadruplets_example}
     >>> est.components_.shape
     (2, 2)
     """
@@ -241,10 +236,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         Takes exactly what :meth:`fit` takes and validates it as ``fit``
         does; the estimator is not changed.
 
-        Parameters
-        ----------
-        quadruplets, y, delta, pairs, pair_labels
-            As in :meth:`fit`.
+        {params_as_in_fit}
 
         {declared_returns_units}
         """
@@ -369,8 +361,7 @@ class QwiseSupervised(LabelledMixin, TransformerMixin, _QwiseBase):
     components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
 certificate_, result_, n_features_in_
         As in :class:`Qwise`.
-    feature_names_in_ : ndarray of str
-        Present when ``X`` has string column names.
+    {feature_names_in_}
 
     Notes
     -----
@@ -661,12 +652,7 @@ class QwiseVector(_QwiseVectorBase):
     quadruplets (whether the ordering holds), told apart by their width.
     Pair labels are the package's: +1 similar, -1 dissimilar.
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from cvxmetric import QwiseVector
-    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 3.0]])
-    >>> est = QwiseVector(preprocessor=X).fit([[0, 1, 2, 3]])
+    {quadruplets_example}
     >>> est.coef_.shape, est.status_
     ((2,), 'optimal')
     """

@@ -1339,10 +1339,7 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
         Takes exactly what :meth:`fit` takes and validates it as ``fit``
         does; the estimator is not changed.
 
-        Parameters
-        ----------
-        tuples, y
-            As in :meth:`fit`.
+        {params_as_in_fit}
 
         {declared_returns_certified}
         """

@@ -136,8 +136,7 @@ default="newton"
         The full solver result.
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Present when ``X`` has string column names.
+    {feature_names_in_}
 
     Examples
     --------
@@ -186,16 +185,14 @@ default="newton"
         self._log_fit(before=[("solver=%s", self.solver)])
         return self
 
+    @fill_doc
     def declared_problem(self, X, y):
         """Eq. 4 on ``(X, y)`` as printed (user's units), without solving it.
 
         Validates as :meth:`fit` does (the solver-specific checks included);
         the estimator is not changed.
 
-        Parameters
-        ----------
-        X, y
-            As in :meth:`fit`.
+        {params_as_in_fit}
 
         Returns
         -------
