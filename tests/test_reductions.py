@@ -243,3 +243,204 @@ def test_frobenius_pdhg_traces_its_reduction():
     assert res.status == "optimal"
     assert [(s.name, s.kind) for s in stages] == [("as-qwise", "reduction"),
                                                   ("fast", "iterative")]
+
+
+# -- Qwise's and constraint-based DML's rescalings ------------------------------
+
+
+def _qwise(seed=0, scale=1e3, regularizer="trace"):
+    from cvxmetric.constraints import LabeledPairs, Quadruplets
+    from cvxmetric.qwise import QwiseData
+
+    rng = np.random.RandomState(seed)
+    X = rng.randn(30, 4) * scale
+    quads = Quadruplets.create(X, rng.randint(0, 30, size=(60, 4)), 1.0)
+    idx = rng.randint(0, 30, size=(20, 2))
+    idx = idx[idx[:, 0] != idx[:, 1]]
+    pairs = LabeledPairs.create(X, idx, np.where(np.arange(len(idx)) % 2 == 0, 1, -1))
+    # margins and bounds of the data's squared scale: far from unit scale
+    return QwiseData.from_sets(quads, pairs, regularizer=regularizer, C_p=0.5,
+                               u=scale ** 2, l=3 * scale ** 2)
+
+
+def _vector(seed=0):
+    from cvxmetric.constraints import Quadruplets
+    from cvxmetric.qwise import QwiseVectorData
+
+    rng = np.random.RandomState(seed)
+    X = rng.randn(30, 4) * [1e4, 1.0, 1e-3, 50.0]  # features far from unit scale
+    quads = Quadruplets.create(X, rng.randint(0, 30, size=(60, 4)), 1.0)
+    return QwiseVectorData.from_sets(quads, psi="squared", loss="huber")
+
+
+def _constraint(seed=0, scale=1e3, diagonal=False):
+    from cvxmetric.constraintdml._problem import ConstraintData
+
+    rng = np.random.RandomState(seed)
+    X = rng.randn(30, 4) * scale
+    idx = rng.randint(0, 30, size=(40, 2))
+    idx = idx[idx[:, 0] != idx[:, 1]]
+    labels = np.where(np.arange(len(idx)) % 2 == 0, 1, -1)
+    return ConstraintData.from_pairs(X, idx, labels, hard=False, diagonal=diagonal,
+                                     lam=0.5)
+
+
+def _warm(M, **info):
+    return SolverResult(M=M, status="optimal", objective=0.0, n_iter=0,
+                        certificate=None, method="test", info=info)
+
+
+def _psd(rng, d):
+    B = rng.normal(size=(d, d))
+    return B @ B.T
+
+
+def test_normalize_maps_a_qwise_solution_back_exactly():
+    from cvxmetric.qwise.fast import NORMALIZE, QwiseSolution
+
+    data = _qwise()
+    assert not data.scaling.identity and NORMALIZE.accepts(data)
+    twin, start, inverse = NORMALIZE.apply(data, None)
+    assert start is None and twin.scale_free
+    rng = np.random.default_rng(0)
+    M_n = _psd(rng, data.n_features)
+    alpha_n = rng.uniform(0.0, 1.0, twin.n_constraints) * twin.c_q
+    back = NORMALIZE.invert(QwiseSolution(M_n, alpha_n), inverse)
+    # certified on the twin, mapped by powers of two
+    on_twin = twin.certificate(M_n, alpha_n, solver="")
+    assert back.certificate.rel_gap == on_twin.rel_gap
+    np.testing.assert_allclose(back.certificate.objective, data.objective(back.x),
+                               rtol=1e-9)
+    assert back.info["scaling"] == data.scaling.as_dict()
+    # the user's point, brought back as a warm start, is the twin's exactly
+    _, again, _ = NORMALIZE.apply(data, _warm(back.x, alpha=back.alpha))
+    np.testing.assert_array_equal(again.M, M_n)
+    np.testing.assert_array_equal(again.info["alpha"], alpha_n)
+
+
+def test_feature_scaling_maps_a_vector_point_back_exactly():
+    from cvxmetric.qwise.fast import FeatureScaling, QwiseSolution
+
+    data = _vector()
+    sigma = data.feature_scale()
+    assert not np.all(sigma == 1.0)
+    reduction = FeatureScaling(sigma)
+    assert reduction.accepts(data) and not reduction.accepts(_qwise())
+    scaled, start, inverse = reduction.apply(data, None)
+    assert start is None
+    omega_s = np.random.default_rng(1).uniform(0.0, 1.0, data.n_features + 1)
+    back = reduction.invert(QwiseSolution(omega_s), inverse)
+    # the same losses and objective at the mapped point
+    np.testing.assert_allclose(data.objective(back.x), scaled.objective(omega_s),
+                               rtol=1e-12)
+    np.testing.assert_array_equal(back.info["feature_scale"], sigma)
+    _, again, _ = reduction.apply(data, _warm(None, w=back.x[:-1], b=back.x[-1]))
+    np.testing.assert_array_equal(again.info["w"], omega_s[:-1])
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_constraint_normalize_maps_a_solution_back_exactly(diagonal):
+    from cvxmetric.constraintdml.fast import NORMALIZE, ConstraintSolution
+
+    data = _constraint(diagonal=diagonal)
+    data_n, start, (problem, k) = NORMALIZE.apply(data, "warm")
+    assert start == "warm" and problem is data_n and k != 0  # u is unit free
+    rng = np.random.default_rng(2)
+    d = data.n_features
+    A_n = rng.uniform(0.1, 1.0, d) if diagonal else _psd(rng, d)
+    u = data_n.clip(rng.uniform(0.0, 1.0, data_n.n_pairs))
+    back = NORMALIZE.invert(ConstraintSolution(A_n, u), (problem, k))
+    np.testing.assert_array_equal(np.ldexp(back.A, 2 * k), A_n)
+    assert back.info == {"scale_exponent": k}
+    # the objective is the same in both units
+    on_user = data.certificate(back.A, u, solver="")
+    np.testing.assert_allclose(back.certificate.objective, on_user.objective, rtol=1e-9)
+    # without a primal point: the primal map of u, computed where it is certified
+    mapped = NORMALIZE.invert(ConstraintSolution(None, u), (problem, k))
+    np.testing.assert_array_equal(np.ldexp(mapped.A, 2 * k),
+                                  data_n.primal_of(data_n.Y_of(u))[0])
+
+
+def test_the_rescalings_refuse_other_data():
+    from cvxmetric.constraintdml.fast import NORMALIZE as CONSTRAINT_NORMALIZE
+    from cvxmetric.qwise.fast import NORMALIZE
+
+    with pytest.raises(ValueError, match="^data: .*'normalize'"):
+        apply_reductions([NORMALIZE], _vector(), None)
+    with pytest.raises(ValueError, match="^data: .*'normalize'"):
+        apply_reductions([CONSTRAINT_NORMALIZE], _qwise(), None)
+
+
+def _rescaling_solvers():
+    from cvxmetric.constraintdml.fast import ConstraintDualSolver
+    from cvxmetric.qwise import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
+
+    return [
+        ("qwise-pdhg", lambda: QwiseDualSolver(tol=1e-9), _qwise,
+         {"seed": [0, 1], "regularizer": ["trace", "frobenius"]}, "normalize", "scaling"),
+        ("qwise-pdhg-working-set", lambda: QwiseDualSolver(tol=1e-9, working_set=20),
+         _qwise, {"seed": [0, 1], "regularizer": ["trace", "frobenius"]}, "normalize",
+         "scaling"),
+        ("qwise-subgradient", lambda: ProjectedSubgradient(maxiter=200), _qwise,
+         {"seed": [0, 1], "regularizer": ["trace", "similar"]}, "normalize", "scaling"),
+        ("qwise-newton", ProjectedNewton, _vector, {"seed": [0, 1]}, "feature-scale",
+         "feature_scale"),
+        ("constraintdml", ConstraintDualSolver, _constraint,
+         {"seed": [0, 1], "diagonal": [False, True]}, "normalize", "scale_exponent"),
+    ]
+
+
+def _two_instances(make, params):
+    keys = list(params)
+    return [make(**{k: params[k][i] for k in keys}) for i in range(2)]
+
+
+def _same_result(r, s):
+    np.testing.assert_array_equal(r.M, s.M)
+    assert (r.objective, r.n_iter, r.status) == (s.objective, s.n_iter, s.status)
+    assert r.certificate.rel_gap == s.certificate.rel_gap
+    for key in ("alpha", "u", "w"):
+        if key in s.info:
+            np.testing.assert_array_equal(r.info[key], s.info[key])
+
+
+@pytest.mark.parametrize("case", _rescaling_solvers(), ids=lambda c: c[0])
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_rescaling_solver_runs_two_problems_in_turn(case):
+    _, make_solver, make_data, params, _, _ = case
+    a, b = _two_instances(make_data, params)
+    solver = make_solver()
+    first_a, then_b, again_a = solver.run(a), solver.run(b), solver.run(a)
+    fresh_a, fresh_b = make_solver().run(a), make_solver().run(b)
+    _same_result(first_a, fresh_a)
+    _same_result(again_a, fresh_a)
+    _same_result(then_b, fresh_b)
+
+
+@pytest.mark.parametrize("case", _rescaling_solvers(), ids=lambda c: c[0])
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_trace_names_the_rescaling(case):
+    _, make_solver, make_data, params, stage, reported = case
+    data = _two_instances(make_data, params)[0]
+    solver = make_solver()
+    with recording() as stages:
+        res = solver.run(data)
+    assert (stages[0].name, stages[0].kind, stages[0].status) == (stage, "reduction",
+                                                                  "applied")
+    # then the solver's own runs (one per working-set round)
+    assert {(s.name, s.kind) for s in stages[1:]} == {(solver.name, "iterative")}
+    if "working_set_rounds" in res.info:
+        assert len(stages) - 1 == len(res.info["working_set_rounds"]) >= 1
+    else:
+        assert len(stages) == 2 and stages[1].iterations == res.n_iter
+    assert reported in res.info  # the result reports the rescaling
+
+
+def test_qwise_data_at_unit_scale_is_solved_as_given():
+    from cvxmetric.qwise import QwiseDualSolver
+
+    data = _qwise(scale=1.0)
+    assert data.scaling.identity
+    res = QwiseDualSolver(tol=1e-9).run(data)
+    assert [(s.name, s.kind) for s in res.trace] == [("fast", "iterative")]
+    assert "scaling" not in res.info
