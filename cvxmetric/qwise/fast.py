@@ -1023,6 +1023,10 @@ class SubgradientState(NamedTuple):
 class ProjectedSubgradient(IterativeSolver):
     """Algorithm 1 of Law et al. (2016) with Sec. 4.1 / 4.3 speed-ups.
 
+    It runs on the scale-free twin of the problem (the reduction
+    :data:`NORMALIZE`, a stage ``normalize`` of the trace when the data is
+    not at unit scale); the result is in the user's units.
+
     Attributes
     ----------
     maxiter : int
@@ -1257,6 +1261,11 @@ class ProjectedNewton(IterativeSolver):
     objective is piecewise quadratic, so once the partition of the terms
     into zero / quadratic / linear parts is found the Newton step is exact
     and the gap drops to round-off.
+
+    Features far from unit scale are solved in units where each is of order
+    one (the reduction :class:`FeatureScaling`, a stage ``feature-scale`` of
+    the trace); the point is mapped back exactly and certified on the
+    problem given.
 
     Attributes
     ----------
