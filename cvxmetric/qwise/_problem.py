@@ -154,16 +154,10 @@ class Scaling:
                                    info=info)
 
     def result_out(self, result):
-        """A result of the scale-free problem in user units
-        (:meth:`solution_out` of its ``M``, certificate and multipliers;
-        ``info["scaling"]`` is :meth:`as_dict`).
-
-        Raises
-        ------
-        ValueError
-            When the optimum is outside the floating-point range in user
-            units.
-        """
+        """A result of the scale-free problem in user units:
+        :meth:`solution_out` of its ``M``, certificate and multipliers
+        (which raises where those overflow), and ``info["scaling"]``
+        (:meth:`as_dict`)."""
         if self.identity:
             return result
         info = dict(result.info)
