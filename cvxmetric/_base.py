@@ -223,6 +223,7 @@ def _label_codes(y, y_ref):
     return np.array([table.setdefault(v, len(table)) for v in labels], dtype=np.intp)
 
 
+@fill_doc
 class LabelledMixin:
     """Mixin of the ``fit(X, y)`` learners on class labels: ``y`` is required
     (scikit-learn tags); :meth:`fit` runs the estimator's ``_fit``;
@@ -264,7 +265,6 @@ class LabelledMixin:
         """The work of :meth:`fit` (parameters validated, in the fit's scope)."""
         raise NotImplementedError
 
-    @fill_doc
     def declared_problem(self, X, y):
         """The problem :meth:`fit` solves on ``(X, y)``, as its paper prints
         it (user's units), unsolved.
@@ -815,6 +815,7 @@ def _check_calibration(strategy="accuracy", min_rate=None, beta=1.0):
         raise ValueError(f"beta: expected a finite number > 0, got {beta!r}.")
 
 
+@fill_doc
 class PairsClassifierMixin:
     """Pair classification by a distance threshold (metric-learn's API).
 
@@ -857,7 +858,6 @@ class PairsClassifierMixin:
         _check_calibration(**params)
         return params
 
-    @fill_doc
     def declared_problem(self, pairs, y, calibration_params=None):
         """The problem :meth:`fit` solves on these pairs, as its paper prints
         it (user's units), unsolved.
@@ -893,9 +893,7 @@ class PairsClassifierMixin:
 
         Parameters
         ----------
-        pairs : array_like
-            Points (n_pairs, 2, n_features), or indices (n_pairs, 2) into
-            ``preprocessor``.
+        {pairs_parameter}
 
         Returns
         -------

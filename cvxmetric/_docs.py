@@ -51,6 +51,14 @@ components_ : ndarray of shape (n_features, n_features)
     ``L`` with ``{matrix} = L^T L``.
 mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
     The learned ``{matrix}`` (PSD, round-off negative eigenvalues clipped).""",
+    "pairs_parameter": """\
+pairs : array_like
+    Points (n_pairs, 2, n_features), or indices (n_pairs, 2) into
+    ``preprocessor``.""",
+    # the contract of a declared_problem that takes what fit takes
+    "takes_what_fit_takes": """\
+Takes exactly what :meth:`fit` takes and validates it as ``fit``
+does; the estimator is not changed.""",
     # the Parameters section of a method that takes what fit takes;
     # ``params``: the method's parameters, read from its signature
     "params_as_in_fit": """\
@@ -110,11 +118,13 @@ _PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)\{(?P<key>\w+)\}[ \t]*$", re.MULT
 
 
 def fill_doc(obj=None, **fields):
-    """Replace the placeholder lines of a docstring by their fragments.
+    """Replace the placeholder lines of docstrings by their fragments.
 
     Used as ``@fill_doc`` or ``@fill_doc(matrix="A")`` on a class or a
-    function; returns it, its ``__doc__`` filled (a docstring stripped by
-    ``python -OO`` stays ``None``).
+    function.  On a class it fills the class docstring and those of the
+    methods the class body defines (wrappers included: ``fit`` wrapped by
+    scikit-learn's ``_fit_context``), so that one decorator serves a class.
+    A docstring stripped by ``python -OO`` stays ``None``.
 
     Parameters
     ----------
@@ -122,8 +132,9 @@ def fill_doc(obj=None, **fields):
         What is decorated (given when used without arguments).
     **fields
         Values of the ``{field}`` names inside the fragments; ``name``
-        defaults to ``obj.__name__`` and, on a function, ``params`` to its
-        parameters' names but ``self`` (``"X, y"``).
+        defaults to ``obj.__name__`` (a method's: its class's) and, on a
+        function or method, ``params`` to its parameters' names but
+        ``self`` (``"X, y"``).
 
     Returns
     -------
@@ -136,14 +147,25 @@ def fill_doc(obj=None, **fields):
         A placeholder names no fragment, or a fragment's field is not given.
     """
     def decorate(target):
-        if target.__doc__:
-            values = {"name": target.__name__, **fields}
-            if not isinstance(target, type):
-                values.setdefault("params", _parameter_names(target))
-            target.__doc__ = _fill(target.__doc__, values, target.__qualname__)
+        _fill_object(target, {"name": target.__name__, **fields})
+        if isinstance(target, type):
+            for member in vars(target).values():
+                method = getattr(member, "__func__", member)  # static / class methods
+                if callable(method) and not isinstance(method, type):
+                    _fill_object(method, {"name": target.__name__, **fields})
         return target
 
     return decorate if obj is None else decorate(obj)
+
+
+def _fill_object(target, values):
+    """Fill ``target.__doc__`` (a string with placeholders; else left as
+    it is)."""
+    doc = getattr(target, "__doc__", None)
+    if isinstance(doc, str) and _PLACEHOLDER.search(doc):
+        if "params" not in values and not isinstance(target, type):
+            values = {**values, "params": _parameter_names(target)}
+        target.__doc__ = _fill(doc, values, target.__qualname__)
 
 
 def _parameter_names(function):

@@ -140,7 +140,6 @@ class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator
         labels = check_pair_labels(y, idx.shape[0], "y")
         return f, f.load("data")(X, idx, labels, **self._hyperparameters())
 
-    @fill_doc
     def fit(self, pairs, y, calibration_params=None):
         """Learn ``M`` by the formulation's exact path, then calibrate
         ``threshold_`` on the training pairs.

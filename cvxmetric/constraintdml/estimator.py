@@ -160,7 +160,6 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
                  verbose=False):
         store_arguments(self, locals())
 
-    @fill_doc
     def fit(self, pairs, y, calibration_params=None):
         """Learn the metric from labelled ``(query, item)`` pairs, then
         calibrate ``threshold_``.

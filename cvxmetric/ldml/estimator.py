@@ -333,6 +333,7 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         return zero_result(zp, lam, self.regularizer)
 
 
+@fill_doc
 class _PairProba:
     """``predict_proba`` on pairs: Eq. 3 with the learned ``b_``."""
 
@@ -342,9 +343,7 @@ class _PairProba:
 
         Parameters
         ----------
-        pairs : array_like
-            Points (n_pairs, 2, n_features), or indices (n_pairs, 2) into
-            ``preprocessor``.
+        {pairs_parameter}
 
         Returns
         -------
@@ -464,7 +463,6 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
             raise ValueError("y: both similar (+1) and dissimilar (-1) pairs are needed.")
         return X, idx, y
 
-    @fill_doc
     def declared_problem(self, pairs, y, calibration_params=None):
         """Eq. 2 on these pairs, as printed (user's units), without solving it.
 
@@ -498,6 +496,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
                                          regularizer=self.regularizer))
 
 
+@fill_doc
 class LDMLSupervised(LabelledMixin, TransformerMixin, _LDMLBase):
     """LDML from class labels: every pair of samples, ``t_ij = [y_i = y_j]``.
 
@@ -617,7 +616,6 @@ n_features_in_
             return self._store(res, D, k=k, loss=loss)
         return self._store(res, D, res.info["L"], k=k, loss=loss)
 
-    @fill_doc
     def declared_problem(self, X, y):
         """Eq. 2 on every pair of samples, as printed (user's units), unsolved.
 

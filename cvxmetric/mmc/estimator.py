@@ -292,7 +292,6 @@ optional
                  random_state=None, convergence_threshold="deprecated", solver="exact"):
         store_arguments(self, locals())
 
-    @fill_doc
     def fit(self, pairs, y, calibration_params=None):
         """Learn ``M`` from labelled pairs, then calibrate ``threshold_``.
 

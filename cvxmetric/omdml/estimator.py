@@ -33,6 +33,7 @@ from .fast import LowRankOMDML, OMDMLOnline, check_ranks
 __all__ = ["OMDML"]
 
 
+@fill_doc
 class OMDML(FitMixin, BaseEstimator):
     """Online multi-modal distance metric learning (Wu, Hoi et al. 2016).
 
@@ -169,7 +170,6 @@ class OMDML(FitMixin, BaseEstimator):
                     ConvergenceWarning, stacklevel=3)
         return self._store(result, data, ranks)
 
-    @fill_doc
     def declared_problem(self, views, triplets):
         """Eq. 3 at this estimator's ``theta`` (uniform when None) on this
         input, as declared, without solving it.

@@ -228,13 +228,11 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         quads, labelled = self._fit_sets(quadruplets, y, delta, pairs, pair_labels)
         return self._solve(quads, labelled)
 
-    @fill_doc
     def declared_problem(self, quadruplets, y=None, *, delta=1.0, pairs=None,
                          pair_labels=None):
         """Eq. 8 / Eq. 11 on this input, as declared, without solving it.
 
-        Takes exactly what :meth:`fit` takes and validates it as ``fit``
-        does; the estimator is not changed.
+        {takes_what_fit_takes}
 
         {params_as_in_fit}
 
@@ -737,7 +735,6 @@ class QwiseVector(_QwiseVectorBase):
         data = self._sets_data(quadruplets, delta, pairs, pair_labels)
         return self._store([self._solve_one(data)], self.psi, data.n_features)
 
-    @fill_doc
     def declared_problem(self, quadruplets, y=None, *, delta=1.0, pairs=None,
                          pair_labels=None):
         """Eq. 14 (or the smoothed Eq. 27-30) on this input, as declared,

@@ -1332,12 +1332,10 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
         """
         return self._solve(self._data(tuples, y))
 
-    @fill_doc
     def declared_problem(self, tuples, y=None):
         """Eq. 16 on these tuples, as declared, without solving it.
 
-        Takes exactly what :meth:`fit` takes and validates it as ``fit``
-        does; the estimator is not changed.
+        {takes_what_fit_takes}
 
         {params_as_in_fit}
 

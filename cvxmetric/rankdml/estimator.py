@@ -202,12 +202,10 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
         """
         return self._solve(self._fit_triplets(triplets, y))
 
-    @fill_doc
     def declared_problem(self, triplets, y=None):
         """Eq. 7 / 9 / 11 on these triplets, as printed, without solving it.
 
-        Takes exactly what :meth:`fit` takes and validates it as ``fit``
-        does; the estimator is not changed.
+        {takes_what_fit_takes}
 
         {declared_returns}
         """

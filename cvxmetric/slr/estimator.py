@@ -185,7 +185,6 @@ default="newton"
         self._log_fit(before=[("solver=%s", self.solver)])
         return self
 
-    @fill_doc
     def declared_problem(self, X, y):
         """Eq. 4 on ``(X, y)`` as printed (user's units), without solving it.
 
