@@ -529,6 +529,7 @@ def form_samples(X, preprocessor, name="X"):
     return samples[idx[:, 0]]
 
 
+@fill_doc
 class MahalanobisMixin(FitMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixin):
     """Mahalanobis-metric methods for a fitted estimator (metric-learn API).
 
@@ -574,9 +575,7 @@ class MahalanobisMixin(FitMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixi
     def get_mahalanobis_matrix(self):
         """The learned matrix ``M = components_.T @ components_``.
 
-        Returns
-        -------
-        M : ndarray of shape (n_features, n_features)
+        {matrix_returns}
         """
         check_is_fitted(self, "components_")
         return self.components_.T @ self.components_
@@ -646,13 +645,7 @@ class MahalanobisMixin(FitMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixi
     def pair_distance(self, pairs):
         """Learned distance ``sqrt(D2_M(a, b))`` of each pair.
 
-        Parameters
-        ----------
-        pairs : array_like
-            Points of shape (n_pairs, 2, n_features), or indicators of
-            shape (n_pairs, 2): integer indices into an array
-            ``preprocessor``, or keys a callable ``preprocessor`` forms into
-            points.
+        {pairs_parameters}
 
         Returns
         -------
@@ -670,10 +663,7 @@ class MahalanobisMixin(FitMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixi
         (similarities); as there, it returns :meth:`pair_distance` with a
         ``FutureWarning``.
 
-        Parameters
-        ----------
-        pairs : array_like
-            As in :meth:`pair_distance`.
+        {pairs_parameters}
 
         Returns
         -------
@@ -690,10 +680,7 @@ class MahalanobisMixin(FitMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixi
 
         Higher means more similar (the scikit-learn scoring convention).
 
-        Parameters
-        ----------
-        pairs : array_like
-            As in :meth:`pair_distance`.
+        {pairs_parameters}
 
         Returns
         -------
@@ -727,6 +714,7 @@ class MahalanobisMixin(FitMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixi
         return metric
 
 
+@fill_doc
 class BilinearMixin(FitMixin):
     """Methods of a fitted bilinear similarity ``s(a, b) = a^T M b``.
 
@@ -743,9 +731,7 @@ class BilinearMixin(FitMixin):
     def get_bilinear_matrix(self):
         """The learned ``M`` (a copy): ``similarity(a, b) = a^T M b``.
 
-        Returns
-        -------
-        M : ndarray of shape (n_features, n_features)
+        {matrix_returns}
         """
         check_is_fitted(self, "bilinear_matrix_")
         return self.bilinear_matrix_.copy()
@@ -891,9 +877,7 @@ class PairsClassifierMixin:
     def decision_function(self, pairs):
         """``-D_M`` of each pair: higher means more similar.
 
-        Parameters
-        ----------
-        {pairs_parameter}
+        {pairs_parameters}
 
         Returns
         -------
@@ -904,10 +888,7 @@ class PairsClassifierMixin:
     def predict(self, pairs):
         """+1 (similar) where ``D_M <= threshold_``, else -1.
 
-        Parameters
-        ----------
-        pairs : array_like
-            As in :meth:`decision_function`.
+        {pairs_parameters}
 
         Returns
         -------
@@ -921,8 +902,7 @@ class PairsClassifierMixin:
 
         Parameters
         ----------
-        pairs : array_like
-            As in :meth:`decision_function`.
+        {pairs_parameter}
         y : array_like of shape (n_pairs,)
             +1 (similar) or -1 (dissimilar), both present.
 

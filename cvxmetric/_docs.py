@@ -40,6 +40,13 @@ def _declared_returns(description):
     return "Returns\n-------\nDeclaredProblem\n" + textwrap.indent(description, "    ")
 
 
+_PAIRS = """\
+pairs : array_like
+    Points of shape (n_pairs, 2, n_features), or indicators of
+    shape (n_pairs, 2): integer indices into an array
+    ``preprocessor``, or keys a callable ``preprocessor`` forms into
+    points."""
+
 #: The fragments :func:`fill_doc` inserts, by placeholder name.
 FRAGMENTS = {
     "verbose": _verbose("the fast solver's"),
@@ -51,10 +58,14 @@ components_ : ndarray of shape (n_features, n_features)
     ``L`` with ``{matrix} = L^T L``.
 mahalanobis_matrix_ : ndarray of shape (n_features, n_features)
     The learned ``{matrix}`` (PSD, round-off negative eigenvalues clipped).""",
-    "pairs_parameter": """\
-pairs : array_like
-    Points (n_pairs, 2, n_features), or indices (n_pairs, 2) into
-    ``preprocessor``.""",
+    # the pairs of a pair learner's methods (MahalanobisMixin.pair_distance's
+    # contract), as a Parameters section and as an entry
+    "pairs_parameters": "Parameters\n----------\n" + _PAIRS,
+    "pairs_parameter": _PAIRS,
+    "matrix_returns": """\
+Returns
+-------
+M : ndarray of shape (n_features, n_features)""",
     # the contract of a declared_problem that takes what fit takes
     "takes_what_fit_takes": """\
 Takes exactly what :meth:`fit` takes and validates it as ``fit``

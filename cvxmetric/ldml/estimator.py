@@ -341,9 +341,7 @@ class _PairProba:
         """Eq. 3: ``[p(different), p(same)]`` of each pair, ``p(same) =
         sigma(b_ - d_M)``.
 
-        Parameters
-        ----------
-        {pairs_parameter}
+        {pairs_parameters}
 
         Returns
         -------
