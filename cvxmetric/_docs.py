@@ -47,6 +47,10 @@ pairs : array_like
     ``preprocessor``, or keys a callable ``preprocessor`` forms into
     points."""
 
+_FEATURE_NAMES = """\
+feature_names_in_ : ndarray of str
+    Present when ``X`` has string column names."""
+
 #: The fragments :func:`fill_doc` inserts, by placeholder name.
 FRAGMENTS = {
     "verbose": _verbose("the fast solver's"),
@@ -77,9 +81,14 @@ Parameters
 ----------
 {params}
     As in :meth:`fit`.""",
-    "feature_names_in_": """\
-feature_names_in_ : ndarray of str
-    Present when ``X`` has string column names.""",
+    "feature_names_in_": _FEATURE_NAMES,
+    # the fitted state of a fit(X, y) learner that solves the problem of
+    # ``learner``, its tuple learner
+    "supervised_attributes": """\
+components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
+certificate_, result_, n_features_in_
+    As in :class:`{learner}`.
+""" + _FEATURE_NAMES,
     "status_": """\
 status_ : str
     A :class:`~cvxmetric.result.Status` word.""",

@@ -199,7 +199,7 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
         return X, idx, labels
 
 
-@fill_doc
+@fill_doc(learner="ConstraintDML")
 class ConstraintDMLSupervised(LabelledMixin, TransformerMixin, _ConstraintBase):
     """Constraint-based metric learning from class labels: ``fit(X, y)``.
 
@@ -221,10 +221,7 @@ class ConstraintDMLSupervised(LabelledMixin, TransformerMixin, _ConstraintBase):
 
     Attributes
     ----------
-    components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
-certificate_, result_, n_features_in_
-        As in :class:`ConstraintDML`.
-    {feature_names_in_}
+    {supervised_attributes}
 
     Notes
     -----

@@ -328,7 +328,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         return quads, labelled
 
 
-@fill_doc
+@fill_doc(learner="Qwise")
 class QwiseSupervised(LabelledMixin, TransformerMixin, _QwiseBase):
     """Qwise learned from class labels: ``fit(X, y)``.
 
@@ -356,10 +356,7 @@ class QwiseSupervised(LabelledMixin, TransformerMixin, _QwiseBase):
 
     Attributes
     ----------
-    components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
-certificate_, result_, n_features_in_
-        As in :class:`Qwise`.
-    {feature_names_in_}
+    {supervised_attributes}
 
     Notes
     -----

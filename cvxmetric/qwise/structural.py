@@ -1365,6 +1365,7 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
         return self._structural_data(X, idx)
 
 
+@fill_doc(learner="QwiseStructural")
 class QwiseStructuralSupervised(LabelledMixin, TransformerMixin, _StructuralBase):
     """Structural Qwise learned from class labels: ``fit(X, y)``.
 
@@ -1386,9 +1387,7 @@ class QwiseStructuralSupervised(LabelledMixin, TransformerMixin, _StructuralBase
 
     Attributes
     ----------
-    components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
-certificate_, result_, n_features_in_
-        As in :class:`QwiseStructural`.
+    {supervised_attributes}
     """
 
     _parameter_constraints = {

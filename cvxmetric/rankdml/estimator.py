@@ -225,6 +225,7 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
         return Triplets.from_tuples(triplets, preprocessor=X)
 
 
+@fill_doc(learner="RankDML")
 class RankDMLSupervised(LabelledMixin, TransformerMixin, _RankDMLBase):
     """RankDML learned from class labels: ``fit(X, y)``.
 
@@ -250,8 +251,8 @@ class RankDMLSupervised(LabelledMixin, TransformerMixin, _RankDMLBase):
 
     Attributes
     ----------
-    components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
-certificate_, result_, n_features_in_, n_triplets_
+    {supervised_attributes}
+    n_triplets_ : int
         As in :class:`RankDML`.
 
     Notes
