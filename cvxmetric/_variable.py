@@ -4,16 +4,14 @@ Eq. 11 and diagonal Eq. 7)."""
 
 import numpy as np
 
+from ._data import Samples
+
 __all__ = ["FullOrDiagonal"]
 
 
-class FullOrDiagonal:
+class FullOrDiagonal(Samples):
     """Mixin of :class:`~.RankData` and :class:`~.ConstraintData`: needs the
     attributes ``X`` (the samples, one per row) and ``diagonal``."""
-
-    @property
-    def n_features(self):
-        return self.X.shape[1]
 
     def as_variable(self, A):
         """``A`` as the solvers hold it: a symmetric (d, d) matrix, or ``a``

@@ -35,6 +35,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
+from .._data import Samples
 from .._linesearch import backtracking
 from .._solver import IterativeSolver
 from .._validation import check_finite
@@ -190,7 +191,7 @@ def check_bags(bags, bag_labels, n_instances, *, labels_name="bag_labels"):
     return out, coded, classes
 
 
-class BagPairs:
+class BagPairs(Samples):
     """Every pair of bags ``d < e`` with its label ``t_de`` (Eq. 7-8).
 
     Parameters
@@ -227,10 +228,6 @@ class BagPairs:
                             regularizer=regularizer, gram=gram)
         self.X = self.loss.X
         self._plan = self._block_plan()
-
-    @property
-    def n_features(self):
-        return self.X.shape[1]
 
     @property
     def n_pairs(self):

@@ -44,6 +44,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
+from .._data import Samples
 from .._linalg import project_psd, whitening_basis
 from .._linesearch import backtracking
 from .._solver import IterativeSolver, stop_message
@@ -283,7 +284,7 @@ class ProjectedGradient(IterativeSolver):
 # Low rank: the losses over pairs, in Z = X L^T coordinates
 # ---------------------------------------------------------------------------
 
-class _Loss:
+class _Loss(Samples):
     """Shared part of :class:`AllPairs` and :class:`PairSet`: the data,
     the regulariser on ``L`` and the chain rule back from ``Z``.
 
@@ -305,10 +306,6 @@ class _Loss:
         if gram is not None:
             gram = check_finite(gram, "gram", shape=(D, D))
         self.gram = gram
-
-    @property
-    def n_features(self):
-        return self.X.shape[1]
 
     def _reg(self, L):
         """``lam R(M)`` at ``M = L^T L`` (``L Q L^T`` with the kernel's

@@ -79,6 +79,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
+from .._data import Samples
 from .._linalg import project_psd
 from .._solver import fit_threads
 from .._tolerances import certificate_tolerance
@@ -312,7 +313,7 @@ def _whiten(Z_S, Z_D, K):
 
 
 @dataclass(eq=False)
-class MMCData:
+class MMCData(Samples):
     """Problem (P) of the module docstring, full or diagonal.
 
     Build with :meth:`from_pairs` or :meth:`create`.  Everything numerical
@@ -439,10 +440,6 @@ class MMCData:
                               diagonal=diagonal)
 
     # -- sizes ---------------------------------------------------------------
-
-    @property
-    def n_features(self):
-        return self.X.shape[1]
 
     @property
     def n_similar(self):

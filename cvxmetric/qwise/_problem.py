@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from .._data import Samples
 from .._linalg import PairOperator, eigh_psd, project_psd
 from .._tolerances import certificate_tolerance
 from .._validation import check_finite, check_option, check_psd_matrix, check_scalar
@@ -266,7 +267,7 @@ def _check_weights(scaling, C_q, C_p):
 
 
 @dataclass(eq=False)
-class QwiseData:
+class QwiseData(Samples):
     """Eq. 8 / Eq. 11 data in canonical form.
 
     Build with :meth:`from_sets`.  Attributes ending in ``_q`` have one entry
@@ -468,10 +469,6 @@ class QwiseData:
         )
 
     # -- shape helpers -------------------------------------------------------
-
-    @property
-    def n_features(self):
-        return self.X.shape[1]
 
     @property
     def n_constraints(self):

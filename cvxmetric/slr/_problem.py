@@ -100,6 +100,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
+from .._data import Samples
 from .._solver import blas_threads
 from .._tolerances import certificate_tolerance
 from .._validation import check_samples, check_scalar
@@ -331,7 +332,7 @@ def m_in_units(Mi, scale, what):
 
 
 @dataclass(eq=False)
-class SLRData:
+class SLRData(Samples):
     """Eq. 4 data: samples, labels, thresholds and the thin SVD of ``X``.
 
     Build with :meth:`from_labels`.
@@ -423,10 +424,6 @@ class SLRData:
     @property
     def n_samples(self):
         return self.X.shape[0]
-
-    @property
-    def n_features(self):
-        return self.X.shape[1]
 
     @property
     def rank(self):
