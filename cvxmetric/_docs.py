@@ -4,16 +4,18 @@ Estimators describe the same parameters, fitted attributes and ``Returns``
 sections in the same words (``verbose``, ``components_``, the declared
 problem ...).  Each such fragment is kept here once; a docstring names it on
 a line of its own, ``{verbose}``, and :func:`fill_doc` replaces that line by
-the fragment, indented as the placeholder is, when the class or function is
-defined.  What ``help()``, ``inspect.getdoc`` and numpydoc read is the
-filled text.
+the fragment, indented as the placeholder is, when the class (its docstring
+and those of the methods its body defines) or function is defined.  What
+``help()``, ``inspect.getdoc`` and numpydoc read is the filled text.
 
 Only whole-line placeholders are filled: braces anywhere else (set
 notation, dict literals) are left alone, so docstrings need no escaping.  A
 fragment may itself hold ``{field}`` names, filled from the keyword
-arguments of :func:`fill_doc`, from ``name``, the ``__name__`` of what is
-decorated, and from ``params``, a decorated function's parameter names.  An unknown placeholder or a missing field is an error when the
-module is imported, not a docstring that silently reads ``{verbose}``.
+arguments of :func:`fill_doc`, from ``name`` (the decorated class or
+function's ``__name__``) and from ``params`` (a function's or method's
+parameter names).  An unknown placeholder or a missing field is an error
+when the module is imported, not a docstring that silently reads
+``{verbose}``.
 """
 
 import inspect
