@@ -111,6 +111,8 @@ optimal value is the ``objective_`` of an exact ``fit``."""),
     "declared_returns_certified": _declared_returns("""\
 The problem in the user's units (:mod:`cvxmetric.model`); its
 optimal value is the ``objective_`` of a certified ``fit``."""),
+    "declared_returns_model": _declared_returns("""\
+See :mod:`cvxmetric.model`."""),
     "declared_returns_ldml": _declared_returns("""\
 See :func:`cvxmetric.ldml.exact.declared_problem`; its optimal
 value is the ``objective_`` of an exact ``fit``."""),

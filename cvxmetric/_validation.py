@@ -16,6 +16,7 @@ __all__ = [
     "check_finite",
     "check_scalar",
     "check_psd_matrix",
+    "check_instance",
     "check_option",
     "check_pair_labels",
     "check_int",
@@ -203,6 +204,13 @@ def check_psd_matrix(A, name, d, *, tol=1e-10, definite=False):
             f"matrix is required."
         )
     return A
+
+
+def check_instance(value, cls, name):
+    """``value`` itself when it is a ``cls``; a TypeError naming ``name`` otherwise."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name}: expected {cls.__name__}, got {type(value).__name__}.")
+    return value
 
 
 def check_option(value, name, allowed):

@@ -70,10 +70,17 @@ from dataclasses import dataclass, replace
 import cvxpy as cp
 import numpy as np
 
+from .._docs import fill_doc
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, eigh_psd, pow2_rms_exponents
 from .._tolerances import certificate_tolerance
-from .._validation import check_indices, check_option, check_samples, check_scalar
+from .._validation import (
+    check_indices,
+    check_instance,
+    check_option,
+    check_samples,
+    check_scalar,
+)
 from ..model import DeclaredProblem
 from ..result import (
     Certificate,
@@ -1200,6 +1207,7 @@ class _ConstraintDeclared(DeclaredProblem):
         return ""
 
 
+@fill_doc
 def declared_problem(data, form="slack"):
     """Eq. 1 / 4 / 6 / 10 exactly as printed, in the user's units, unsolved.
 
@@ -1231,13 +1239,9 @@ def declared_problem(data, form="slack"):
         Eq. 4 or Eq. 6 when ``data.hard`` is False (Theorem 1: the same
         optimum); ignored for Eq. 1.
 
-    Returns
-    -------
-    DeclaredProblem
-        See :mod:`cvxmetric.model`.
+    {declared_returns_model}
     """
-    if not isinstance(data, ConstraintData):
-        raise TypeError("data: expected a ConstraintData instance.")
+    check_instance(data, ConstraintData, "data")
     check_option(form, "form", FORMS)
     d = data.n_features
     X, pairs = data.X, data.pairs

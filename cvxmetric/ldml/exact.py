@@ -43,7 +43,13 @@ from scipy.special import expit
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, project_psd, whitening_basis
 from .._trace import record
-from .._validation import check_indices, check_option, check_samples, check_scalar
+from .._validation import (
+    check_indices,
+    check_instance,
+    check_option,
+    check_samples,
+    check_scalar,
+)
 from ..constraints import _row_ids, _zero_length
 from ..model import DeclaredProblem
 from ..result import (
@@ -975,8 +981,7 @@ def declared_problem(data):
         not attained: ``solve()`` and ``certificate()`` raise
         :class:`~cvxmetric.result.NotAttainedError`, as the exact path does.
     """
-    if not isinstance(data, LDMLData):
-        raise TypeError("data: expected an LDMLData instance.")
+    check_instance(data, LDMLData, "data")
     # [declare:ldml-eq2]
     Phi, s = data.Phi, data.s                              # (P, D), (P,) of +1 / -1
     M = cp.Variable((data.d, data.d), symmetric=True, name="M")

@@ -83,6 +83,7 @@ from .._data import Samples
 from .._linalg import project_psd
 from .._solver import fit_threads
 from .._tolerances import certificate_tolerance
+from .._validation import check_instance
 from ..constraints import LabeledPairs
 from ..result import Certificate, SolverResult
 
@@ -384,8 +385,7 @@ class MMCData(Samples):
             when the differences' scale puts ``M`` outside the floating-point
             range (:data:`SCALE_RANGE`).
         """
-        if not isinstance(pairs, LabeledPairs):
-            raise TypeError("pairs: expected a LabeledPairs instance.")
+        check_instance(pairs, LabeledPairs, "pairs")
         if not isinstance(diagonal, (bool, np.bool_)):
             raise ValueError(
                 f"diagonal: expected True or False, got {diagonal!r}.")

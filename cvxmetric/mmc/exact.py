@@ -54,6 +54,7 @@ import numpy as np
 from .._exact import SOLVERS, solve_certified
 from .._linalg import project_psd
 from .._trace import captured, record
+from .._validation import check_instance
 from ..model import DeclaredProblem
 from ..result import Certificate, CertificateError, SolverError, SolverResult, Status
 from ._problem import DEGENERATE_MSG, MMCData, mmc_result
@@ -107,8 +108,7 @@ class MMCModel:
     """
 
     def __init__(self, data, basis=None):
-        if not isinstance(data, MMCData):
-            raise TypeError("data: expected an MMCData instance.")
+        check_instance(data, MMCData, "data")
         if basis is not None:
             basis = np.asarray(basis, dtype=float)
             if data.diagonal or basis.ndim != 2 or \
@@ -447,8 +447,7 @@ def declared_problem(data):
         See :mod:`cvxmetric.model`; the certificate bounds the optimum from
         the primal point alone (:meth:`MMCData.certificate`).
     """
-    if not isinstance(data, MMCData):
-        raise TypeError("data: expected an MMCData instance.")
+    check_instance(data, MMCData, "data")
     # [declare:mmc-eq2]
     X, S, D = data.X, data.similar, data.dissimilar
     P_S = X[S[:, 0]] - X[S[:, 1]]  # (n_S, d)

@@ -78,6 +78,7 @@ from sklearn.utils._param_validation import Interval
 from .._linesearch import backtracking
 from .._reductions import Reduction
 from .._solver import IterativeSolver
+from .._validation import check_instance
 from ._problem import (
     DEGENERATE_MSG,
     MMCData,
@@ -94,8 +95,7 @@ def _inner(a, b):
 
 
 def _check_data(data):
-    if not isinstance(data, MMCData):
-        raise TypeError("data: expected an MMCData instance.")
+    check_instance(data, MMCData, "data")
 
 
 def project_spectraplex(Y):

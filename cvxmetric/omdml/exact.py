@@ -30,8 +30,10 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
+from .._docs import fill_doc
 from .._exact import SOLVERS, solve_certified, solver_options
 from .._linalg import project_psd
+from .._validation import check_instance
 from ..model import DeclaredProblem, MahalanobisMetric
 from ..result import CertificateError, SolverResult
 from ._problem import OMDMLData, check_theta
@@ -302,8 +304,7 @@ def solve_exact(data, theta=None, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     -------
     SolverResult
     """
-    if not isinstance(data, OMDMLData):
-        raise TypeError("data: expected an OMDMLData instance.")
+    check_instance(data, OMDMLData, "data")
     model = OMDMLModel(data, theta)
     return model.solve(solvers=solvers, tol=tol, verbose=verbose)
 
@@ -460,6 +461,7 @@ class _OMDMLDeclared(DeclaredProblem):
             self._update_parameters(changed)
 
 
+@fill_doc
 def declared_problem(data, theta=None):
     """Eq. 3 at a fixed ``theta`` exactly as printed, in the user's units,
     unsolved::
@@ -484,13 +486,9 @@ def declared_problem(data, theta=None):
     theta : array_like of shape (m,), optional
         In the simplex; default uniform.
 
-    Returns
-    -------
-    DeclaredProblem
-        See :mod:`cvxmetric.model`.
+    {declared_returns_model}
     """
-    if not isinstance(data, OMDMLData):
-        raise TypeError("data: expected an OMDMLData instance.")
+    check_instance(data, OMDMLData, "data")
     model = OMDMLModel(data, theta, _scaled=False)
     variables = {f"M_{i}": Mi for i, Mi in enumerate(model.M)}
     variables["xi"] = model.xi

@@ -42,7 +42,13 @@ import scipy.linalg
 from .._data import Samples
 from .._linalg import PairOperator, eigh_psd, project_psd
 from .._tolerances import certificate_tolerance
-from .._validation import check_finite, check_option, check_psd_matrix, check_scalar
+from .._validation import (
+    check_finite,
+    check_instance,
+    check_option,
+    check_psd_matrix,
+    check_scalar,
+)
 from ..constraints import LabeledPairs, Quadruplets
 from ..result import Certificate
 
@@ -351,8 +357,7 @@ class QwiseData(Samples):
             paper's Eq. 8.  (The structural model's closed form, whose
             hinges weigh ``1 / (|X| P_x N_x)``, is solved this way.)
         """
-        if not isinstance(quadruplets, Quadruplets):
-            raise TypeError("quadruplets: expected a Quadruplets instance.")
+        check_instance(quadruplets, Quadruplets, "quadruplets")
         check_option(regularizer, "regularizer", REGULARIZERS)
         C_q = check_scalar(C_q, "C_q", low=0)
         C_p = check_scalar(C_p, "C_p", low=0)
@@ -713,8 +718,7 @@ def _check_pair_bounds(pairs, X, u, l):
         u = None if u is None else check_scalar(u, "u")
         l = None if l is None else check_scalar(l, "l")
         return u, l
-    if not isinstance(pairs, LabeledPairs):
-        raise TypeError("pairs: expected a LabeledPairs instance.")
+    check_instance(pairs, LabeledPairs, "pairs")
     if pairs.X is not X and not np.array_equal(pairs.X, X):
         raise ValueError("pairs: refer to a different X than quadruplets.")
     if u is None or l is None:

@@ -42,7 +42,9 @@ import time
 import cvxpy as cp
 import numpy as np
 
+from .._docs import fill_doc
 from .._exact import SOLVERS, solve_certified
+from .._validation import check_instance
 from ..model import _ModelDeclared
 from ..result import Certificate, CertificateError, SolverError, SolverResult, Status
 from ._problem import QwiseData
@@ -404,6 +406,7 @@ class _QwiseDeclared(_ModelDeclared):
         return self.data.certificate(M, alpha, **self._certificate_args())
 
 
+@fill_doc
 def declared_problem(data):
     """Eq. 8 / Eq. 11 exactly as printed, in the user's units, unsolved.
 
@@ -419,13 +422,9 @@ def declared_problem(data):
     data : QwiseData
         In the user's units (not :meth:`~QwiseData.normalized`).
 
-    Returns
-    -------
-    DeclaredProblem
-        See :mod:`cvxmetric.model`.
+    {declared_returns_model}
     """
-    if not isinstance(data, QwiseData):
-        raise TypeError("data: expected a QwiseData instance.")
+    check_instance(data, QwiseData, "data")
     return _QwiseDeclared(QwiseModel(data))
 
 
@@ -628,8 +627,7 @@ def solve_vector_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     :class:`QwiseVectorModel` as printed, and the result is certified on
     it.
     """
-    if not isinstance(data, QwiseVectorData):
-        raise TypeError("data: expected a QwiseVectorData instance.")
+    check_instance(data, QwiseVectorData, "data")
     return QwiseVectorModel(data, _feature_scale=data.feature_scale()).solve(
         solvers=solvers, tol=tol, verbose=verbose)
 
@@ -753,6 +751,7 @@ class _QwiseVectorDeclared(_ModelDeclared):
         return np.diag(np.maximum(w, 0.0))
 
 
+@fill_doc
 def declared_vector_problem(data):
     """Eq. 14 (``loss="hinge"``) or the smoothed Eq. 27-30 (``"huber"``)
     exactly as printed, in the user's units, unsolved.
@@ -773,13 +772,9 @@ def declared_vector_problem(data):
     data : QwiseVectorData
         In the user's units (not :meth:`~QwiseVectorData.scaled`).
 
-    Returns
-    -------
-    DeclaredProblem
-        See :mod:`cvxmetric.model`.
+    {declared_returns_model}
     """
-    if not isinstance(data, QwiseVectorData):
-        raise TypeError("data: expected a QwiseVectorData instance.")
+    check_instance(data, QwiseVectorData, "data")
     if np.any(np.asarray(data.w_weight) != 1.0):
         raise ValueError("data: a scaled twin (QwiseVectorData.scaled) is not the "
                          "problem as printed; declare the user's data.")

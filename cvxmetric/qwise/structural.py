@@ -108,7 +108,13 @@ from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, project_psd
 from .._solver import IterativeSolver, conic_verbose, stop_message
 from .._tolerances import EXACT_GAP
-from .._validation import check_option, check_pair_labels, check_samples, check_scalar
+from .._validation import (
+    check_instance,
+    check_option,
+    check_pair_labels,
+    check_samples,
+    check_scalar,
+)
 from ..constraints import (
     Quadruplets,
     Triplets,
@@ -273,8 +279,7 @@ class StructuralData:
         regularizer : {"trace", "frobenius"}
         C : float > 0
         """
-        if not isinstance(quadruplets, Quadruplets):
-            raise TypeError("quadruplets: expected a Quadruplets instance.")
+        check_instance(quadruplets, Quadruplets, "quadruplets")
         X, q = quadruplets.X, quadruplets.indices.astype(np.int64)
         n = X.shape[0]
         qkey = np.minimum(q[:, 0], q[:, 1]) * n + np.maximum(q[:, 0], q[:, 1])
@@ -292,8 +297,7 @@ class StructuralData:
         regularizer : {"trace", "frobenius"}
         C : float > 0
         """
-        if not isinstance(triplets, Triplets):
-            raise TypeError("triplets: expected a Triplets instance.")
+        check_instance(triplets, Triplets, "triplets")
         t = triplets.indices
         a = t[:, 0]
         return cls._build(triplets.X, "triplets", regularizer, C, a,
@@ -690,8 +694,7 @@ class StructuralCuttingPlane(IterativeSolver):
         return self.tol * max(1.0, abs(upper)) / data.C
 
     def init_state(self, data, init=None):
-        if not isinstance(data, StructuralData):
-            raise TypeError("data: expected a StructuralData instance.")
+        check_instance(data, StructuralData, "data")
         d = data.n_features
         M = np.zeros((d, d))
         if init is not None:
@@ -879,8 +882,7 @@ def solve_structural_fast(data, *, tol=None, maxiter=None, max_time=None, warn=T
     """
     from .fast import QwiseDualSolver
 
-    if not isinstance(data, StructuralData):
-        raise TypeError("data: expected a StructuralData instance.")
+    check_instance(data, StructuralData, "data")
     t0 = time.perf_counter()
     try:
         qdata, keep = data.as_qwise()
@@ -943,8 +945,7 @@ def solve_structural_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     SolverResult
         ``method="exact"``; ``info["alpha"]`` the hinge multipliers.
     """
-    if not isinstance(data, StructuralData):
-        raise TypeError("data: expected a StructuralData instance.")
+    check_instance(data, StructuralData, "data")
     t0 = time.perf_counter()
     # the declared problem itself (declared_problem), solved and certified
     declared = declared_problem(data)
@@ -1001,6 +1002,7 @@ class _StructuralDeclared(DeclaredProblem):
         self.data = self.data.with_params(C=float(values["C"]))
 
 
+@fill_doc
 def declared_problem(data):
     """Eq. 16 as printed, in the user's units, unsolved.
 
@@ -1023,15 +1025,11 @@ def declared_problem(data):
     ----------
     data : StructuralData
 
-    Returns
-    -------
-    DeclaredProblem
-        See :mod:`cvxmetric.model`.
+    {declared_returns_model}
     """
     from .exact import PAPER
 
-    if not isinstance(data, StructuralData):
-        raise TypeError("data: expected a StructuralData instance.")
+    check_instance(data, StructuralData, "data")
     d = data.n_features
     op = data.op
     Phi = op.X[op.i] - op.X[op.j]  # (n_pairs, d)

@@ -97,7 +97,7 @@ import scipy.linalg
 from .._linalg import PairOperator, eigh_psd
 from .._linesearch import backtracking
 from .._tolerances import certificate_tolerance
-from .._validation import check_option, check_psd_matrix, check_scalar
+from .._validation import check_instance, check_option, check_psd_matrix, check_scalar
 from ..constraints import Triplets
 from ..result import Certificate
 
@@ -537,8 +537,7 @@ class RankData(FullOrDiagonal):
             ``"spectral"`` (``"burg"``: first term ``tr((A P)^2)``) or
             ``"trace_fixed"`` (``"laplacian"``: ``sum(a) = tau`` added).
         """
-        if not isinstance(triplets, Triplets):
-            raise TypeError("triplets: expected a Triplets instance.")
+        check_instance(triplets, Triplets, "triplets")
         lam, diagonal = _check_options(regularizer, form, lam, diagonal, A0, tau)
         X = triplets.X
         d = X.shape[1]

@@ -55,8 +55,10 @@ import time
 import cvxpy as cp
 import numpy as np
 
+from .._docs import fill_doc
 from .._exact import SOLVERS, solve_certified
 from .._linalg import pow2_rms_exponents
+from .._validation import check_instance
 from ..model import _ModelDeclared
 from ..result import SolverError, SolverResult
 from ._problem import RankData
@@ -440,6 +442,7 @@ class _RankDeclared(_ModelDeclared):
         return self.data.certificate(M, alpha, **self._certificate_args())
 
 
+@fill_doc
 def declared_problem(data):
     """Eq. 7 / 9 / 11 exactly as printed, in the user's units, unsolved.
 
@@ -454,13 +457,9 @@ def declared_problem(data):
     ----------
     data : RankData
 
-    Returns
-    -------
-    DeclaredProblem
-        See :mod:`cvxmetric.model`.
+    {declared_returns_model}
     """
-    if not isinstance(data, RankData):
-        raise TypeError("data: expected a RankData instance.")
+    check_instance(data, RankData, "data")
     return _RankDeclared(RankDMLModel(data))
 
 

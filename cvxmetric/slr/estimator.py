@@ -51,10 +51,18 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import (SOLVER_OPTION_CONSTRAINTS, BilinearMixin, LabelledMixin,
-                     given_options, solver_names, store_arguments, validate_labelled)
+from .._base import (
+    SOLVER_OPTION_CONSTRAINTS,
+    BilinearMixin,
+    LabelledMixin,
+    given_options,
+    solver_names,
+    store_arguments,
+    validate_labelled,
+)
 from .._docs import fill_doc
 from .._solver import conic_verbose
+from .._validation import check_instance
 from ..metrics import average_precision
 from ..model import DeclaredProblem
 from ..result import Status
@@ -363,8 +371,7 @@ def declared_problem(data):
     ValueError
         Naming ``X`` when ``n^2 d^2`` exceeds :data:`EXACT_MAX_COEFFICIENTS`.
     """
-    if not isinstance(data, SLRData):
-        raise TypeError("data: expected an SLRData instance.")
+    check_instance(data, SLRData, "data")
     n, d = data.n_samples, data.n_features
     if n * n * d * d > EXACT_MAX_COEFFICIENTS:
         raise ValueError(

@@ -65,7 +65,7 @@ import numpy as np
 import scipy.sparse
 
 from .._exact import SOLVERS, solve_certified, solver_options
-from .._validation import check_option, check_samples
+from .._validation import check_instance, check_option, check_samples
 from ..result import Certificate, SolverError, SolverResult
 from ._problem import SLRData, check_thresholds, smat, svec
 
@@ -512,8 +512,7 @@ def solve_exact(data, *, form="symmetric", solvers=SOLVERS, tol=1e-9, verbose=Fa
     CertificateError, SolverError
         When no solver returns a certified point.
     """
-    if not isinstance(data, SLRData):
-        raise TypeError("data: expected an SLRData instance.")
+    check_instance(data, SLRData, "data")
     check_option(form, "form", FORMS)
     if reduce not in ("auto", True, False):
         raise ValueError(f"reduce: expected 'auto', True or False, got {reduce!r}.")

@@ -61,6 +61,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._linesearch import backtracking
 from .._solver import IterativeSolver
 from .._tolerances import certificate_tolerance
+from .._validation import check_instance
 from ._problem import (
     Expired,
     SLRData,
@@ -101,8 +102,7 @@ class _SLRSolver(IterativeSolver):
     reemit_warnings = True
 
     def check_data(self, data):
-        if not isinstance(data, SLRData):
-            raise TypeError("data: expected an SLRData instance.")
+        check_instance(data, SLRData, "data")
 
     def converged(self, state):
         return state.certified and state.error <= self.tol
