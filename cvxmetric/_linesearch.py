@@ -51,8 +51,10 @@ def backtracking(trial, accept, *, step=1.0, shrink=0.5, max_backtracks=None,
         ``accept(t, value) -> bool``: the sufficient-decrease test.
     step : float
         The first step.
-    shrink : float in (0, 1)
-        Factor of each backtrack.
+    shrink : float
+        Factor of each backtrack: in (0, 1) for a step; above 1 when the
+        search runs on a curvature estimate ``L`` whose step is ``1 / L``
+        (RankDML's dual ascent doubles ``L``).
     max_backtracks : int, optional
         Give up after this many backtracks (``None``: no limit).
     min_step : float

@@ -398,21 +398,29 @@ class RankDualSolver(IterativeSolver):
         if not accepted:
             # projected gradient step with a backtracked Lipschitz estimate
             n_fallback += 1
-            L = lipschitz or max(h, 1e-12)
-            while True:
-                new = np.clip(alpha + m / L, 0.0, 1.0)
+            # the search runs on the Lipschitz estimate L (the step is 1 / L):
+            # each backtrack doubles L until the ascent test holds
+            def trial(L):
                 if self.deadline.expired():
-                    # out of time: keep the current iterate
-                    new = alpha
-                    g_new, A_new, m_new, cache_new, nu_new = g, A, m, cache, nu
-                    break
-                diff = new - alpha
-                g_new, A_new, m_new, cache_new, nu_new = self._evaluate(data, new, nu)
-                if (g_new >= g + float(m @ diff) - 0.5 * L * float(diff @ diff)
-                        or L > 1e300 or not np.any(diff)):
-                    break
-                L *= 2.0
-            lipschitz = 0.5 * L
+                    return None  # out of time: the current iterate stays
+                new = np.clip(alpha + m / L, 0.0, 1.0)
+                return new, self._evaluate(data, new, nu)
+
+            def accept(L, value):
+                if value is None:
+                    return True
+                diff = value[0] - alpha
+                return (value[1][0] >= g + float(m @ diff) - 0.5 * L * float(diff @ diff)
+                        or L > 1e300 or not np.any(diff))
+
+            search = backtracking(trial, accept, step=lipschitz or max(h, 1e-12),
+                                  shrink=2.0)
+            if search.value is None:
+                new = alpha
+                g_new, A_new, m_new, cache_new, nu_new = g, A, m, cache, nu
+            else:
+                new, (g_new, A_new, m_new, cache_new, nu_new) = search.value
+            lipschitz = 0.5 * search.step
             if g_new < g:  # no progress possible at this precision
                 new, g_new, A_new, m_new, cache_new, nu_new = alpha, g, A, m, cache, nu
         upper, best_A, lower, best_alpha = self._bounds(
