@@ -93,15 +93,8 @@ def recording():
         Filled as stages end; scopes nest, each one collecting what ends
         inside it (an inner scope's stages are its outer scope's too).
     """
-    outer = _CURRENT.get()
-    scope = _Scope(outer)
-    token = _CURRENT.set(scope)
-    try:
-        yield scope.stages
-    finally:
-        _CURRENT.reset(token)
-        if outer is not None:
-            outer.stages.extend(scope.stages)
+    with _scope(pass_on=True) as stages:
+        yield stages
 
 
 @contextmanager
@@ -115,12 +108,24 @@ def captured():
     ------
     list of Stage
     """
-    scope = _Scope(None)
+    with _scope(pass_on=False) as stages:
+        yield stages
+
+
+@contextmanager
+def _scope(pass_on):
+    """A new innermost scope; at its end its stages go to the enclosing
+    scope when ``pass_on`` (:func:`recording`), or stay with the caller
+    (:func:`captured`)."""
+    outer = _CURRENT.get()
+    scope = _Scope(outer if pass_on else None)
     token = _CURRENT.set(scope)
     try:
         yield scope.stages
     finally:
         _CURRENT.reset(token)
+        if pass_on and outer is not None:
+            outer.stages.extend(scope.stages)
 
 
 def emit(stages, why=None):
