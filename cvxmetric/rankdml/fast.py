@@ -398,31 +398,8 @@ class RankDualSolver(IterativeSolver):
         if not accepted:
             # projected gradient step with a backtracked Lipschitz estimate
             n_fallback += 1
-            # the search runs on the Lipschitz estimate L (the step is 1 / L):
-            # each backtrack doubles L until the ascent test holds
-            def trial(L):
-                if self.deadline.expired():
-                    return None  # out of time: the current iterate stays
-                new = np.clip(alpha + m / L, 0.0, 1.0)
-                return new, self._evaluate(data, new, nu)
-
-            def accept(L, value):
-                if value is None:
-                    return True
-                diff = value[0] - alpha
-                return (value[1][0] >= g + float(m @ diff) - 0.5 * L * float(diff @ diff)
-                        or L > 1e300 or not np.any(diff))
-
-            search = backtracking(trial, accept, step=lipschitz or max(h, 1e-12),
-                                  shrink=2.0)
-            if search.value is None:
-                new = alpha
-                g_new, A_new, m_new, cache_new, nu_new = g, A, m, cache, nu
-            else:
-                new, (g_new, A_new, m_new, cache_new, nu_new) = search.value
-            lipschitz = 0.5 * search.step
-            if g_new < g:  # no progress possible at this precision
-                new, g_new, A_new, m_new, cache_new, nu_new = alpha, g, A, m, cache, nu
+            (new, g_new, A_new, m_new, cache_new, nu_new), lipschitz = \
+                self._gradient_step(data, A, s, lipschitz or max(h, 1e-12))
         upper, best_A, lower, best_alpha = self._bounds(
             data, new, A_new, m_new, s.upper, s.best_A, s.lower, s.best_alpha, g_new)
         noise = (s.noise if best_A is s.best_A and best_alpha is s.best_alpha
@@ -431,6 +408,40 @@ class RankDualSolver(IterativeSolver):
                                 cache_new, nu_new, upper, best_A, lower, best_alpha,
                                 s.n_cg + n_cg, n_fallback, noise, s.upper - s.lower,
                                 mu, lipschitz)
+
+    def _gradient_step(self, data, A, s, L0):
+        """The fallback projected gradient step from ``s``'s multipliers.
+
+        The search runs on the Lipschitz estimate ``L`` (the step is
+        ``1 / L``), from ``L0``: each backtrack doubles ``L`` until the
+        ascent test holds.  Returns ``((alpha, g, A, margins, cache, nu),
+        lipschitz)`` with the next estimate; the current iterate when time
+        is out or no progress is possible at this precision.
+        """
+        alpha, g, m, nu = s.alpha, s.g, s.margins, s.nu
+        current = (alpha, g, A, m, s.cache, nu)
+
+        def trial(L):
+            if self.deadline.expired():
+                return None  # out of time: the current iterate stays
+            new = np.clip(alpha + m / L, 0.0, 1.0)
+            return new, self._evaluate(data, new, nu)
+
+        def accept(L, value):
+            if value is None:
+                return True
+            diff = value[0] - alpha
+            return (value[1][0] >= g + float(m @ diff) - 0.5 * L * float(diff @ diff)
+                    or L > 1e300 or not np.any(diff))
+
+        search = backtracking(trial, accept, step=L0, shrink=2.0)
+        lipschitz = 0.5 * search.step
+        if search.value is None:
+            return current, lipschitz
+        new, evaluated = search.value
+        if evaluated[0] < g:  # no progress possible at this precision
+            return current, lipschitz
+        return (new, *evaluated), lipschitz
 
     def finalize(self, A, state, data):
         best = state.best_A
