@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from cvxmetric._tolerances import tolerance
+from cvxmetric.experiments.slr.baselines import slr_whole
 from cvxmetric.result import Status
 from cvxmetric.slr._problem import SLRData
-from cvxmetric.experiments.slr.baselines import slr_whole
 from cvxmetric.slr.lowrank import _half_step, _Problem, lowrank_slr
 
 
@@ -174,18 +174,6 @@ def test_trace_names_its_stages_in_order(target, name):
     assert evaluation.seconds == res.certificate.times["objective"]
 
 
-@pytest.mark.parametrize("kwargs, iterations, status, evaluation", [
-    ({"max_time": 0.0}, 0, Status.TIME_LIMIT, "exact"),
-    ({"evaluate": False}, 2, Status.MAX_ITER, "skipped"),
-    ({"objective_max_n": 10}, 2, Status.MAX_ITER, "estimated"),
-])
-def test_trace_says_how_the_run_ended(kwargs, iterations, status, evaluation):
-    X, y = _classes()
-    res = lowrank_slr(X, y, 2, n_iter=2, random_state=0, **kwargs)
-    run, final = res.trace
-    assert (run.iterations, run.status, final.status) == (iterations, status,
-                                                          evaluation)
-    assert res.status == status
 
 
 def test_estimator_trace_is_the_solver_trace():

@@ -17,6 +17,7 @@ import pytest
 from cvxmetric._tolerances import tolerance
 from cvxmetric.result import Status
 from cvxmetric.slr._problem import SLRData
+from cvxmetric.slr.lowrank import lowrank_slr
 from cvxmetric.slr.randomized import (
     _pair_residual,
     eq4_objective_factored,
@@ -288,14 +289,19 @@ def test_trace_names_its_stages_in_order(sketch):
     assert evaluation.seconds == res.certificate.times["objective"]
 
 
+@pytest.mark.parametrize("solve", [
+    lambda X, y, **kw: randomized_slr(X, y, 20, **kw),
+    lambda X, y, **kw: lowrank_slr(X, y, 2, **kw),
+], ids=["randomized", "lowrank"])
 @pytest.mark.parametrize("kwargs, iterations, status, evaluation", [
     ({"max_time": 0.0}, 0, Status.TIME_LIMIT, "exact"),
     ({"evaluate": False}, 2, Status.MAX_ITER, "skipped"),
     ({"objective_max_n": 10}, 2, Status.MAX_ITER, "estimated"),
 ])
-def test_trace_says_how_the_run_ended(kwargs, iterations, status, evaluation):
+def test_trace_says_how_the_run_ended(solve, kwargs, iterations, status, evaluation):
+    """Algorithms 2 and 3 end their runs alike (one shared run record)."""
     X, y = _classes()
-    res = randomized_slr(X, y, 20, n_iter=2, random_state=0, **kwargs)
+    res = solve(X, y, n_iter=2, random_state=0, **kwargs)
     run, final = res.trace
     assert (run.iterations, run.status, final.status) == (iterations, status,
                                                           evaluation)
