@@ -275,4 +275,5 @@ def conformance_slice(name, *, datasets=("iris",), seeds=(0,)):
     from .bench import conformance
 
     return conformance.run_suite(datasets=tuple(datasets), seeds=tuple(seeds),
-                                 families=[_formulation(name).name], isolate=False)
+                                 families=[_formulation(name).name], isolate=False,
+                                 max_seconds=None, max_memory_mb=None)

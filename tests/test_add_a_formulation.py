@@ -324,3 +324,15 @@ def test_a_modified_problem_is_not_an_exact_path(tutorial):
             ValueError, match="^declared: the problem was modified"):
         warnings.simplefilter("error")
         certified_result(dp)
+
+
+def test_the_suite_runs_a_registered_formulation_in_this_process(tutorial):
+    # a fresh process would not know the formulation: the suite's default
+    # (isolated cases) runs its cases here instead, and certifies them
+    from cvxmetric.bench import conformance
+
+    with registered(tutorial[0]["f"]):
+        rows = conformance.run_suite(datasets=("iris",), seeds=(0,),
+                                     families=[NAME])
+    assert [(r["method"], r["status"], r["certified"]) for r in rows] == [
+        ("exact", "optimal", True)]

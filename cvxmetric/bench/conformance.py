@@ -365,9 +365,10 @@ def run_suite(datasets=DATASETS, seeds=DEFAULT_SEEDS, families=None, *,
         One row per case, judged by :func:`judge`.
     """
     selected = tuple(_families()) if families is None else tuple(families)
-    isolate = isolate and all(catalogued(f) for f in selected)
-    if not isolate:  # the budgets are those of isolated cases
-        max_seconds = max_memory_mb = None
+    if isolate and not all(catalogued(f) for f in selected):
+        # a formulation added by register() is unknown to a fresh process:
+        # its cases run here, without the isolated cases' budgets
+        isolate, max_seconds, max_memory_mb = False, None, None
     runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
                 callback=callback, preexec_fn=memory_limit(
                     int(max_memory_mb) * 1024 ** 2 if max_memory_mb else None))
