@@ -40,7 +40,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from .._exact import SOLVERS, solve_certified
+from .._exact import SOLVERS, _outcome, solve_certified
 from .._linalg import PairOperator, project_psd, whitening_basis
 from .._trace import record
 from .._validation import (
@@ -140,10 +140,9 @@ def _attempts(prob, solvers, stage):
             record(f"{stage} ({name})", "bound", seconds=time.perf_counter() - t0,
                    status="error")
             continue
-        stats = prob.solver_stats
-        record(f"{stage} ({name})", "bound", seconds=time.perf_counter() - t0,
-               iterations=(getattr(stats, "num_iters", None) or 0) if stats else 0,
-               status=str(prob.status))
+        status, n_iter, times = _outcome(prob, t0)
+        record(f"{stage} ({name})", "bound", seconds=times["total"],
+               iterations=n_iter, status=str(status))
         yield name
 
 
