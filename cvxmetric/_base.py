@@ -46,7 +46,8 @@ __all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifie
            "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
            "components_from_metric", "validate_labelled", "form_tuples",
            "form_samples", "FitMixin", "store_arguments", "given_options",
-           "solver_names", "array_ndim", "SOLVER_OPTION_CONSTRAINTS",
+           "solver_names", "array_ndim", "default_n_constraints",
+           "SOLVER_OPTION_CONSTRAINTS",
            "CALIBRATION_STRATEGIES", "MAX_SCORE_PAIRS", "MAX_SCORE_REFERENCE"]
 
 logger = logging.getLogger("cvxmetric")
@@ -91,6 +92,13 @@ def store_arguments(estimator, arguments):
     for name, value in arguments.items():
         if name not in ("self", "__class__"):
             setattr(estimator, name, value)
+
+
+def default_n_constraints(n_samples, n_constraints=None):
+    """``n_constraints``, or the supervised tuple and pair learners' default
+    sample, ``min(1000, 20 n_samples)``: enough to cover every sample a few
+    times, bounded for the exact solvers."""
+    return min(1000, 20 * n_samples) if n_constraints is None else n_constraints
 
 
 def array_ndim(a, name):

@@ -268,7 +268,9 @@ def _labelled(n_constraints):
 
 def _documented_default(X, y):
     """The supervised tuple / pair learners' documented default sample."""
-    return min(1000, 20 * X.shape[0])
+    from ._base import default_n_constraints
+
+    return default_n_constraints(X.shape[0])
 
 
 def _metric_learn_pairs(y):

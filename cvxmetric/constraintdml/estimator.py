@@ -33,8 +33,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
-                     PairsClassifierMixin, array_ndim, given_options, solver_names,
-                     store_arguments, validate_labelled)
+                     PairsClassifierMixin, array_ndim, default_n_constraints,
+                     given_options, solver_names, store_arguments, validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
@@ -261,9 +261,7 @@ class ConstraintDMLSupervised(LabelledMixin, TransformerMixin, _ConstraintBase):
     def _sample(self, X, y):
         """Validate ``(X, y)`` and sample the pairs: ``(X, pairs, labels)``."""
         X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
-        n = self.n_constraints
-        if n is None:
-            n = min(1000, 20 * X.shape[0])
+        n = default_n_constraints(X.shape[0], self.n_constraints)
         rng = check_random_state(self.random_state)
         pairs, labels = pairs_from_labels(y, n, random_state=rng)
         i, j = pairs.T

@@ -34,8 +34,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
-                     QuadrupletsClassifierMixin, array_ndim, given_options, solver_names,
-                     store_arguments, validate_labelled)
+                     QuadrupletsClassifierMixin, array_ndim, default_n_constraints,
+                     given_options, solver_names, store_arguments, validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
@@ -407,9 +407,7 @@ def _label_sets(X, y, n_constraints, random_state, *, with_pairs):
 
     ``n_constraints`` of each (default ``min(1000, 20 * n_samples)``).
     """
-    n = n_constraints
-    if n is None:
-        n = min(1000, 20 * X.shape[0])
+    n = default_n_constraints(X.shape[0], n_constraints)
     rng = check_random_state(random_state)
     quads = quadruplets_from_labels(y, n, random_state=rng)
     # with rows duplicated across classes the label sampler can draw

@@ -99,6 +99,7 @@ from .._base import (
     MahalanobisMixin,
     _OrderedTuplesMixin,
     array_ndim,
+    default_n_constraints,
     given_options,
     store_arguments,
     validate_labelled,
@@ -1410,9 +1411,7 @@ class QwiseStructuralSupervised(LabelledMixin, TransformerMixin, _StructuralBase
         """Validate ``(X, y)``; the :class:`StructuralData` of the sampled
         tuples."""
         X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
-        n = self.n_constraints
-        if n is None:
-            n = min(1000, 20 * X.shape[0])
+        n = default_n_constraints(X.shape[0], self.n_constraints)
         rng = check_random_state(self.random_state)
         sample = (quadruplets_from_labels if self.reading == "quadruplets"
                   else triplets_from_labels)
