@@ -5,7 +5,6 @@ traced fit of every row must give exactly those stages."""
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,12 +58,9 @@ def fit_args(estimator):
     if estimator in ("SLR", "LDMLSupervised"):
         return X[::3], y[::3]
     if estimator == "OMDML":
-        rng = np.random.RandomState(0)
-        i = rng.randint(len(y), size=2000)
-        j, k = rng.randint(len(y), size=2000), rng.randint(len(y), size=2000)
-        keep = (y[i] == y[j]) & (y[i] != y[k]) & (i != j)
-        t = np.column_stack([i, j, k])[keep][:200]
-        return [X[:, :2], X[:, 2:]], t
+        from cvxmetric import triplets_from_labels
+
+        return [X[:, :2], X[:, 2:]], triplets_from_labels(y, 200, random_state=0)
     if estimator in ("MildML", "LDMLStar"):
         from cvxmetric.ldml import digits_bags
 
