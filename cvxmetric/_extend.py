@@ -159,7 +159,7 @@ class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator
         """
         self._check_calibration_params(calibration_params)
         f, data = self._data(pairs, y)
-        result = f.load("exact")(data)
+        result = f.solve_exact(data)
         self._store_result(result, n_features=result.M.shape[0])
         return self._calibrate_after_fit(pairs, y, calibration_params)
 
@@ -227,10 +227,10 @@ def pairs_family(name, hyperparameters, *, generate=None, methods=None):
                               **hp)
 
     def exact(data):
-        return f.load("exact")(data)
+        return f.solve_exact(data)
 
     def reference_solve(data, solver, tol):
-        return f.load("exact")(data, solvers=(solver,), tol=tol)
+        return f.solve_exact(data, solvers=(solver,), tol=tol)
 
     def sizes(arrays):
         n, d = arrays["X"].shape

@@ -336,7 +336,7 @@ def exact_solves(formulation, *, reference_options=None, after=None):
     """The ``exact`` and ``reference_solve`` of a :class:`FamilySpec` whose
     instances' data go straight to ``formulation``'s certified exact path.
 
-    The path is the registry's (:attr:`cvxmetric.formulations.Formulation.exact`),
+    The path is the registry's (:meth:`cvxmetric.formulations.Formulation.solve_exact`),
     imported on first use.
 
     Parameters
@@ -360,7 +360,7 @@ def exact_solves(formulation, *, reference_options=None, after=None):
     from .formulations import formulation as lookup
 
     def solve(data, **options):
-        res = lookup(formulation).load("exact")(data, **options)
+        res = lookup(formulation).solve_exact(data, **options)
         return res if after is None else after(res)
 
     def exact(data):

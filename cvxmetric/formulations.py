@@ -144,6 +144,18 @@ class Formulation:
         The module that registers its family of ``problems/`` instances
         (:func:`cvxmetric.collection.register_family`), imported by the
         collection on first use.
+    warm_start : str, callable or None
+        ``"module:function"`` (or the function) ``warm_start(data) ->
+        SolverResult``: the fast solve whose point the exact path takes as
+        its starting guess (a margin set, a face) when it wants one.  The
+        exact path never imports a fast solver; :meth:`solve_exact` hands
+        it this function as its ``warm_start`` argument.
+    bound_polish : str, callable or None
+        ``"module:function"`` (or the function) ``bound_polish(data, x) ->
+        (bound, iterations)``: a short solve that sharpens the dual bound
+        at the exact path's point ``x`` (a traced ``bound`` stage, run when
+        the plain bound leaves a gap); handed to the exact path as its
+        ``bound_polish`` argument.
     """
 
     name: str
@@ -159,6 +171,8 @@ class Formulation:
     suite: bool = True
     collection: str = None
     suite_data: object = None
+    warm_start: object = None
+    bound_polish: object = None
     _by_name: dict = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -203,15 +217,15 @@ class Formulation:
                          f"{[_estimator_name(e) for e in self.estimators]}.")
 
     def load(self, what):
-        """Import and return ``data``, ``exact`` or ``declared``.
+        """Import and return ``data``, ``exact``, ``declared``,
+        ``warm_start`` or ``bound_polish``.
 
         A ``"module:attr"`` string is imported; an object (a class or a
         function given directly, as a formulation defined in a script does)
         is returned as it is.
         """
-        if what not in ("data", "exact", "declared"):
-            raise ValueError(f"what: expected 'data', 'exact' or 'declared', got "
-                             f"{what!r}.")
+        if what not in _LOADABLE:
+            raise ValueError(f"what: expected one of {_LOADABLE}, got {what!r}.")
         target = getattr(self, what)
         if target is None:
             raise ValueError(f"{what}: {self.name!r} has none.")
@@ -219,6 +233,35 @@ class Formulation:
             return target
         module, _, attr = target.partition(":")
         return getattr(import_module(module), attr)
+
+    def solve_exact(self, data, **options):
+        """The certified exact path, given what it takes from its caller.
+
+        The exact path (:attr:`exact`) is called with ``options`` and, where
+        the formulation declares them, its :attr:`warm_start` and
+        :attr:`bound_polish` functions (unless ``options`` gives them): the
+        estimators and the problem collection solve through here, so that
+        the exact path itself never imports a fast solver.
+
+        Parameters
+        ----------
+        data
+            An instance of the formulation's data class.
+        **options
+            Keyword arguments of the exact path.
+
+        Returns
+        -------
+        SolverResult
+        """
+        for what in ("warm_start", "bound_polish"):
+            if getattr(self, what) is not None and what not in options:
+                options[what] = self.load(what)
+        return self.load("exact")(data, **options)
+
+
+#: What :meth:`Formulation.load` imports.
+_LOADABLE = ("data", "exact", "declared", "warm_start", "bound_polish")
 
 
 # ---------------------------------------------------------------------------

@@ -159,3 +159,36 @@ def test_every_tolerance_entry_names_a_registered_method():
         f = formulation(family)
         known = {m.name for m in f.methods} | set(col.METHODS.get(family, {}))
         assert method in known, key
+
+
+def test_solve_exact_hands_the_exact_path_what_the_formulation_declares():
+    seen = {}
+
+    def exact(data, *, warm_start=None, bound_polish=None, tol=1e-9):
+        seen.update(data=data, warm_start=warm_start, bound_polish=bound_polish,
+                    tol=tol)
+        return "result"
+
+    def warm(data):
+        return "warm"
+
+    def polish(data, x):
+        return 0.0, 0
+
+    f = Formulation("composed", "p", "Eq. 1", ("E",), "m:D", exact=exact,
+                    warm_start=warm, bound_polish=polish, suite=False)
+    assert f.load("warm_start") is warm and f.load("bound_polish") is polish
+    assert f.solve_exact("data", tol=1e-6) == "result"
+    assert seen == {"data": "data", "warm_start": warm, "bound_polish": polish,
+                    "tol": 1e-6}
+    # the caller's own choice wins
+    f.solve_exact("data", warm_start=None)
+    assert seen["warm_start"] is None
+    bare = Formulation("bare", "p", "Eq. 1", ("E",), "m:D", exact=exact,
+                       suite=False)
+    bare.solve_exact("data")
+    assert seen["warm_start"] is None and seen["bound_polish"] is None
+    with pytest.raises(ValueError, match="^warm_start: "):
+        bare.load("warm_start")
+    with pytest.raises(ValueError, match="^what: "):
+        bare.load("bogus")
