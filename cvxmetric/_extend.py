@@ -194,8 +194,12 @@ def _pair_arrays():
     )
 
 
-def pairs_family(name, hyperparameters, *, generate=None, methods=None):
+def pairs_family(name, hyperparameters, *, generate=None):
     """The problem-collection family of a registered pair formulation.
+
+    Its methods are those of the formulation's registry entry with a
+    collection solve (:attr:`cvxmetric.formulations.Method.collection`),
+    which :func:`cvxmetric.collection.register_family` reads.
 
     Parameters
     ----------
@@ -208,15 +212,11 @@ def pairs_family(name, hyperparameters, *, generate=None, methods=None):
         ``generate() -> list of dict`` (``name``, ``arrays``,
         ``hyperparameters``, ``description``, ``source``): the bundled
         instances (:func:`cvxmetric.collection.make_problems`).
-    methods : dict, optional
-        ``{method: callable(data) -> SolverResult}``: the fast methods
-        ``verify`` judges (each with a tolerance).
 
     Returns
     -------
-    spec : FamilySpec
-    methods : dict
-        Arguments of :func:`cvxmetric.collection.register_family`.
+    FamilySpec
+        The argument of :func:`cvxmetric.collection.register_family`.
     """
     from .collection import FamilySpec
 
@@ -236,12 +236,11 @@ def pairs_family(name, hyperparameters, *, generate=None, methods=None):
         n, d = arrays["X"].shape
         return {"n": int(n), "d": int(d), "n_pairs": len(arrays["pairs"])}
 
-    spec = FamilySpec(name=f.name, arrays=_pair_arrays(),
+    return FamilySpec(name=f.name, arrays=_pair_arrays(),
                       hyperparameters=dict(hyperparameters), to_data=to_data,
                       objective=lambda data, M: data.objective(M), exact=exact,
                       reference_solve=reference_solve, sizes=sizes,
                       generate=generate)
-    return spec, dict(methods or {})
 
 
 # ---------------------------------------------------------------------------

@@ -18,9 +18,10 @@ used.
 Families plug in through :func:`register_family`: a :class:`FamilySpec`
 states the arrays and hyperparameters of an instance, how to turn it into the
 family's problem data, how to solve it exactly, and (optionally) how to
-generate the bundled instances; :data:`METHODS` maps each family to its fast
-methods, ``{"qwise": {"fast": f, "subgradient": g}}`` with
-``f(data) -> SolverResult``.
+generate the bundled instances; :data:`METHODS` maps each family to the
+methods ``verify`` checks, ``{"qwise": {"fast": f, "subgradient": g}}`` with
+``f(data) -> SolverResult``: those of its formulation's registry entry that
+state a collection solve (:attr:`cvxmetric.formulations.Method.collection`).
 
 Every file is written atomically (a temporary file in the same directory,
 ``fsync``, ``os.replace``).  The two-file records -- an instance ``.npz``
@@ -63,7 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from ._tolerances import REFERENCE_AGREEMENT, tolerance
-from .formulations import formulations
+from .formulations import Method, formulations
 from .result import SolverError
 
 try:
@@ -242,6 +243,11 @@ class FamilySpec:
         ``matrix_dim(arrays) -> int``: the order of the stored matrix when it
         is not ``sizes(arrays)["d"]`` (the Qwise vector model stores
         ``diag([w; b])``, of order ``d + 1``).
+    stored : callable, optional
+        ``stored(result) -> SolverResult``: a method's result with the
+        matrix the family stores when it is not the result's ``M`` (LDML's
+        ``blockdiag(M, b)``), applied to the result of each of its
+        :data:`METHODS` (``exact`` returns that matrix itself).
     """
 
     name: str
@@ -256,6 +262,7 @@ class FamilySpec:
     applies: object = None
     psd: bool = True
     matrix_dim: object = None
+    stored: object = None
 
 
 class _Registered(MutableMapping):
@@ -297,7 +304,9 @@ class _Registered(MutableMapping):
 #: Registered families, by name (:class:`FamilySpec`).
 FAMILIES = _Registered()
 
-#: Fast methods per family: ``{family: {method: callable(data) -> SolverResult}}``.
+#: Methods per family: ``{family: {method: callable(data) -> SolverResult}}``,
+#: those of the family's registry entry with a collection solve
+#: (:attr:`cvxmetric.formulations.Method.collection`), in its order.
 #: ``cvxmetric verify`` judges method ``m`` against ``tolerance(family, m)``.
 METHODS = _Registered()
 
@@ -315,21 +324,69 @@ def _load_families():
         import_module(module)
 
 
+@dataclass(frozen=True)
+class _CollectionSolve:
+    """A method of :data:`METHODS`: its solve -- a registry
+    :class:`~cvxmetric.formulations.Method`'s collection solve, imported
+    when first run, or a function -- with the family's
+    :attr:`FamilySpec.stored` applied to the result."""
+
+    solve: object
+    stored: object = None
+
+    def __call__(self, data):
+        solve = self.solve
+        if isinstance(solve, Method):
+            solve = solve.load_collection()
+        result = solve(data)
+        return result if self.stored is None else self.stored(result)
+
+
+def _stated_methods(spec):
+    """``{name: callable}`` of the methods that the registry entry of
+    ``spec``'s formulation gives a collection solve, in its order (none
+    when no formulation has the family's name)."""
+    entry = next((f for f in formulations() if f.name == spec.name), None)
+    return {m.name: _CollectionSolve(m, spec.stored)
+            for m in (entry.methods if entry is not None else ())
+            if m.collection is not None}
+
+
 def register_family(spec, methods=None):
-    """Register a family and its fast methods.
+    """Register a family and the methods ``verify`` checks on it.
+
+    The methods are those of the registry entry of the formulation called
+    ``spec.name`` (as registered when this is called) that state a
+    collection solve (:attr:`cvxmetric.formulations.Method.collection`),
+    then ``methods``.
 
     Parameters
     ----------
     spec : FamilySpec
     methods : dict, optional
-        ``{name: callable(data) -> SolverResult}``; every name needs an entry
-        ``name`` or ``"family/name"`` in
+        ``{name: callable(data) -> SolverResult}``: further methods, for a
+        family whose methods are not in a registry entry; every name needs
+        an entry ``name`` or ``"family/name"`` in
         :data:`~cvxmetric._tolerances.TOLERANCES` to be verified.
+
+    Raises
+    ------
+    ValueError
+        Naming ``spec.name`` when it is not a valid family name, or
+        ``methods`` when one of its names is a method of the registry entry
+        already.
     """
     if not _NAME_RE.match(spec.name):
         raise ValueError(f"spec.name: invalid family name {spec.name!r}.")
+    stated = _stated_methods(spec)
+    extra = {name: _CollectionSolve(solve, spec.stored)
+             for name, solve in (methods or {}).items()}
+    both = sorted(set(stated) & set(extra))
+    if both:
+        raise ValueError(f"methods: {both} of family {spec.name!r} have a "
+                         f"collection solve in its registry entry already.")
     FAMILIES[spec.name] = spec
-    METHODS[spec.name] = dict(methods or {})
+    METHODS[spec.name] = {**stated, **extra}
 
 
 def exact_solves(formulation, *, reference_options=None, after=None):

@@ -73,6 +73,13 @@ class Method:
         ``None``: its gap is reported, not judged.
     capabilities : frozenset of str
         Among :data:`CAPABILITIES`.
+    collection : str, callable or None
+        ``"module:function"`` (or the function) ``solve(data) ->
+        SolverResult``: what ``cvxmetric verify`` runs, as this method, on
+        each instance of the formulation's family of the problem collection
+        (the data built from the instance, which carries its own
+        hyperparameters); imported when first run (:meth:`load_collection`).
+        ``None``: the collection does not check it.
     """
 
     name: str
@@ -81,6 +88,7 @@ class Method:
     reference: str = None
     tolerance: str = None
     capabilities: frozenset = frozenset()
+    collection: object = None
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -95,6 +103,23 @@ class Method:
                              f"reference {self.reference!r}).")
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
         object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+
+    def load_collection(self):
+        """Import and return :attr:`collection` (a function given directly
+        is returned as it is).
+
+        Raises
+        ------
+        ValueError
+            Naming ``collection`` when the method has none.
+        """
+        if self.collection is None:
+            raise ValueError(f"collection: method {self.name!r} has no collection "
+                             f"solve.")
+        if not isinstance(self.collection, str):
+            return self.collection
+        module, _, attr = self.collection.partition(":")
+        return getattr(import_module(module), attr)
 
 
 @dataclass(frozen=True)
@@ -411,12 +436,14 @@ _REGISTRY = (
         methods=(
             Method("exact", {"solver": "exact"}, "exact",
                    capabilities={"warm_start"}),
-            Method("fast", {"solver": "fast"}, "fast", "exact", "fast"),
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.qwise._collection:solve_dual"),
             # Algorithm 1 at its default budget: a subgradient method,
             # reported (TOLERANCES["subgradient"] is what it reaches on the
             # collection; on these data even Polyak's step with the known
             # optimum stays above it after 20 000 iterations)
-            Method("subgradient", {"solver": "subgradient"}, "paper", "exact"),
+            Method("subgradient", {"solver": "subgradient"}, "paper", "exact",
+                   collection="cvxmetric.qwise._collection:solve_subgradient"),
         ),
         options_estimator="Qwise"),
     Formulation(
@@ -435,7 +462,8 @@ _REGISTRY = (
             _EXACT,
             Method("exact-huber", {"solver": "exact", "loss": "huber"}, "exact"),
             Method("newton", {"solver": "newton", "loss": "huber"}, "fast",
-                   "exact-huber", "newton"),
+                   "exact-huber", "newton",
+                   collection="cvxmetric.qwise._collection:solve_vector_newton"),
         )),
     Formulation(
         "qwise_structural", _QWISE, "Eq. 16",
@@ -452,8 +480,10 @@ _REGISTRY = (
             # method (Sec. 4.4): certified when it stops, but slower than
             # the closed form's one CVXPY solve here, so its gap is reported
             _EXACT,
-            Method("fast", {"solver": "fast"}, "fast", "exact", "fast"),
-            Method("structural", {"solver": "cutting_plane"}, "paper", "exact"),
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.qwise.structural:solve_structural_fast"),
+            Method("structural", {"solver": "cutting_plane"}, "paper", "exact",
+                   collection="cvxmetric.qwise._collection:solve_cutting_plane"),
         )),
     Formulation(
         "mmc", _QWISE + ", stating Xing, Ng, Jordan, Russell: Distance metric "
@@ -468,9 +498,11 @@ _REGISTRY = (
         methods=(
             _EXACT,
             Method("exact-diag", {"solver": "exact", "diagonal": True}, "exact"),
-            Method("fast", {"solver": "fast"}, "fast", "exact", "fast"),
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.mmc._collection:solve_projected_gradient"),
             Method("newton", {"solver": "fast", "diagonal": True}, "fast",
-                   "exact-diag", "newton"),
+                   "exact-diag", "newton",
+                   collection="cvxmetric.mmc._collection:solve_newton"),
         ),
         options_estimator="MMC"),
     Formulation(
@@ -482,7 +514,9 @@ _REGISTRY = (
         suite_data={"ConstraintDML": _pairs,
                     "ConstraintDMLSupervised": _labelled(_documented_default)},
         declared="cvxmetric.constraintdml._problem:declared_problem",
-        methods=(_EXACT, Method("fast", {"solver": "fast"}, "fast", "exact", "fast")),
+        methods=(_EXACT, Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                                collection="cvxmetric.constraintdml._collection:"
+                                           "solve_dual")),
         options_estimator="ConstraintDML"),
     Formulation(
         "rankdml", _RANK, "Eq. 7, 9", ("RankDML", "RankDMLSupervised"),
@@ -496,7 +530,8 @@ _REGISTRY = (
         methods=(
             Method("exact", {"solver": "exact"}, "exact",
                    capabilities={"warm_start"}),
-            Method("fast", {"solver": "fast"}, "fast", "exact", "fast"),
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.rankdml.fast:solve_fast"),
         ),
         options_estimator="RankDML"),
     Formulation(
@@ -510,9 +545,12 @@ _REGISTRY = (
         declared="cvxmetric.slr.estimator:declared_problem",
         methods=(
             _EXACT,
-            Method("newton", {"solver": "newton"}, "fast", "exact", "newton"),
-            # Algorithm 1 with the paper's T = 10 (the estimator's default)
-            Method("adaptive", {"solver": "adaptive"}, "paper", "exact"),
+            Method("newton", {"solver": "newton"}, "fast", "exact", "newton",
+                   collection="cvxmetric.slr._collection:solve_newton"),
+            # Algorithm 1 with the paper's T = 10 (the estimator's default);
+            # the collection runs it to convergence
+            Method("adaptive", {"solver": "adaptive"}, "paper", "exact",
+                   collection="cvxmetric.slr._collection:solve_adaptive"),
             # Algorithm 2 solves a sketched problem: its gap is reported only
             Method("randomized", {"solver": "randomized",
                                   "n_sketch": _half_the_samples}, "paper", "exact"),
@@ -557,10 +595,14 @@ _REGISTRY = (
             # the certified convex optimum: converged and agreeing are
             # judged, its time is not (the paper's algorithm, not a fast path)
             Method("exact", {"solver": "exact", "lam": 0.0}, "exact"),
+            # (the collection's instances carry their own lam: these two
+            # are the ones it runs)
             Method("fast", {"solver": "fast", "lam": 0.0}, "fast", "exact", "fast",
-                   capabilities={"max_time"}),
+                   capabilities={"max_time"},
+                   collection="cvxmetric.ldml.fast:solve_fast"),
             Method("lowrank", {"solver": "lowrank", "lam": 0.0}, "paper-optimal",
-                   "exact", "lowrank", capabilities={"max_time"}),
+                   "exact", "lowrank", capabilities={"max_time"},
+                   collection="cvxmetric.ldml._collection:solve_lowrank"),
             # ... and with the trace regulariser lam = 0.1, which makes every
             # dataset's optimum attained: a certified optimum everywhere
             Method("exact-lam0.1", {"solver": "exact", "lam": 0.1}, "exact"),

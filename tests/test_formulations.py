@@ -135,6 +135,15 @@ def test_the_collection_loads_its_families_from_the_registry():
     with_collection = [f.name for f in FORMULATIONS if f.collection]
     assert list(col.FAMILIES) == with_collection
     assert list(col.METHODS) == with_collection
+    # the methods verify checks are the registry's methods with a collection
+    # solve, in its order, each running that solve and judged by a tolerance
+    for name in with_collection:
+        stated = [m for m in formulation(name).methods if m.collection is not None]
+        assert list(col.METHODS[name]) == [m.name for m in stated]
+        for m in stated:
+            assert col.METHODS[name][m.name].solve is m
+            assert callable(m.load_collection())
+            assert tolerance(name, m.name) > 0
     # importing the collection imports no family's collection module: the
     # first read does (no import circle held together by import order)
     code = ("import sys, cvxmetric.collection as col; "
@@ -144,6 +153,41 @@ def test_the_collection_loads_its_families_from_the_registry():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "True"]
+
+
+def test_a_family_registered_from_a_script_reads_its_entry():
+    import numpy as np
+
+    from cvxmetric import collection as col
+    from cvxmetric.formulations import registered
+
+    def solve(data):
+        return {"M": data}
+
+    def other(data):
+        return {"M": -data}
+
+    def stored(result):
+        return result["M"] * 2
+
+    entry = Formulation("toy_formulation", "a paper", "Eq. 1", ("Toy",), data=dict,
+                        methods=(Method("exact", {}, "exact"),
+                                 Method("fast", {}, "fast", "exact", collection=solve),
+                                 Method("slow", {}, "paper", "exact")),
+                        suite=False)
+    spec = col.FamilySpec("toy_formulation", (), {}, None, None, None, None, None,
+                          stored=stored)
+    with registered(entry):
+        # the entry's method with a collection solve, then register_family's
+        col.register_family(spec, {"other": other})
+        assert list(col.METHODS["toy_formulation"]) == ["fast", "other"]
+        assert col.METHODS["toy_formulation"]["fast"](np.ones(2)).tolist() == [2, 2]
+        assert col.run_method("toy_formulation", "other", 1.0) == -2.0
+        with pytest.raises(ValueError, match="^methods: \\['fast'\\] of family"):
+            col.register_family(spec, {"fast": other})
+        with pytest.raises(ValueError, match="^collection: method 'slow' has no "):
+            entry.method("slow").load_collection()
+    assert "toy_formulation" not in col.METHODS
 
 
 def test_every_tolerance_entry_names_a_registered_method():

@@ -59,7 +59,10 @@ def _sizes(arrays):
             "n_must": int(np.sum(labels == 1)), "n_cannot": int(np.sum(labels == -1))}
 
 
-def _fast(data):
+def solve_dual(data):
+    """:class:`~cvxmetric.constraintdml.ConstraintDualSolver` at its defaults
+    (a collection solve of the registry,
+    :attr:`cvxmetric.formulations.Method.collection`)."""
     from .fast import ConstraintDualSolver
 
     return ConstraintDualSolver().run(data)
@@ -207,5 +210,4 @@ def bundled():
 register_family(
     FamilySpec(name="constraintdml", arrays=CONSTRAINTDML_ARRAYS,
                hyperparameters=CONSTRAINTDML_HP, to_data=_to_data, objective=_objective,
-               exact=_exact, reference_solve=_reference_solve, sizes=_sizes, generate=bundled),
-    {"fast": _fast})
+               exact=_exact, reference_solve=_reference_solve, sizes=_sizes, generate=bundled))

@@ -15,9 +15,11 @@ column are not ``(0, ..., 0, b)`` has objective ``inf``.  ``b`` may be
 negative (mostly dissimilar pairs and a strong regulariser), so the stored
 matrix is not itself a metric (``FamilySpec.psd = False``).
 
-Methods: ``"fast"`` (:func:`~cvxmetric.ldml.solve_fast`, default
-settings) and ``"lowrank"`` (:func:`~cvxmetric.ldml.fit_lowrank` at full
-rank ``d = D`` on the explicit pairs, one start from ``random_state=0``,
+The registry's methods run on it (:attr:`cvxmetric.formulations.Method.collection`,
+their results stored as ``blockdiag(M, b)``):
+:func:`~cvxmetric.ldml.solve_fast` at its default settings, and
+:func:`solve_lowrank` (:func:`~cvxmetric.ldml.fit_lowrank` at full rank
+``d = D`` on the explicit pairs, one start from ``random_state=0``,
 :data:`LOWRANK_MAXITER` iterations): at full rank the low-rank gradient
 method must reach the convex optimum.
 """
@@ -85,19 +87,14 @@ def _objective(data, stored):
 _exact, _reference_solve = exact_solves("ldml", after=_stored)
 
 
-def _fast(data):
-    from .fast import solve_fast
-
-    return _stored(solve_fast(data))
-
-
-def _lowrank(data):
+def solve_lowrank(data):
+    """The low-rank gradient method at full rank (module docstring)."""
     from .fast import PairSet, fit_lowrank
 
     loss = PairSet(data.X, data.pairs, data.s, lam=data.lam,
                    regularizer=data.regularizer)
-    return _stored(fit_lowrank(loss, data.d, n_init=1, random_state=0,
-                               maxiter=LOWRANK_MAXITER))
+    return fit_lowrank(loss, data.d, n_init=1, random_state=0,
+                       maxiter=LOWRANK_MAXITER)
 
 
 def _sizes(arrays):
@@ -182,6 +179,5 @@ register_family(
     FamilySpec(name="ldml", arrays=_ARRAYS, hyperparameters=_HP, to_data=_to_data,
                objective=_objective, exact=_exact, reference_solve=_reference_solve,
                sizes=_sizes, generate=_bundled, psd=False,
-               matrix_dim=lambda arrays: arrays["X"].shape[1] + 1),
-    {"fast": _fast, "lowrank": _lowrank},
+               matrix_dim=lambda arrays: arrays["X"].shape[1] + 1, stored=_stored),
 )

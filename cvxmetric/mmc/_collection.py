@@ -5,8 +5,10 @@ dissimilar) and the hyperparameter ``diagonal``.  The verified objective is
 the scale-free value ``r(M) = sum_S D2 / (sum_D sqrt D2)^2``
 (:meth:`~cvxmetric.mmc.MMCData.scale_free`): it equals the paper's
 objective at any feasible ``M`` with ``sum_D sqrt D2 = 1`` and compares
-matrices of any scale.  Methods: ``"fast"`` (projected gradient ascent with
-the exact projection, full and diagonal) and ``"newton"`` (Xing's diagonal
+matrices of any scale.  The registry's methods run here
+(:attr:`cvxmetric.formulations.Method.collection`) are
+:func:`solve_projected_gradient` (projected gradient ascent with the exact
+projection, full and diagonal) and :func:`solve_newton` (Xing's diagonal
 Newton method; :attr:`FamilySpec.applies` skips it on full instances).
 
 Note on the verified gap: ``cvxmetric verify`` divides by
@@ -56,13 +58,15 @@ def _sizes(arrays):
             "n_dissimilar": int(np.sum(lab == -1))}
 
 
-def _fast(data):
+def solve_projected_gradient(data):
+    """:class:`~cvxmetric.mmc.MMCProjectedGradient` at its defaults."""
     from .fast import MMCProjectedGradient
 
     return MMCProjectedGradient().run(data)
 
 
-def _newton(data):
+def solve_newton(data):
+    """:class:`~cvxmetric.mmc.MMCNewton` at its defaults."""
     from .fast import MMCNewton
 
     return MMCNewton().run(data)
@@ -151,5 +155,4 @@ register_family(
         generate=bundled_instances,
         applies=_applies,
     ),
-    {"fast": _fast, "newton": _newton},
 )

@@ -111,5 +111,4 @@ register_family(
                objective=_objective, exact=_exact, reference_solve=_reference_solve,
                sizes=_sizes, generate=_bundled,
                matrix_dim=lambda arrays: arrays["X"].shape[1]),
-    {},
 )

@@ -3,9 +3,13 @@
 An instance is a sample matrix ``X``, quadruplets ``(i, j, k, l)`` with
 their margins ``delta`` (Eq. 8), optionally labelled pairs (Eq. 11) and the
 matrix ``A_S`` of the "similar" regulariser, with the hyperparameters
-``regularizer``, ``C_q``, ``C_p``, ``u``, ``l``.  Methods: ``"fast"`` (the
-restarted PDHG, :class:`~cvxmetric.qwise.QwiseDualSolver`) and
-``"subgradient"`` (Algorithm 1, :class:`~cvxmetric.qwise.ProjectedSubgradient`).
+``regularizer``, ``C_q``, ``C_p``, ``u``, ``l``.  The collection solves of
+the registry's methods (:attr:`cvxmetric.formulations.Method.collection`)
+that run a solver class at its defaults are here: :func:`solve_dual` (the
+restarted PDHG, :class:`~cvxmetric.qwise.QwiseDualSolver`),
+:func:`solve_subgradient` (Algorithm 1,
+:class:`~cvxmetric.qwise.ProjectedSubgradient`), :func:`solve_vector_newton`
+(Algorithm 2) and :func:`solve_cutting_plane` (Sec. 4.4).
 """
 
 import numpy as np
@@ -76,13 +80,15 @@ def _qwise_sizes(arrays):
             "n_pairs": int(len(arrays["pairs"])) if "pairs" in arrays else 0}
 
 
-def _qwise_fast(data):
+def solve_dual(data):
+    """:class:`~cvxmetric.qwise.QwiseDualSolver` at its defaults."""
     from . import QwiseDualSolver
 
     return QwiseDualSolver().run(data)
 
 
-def _qwise_subgradient(data):
+def solve_subgradient(data):
+    """:class:`~cvxmetric.qwise.ProjectedSubgradient` at its defaults."""
     from . import ProjectedSubgradient
 
     return ProjectedSubgradient().run(data)
@@ -204,7 +210,6 @@ register_family(
         sizes=_qwise_sizes,
         generate=_qwise_bundled,
     ),
-    {"fast": _qwise_fast, "subgradient": _qwise_subgradient},
 )
 
 
@@ -252,10 +257,12 @@ _vector_exact, _vector_reference_solve = exact_solves("qwise_vector",
                                                      after=_omega_matrix)
 
 
-def _vector_newton(data):
+def solve_vector_newton(data):
+    """:class:`~cvxmetric.qwise.ProjectedNewton` at its defaults (the
+    family stores its ``diag([w; b])``)."""
     from .fast import ProjectedNewton
 
-    return _omega_matrix(ProjectedNewton().run(data))
+    return ProjectedNewton().run(data)
 
 
 def _vector_applies(method, hp):
@@ -351,8 +358,8 @@ register_family(
         applies=_vector_applies,
         psd=False,
         matrix_dim=lambda arrays: arrays["X"].shape[1] + 1,
+        stored=_omega_matrix,
     ),
-    {"newton": _vector_newton},
 )
 
 
@@ -398,16 +405,11 @@ def _structural_sizes(arrays):
     return {"n": int(n), "d": int(d), "n_quadruplets": int(len(arrays["quadruplets"]))}
 
 
-def _structural_cutting_plane(data):
+def solve_cutting_plane(data):
+    """:class:`~cvxmetric.qwise.StructuralCuttingPlane` at its defaults."""
     from .structural import StructuralCuttingPlane
 
     return StructuralCuttingPlane().run(data)
-
-
-def _structural_fast(data):
-    from .structural import solve_structural_fast
-
-    return solve_structural_fast(data)
 
 
 def _structural_bundled():
@@ -453,5 +455,4 @@ register_family(
         sizes=_structural_sizes,
         generate=_structural_bundled,
     ),
-    {"structural": _structural_cutting_plane, "fast": _structural_fast},
 )

@@ -73,12 +73,6 @@ def _sizes(arrays):
     return {"n": int(n), "d": int(d), "n_triplets": N, "n_quadruplets": N}
 
 
-def _fast(data):
-    from .fast import solve_fast
-
-    return solve_fast(data)
-
-
 def synthetic_retrieval(n_gallery, n_queries, d, *, random_state=0, nuisance=0.5,
                         far_fraction=0.2):
     """Query / gallery data with a heterogeneous scale per query.
@@ -258,5 +252,4 @@ def bundled():
 register_family(
     FamilySpec(name="rankdml", arrays=RANKDML_ARRAYS, hyperparameters=RANKDML_HP,
                to_data=_to_data, objective=_objective, exact=_exact,
-               reference_solve=_reference_solve, sizes=_sizes, generate=bundled),
-    {"fast": _fast})
+               reference_solve=_reference_solve, sizes=_sizes, generate=bundled))

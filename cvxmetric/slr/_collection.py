@@ -11,17 +11,18 @@ References are solved in the ``"symmetric"`` form of
 :func:`~cvxmetric.slr.solve_exact` by each solver (Clarabel, SCS) and
 certified on Eq. 4 itself.
 
-Registered fast methods:
+The collection solves of the registry's methods
+(:attr:`cvxmetric.formulations.Method.collection`):
 
-``"newton"``
+:func:`solve_newton`
     :class:`~cvxmetric.slr.SemismoothNewton`, certified relative gap
-    ``1e-10``; judged against ``TOLERANCES["slr/newton"]``.
-``"adaptive"``
+    ``1e-10``.
+:func:`solve_adaptive`
     Algorithm 1 (:class:`~cvxmetric.slr.AdaptiveRegression`) run to
     convergence: up to ``ADAPTIVE_MAXITER`` iterations, stopping when the
-    certified relative gap is below ``1e-8`` (checked every 50 iterations);
-    judged against ``TOLERANCES["slr/adaptive"]``.  The paper's ``T = 10``
-    is far from converged on most instances (see ``docs/slr.md``).
+    certified relative gap is below ``1e-8`` (checked every 50 iterations).
+    The paper's ``T = 10`` is far from converged on most instances (see
+    ``docs/slr.md``).
 """
 
 import numpy as np
@@ -64,13 +65,15 @@ def _sizes(arrays):
             "n_pairs": int(n) * int(n)}
 
 
-def _newton(data):
+def solve_newton(data):
+    """:class:`~cvxmetric.slr.SemismoothNewton` at its defaults."""
     from .fast import SemismoothNewton
 
     return SemismoothNewton().run(data)
 
 
-def _adaptive(data):
+def solve_adaptive(data):
+    """Algorithm 1 run to convergence (module docstring)."""
     from .fast import AdaptiveRegression
 
     return AdaptiveRegression(maxiter=ADAPTIVE_MAXITER, tol=1e-8,
@@ -155,5 +158,4 @@ register_family(
         generate=bundled_instances,
         psd=False,
     ),
-    {"newton": _newton, "adaptive": _adaptive},
 )
