@@ -893,20 +893,21 @@ def solve_fast(data, *, tol=None, maxiter=None, max_time=None, init=None, warn=T
 
 
 def warm_start(data):
-    """The starting guess of the exact path's margin-set reduction.
+    """:func:`solve_fast` at ``tol=1e-7``, silent when it stops short: the
+    guess of the exact path's margin-set reduction
+    (:func:`cvxmetric.rankdml.solve_exact`).
 
-    :func:`solve_fast` at ``tol=1e-7``, without a warning when it stops
-    short: its point and multipliers guess which hinges are inactive, on
-    their margin or active (:func:`cvxmetric.rankdml.solve_exact`); a
-    wrong guess costs rounds, never accuracy, and a certified one is the
-    exact path's last resort when both conic solvers fail.  The registry
-    declares it (``Formulation.warm_start``) and
-    :meth:`cvxmetric.formulations.Formulation.solve_exact` hands it to the
-    exact path, which imports no fast solver itself.
+    Its point and multipliers say which hinges are inactive, on their
+    margin or active; a wrong guess costs rounds, never accuracy, and a
+    certified one is the exact path's last resort when both conic solvers
+    fail.  ``Formulation.warm_start`` of ``"rankdml"`` names it, and
+    :meth:`cvxmetric.formulations.Formulation.solve_exact` passes it to the
+    exact path (which imports no fast solver).
 
     Parameters
     ----------
     data : RankData
+        The problem the exact path solves (at unit scale when it rescales).
 
     Returns
     -------
