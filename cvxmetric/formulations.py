@@ -430,6 +430,7 @@ _REGISTRY = (
         data="cvxmetric.qwise._problem:QwiseData",
         collection="cvxmetric.qwise._collection",
         exact="cvxmetric.qwise.exact:solve_exact",
+        warm_start="cvxmetric.qwise.fast:warm_start",
         suite_data={"Qwise": _quadruplets,
                     "QwiseSupervised": _labelled(_documented_default)},
         declared="cvxmetric.qwise.exact:declared_problem",
@@ -523,6 +524,7 @@ _REGISTRY = (
         data="cvxmetric.rankdml._problem:RankData",
         collection="cvxmetric.rankdml._collection",
         exact="cvxmetric.rankdml.exact:solve_exact",
+        warm_start="cvxmetric.rankdml.fast:warm_start",
         # RankDMLSupervised's triplets are known after the fit (n_triplets_)
         suite_data={"RankDML": _triplets,
                     "RankDMLSupervised": _labelled(lambda X, y: None)},
@@ -540,6 +542,7 @@ _REGISTRY = (
         data="cvxmetric.slr._problem:SLRData",
         collection="cvxmetric.slr._collection",
         exact="cvxmetric.slr.exact:solve_exact",
+        warm_start="cvxmetric.slr.fast:warm_start",
         # every ordered pair of samples
         suite_data={"SLR": _labelled(lambda X, y: X.shape[0] ** 2)},
         declared="cvxmetric.slr.estimator:declared_problem",

@@ -5,7 +5,8 @@
 wall-clock time and the peak memory.  Methods:
 
 ``exact``
-    :func:`cvxmetric.qwise.solve_exact` (the default margin-set reduction).
+    :func:`cvxmetric.qwise.solve_exact` (the default margin-set reduction,
+    from the registry's warm start: ``formulation("qwise").solve_exact``).
 ``straightforward``
     ``solve_exact(data, reduce=False)``: the declared CVXPY model.
 ``fast``
@@ -218,10 +219,9 @@ def _model(method):
 
 
 def _solve(method, data, subgradient_maxiter, max_time=None):
-    from ..qwise import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver, solve_exact
-    from ..qwise.exact import solve_vector_exact
-    from ..qwise.structural import (StructuralCuttingPlane, solve_structural_exact,
-                                    solve_structural_fast)
+    from ..formulations import formulation
+    from ..qwise import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
+    from ..qwise.structural import StructuralCuttingPlane, solve_structural_fast
 
     budget = {"max_time": max_time}
     if subgradient_maxiter:
@@ -229,14 +229,15 @@ def _solve(method, data, subgradient_maxiter, max_time=None):
     else:
         sub_kw = budget
     solvers = {
-        "exact": lambda: solve_exact(data),
-        "straightforward": lambda: solve_exact(data, reduce=False),
+        # the exact paths as the estimators run them (the registry's)
+        "exact": lambda: formulation("qwise").solve_exact(data),
+        "straightforward": lambda: formulation("qwise").solve_exact(data, reduce=False),
         "fast": lambda: QwiseDualSolver(**budget).run(data),
         "fast@1e-4": lambda: QwiseDualSolver(tol=1e-4, **budget).run(data),
         "subgradient": lambda: ProjectedSubgradient(**sub_kw).run(data),
-        "vector-exact": lambda: solve_vector_exact(data),
+        "vector-exact": lambda: formulation("qwise_vector").solve_exact(data),
         "newton": lambda: ProjectedNewton(**budget).run(data),
-        "structural-exact": lambda: solve_structural_exact(data),
+        "structural-exact": lambda: formulation("qwise_structural").solve_exact(data),
         "structural-fast": lambda: solve_structural_fast(data, **budget),
         "structural": lambda: StructuralCuttingPlane(**budget).run(data),
     }

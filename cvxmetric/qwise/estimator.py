@@ -47,15 +47,11 @@ from ..constraints import (
     quadruplets_from_labels,
     tuples_to_indices,
 )
+from ..formulations import formulation
 from ..result import Status
 from ._problem import REGULARIZERS, QwiseData
 from ._vector import H_RANGE, LOSSES, PSI, QwiseVectorData
-from .exact import (
-    declared_problem,
-    declared_vector_problem,
-    solve_exact,
-    solve_vector_exact,
-)
+from .exact import declared_problem, declared_vector_problem
 from .fast import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
 
 __all__ = ["Qwise", "QwiseSupervised", "SOLVER_NAMES", "QwiseVector",
@@ -100,7 +96,9 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
         # defaults, which are tuned per solver
         options = given_options(tol=self.tol, maxiter=self.max_iter)
         result = self._run_solver({
-            "exact": lambda: solve_exact(data, verbose=conic_verbose(self.verbose)),
+            # the registry's exact path: it hands over the fast warm start
+            "exact": lambda: formulation("qwise").solve_exact(
+                data, verbose=conic_verbose(self.verbose)),
             "fast": lambda: QwiseDualSolver(**options).run(data),
             "subgradient": lambda: ProjectedSubgradient(**options).run(data),
         })
@@ -486,7 +484,8 @@ class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
         """One vector problem: a :class:`SolverResult`."""
         options = given_options(tol=self.tol, maxiter=self.max_iter)
         return self._run_solver({
-            "exact": lambda: solve_vector_exact(data, verbose=conic_verbose(self.verbose)),
+            "exact": lambda: formulation("qwise_vector").solve_exact(
+                data, verbose=conic_verbose(self.verbose)),
             # Algorithm 2 refuses loss="hinge" itself, naming loss
             "newton": lambda: ProjectedNewton(**options).run(data),
         })

@@ -32,8 +32,12 @@ Two ways to solve it, both certified on the *full* problem:
   partition is consistent (subgradient optimality of each hinge), which is
   checked; inconsistent constraints join the margin set and the model is
   solved again.  The final point is certified against the full problem's
-  dual bound, so the guess (taken from a fast solve) can only cost time,
-  never accuracy.
+  dual bound, so the guess can only cost time, never accuracy.  The guess
+  comes from the caller: a previous result (``init``) or a function that
+  computes one (``warm_start``; the registry's
+  :meth:`~cvxmetric.formulations.Formulation.solve_exact` hands over
+  :func:`cvxmetric.qwise.fast.warm_start`, a short fast solve).  Without
+  either, the declared model is solved, as with ``reduce=False``.
 """
 
 import dataclasses
@@ -238,12 +242,8 @@ def _reduced_problem(data, W, V):
 
 
 def _initial_partition(data, init):
-    """Guess the inactive / margin / active partition from a fast solve."""
-    if init is None:
-        from .fast import QwiseDualSolver
-
-        # a moderately accurate fast solve; accuracy here only saves rounds
-        init = QwiseDualSolver(tol=1e-5, maxiter=20_000).run(data, warn=False)
+    """Guess the inactive / margin / active partition from the point (and
+    multipliers, when it has them) of the result ``init``."""
     arg = data.margins(init.M)
     alpha = init.info.get("alpha")
     scale = max(1.0, float(np.max(np.abs(data.delta_q))))
@@ -256,8 +256,8 @@ def _initial_partition(data, init):
     return W, V
 
 
-def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
-                max_rounds=8, verbose=False):
+def solve_exact(data, *, reduce=True, init=None, warm_start=None, solvers=SOLVERS,
+                tol=1e-9, max_rounds=8, verbose=False):
     """Certified exact solution of Eq. 8 / Eq. 11.
 
     Parameters
@@ -268,8 +268,16 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
         the declared model.  Both return the full problem's optimum with a
         certificate on the full problem.
     init : SolverResult, optional
-        A previous solution used to guess the partition (default: a short
-        run of the fast dual solver).
+        A previous solution used to guess the partition (in the units of
+        ``data``); it wins over ``warm_start``.
+    warm_start : callable, optional
+        ``warm_start(data) -> SolverResult``, called when the reduction
+        needs a guess and ``init`` is None, on the problem it solves: the
+        scale-free twin of ``data`` (:meth:`QwiseData.normalized`).
+        :meth:`cvxmetric.formulations.Formulation.solve_exact` (the
+        estimators' way in) gives :func:`cvxmetric.qwise.fast.warm_start`.
+        With neither ``init`` nor ``warm_start`` there is no guess and the
+        declared model is solved, as with ``reduce=False``.
     solvers : sequence of str
         Clarabel first, SCS as fallback.
     tol : float
@@ -289,8 +297,8 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
     data_n, scaling = data.normalized()
     try:
         result = _solve_scale_free(data_n, reduce=reduce, init=scaling.init_in(init),
-                                   solvers=solvers, tol=tol, max_rounds=max_rounds,
-                                   verbose=verbose)
+                                   warm_start=warm_start, solvers=solvers, tol=tol,
+                                   max_rounds=max_rounds, verbose=verbose)
     except CertificateError:
         # a tiny scale-free hinge weight (data of 1e-30 under the trace):
         # the conic solvers return round-off around M = 0, whose
@@ -318,11 +326,15 @@ def _zero_if_optimal(data):
                               "zero_certified": True})
 
 
-def _solve_scale_free(data, *, reduce, init, solvers, tol, max_rounds, verbose):
+def _solve_scale_free(data, *, reduce, init, warm_start, solvers, tol, max_rounds,
+                      verbose):
     """:func:`solve_exact` on data already in scale-free units."""
-    if not reduce:
-        return QwiseModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
     t0 = time.perf_counter()
+    if reduce and init is None and warm_start is not None:
+        init = warm_start(data)
+    if not reduce or init is None:
+        # no reduction asked for, or no guess to start it from
+        return QwiseModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
     W, V = _initial_partition(data, init)
     sizes = []
     for _ in range(max_rounds):

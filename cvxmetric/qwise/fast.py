@@ -58,7 +58,7 @@ from ._vector import QwiseVectorData
 
 logger = logging.getLogger("cvxmetric")
 
-__all__ = ["ProjectedSubgradient", "QwiseDualSolver", "ProjectedNewton"]
+__all__ = ["ProjectedSubgradient", "QwiseDualSolver", "ProjectedNewton", "warm_start"]
 
 
 # ---------------------------------------------------------------------------
@@ -1433,3 +1433,31 @@ class ProjectedNewton(IterativeSolver):
         info = dict(data.point_info(omega), step_sq=state.step_sq, eta=state.eta,
                     n_free=state.n_free, n_quadratic=state.n_quadratic)
         return data.matrix(omega), cert, sol.reported(info)
+
+
+# ---------------------------------------------------------------------------
+# The exact path's starting guess
+# ---------------------------------------------------------------------------
+
+
+def warm_start(data):
+    """The starting guess of the exact path's margin-set reduction.
+
+    A moderately accurate run of :class:`QwiseDualSolver` (``tol=1e-5``,
+    ``maxiter=20_000``, no warning when it stops short): its point and
+    multipliers guess which hinges are inactive, on their margin or
+    active (:func:`cvxmetric.qwise.solve_exact`); accuracy here only saves
+    rounds, the exact path's answer is certified either way.  The registry
+    declares it (``Formulation.warm_start``) and
+    :meth:`cvxmetric.formulations.Formulation.solve_exact` hands it to the
+    exact path, which imports no fast solver itself.
+
+    Parameters
+    ----------
+    data : QwiseData
+
+    Returns
+    -------
+    SolverResult
+    """
+    return QwiseDualSolver(tol=1e-5, maxiter=20_000).run(data, warn=False)

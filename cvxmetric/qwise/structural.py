@@ -124,6 +124,7 @@ from ..constraints import (
     triplets_from_labels,
     tuples_to_indices,
 )
+from ..formulations import formulation
 from ..model import DeclaredProblem
 from ..result import Certificate, SolverError, SolverResult, Status
 from ._problem import distinct_pairs
@@ -1192,7 +1193,7 @@ class _StructuralBase(MahalanobisMixin, BaseEstimator):
             "cutting_plane": lambda: _scale_checked(
                 data, lambda: StructuralCuttingPlane(**options).run(data)),
             "exact": lambda: _scale_checked(
-                data, lambda: solve_structural_exact(
+                data, lambda: formulation("qwise_structural").solve_exact(
                     data, verbose=conic_verbose(self.verbose))),
             "fast": lambda: solve_structural_fast(data, maxiter=self.max_iter),
         })

@@ -40,9 +40,10 @@ from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
 from ..constraints import Triplets, informative
+from ..formulations import formulation
 from ._pairs import critical_triplets
 from ._problem import FORMS, REGULARIZERS, RankData
-from .exact import declared_problem, solve_exact
+from .exact import declared_problem
 from .fast import solve_fast
 
 __all__ = ["RankDML", "RankDMLSupervised", "SOLVER_NAMES"]
@@ -78,7 +79,9 @@ class _RankDMLBase(MahalanobisMixin, BaseEstimator):
         """Solve on validated :class:`Triplets` and store the fitted state."""
         data = self._data(triplets)
         result = self._run_solver({
-            "exact": lambda: solve_exact(data, verbose=conic_verbose(self.verbose)),
+            # the registry's exact path: it hands over the fast warm start
+            "exact": lambda: formulation("rankdml").solve_exact(
+                data, verbose=conic_verbose(self.verbose)),
             "fast": lambda: solve_fast(data, tol=self.tol, maxiter=self.max_iter),
         })
         # a failure due to the float64 resolution of the hinges (huge

@@ -518,7 +518,7 @@ def _refute(kind):
 
 
 def _initial_partition(data, init):
-    """Active / margin sets guessed from a fast solution.
+    """Active / margin sets guessed from the result ``init``.
 
     Active (``V``): hinge argument above a band (multiplier 1, the hinge is
     linear there); margin (``W``): within the band or with a fractional
@@ -591,8 +591,8 @@ def _unit_scale(data):
     return inner, k
 
 
-def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
-                max_rounds=6, verbose=False, rescale=True):
+def solve_exact(data, *, reduce=True, init=None, warm_start=None, solvers=SOLVERS,
+                tol=1e-9, max_rounds=6, verbose=False, rescale=True):
     """Certified exact solution of Eq. 7 / 9 / 11.
 
     The conic solvers work on the same problem at unit data scale
@@ -609,8 +609,9 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
     inner, k = _unit_scale(data) if rescale and data.lam > 0 else (data, 0)
     scaled = rescale  # per-feature scaling of the conic model (_feature_scale)
     if k == 0:
-        return _solve_exact(data, reduce=reduce, init=init, solvers=solvers, tol=tol,
-                            max_rounds=max_rounds, verbose=verbose, scaled=scaled)
+        return _solve_exact(data, reduce=reduce, init=init, warm_start=warm_start,
+                            solvers=solvers, tol=tol, max_rounds=max_rounds,
+                            verbose=verbose, scaled=scaled)
     if init is not None:
         info = dict(init.info)
         init = SolverResult(M=np.ldexp(np.asarray(init.M, float), 2 * k),
@@ -618,8 +619,9 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
                             objective=init.objective, n_iter=init.n_iter,
                             certificate=init.certificate, method=init.method, info=info,
                             raw_status=init.raw_status)
-    res = _solve_exact(inner, reduce=reduce, init=init, solvers=solvers, tol=tol,
-                       max_rounds=max_rounds, verbose=verbose, scaled=scaled)
+    res = _solve_exact(inner, reduce=reduce, init=init, warm_start=warm_start,
+                       solvers=solvers, tol=tol, max_rounds=max_rounds, verbose=verbose,
+                       scaled=scaled)
     M = np.ldexp(res.M, -2 * k)
     if not data.diagonal:
         # a cone violation within tolerance in the solver's units grows by
@@ -637,16 +639,17 @@ def solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
                             times=c.times)
     if not cert.passed:
         # not certified in the user's units: solve there instead
-        return _solve_exact(data, reduce=reduce, init=None, solvers=solvers, tol=tol,
-                            max_rounds=max_rounds, verbose=verbose, scaled=scaled)
+        return _solve_exact(data, reduce=reduce, init=None, warm_start=warm_start,
+                            solvers=solvers, tol=tol, max_rounds=max_rounds,
+                            verbose=verbose, scaled=scaled)
     info = {**res.info, "scaling": float(np.ldexp(1.0, k))}
     return SolverResult(M=M, status=res.raw_status or res.status, objective=cert.objective,
                         n_iter=res.n_iter, certificate=cert, method=res.method, info=info,
                         time=time.perf_counter() - t0, raw_status=res.raw_status)
 
 
-def _solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
-                 max_rounds=6, verbose=False, scaled=True):
+def _solve_exact(data, *, reduce=True, init=None, warm_start=None, solvers=SOLVERS,
+                 tol=1e-9, max_rounds=6, verbose=False, scaled=True):
     """Certified exact solution of Eq. 7 / 9 / 11 (in the units of ``data``).
 
     Parameters
@@ -657,8 +660,16 @@ def _solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
         below); both return the full problem's optimum, certified on the
         full problem.
     init : SolverResult, optional
-        A previous solution that guesses the partition (default: the fast
-        solver of ``data``).
+        A previous solution that guesses the partition (in the units of
+        ``data``); it wins over ``warm_start``.
+    warm_start : callable, optional
+        ``warm_start(data) -> SolverResult``, called when the reduction
+        needs a guess and ``init`` is None, on the problem it solves
+        (:func:`solve_exact` calls it on the unit-scale twin of its data
+        when it rescales).  :meth:`cvxmetric.formulations.Formulation.solve_exact`
+        (the estimators' way in) gives :func:`cvxmetric.rankdml.fast.warm_start`.
+        With neither ``init`` nor ``warm_start`` there is no guess and the
+        declared model is solved, as with ``reduce=False``.
     solvers : sequence of str
         Clarabel first, SCS as fallback.
     tol : float
@@ -688,7 +699,8 @@ def _solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
     -----
     **Reduction.**  At an optimum every hinge is inactive (argument < 0,
     multiplier 0), active (> 0, multiplier 1: linear there) or on its
-    margin.  Given a guess of that partition from a fast solve, inactive
+    margin.  Given a guess of that partition (from ``init`` or
+    ``warm_start``: the caller's fast solve), inactive
     triplets are dropped, active ones summed into the one linear term
     ``|V| - <S_V, A>`` and only the margin set keeps its slacks and rows.
     The reduced optimum is the full optimum exactly when the partition is
@@ -704,14 +716,13 @@ def _solve_exact(data, *, reduce=True, init=None, solvers=SOLVERS, tol=1e-9,
     # already, and Clarabel's own column equilibration serves it better
     # (measured, X * 1e3: gap 1e-11 unscaled against 3e-8 scaled)
     scale = _feature_scale(data) if scaled and not data.diagonal else None
-    if not reduce:
+    t0 = time.perf_counter()
+    if reduce and init is None and warm_start is not None:
+        init = warm_start(data)
+    if not reduce or init is None:
+        # no reduction asked for, or no guess to start it from
         return RankDMLModel(data, scale=scale).solve(solvers=solvers, tol=tol,
                                                      verbose=verbose)
-    t0 = time.perf_counter()
-    if init is None:
-        from .fast import solve_fast
-
-        init = solve_fast(data, tol=1e-7, warn=False)
     # data whose hinges float64 cannot resolve: refused before any conic solve
     data.check_resolution(init)
     sizes = []

@@ -73,7 +73,8 @@ from .._solver import IterativeSolver, stop_message
 from ..result import SolverResult, Status
 from ._problem import project_capped_simplex
 
-__all__ = ["RankDualSolver", "DiagonalInteriorPoint", "FrobeniusPDHG", "solve_fast"]
+__all__ = ["RankDualSolver", "DiagonalInteriorPoint", "FrobeniusPDHG", "solve_fast",
+           "warm_start"]
 
 
 # ---------------------------------------------------------------------------
@@ -889,3 +890,27 @@ def solve_fast(data, *, tol=None, maxiter=None, max_time=None, init=None, warn=T
     if maxiter is not None:
         kw["maxiter"] = maxiter
     return cls(**kw).run(data, init, warn=warn)
+
+
+def warm_start(data):
+    """:func:`solve_fast` at ``tol=1e-7``, silent when it stops short: the
+    guess of the exact path's margin-set reduction
+    (:func:`cvxmetric.rankdml.solve_exact`).
+
+    Its point and multipliers say which hinges are inactive, on their
+    margin or active; a wrong guess costs rounds, never accuracy, and a
+    certified one is the exact path's last resort when both conic solvers
+    fail.  ``Formulation.warm_start`` of ``"rankdml"`` names it, and
+    :meth:`cvxmetric.formulations.Formulation.solve_exact` passes it to the
+    exact path (which imports no fast solver).
+
+    Parameters
+    ----------
+    data : RankData
+        The problem the exact path solves (at unit scale when it rescales).
+
+    Returns
+    -------
+    SolverResult
+    """
+    return solve_fast(data, tol=1e-7, warn=False)

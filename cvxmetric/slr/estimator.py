@@ -63,11 +63,12 @@ from .._base import (
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_instance
+from ..formulations import formulation
 from ..metrics import average_precision
 from ..model import DeclaredProblem
 from ..result import Status
 from ._problem import SLRData, check_thresholds
-from .exact import EXACT_MAX_COEFFICIENTS, solve_exact
+from .exact import EXACT_MAX_COEFFICIENTS
 from .fast import AdaptiveRegression, SemismoothNewton
 
 __all__ = ["SLR", "SOLVER_NAMES", "SKETCH_NAMES", "declared_problem", "PAPER"]
@@ -245,7 +246,9 @@ default="newton"
         return self._run_solver({
             "newton": lambda: SemismoothNewton(
                 **given_options(tol=self.tol, maxiter=self.max_iter)).run(data()),
-            "exact": lambda: solve_exact(data(), verbose=conic_verbose(self.verbose)),
+            # the registry's exact path: it hands over the Newton warm start
+            "exact": lambda: formulation("slr").solve_exact(
+                data(), verbose=conic_verbose(self.verbose)),
             "adaptive": lambda: AdaptiveRegression(
                 **given_options(maxiter=self.n_iter, tol=self.tol)).run(data()),
             "randomized": lambda: self._randomized(X, codes, delta1, delta2),

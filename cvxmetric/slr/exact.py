@@ -320,10 +320,12 @@ def _margin_pairs(data, blocks, band):
     return np.concatenate(out_i), np.concatenate(out_j)
 
 
-def _reduced_solve(data, solvers, tol, verbose, max_rounds):
+def _reduced_solve(data, warm, solvers, tol, verbose, max_rounds):
     """Certified solution of Eq. 4 from the margin-set reduction, or ``None``.
 
-    The partition comes from the semismooth Newton solution ``Z_0``: terms
+    The partition comes from the point ``Z_0`` of the warm result ``warm``
+    (the semismooth Newton solution, :func:`cvxmetric.slr.fast.warm_start`,
+    when the registry's exact path is called): terms
     active beyond the band (``a > band``) form ``V``, terms within it
     ``W``, the others are left out.  Eq. 4 is continuously differentiable
     and ``[a]_+^2``, ``a^2`` and ``0`` have the same value and gradient
@@ -345,9 +347,6 @@ def _reduced_solve(data, solvers, tol, verbose, max_rounds):
     neither the guess nor the selection can pass off a point that is not
     optimal to the package's tolerance.
     """
-    from .fast import SemismoothNewton
-
-    warm = SemismoothNewton().run(data, warn=False)
     Z0 = data.Z_of_M(warm.M)
     Z0 = 0.5 * (Z0 + Z0.T)
     eps = SELECT_WEIGHT
@@ -476,7 +475,7 @@ def _repair_partition(data, Z, V, i, j):
 
 
 def solve_exact(data, *, form="symmetric", solvers=SOLVERS, tol=1e-9, verbose=False,
-                reduce="auto", max_rounds=6):
+                reduce="auto", max_rounds=6, warm_start=None):
     """Certified exact solution of Eq. 4.
 
     Parameters
@@ -493,9 +492,17 @@ def solve_exact(data, *, form="symmetric", solvers=SOLVERS, tol=1e-9, verbose=Fa
         ``"symmetric"`` form only: solve the margin-set reduction
         (:func:`_reduced_solve`) first; ``"auto"`` when the symmetric form
         has more than :data:`REDUCE_ABOVE` coefficients.  The whole form is
-        solved when the reduction does not certify.
+        solved when the reduction does not certify, or has no
+        ``warm_start`` to start from.
     max_rounds : int
         Rounds of the reduction.
+    warm_start : callable, optional
+        ``warm_start(data) -> SolverResult``: the point the reduction's
+        partition is taken at, computed when the reduction runs.
+        :meth:`cvxmetric.formulations.Formulation.solve_exact` (the
+        estimators' way in) gives :func:`cvxmetric.slr.fast.warm_start`.
+        Without it the reduction is skipped and the whole form solved
+        (refused, as below, above :data:`EXACT_MAX_COEFFICIENTS`).
 
     Returns
     -------
@@ -520,10 +527,11 @@ def solve_exact(data, *, form="symmetric", solvers=SOLVERS, tol=1e-9, verbose=Fa
             or max_rounds < 1:
         raise ValueError(f"max_rounds: expected an integer >= 1, got {max_rounds!r}.")
     n = data.n_samples
-    if form == "symmetric" and reduce is not False and (
+    if form == "symmetric" and reduce is not False and warm_start is not None and (
             reduce is True or n * (n + 1) // 2 * data.rank > REDUCE_ABOVE):
         t0 = time.perf_counter()
-        res = _reduced_solve(data, solvers, tol, verbose, int(max_rounds))
+        res = _reduced_solve(data, warm_start(data), solvers, tol, verbose,
+                             int(max_rounds))
         if res is not None:
             res.time = time.perf_counter() - t0
             return res

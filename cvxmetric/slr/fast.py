@@ -76,7 +76,7 @@ from ._problem import (
 logger = logging.getLogger("cvxmetric")
 
 __all__ = ["HESS32_RTOL", "HESSIAN_MODES", "IPM_MAX_PAIRS", "START_POINTS", "AdaptiveRegression",
-           "SemismoothNewton", "interior_point"]
+           "SemismoothNewton", "interior_point", "warm_start"]
 
 #: Newton systems solved to a relative residual of at least this use
 #: single-precision Hessian products (half the time of the dominant
@@ -707,3 +707,25 @@ class SemismoothNewton(_SLRSolver):
             info["hessian_products"] = state.n_cg
         info["interior_point_iterations"] = state.interior
         return M, cert, info
+
+
+def warm_start(data):
+    """The point at which the exact path's margin-set reduction partitions
+    Eq. 4's terms.
+
+    :class:`SemismoothNewton` with its defaults, without a warning when it
+    stops short (:func:`cvxmetric.slr.solve_exact`, whose reduced model
+    is a proximal step from this point; a wrong partition costs rounds,
+    never accuracy).  The registry declares it (``Formulation.warm_start``)
+    and :meth:`cvxmetric.formulations.Formulation.solve_exact` hands it to
+    the exact path, which imports no fast solver itself.
+
+    Parameters
+    ----------
+    data : SLRData
+
+    Returns
+    -------
+    SolverResult
+    """
+    return SemismoothNewton().run(data, warn=False)

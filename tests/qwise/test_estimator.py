@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import cvxmetric.qwise.estimator as estimator_module
+import cvxmetric.qwise.exact as exact_module
 from cvxmetric import (
     InfeasibleError,
     Qwise,
@@ -19,6 +19,7 @@ from cvxmetric import (
 )
 from cvxmetric.qwise import QwiseData, solve_exact
 from cvxmetric.constraints import Quadruplets
+from cvxmetric.qwise.fast import warm_start
 
 # Relative accuracy for comparisons of optimal objectives (exact solves are
 # certified to a 1e-6 relative duality gap).
@@ -256,7 +257,7 @@ def test_margins_per_quadruplet(problem):
     delta = np.linspace(0.5, 2.0, len(quads))
     est = Qwise(preprocessor=X).fit(quads, delta=delta)
     data = QwiseData.from_sets(Quadruplets.create(X, quads, delta))
-    assert _rel(est.objective_, solve_exact(data).objective) <= RTOL_OBJ
+    assert _rel(est.objective_, solve_exact(data, warm_start=warm_start).objective) <= RTOL_OBJ
 
 
 def test_supervised_with_pairs_matches_tuple_learner(problem):
@@ -304,7 +305,8 @@ def test_solver_error_propagates(problem, monkeypatch):
     def fail(data, **kwargs):
         raise InfeasibleError("stub: certified infeasible")
 
-    monkeypatch.setattr(estimator_module, "solve_exact", fail)
+    # the estimators reach the exact path through the registry
+    monkeypatch.setattr(exact_module, "solve_exact", fail)
     est = Qwise(solver="exact", preprocessor=X)
     with pytest.raises(InfeasibleError, match="stub"):
         est.fit(quads)

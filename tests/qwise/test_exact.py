@@ -17,6 +17,7 @@ from cvxmetric._exact import solve_certified
 from cvxmetric._tolerances import EXACT_GAP, REFERENCE_AGREEMENT, TOLERANCES
 from cvxmetric.constraints import LabeledPairs, Quadruplets
 from cvxmetric.qwise import QwiseData, QwiseModel, solve_exact
+from cvxmetric.qwise.fast import warm_start
 from cvxmetric.result import (
     Certificate,
     CertificateError,
@@ -221,7 +222,7 @@ def test_slacks_are_hinges(which, exact_eq8, exact_eq11):
 
 
 def test_reduce_true_equals_false(eq11_data, exact_eq11, rel_gap):
-    r = solve_exact(eq11_data, reduce=True)
+    r = solve_exact(eq11_data, reduce=True, warm_start=warm_start)
     assert r.method == "exact" and r.certificate.passed
     assert r.certificate.rel_gap <= EXACT_GAP
     assert rel_gap(r.objective, exact_eq11.objective) <= EXACT
@@ -251,7 +252,7 @@ def test_reduce_when_no_constraint_depends_on_M(X, make_data, rel_gap):
     assert rel_gap(solve_exact(data, reduce=False).objective, 2.0) <= EXACT
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        r = solve_exact(data, reduce=True)
+        r = solve_exact(data, reduce=True, warm_start=warm_start)
     assert r.certificate.passed and rel_gap(r.objective, 2.0) <= EXACT
 
 
@@ -673,7 +674,7 @@ def test_certified_when_margins_are_mixed_and_one_is_negligible():
                                np.array([2.34369972e-116, -6.09126128e-2]))
     data = QwiseData.from_sets(quads, regularizer="trace", C_q=0.1)
     assert data.gap_floor == pytest.approx(0.1 * 6.09126128e-2)
-    exact = solve_exact(data)
+    exact = solve_exact(data, warm_start=warm_start)
     fast = QwiseDualSolver().run(data)
     for res in (exact, fast):
         assert res.status == "optimal" and res.certificate.passed

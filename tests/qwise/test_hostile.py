@@ -27,6 +27,7 @@ from cvxmetric.qwise import (
     QwiseDualSolver,
     solve_exact,
 )
+from cvxmetric.qwise.fast import warm_start
 
 FAST = TOLERANCES["fast"]
 EXACT = TOLERANCES["exact"]
@@ -58,7 +59,7 @@ def _rel(a, b):
 
 def _solve(solver, data):
     if solver == "exact":
-        return solve_exact(data)
+        return solve_exact(data, warm_start=warm_start)
     return QwiseDualSolver().run(data)
 
 
@@ -89,9 +90,9 @@ def test_scaling_law_exact(base, s, regularizer):
     Frobenius) or C unchanged ('similar', default A_S): the same M; the
     objective unchanged (trace, Frobenius) or times s^2 ('similar')."""
     X, _, Q = base
-    ref = solve_exact(_data(X, Q, 1.0, regularizer=regularizer, C_q=0.7))
+    ref = solve_exact(_data(X, Q, 1.0, regularizer=regularizer, C_q=0.7), warm_start=warm_start)
     C = 0.7 if regularizer == "similar" else 0.7 / s**2
-    res = solve_exact(_data(s * X, Q, s**2, regularizer=regularizer, C_q=C))
+    res = solve_exact(_data(s * X, Q, s**2, regularizer=regularizer, C_q=C), warm_start=warm_start)
     f_ref = ref.objective * (s**2 if regularizer == "similar" else 1.0)
     assert res.status == "optimal"
     assert abs(res.objective - f_ref) <= EXACT * abs(f_ref)
@@ -105,7 +106,7 @@ def test_margin_scaling_linear_regularizers(base, t, regularizer):
     """Linear regularisers: margins -> t margins gives M -> t M, f -> t f
     (the ZeroDivisionError of delta = 1e300 is gone)."""
     X, _, Q = base
-    ref = solve_exact(_data(X, Q, 1.0, regularizer=regularizer))
+    ref = solve_exact(_data(X, Q, 1.0, regularizer=regularizer), warm_start=warm_start)
     for solver in ("exact", "fast"):
         res = _solve(solver, _data(X, Q, t, regularizer=regularizer))
         _check_answer(res, t * ref.objective, solver)
@@ -161,7 +162,7 @@ def references():
     """Exact optima of the unscaled problems (per regulariser)."""
     X, y = small(0)
     Q = quadruplets_from_labels(y, 40, random_state=0)
-    return {reg: solve_exact(_data(X, Q, 1.0, regularizer=reg)).objective
+    return {reg: solve_exact(_data(X, Q, 1.0, regularizer=reg), warm_start=warm_start).objective
             for reg in ("trace", "frobenius", "similar")}
 
 
@@ -227,7 +228,7 @@ def test_similar_is_scale_invariant_at_1e150(base, references):
     """'similar' with its default A_S: X -> s X leaves the optimum's value
     unchanged and M -> M / s^2, also at s = 1e+-150."""
     X, _, Q = base
-    ref = solve_exact(_data(X, Q, regularizer="similar"))
+    ref = solve_exact(_data(X, Q, regularizer="similar"), warm_start=warm_start)
     for s in (1e-150, 1e150):
         for solver in ("exact", "fast"):
             res = _solve(solver, _data(s * X, Q, regularizer="similar"))
@@ -308,7 +309,7 @@ def test_fast_loose_tol_does_not_claim_to_pass(base):
     X, y = small(3, n=60, d=5)
     Q = quadruplets_from_labels(y, 400, random_state=3)
     data = _data(X, Q)
-    exact = solve_exact(data)
+    exact = solve_exact(data, warm_start=warm_start)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         r = QwiseDualSolver(tol=0.5, check_every=1).run(data)

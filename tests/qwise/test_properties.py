@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from cvxmetric._tolerances import EXACT_GAP, FEASIBILITY, TOLERANCES
 from cvxmetric.constraints import Quadruplets
 from cvxmetric.qwise import QwiseData, QwiseDualSolver, solve_exact
+from cvxmetric.qwise.fast import warm_start
 
 FAST = TOLERANCES["fast"]
 EXACT = TOLERANCES["exact"]
@@ -90,7 +91,7 @@ def _data(X, Q, delta, **kw):
 
 
 def _exact(data):
-    res = solve_exact(data)
+    res = solve_exact(data, warm_start=warm_start)
     cert = res.certificate
     assert cert.rel_gap <= EXACT_GAP and np.all(np.isfinite(res.M))
     if not cert.passed:

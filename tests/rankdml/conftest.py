@@ -17,6 +17,7 @@ from sklearn.preprocessing import StandardScaler
 from cvxmetric.constraints import Triplets
 from cvxmetric.rankdml import RankData, critical_triplets, solve_exact
 from cvxmetric.rankdml._collection import synthetic_retrieval
+from cvxmetric.rankdml.fast import warm_start
 
 
 def pd_matrix(d, seed=0, ridge=0.5):
@@ -90,4 +91,4 @@ def kind_data(request, rank_triplets):
 
 @pytest.fixture(scope="session")
 def kind_exact(kind_data):
-    return solve_exact(kind_data)
+    return solve_exact(kind_data, warm_start=warm_start)

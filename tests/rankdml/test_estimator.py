@@ -10,6 +10,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvxmetric._tolerances import tolerance
 from cvxmetric.rankdml import RankData, RankDML, RankDMLSupervised, solve_exact
+from cvxmetric.rankdml.fast import warm_start
 
 FAST = tolerance("rankdml", "fast")
 
@@ -79,7 +80,8 @@ def test_fit_matches_the_exact_solution(tuples, rk, kw):
         data_kw["diagonal"] = True  # the estimator implies it
     from cvxmetric.constraints import Triplets
 
-    ref = solve_exact(RankData.from_triplets(Triplets.create(X, T), **data_kw))
+    ref = solve_exact(RankData.from_triplets(Triplets.create(X, T), **data_kw),
+                      warm_start=warm_start)
     assert _rel(exact.objective_, ref.objective) <= 1e-9
     M = exact.get_mahalanobis_matrix()
     np.testing.assert_allclose(M, exact.mahalanobis_matrix_)

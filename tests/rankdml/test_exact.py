@@ -8,6 +8,7 @@ from cvxmetric._tolerances import EXACT_GAP, MATRIX_RTOL
 from cvxmetric.qwise import QwiseData
 from cvxmetric.qwise import solve_exact as qwise_exact
 from cvxmetric.rankdml import RankData, RankDMLModel, solve_exact
+from cvxmetric.rankdml.fast import warm_start
 
 #: Eq. 7 and its Qwise form are the same problem solved by two different
 #: CVXPY models; their optima must agree this well (the brief's figure).
@@ -58,7 +59,7 @@ def test_model_is_dpp_and_reachable(kind_data, kind_exact):
 def test_eq7_is_qwise_eq8(rank_triplets, lam):
     # Eq. 7 = lam * Qwise Eq. 8 with quadruplets (q, r, q, i), delta = 1,
     # Omega = 0.5 ||M||_F^2 and C_q = 1 / lam
-    rank = solve_exact(RankData.from_triplets(rank_triplets, lam=lam))
+    rank = solve_exact(RankData.from_triplets(rank_triplets, lam=lam), warm_start=warm_start)
     quads = rank_triplets.to_quadruplets(1.0)
     np.testing.assert_array_equal(quads.indices[:, [0, 1, 3]], rank_triplets.indices)
     np.testing.assert_array_equal(quads.indices[:, 2], rank_triplets.indices[:, 0])
@@ -80,14 +81,14 @@ def test_trace_fix_holds_at_the_solution(rank_triplets, rk):
     A0 = rk.pd_matrix(d, seed=7)
     for reg in ("burg", "logdet"):
         data = RankData.from_triplets(rank_triplets, regularizer=reg, A0=A0)
-        res = solve_exact(data)
+        res = solve_exact(data, warm_start=warm_start)
         assert np.trace(res.M) == pytest.approx(np.trace(A0), rel=1e-8)
         np.testing.assert_allclose(A0 * np.trace(res.M) / np.trace(A0), data.A0hat,
                                    rtol=1e-8)
         assert np.linalg.eigvalsh(res.M)[0] > 0  # the barrier keeps A definite
     lap = solve_exact(RankData.from_triplets(rank_triplets, regularizer="laplacian",
                                              diagonal=True, tau=3.0,
-                                             form="trace_fixed"))
+                                             form="trace_fixed"), warm_start=warm_start)
     assert np.trace(lap.M) == pytest.approx(3.0, rel=1e-8)
     assert np.diag(lap.M).min() >= -1e-9
 
@@ -98,7 +99,7 @@ def test_set_params_resolves_without_rebuilding(rank_triplets):
     model.set_params(lam=2.0, tau=5.0)
     swept = model.solve()
     fresh = solve_exact(RankData.from_triplets(rank_triplets, regularizer="burg",
-                                               lam=2.0, tau=5.0))
+                                               lam=2.0, tau=5.0), warm_start=warm_start)
     assert swept.certificate.passed
     assert _rel(swept.objective, fresh.objective) <= EXACT_GAP
     assert model.data.lam == 2.0 and model.data.tau == 5.0
@@ -137,7 +138,7 @@ def test_regulariser_term_equals_the_paper_penalty(rank_triplets, rk):
 
 def test_diagonal_frobenius_is_the_full_problem_restricted(rank_triplets):
     # the diagonal Eq. 7 equals the full one with A constrained diagonal
-    diag = solve_exact(RankData.from_triplets(rank_triplets, diagonal=True))
+    diag = solve_exact(RankData.from_triplets(rank_triplets, diagonal=True), warm_start=warm_start)
     full = RankData.from_triplets(rank_triplets)
     d = full.n_features
     A = cp.Variable((d, d), symmetric=True)

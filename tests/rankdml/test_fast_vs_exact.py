@@ -31,6 +31,7 @@ from cvxmetric.rankdml import (
     solve_exact,
     solve_fast,
 )
+from cvxmetric.rankdml.fast import warm_start
 
 FAST = tolerance("rankdml", "fast")
 
@@ -144,7 +145,7 @@ def tiny_instances(draw):
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=tiny_instances())
 def test_fast_vs_exact_hypothesis(data):
-    exact = solve_exact(data)
+    exact = solve_exact(data, warm_start=warm_start)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         fast = solve_fast(data)

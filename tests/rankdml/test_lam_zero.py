@@ -21,6 +21,7 @@ from cvxmetric.rankdml import (
     solve_exact,
     solve_fast,
 )
+from cvxmetric.rankdml.fast import warm_start
 
 FAST = tolerance("rankdml", "fast")
 
@@ -43,10 +44,10 @@ WELL_POSED = [
 def test_lam_zero_is_certified_and_the_limit_of_small_lam(cfg, docs_iris):
     trip = docs_iris
     data = RankData.from_triplets(trip, lam=0.0, **cfg)
-    res = solve_exact(data)
+    res = solve_exact(data, warm_start=warm_start)
     assert res.status == "optimal" and res.certificate.passed
     # f*(0) <= f*(lam) and the small-lam optimum approaches it
-    small = solve_exact(RankData.from_triplets(trip, lam=1e-6, **cfg))
+    small = solve_exact(RankData.from_triplets(trip, lam=1e-6, **cfg), warm_start=warm_start)
     assert res.objective <= small.objective + 1e-6 * small.objective
     assert _rel(res.objective, small.objective) <= 1e-4
     if cfg.get("diagonal"):
@@ -63,7 +64,7 @@ def test_diagonal_lam_zero_against_an_independent_lp(docs_iris):
     K = (X[T[:, 0]] - X[T[:, 2]]) ** 2 - (X[T[:, 0]] - X[T[:, 1]]) ** 2
     a = cp.Variable(X.shape[1], nonneg=True)
     ref = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - K @ a)))).solve(solver=cp.CLARABEL)
-    assert _rel(solve_exact(data).objective, ref) <= 1e-7
+    assert _rel(solve_exact(data, warm_start=warm_start).objective, ref) <= 1e-7
 
 
 def test_estimators_accept_lam_zero(docs_iris):

@@ -16,6 +16,7 @@ from sklearn.preprocessing import StandardScaler
 from cvxmetric._tolerances import EXACT_GAP, tolerance
 from cvxmetric.constraints import Triplets
 from cvxmetric.rankdml import RankData, critical_triplets, solve_exact, solve_fast
+from cvxmetric.rankdml.fast import warm_start
 
 FAST = tolerance("rankdml", "fast")
 
@@ -48,9 +49,9 @@ def _slice(loader, seed, n_queries=30, n_top=3, n_random=3):
 def test_printed_laplacian_differs_from_trace_fixed_on_iris(docs_iris):
     T = docs_iris
     printed = solve_exact(RankData.from_triplets(T, regularizer="laplacian",
-                                                 diagonal=True, lam=1.0))
+                                                 diagonal=True, lam=1.0), warm_start=warm_start)
     fixed = solve_exact(RankData.from_triplets(T, regularizer="laplacian", diagonal=True,
-                                               lam=1.0, form="trace_fixed"))
+                                               lam=1.0, form="trace_fixed"), warm_start=warm_start)
     assert printed.certificate.passed and fixed.certificate.passed
     # measured: 134.955 (printed) against 168.386 (sum(a) = 4)
     assert printed.objective == pytest.approx(134.95487, rel=1e-6)
@@ -58,7 +59,8 @@ def test_printed_laplacian_differs_from_trace_fixed_on_iris(docs_iris):
     # the printed problem is the relaxation: never above, for any tau
     for tau in (1.0, 4.0, 16.0):
         other = solve_exact(RankData.from_triplets(
-            T, regularizer="laplacian", diagonal=True, form="trace_fixed", tau=tau))
+            T, regularizer="laplacian", diagonal=True, form="trace_fixed", tau=tau),
+            warm_start=warm_start)
         assert printed.objective <= other.objective * (1 + 1e-9)
     assert np.trace(printed.M) != pytest.approx(4.0, rel=1e-3)
 
@@ -66,7 +68,7 @@ def test_printed_laplacian_differs_from_trace_fixed_on_iris(docs_iris):
 def test_printed_laplacian_is_attained_and_not_trivial(docs_iris):
     T = docs_iris
     data = RankData.from_triplets(T, regularizer="laplacian", diagonal=True)
-    res = solve_exact(data)
+    res = solve_exact(data, warm_start=warm_start)
     N = data.n_constraints
     # a = 0 costs N (every hinge 1): the hinges push a away from 0 ...
     assert data.objective(np.zeros(4)) == N and res.objective < 0.8 * N
@@ -79,7 +81,7 @@ def test_printed_laplacian_is_attained_and_not_trivial(docs_iris):
     # optimal with value 0 (attained, not unique)
     easy = Triplets.create(T.X, T.indices[s > 0])
     zero = solve_exact(RankData.from_triplets(easy, regularizer="laplacian",
-                                              diagonal=True))
+                                              diagonal=True), warm_start=warm_start)
     assert zero.certificate.passed and zero.objective <= 1e-6
 
 
@@ -87,8 +89,8 @@ def test_printed_burg_differs_from_spectral_with_a_non_isotropic_prior():
     T, A0 = _slice(load_iris, 1, n_top=2, n_random=2)
     printed = RankData.from_triplets(T, regularizer="burg", A0=A0)
     spectral = RankData.from_triplets(T, regularizer="burg", A0=A0, form="spectral")
-    a = solve_exact(printed)
-    b = solve_exact(spectral)
+    a = solve_exact(printed, warm_start=warm_start)
+    b = solve_exact(spectral, warm_start=warm_start)
     assert a.certificate.passed and b.certificate.passed
     assert abs(_rel(a.objective, b.objective)) > 1e-3
     # at one matrix the two first terms differ (tr(A P A P) <= ||A P||^2)
@@ -98,8 +100,9 @@ def test_printed_burg_differs_from_spectral_with_a_non_isotropic_prior():
     assert printed.penalty(a.M) - spectral.penalty(a.M) == pytest.approx(
         np.sum(AP * AP) - np.trace(AP @ AP), rel=1e-8)
     # with an isotropic prior A and A0 commute: the forms coincide
-    iso = solve_exact(RankData.from_triplets(T, regularizer="burg"))
-    iso_s = solve_exact(RankData.from_triplets(T, regularizer="burg", form="spectral"))
+    iso = solve_exact(RankData.from_triplets(T, regularizer="burg"), warm_start=warm_start)
+    iso_s = solve_exact(RankData.from_triplets(T, regularizer="burg", form="spectral"),
+                        warm_start=warm_start)
     assert abs(_rel(iso.objective, iso_s.objective)) <= EXACT_GAP
     # the trace decision is unchanged: tr(A) = tau, A0hat = A0 tau / tr(A0)
     assert np.trace(a.M) == pytest.approx(np.trace(A0), rel=1e-8)
@@ -144,7 +147,7 @@ def test_exact_equals_an_independent_model_of_the_paper(loader, seed, reg):
     kw = dict(regularizer="laplacian", diagonal=True) if reg == "laplacian" else \
         dict(regularizer="burg", A0=A0)
     data = RankData.from_triplets(T, lam=1.0, **kw)
-    exact = solve_exact(data)
+    exact = solve_exact(data, warm_start=warm_start)
     assert exact.certificate.passed
     assert abs(_rel(exact.objective, _independent(data))) <= 1e-6
 
@@ -168,7 +171,7 @@ def test_fast_matches_exact_on_real_slices(loader, seed, kw, lam):
     if kw["regularizer"] == "burg":
         kw["A0"] = A0
     data = RankData.from_triplets(T, lam=lam, **kw)
-    exact = solve_exact(data)
+    exact = solve_exact(data, warm_start=warm_start)
     fast = solve_fast(data)
     assert exact.certificate.passed
     assert fast.status == "optimal" and fast.certificate.passed
@@ -184,7 +187,7 @@ def test_fast_matches_exact_on_real_slices(loader, seed, kw, lam):
 def test_dual_is_moved_into_the_half_space(docs_iris):
     T = docs_iris
     data = RankData.from_triplets(T, regularizer="laplacian", diagonal=True)
-    f_star = solve_exact(data).objective
+    f_star = solve_exact(data, warm_start=warm_start).objective
     s = data.K.sum(axis=1)
     rng = np.random.RandomState(0)
     for _ in range(5):

@@ -15,6 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from cvxmetric._tolerances import EXACT_GAP, MATRIX_RTOL, tolerance
 from cvxmetric.rankdml import RankData, RankDML, RankDualSolver, solve_exact, solve_fast
+from cvxmetric.rankdml.fast import warm_start
 
 FAST = tolerance("rankdml", "fast")
 
@@ -46,14 +47,14 @@ def test_docs_iris_small_lam_certified(docs_iris, regularizer, lam):
     stages = fast.info["continuation"]
     assert stages and stages == sorted(stages, reverse=True) and stages[-1] > lam
     assert fast.n_iter <= RankDualSolver.maxiter
-    _check(data, fast, solve_exact(data))
+    _check(data, fast, solve_exact(data, warm_start=warm_start))
 
 
 @pytest.mark.parametrize("kind", ["burg-A0-spectral", "logdet-A0"])
 def test_non_isotropic_prior_small_lam(rk, rank_triplets, kind):
     data = rk.make_data(rank_triplets, lam=1e-6, **dict(rk.KINDS)[kind])
     fast = solve_fast(data, warn=False)
-    _check(data, fast, solve_exact(data))
+    _check(data, fast, solve_exact(data, warm_start=warm_start))
 
 
 def test_no_continuation_at_moderate_lam(docs_iris):
@@ -72,7 +73,7 @@ def test_max_iter_counts_every_stage(docs_iris):
     assert short.status == "max_iter_reached"
     assert short.n_iter <= 12
     # unconverged, the point is feasible and its bound a bound
-    exact = solve_exact(data)
+    exact = solve_exact(data, warm_start=warm_start)
     assert short.certificate.dual_bound <= exact.objective + 1e-9 * exact.objective
     assert short.objective >= exact.objective * (1 - 1e-9)
     with pytest.warns(ConvergenceWarning):

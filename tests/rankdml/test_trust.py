@@ -37,7 +37,7 @@ from cvxmetric.rankdml import (
     solve_exact,
     solve_fast,
 )
-from cvxmetric.rankdml.fast import FrobeniusPDHG
+from cvxmetric.rankdml.fast import FrobeniusPDHG, warm_start
 
 FAST = tolerance("rankdml", "fast")
 
@@ -381,7 +381,7 @@ def test_hypothesis_fast_exact_independent(case):
         assert np.max(np.abs(triplets.X)) > 100.0
         return
     try:
-        exact = solve_exact(data)
+        exact = solve_exact(data, warm_start=warm_start)
     except CertificateError:
         # Eq. 7 depends on X and lam only through lam / s^4 (s the data
         # scale); far below 1 the regulariser is below the round-off of the
@@ -433,8 +433,10 @@ def test_scaling_laws_hold():
              ({"regularizer": "laplacian", "diagonal": True},
               {"regularizer": "laplacian", "diagonal": True, "lam": 1.0 / c ** 4})]
     for kw_big, kw_small in pairs:
-        big = solve_exact(RankData.from_triplets(Triplets.create(X * c, T), **kw_big))
-        ref = solve_exact(RankData.from_triplets(Triplets.create(X, T), **kw_small))
+        big = solve_exact(RankData.from_triplets(Triplets.create(X * c, T), **kw_big),
+                          warm_start=warm_start)
+        ref = solve_exact(RankData.from_triplets(Triplets.create(X, T), **kw_small),
+                          warm_start=warm_start)
         assert big.status == "optimal" and ref.status == "optimal"
         assert _rel(big.objective, ref.objective) <= 1e-6, kw_big
         assert np.allclose(big.M * c * c, ref.M, atol=1e-4 * np.abs(ref.M).max())
@@ -537,7 +539,7 @@ def test_exact_path_keeps_a_certified_fast_point_when_conic_solvers_fail():
     T = T[np.any(X[T[:, 1]] != X[T[:, 2]], axis=1)]
     data = RankData.from_triplets(Triplets.create(X, T), regularizer="laplacian",
                                   diagonal=True, lam=10.0, form="trace_fixed")
-    res = solve_exact(data)
+    res = solve_exact(data, warm_start=warm_start)
     assert res.status == "optimal" and res.certificate.passed
     assert res.info["certified_by"] == "fast-ipm"
     fast = solve_fast(data)

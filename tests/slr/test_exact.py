@@ -152,4 +152,4 @@ def test_exact_path_refuses_a_form_beyond_its_memory_limit(monkeypatch):
     # a reduction that does not answer leaves the refusal
     monkeypatch.setattr(exact, "_reduced_solve", lambda *a, **k: None)
     with pytest.raises(ValueError, match=r"^X: .*solver='newton'"):
-        solve_exact(data)
+        solve_exact(data, warm_start=lambda data: None)

@@ -14,6 +14,7 @@ from sklearn.preprocessing import StandardScaler
 import cvxmetric.slr.exact as exact
 from cvxmetric.slr import SLRData
 from cvxmetric.slr.exact import solve_exact
+from cvxmetric.slr.fast import warm_start
 
 
 def wine(n=120, seed=0):
@@ -38,7 +39,7 @@ def rel(a, b):
 def test_reduced_equals_whole_form(seed):
     data = wine(seed=seed)
     full = solve_exact(data, reduce=False)
-    red = solve_exact(data, reduce=True)
+    red = solve_exact(data, reduce=True, warm_start=warm_start)
     assert full.status == red.status == "optimal"
     assert red.info["reduced"] and "reduced" not in full.info
     assert rel(red.objective, full.objective) <= 1e-8
@@ -49,7 +50,7 @@ def test_reduced_equals_whole_form(seed):
 
 def test_separable_data_certified_zero():
     data = separable()
-    res = solve_exact(data, reduce=True)
+    res = solve_exact(data, reduce=True, warm_start=warm_start)
     assert res.status == "optimal" and res.certificate.passed
     assert res.objective <= 1e-6
     assert res.certificate.dual_bound == 0.0
@@ -70,7 +71,7 @@ def test_inconsistent_partition_is_repaired(monkeypatch):
     monkeypatch.setattr(fast.SemismoothNewton, "run", rough)
     monkeypatch.setattr(exact, "MARGIN_TERMS", 5)
     monkeypatch.setattr(exact, "MARGIN_BAND", 1e-6)
-    res = solve_exact(data, reduce=True)
+    res = solve_exact(data, reduce=True, warm_start=warm_start)
     assert res.status == "optimal"
     assert res.info.get("reduced") and len(res.info["round_sizes"]) >= 2
     assert rel(res.objective, ref.objective) <= 1e-8
@@ -79,6 +80,14 @@ def test_inconsistent_partition_is_repaired(monkeypatch):
 def test_reduction_failure_falls_back_to_whole_form(monkeypatch):
     data = wine(n=60)
     monkeypatch.setattr(exact, "_reduced_solve", lambda *a, **k: None)
+    # the patched reduction does not look at the warm start
+    res = solve_exact(data, reduce=True, warm_start=lambda data: None)
+    assert res.status == "optimal" and "reduced" not in res.info
+
+
+def test_without_a_warm_start_the_whole_form_is_solved(monkeypatch):
+    data = wine(n=60)
+    monkeypatch.setattr(exact, "_reduced_solve", None)  # not reached
     res = solve_exact(data, reduce=True)
     assert res.status == "optimal" and "reduced" not in res.info
 
