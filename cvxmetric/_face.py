@@ -126,23 +126,31 @@ def polish_on_faces(ladder, read, solve, judge, *, correct=None, rounds=1,
     key = tuple(None if face is None else face[0] for face in faces)
     if key == last_key:
         return FacePolish((), key, 0)
-    best, seen, n_solved = None, set(), 0
+    best, n_solved = None, 0
+    for candidate in _solved(faces, solve, correct, rounds, deadline):
+        n_solved += 1
+        scores = _scores(judge(candidate))
+        best = best or tuple([] for _ in scores)
+        for kept, score in zip(best, scores):
+            _keep(kept, score, candidate, keep)
+        if scores[0] <= target:
+            break  # before the face is corrected from it
+    return FacePolish(best or (), key, n_solved)
+
+
+def _solved(faces, solve, correct, rounds, deadline):
+    """The candidates of each threshold's face and its corrections (see
+    :func:`polish_on_faces`), each face solved once, until the deadline."""
+    seen = set()
     for face in faces:
         for _ in range(rounds):
             if face is None or face[0] in seen:
                 break
             seen.add(face[0])
             if deadline is not None and deadline.expired():
-                return FacePolish(best or (), key, n_solved)
+                return
             candidate = solve(face[1])
             if candidate is None:
                 break
-            n_solved += 1
-            scores = _scores(judge(candidate))
-            best = best or tuple([] for _ in scores)
-            for kept, score in zip(best, scores):
-                _keep(kept, score, candidate, keep)
-            if scores[0] <= target:
-                return FacePolish(best, key, n_solved)
+            yield candidate
             face = None if correct is None else correct(face[1], candidate)
-    return FacePolish(best or (), key, n_solved)
