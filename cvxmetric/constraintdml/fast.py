@@ -75,6 +75,7 @@ import numpy as np
 from scipy.optimize import lsq_linear
 from sklearn.utils._param_validation import Interval
 
+from .._face import polish_on_faces
 from .._linalg import eigh_psd
 from .._linesearch import backtracking
 from .._reductions import Reduction
@@ -99,6 +100,10 @@ _CONT_BELOW = 1e-3
 _CONT_START = 1e-2
 _CONT_FACTOR = 100.0
 _CONT_FLOOR = 1e-12
+#: The face polish's ladder (:func:`_polish`): a constraint is on its margin
+#: when its distance is within this of 1, and the range of ``A(u)`` is the
+#: eigenvalues (entries, diagonal) above this fraction of the largest.
+FACE_LADDER = (1e-3, 1e-5, 1e-7)
 
 __all__ = [
     "ConstraintDualSolver",
@@ -393,13 +398,16 @@ def _polish(data, u, point, dist, deadline=None):
     lam``, ``z_e = U^T phi_e``, with ``G nu = lam 1 + c``,
     ``G_ef = (z_e . z_f)^2``, ``c_e = z_e^T U^T C_Lin U z_e`` (a small
     linear system; no matrix per pair).  ``E``, ``Lin`` and ``U`` are read
-    off ``A(u)`` with a few thresholds; with the right ones ``B`` is ``A*``
+    off ``A(u)`` at each threshold of :data:`FACE_LADDER`; with the right ones ``B`` is ``A*``
     to round-off however degenerate the optimum -- whereas ``A(u)`` only
     converges like the square root of the dual gap there.  Every candidate
     is checked like any other point: ``B`` is projected on the PSD cone and
     repaired into feasibility, and ``nu`` (signs restored) replaces the
-    multipliers of ``E`` in a dual candidate.  The thresholds stop early
-    when ``deadline`` (a :class:`~cvxmetric._solver.Deadline`) expires.
+    multipliers of ``E`` in a dual candidate; the best primal and the best
+    dual candidate are kept apart (the loop is
+    :func:`~cvxmetric._face.polish_on_faces`, which skips a face read at two
+    thresholds).  The thresholds stop early when ``deadline`` (a
+    :class:`~cvxmetric._solver.Deadline`) expires.
 
     Returns
     -------
@@ -407,38 +415,51 @@ def _polish(data, u, point, dist, deadline=None):
         Best feasible objective and point (``inf, None`` if none), best
         dual value and its multipliers (``-inf, None`` if none).
     """
-    best = (np.inf, None, -np.inf, None)
     if data.diagonal:
         spectrum = None
         scale = max(float(point.A.max()), 1e-300)
     else:
         spectrum = np.linalg.eigh(0.5 * (point.A + point.A.T))
         scale = max(float(spectrum[0][-1]), 1e-300)
-    for tau in (1e-3, 1e-5, 1e-7):
-        if deadline is not None and deadline.expired():
-            break  # each threshold is a BVLS solve of up to |E| unknowns
+    values = point.A if data.diagonal else spectrum[0]
+
+    def read(tau):
         lin, E, sign_E = _face_sets(data, dist, tau)
         if not len(E):
-            continue
-        if data.diagonal:
-            face = _diagonal_face_point(data, point.A, tau * scale, lin, E, sign_E)
-        else:
-            face = _full_face_point(data, spectrum, tau * scale, lin, E, sign_E)
-        if face is None:
-            continue
-        A, dist_A, nu = face
+            return None
+        # the support (diagonal) or the range (eigenvalues) above the cut
+        kept = values > tau * scale
+        key = (E.tobytes(), lin.tobytes(), np.packbits(kept).tobytes())
+        return key, (kept, lin, E, sign_E)
+
+    def candidate(face):
+        kept, lin, E, sign_E = face
+        out = (_diagonal_face_point(data, kept, lin, E, sign_E) if data.diagonal
+               else _full_face_point(data, spectrum[1], kept, lin, E, sign_E))
+        if out is None:
+            return None
+        A, dist_A, nu = out
         f, As = _repaired(data, A, dist_A)
         # multipliers consistent with the face: E from nu (nu_e = s_e u_e),
         # active hinges 1, every other pair 0
         u2 = data.clip(lin.copy())
         u2[E] = sign_E * nu
         u2 = data.clip(u2)
-        g = data.dual_value(u2)
-        if f < best[0]:
-            best = (f, As) + best[2:]
-        if g > best[2]:
-            best = best[:2] + (g, u2)
-    return best
+        return f, As, data.dual_value(u2), u2
+
+    # the best primal (lowest f) and the best dual (highest g) separately;
+    # NaN ranks last
+    out = polish_on_faces(FACE_LADDER, read, candidate,
+                          lambda c: (_ranked(c[0]), _ranked(-c[2])), deadline=deadline)
+    f, As, _, _ = out.first(0) or (np.inf, None, None, None)
+    _, _, g, u2 = out.first(1) or (None, None, -np.inf, None)
+    primal = (f, As) if f < np.inf else (np.inf, None)
+    return primal + ((g, u2) if g > -np.inf else (-np.inf, None))
+
+
+def _ranked(score):
+    """``score``, with NaN ranked last (never kept over a number)."""
+    return np.inf if np.isnan(score) else score
 
 
 def _face_sets(data, dist, tau):
@@ -459,11 +480,11 @@ def _face_sets(data, dist, tau):
     return lin, np.concatenate([E, margin]), sign_E
 
 
-def _diagonal_face_point(data, a, cut, lin, E, sign_E):
+def _diagonal_face_point(data, support, lin, E, sign_E):
     """``(A, d_A, nu)``: the face's quadratic program (see :func:`_polish`)
-    on the support ``a > cut`` of a diagonal metric; ``None`` if empty."""
+    on the ``support`` (a mask) of a diagonal metric; ``None`` if empty."""
     lam = data.lam
-    face = np.flatnonzero(a > cut)
+    face = np.flatnonzero(support)
     if not len(face):
         return None
     Z = data.Psi[np.ix_(E, face)]  # (|E|, r)
@@ -486,13 +507,12 @@ def _diagonal_face_point(data, a, cut, lin, E, sign_E):
     return A, data.Psi @ A, nu
 
 
-def _full_face_point(data, spectrum, cut, lin, E, sign_E):
+def _full_face_point(data, Va, kept, lin, E, sign_E):
     """``(A, d_A, nu)``: the face's quadratic program (see :func:`_polish`)
-    on the range of ``A(u)`` (eigenvalues above ``cut`` of ``spectrum``,
-    its ``eigh``); ``None`` if empty."""
+    on the range of ``A(u)`` (its eigenvectors ``Va``, those of ``kept``
+    eigenvalues); ``None`` if empty."""
     lam, X = data.lam, data.X
-    wa, Va = spectrum
-    U = Va[:, wa > cut]  # (d, r)
+    U = Va[:, kept]  # (d, r)
     if not U.shape[1]:
         return None
     Z = (X[data.pairs[E, 0]] - X[data.pairs[E, 1]]) @ U  # (|E|, r)

@@ -19,8 +19,8 @@ method has found and finish there with Newton's method:
   Newton's method with exact second derivatives and a backtracking line
   search keeping ``Z`` positive definite converges quadratically from the
   solver's point to the rank-``k`` minimiser;
-* several ``k`` are tried (the spectrum's largest relative gap, then
-  fixed relative thresholds) and ranked by the KKT residual of the whole
+* several ``k`` are tried (:data:`FACE_LADDER`: the spectrum's largest
+  relative gap, then fixed relative thresholds) and ranked by the KKT residual of the whole
   problem: ``G = S(alpha) + lam I`` (trace; ``S + lam M`` Frobenius)
   must be PSD with ``G M = 0``.
 
@@ -29,10 +29,13 @@ same dual bound as any other (:meth:`LDMLData.dual_bound`), and keeps the
 solver's point when no polished one passes.
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh
 from scipy.special import expit
 
+from .._face import polish_on_faces
 from .._linesearch import backtracking
 from ._budget import expired
 
@@ -42,7 +45,14 @@ __all__ = ["polish", "POLISH_RANK"]
 #: 80), a dense Hessian.
 POLISH_RANK = 80
 
-_THRESHOLDS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
+#: The face polish's ladder (:func:`polish`): the ranks ``k`` tried, read
+#: off the spectrum of the solver's ``M`` -- at its largest relative gap,
+#: then the eigenvalues above ``1e-12`` of the largest (every positive
+#: one), then above each fixed fraction of it.
+FACE_LADDER = ("largest-gap", 1e-12, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
+
+#: The fit's budget (:mod:`._budget`), as the face polish checks it.
+_BUDGET = SimpleNamespace(expired=expired)
 
 
 def _svec(Psi):
@@ -300,7 +310,13 @@ def _grow(data, Psi, Mr, b, k):
 
 def polish(data, M, b, max_candidates=2):
     """Polished points ``(M, b)`` from the solver's ``(M, b)``, the most
-    promising first (module docstring); possibly none."""
+    promising first (module docstring); possibly none.
+
+    The faces are the ranks ``k`` read off the spectrum at each rung of
+    :data:`FACE_LADDER`; each is solved by Newton's method (:func:`_newton`),
+    grown while it is too small (:func:`_grow`) and ranked by its KKT
+    residual, the search stopping at a KKT point to round-off (the loop is
+    :func:`~cvxmetric._face.polish_on_faces`)."""
     if expired():
         return []
     Q = data.span()  # (D, r) orthonormal
@@ -311,27 +327,26 @@ def polish(data, M, b, max_candidates=2):
     w, V = w[::-1], V[:, ::-1]  # descending
     if w[0] <= 0:
         return []
-    ranks = []
     pos = w[w > 1e-12 * w[0]]
-    if len(pos) > 1:
-        ranks.append(int(np.argmax(pos[:-1] / pos[1:])) + 1)
-    ranks.append(len(pos))
-    ranks += [int(np.sum(w > t * w[0])) for t in _THRESHOLDS]
-    seen, found = set(), []
-    for k in ranks:
-        if expired():
-            break
-        if k in seen or k < 1 or k > POLISH_RANK:
-            continue
-        seen.add(k)
+
+    def read(rung):
+        if rung == "largest-gap":
+            if len(pos) <= 1:
+                return None
+            k = int(np.argmax(pos[:-1] / pos[1:])) + 1
+        else:
+            k = int(np.sum(w > rung * w[0]))
+        return None if k < 1 or k > POLISH_RANK else (k, k)
+
+    def solve(k):
         out = _newton(data, Psi, V[:, :k], np.diag(w[:k]), float(b))
-        if out is not None:
-            found.append(_grow(data, Psi, *out, k))
-            if found[-1][0] <= 1e-10:
-                break  # a KKT point to round-off: the other faces cannot do better
-    found.sort(key=lambda item: item[0])
+        return None if out is None else _grow(data, Psi, *out, k)
+
+    # a KKT point to round-off: the other faces cannot do better
+    found = polish_on_faces(FACE_LADDER, read, solve, lambda item: item[0], target=1e-10,
+                            keep=max_candidates, deadline=_BUDGET).best
     polished = []
-    for _, Mr, bp in found[:max_candidates]:
+    for _, (_, Mr, bp) in (found[0] if found else []):
         Mp = Q @ Mr @ Q.T
         polished.append((0.5 * (Mp + Mp.T), bp))
     return polished

@@ -48,6 +48,7 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._face import polish_on_faces
 from .._linalg import PairOperator, eigh_psd, project_psd
 from .._linesearch import backtracking
 from .._reductions import Reduction, apply_reductions, invert_reductions
@@ -255,6 +256,12 @@ def _newton_face(data, G, alpha, W, act, *, steps=8, deadline=None):
     return G, alpha
 
 
+#: The face polish's ladder (:func:`_polish`): a hinge is on its margin
+#: when ``|delta_q - a_q(M)|`` is at most this fraction of
+#: ``max(1, max |delta|)``, active above it; the looser band first.
+FACE_LADDER = (1e-3, 1e-5)
+
+
 def _polish(data, M, alpha, aM, *, target=0.0, last_key=None, rounds=3,
             deadline=None):
     """Endgame on the located face: Newton's method on its KKT system.
@@ -268,11 +275,12 @@ def _polish(data, M, alpha, aM, *, target=0.0, last_key=None, rounds=3,
     :func:`_newton_face` from the current point.  The partition is then
     corrected (a margin multiplier below 0 / above ``c`` leaves ``W``; an
     outside hinge whose sign is wrong at the new ``M`` joins it) for up to
-    ``rounds`` rounds, for two bands, until a candidate's gap is at most
-    ``target``.  Nothing here is trusted: each
-    candidate is judged by the certified gap of the original problem, so a
-    wrong guess (rank, band, a degenerate face) costs a small solve, never
-    accuracy.
+    ``rounds`` rounds, for each band of :data:`FACE_LADDER`, until a
+    candidate's gap is at most ``target`` (the loop is
+    :func:`~cvxmetric._face.polish_on_faces`).  Nothing here is trusted:
+    each candidate is judged by the certified gap of the original problem,
+    so a wrong guess (rank, band, a degenerate face) costs a small solve,
+    never accuracy.
 
     Returns
     -------
@@ -288,59 +296,44 @@ def _polish(data, M, alpha, aM, *, target=0.0, last_key=None, rounds=3,
         return None, None
     keep = w > 1e-7 * w[-1]
     G0 = V_eig[:, keep] * np.sqrt(w[keep])  # (d, r)
-    r = G0.shape[1]
+    d, r = G0.shape
     arg = data.delta_q - aM
     tiny = 1e-9 * scale
-    bands = [b * scale for b in (1e-3, 1e-5)]
-    starts = [(np.abs(arg) <= b, arg > b) for b in bands]
-    key = (r,) + tuple(np.packbits(W).tobytes() + np.packbits(V).tobytes()
-                       for W, V in starts)
-    if key == last_key:
-        return key, None
-    best, tried = None, set()
     alpha = np.clip(alpha, 0.0, data.c_q)
-    for W, act in starts:
-        if best is not None and best[-1] <= target:
-            break
-        best = _polish_partition(data, G0, alpha, W, act, best, tried, target=target,
-                                 rounds=rounds, tiny=tiny, deadline=deadline)
-    return key, best
 
+    def face(W, act):
+        return (r, np.packbits(W).tobytes() + np.packbits(act).tobytes()), (W, act)
 
-def _polish_partition(data, G0, alpha, W, act, best, tried, *, target, rounds, tiny,
-                      deadline):
-    """Up to ``rounds`` Newton solves (:func:`_newton_face` from ``G0``,
-    ``alpha``) from the partition ``(W, act)`` (margin set, active set),
-    each correcting it from the last solution; the best candidate
-    ``(M, alpha, aM, S, gap)``, ``best`` included.  ``tried`` holds the
-    partitions solved already (updated); a partition too large to solve
-    (:data:`_POLISH_MAX_UNKNOWNS`) or an expired ``deadline`` ends it."""
-    d, r = G0.shape
-    c, delta = data.c_q, data.delta_q
-    for _ in range(rounds):
-        sig = np.packbits(W).tobytes() + np.packbits(act).tobytes()
-        if sig in tried:
-            break
-        tried.add(sig)
-        if (d * r + int(W.sum()) > _POLISH_MAX_UNKNOWNS
-                or (deadline is not None and deadline.expired())):
-            break
+    def read(band):
+        return face(np.abs(arg) <= band * scale, arg > band * scale)
+
+    def solve(partition):
+        # a partition too large for the dense KKT system is not solved
+        W, act = partition
+        if d * r + int(W.sum()) > _POLISH_MAX_UNKNOWNS:
+            return None
         G, alpha_n = _newton_face(data, G0, alpha, W, act, deadline=deadline)
-        point = _face_point(data, G, alpha_n)
-        if best is None or point[-1] < best[-1]:
-            best = point
-        # correct the partition from the solution
-        argp = delta - point[2]
+        return _face_point(data, G, alpha_n), alpha_n
+
+    def correct(partition, candidate):
+        # from the solution: a margin multiplier out of [0, c] leaves W, an
+        # outside hinge whose sign is wrong at the new M joins it
+        (W, act), (point, alpha_n) = partition, candidate
+        c, argp = data.c_q, data.delta_q - point[2]
         low = W & (alpha_n < -1e-9 * c)
         high = W & (alpha_n > c * (1 + 1e-9))
         wrong = ~W & ((act & (argp < -tiny)) | (~act & (argp > tiny)))
-        if point[-1] <= target or not (np.any(low) or np.any(high) or np.any(wrong)):
-            break
+        if not (np.any(low) or np.any(high) or np.any(wrong)):
+            return None
         if wrong.sum() > max(8, W.sum()):
-            break  # far from this face: a correction would not be local
-        W = (W & ~low & ~high) | wrong
-        act = (act & ~wrong) | high
-    return best
+            return None  # far from this face: a correction would not be local
+        return face((W & ~low & ~high) | wrong, (act & ~wrong) | high)
+
+    out = polish_on_faces(FACE_LADDER, read, solve, lambda cand: cand[0][-1],
+                          correct=correct, rounds=rounds, target=target,
+                          deadline=deadline, last_key=last_key)
+    best = out.first()
+    return out.key, None if best is None else best[0]
 
 
 def _face_point(data, G, alpha):

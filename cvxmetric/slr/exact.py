@@ -65,6 +65,7 @@ import numpy as np
 import scipy.sparse
 
 from .._exact import SOLVERS, solve_certified, solver_options
+from .._face import polish_on_faces
 from .._validation import check_instance, check_option, check_samples
 from ..result import Certificate, SolverError, SolverResult
 from ._problem import SLRData, check_thresholds, smat, svec
@@ -216,6 +217,10 @@ REDUCE_ABOVE = 1_000_000
 #: reduced model.
 MARGIN_BAND = 5e-2
 
+#: The margin-set reduction's ladder (:func:`_reduced_solve`): one band,
+#: its face corrected round after round.
+FACE_LADDER = (MARGIN_BAND,)
+
 #: At most this many near-margin terms keep their hinge in the first round:
 #: the band narrows to the ``MARGIN_TERMS``-th smallest ``|a_ij|``.
 MARGIN_TERMS = 5_000
@@ -350,11 +355,21 @@ def _reduced_solve(data, warm, solvers, tol, verbose, max_rounds):
     Z0 = data.Z_of_M(warm.M)
     Z0 = 0.5 * (Z0 + Z0.T)
     eps = SELECT_WEIGHT
-    V, i0, j0 = _first_partition(data, Z0)
-    extra = None  # the pairs moved to W by the rounds so far
     sizes = []
-    for _ in range(max_rounds):
+
+    def read(band):
+        V, i0, j0 = _first_partition(data, Z0, band)
+        return face(V, i0, j0, None)
+
+    def face(V, i0, j0, extra):
+        # the pairs moved to W by the rounds so far (extra; None: none)
+        # identify the face: V is the first partition's less those moved
+        # from it
         i, j = _round_pairs(data, i0, j0, extra)
+        return (i.tobytes(), j.tobytes()), (V, i0, j0, i, j, extra)
+
+    def solve(margin):
+        V, _, _, i, j, _ = margin
         if i.size * data.rank > EXACT_MAX_COEFFICIENTS:
             return None
         sizes.append({"active": int(sum(v.sum() for v in V)), "margin": int(i.size)})
@@ -363,26 +378,40 @@ def _reduced_solve(data, warm, solvers, tol, verbose, max_rounds):
             cert, info = solve_certified(model.problem, _reduced_certify(data, model),
                                          solvers=solvers, tol=tol, verbose=verbose)
         except SolverError:
-            cert = None
-        Z = model.Z()
-        if cert is not None:
-            return SolverResult(
-                M=data.M_of_Z(Z), status=info["status"], objective=cert.objective,
-                n_iter=info["n_iter"], certificate=cert, method="exact",
-                info={"form": "reduced", "attempts": info["attempts"],
-                      "reduced": True, "round_sizes": sizes, "select_weight": eps,
-                      "warm_status": warm.status},
-                time=0.0)
+            cert, info = None, None
+        return cert, info, model.Z()
+
+    def correct(margin, candidate):
+        V, i0, j0, i, j, extra = margin
+        Z = candidate[2]
         new = None if Z is None else _repair_partition(data, Z, V, i, j)
         if new is None:
             return None
-        extra = new if extra is None else (np.concatenate([extra[0], new[0]]),
-                                           np.concatenate([extra[1], new[1]]))
-    return None
+        if extra is not None:
+            new = (np.concatenate([extra[0], new[0]]), np.concatenate([extra[1], new[1]]))
+        return face(V, i0, j0, new)
+
+    # one rung (the margin band), corrected round after round until a
+    # reduced model's point is certified on the whole Eq. 4
+    out = polish_on_faces(FACE_LADDER, read, solve,
+                          lambda cand: 0.0 if cand[0] is not None else np.inf,
+                          correct=correct, rounds=max_rounds, target=0.0)
+    found = out.first()
+    if found is None or found[0] is None:
+        return None
+    cert, info, Z = found
+    return SolverResult(
+        M=data.M_of_Z(Z), status=info["status"], objective=cert.objective,
+        n_iter=info["n_iter"], certificate=cert, method="exact",
+        info={"form": "reduced", "attempts": info["attempts"],
+              "reduced": True, "round_sizes": sizes, "select_weight": eps,
+              "warm_status": warm.status},
+        time=0.0)
 
 
-def _first_partition(data, Z0):
-    """The reduction's first partition at the Newton point ``Z0``.
+def _first_partition(data, Z0, band=MARGIN_BAND):
+    """The reduction's first partition at the Newton point ``Z0``, with the
+    margin band ``band (delta1 - delta2)``.
 
     Returns
     -------
@@ -393,7 +422,7 @@ def _first_partition(data, Z0):
         band narrowed so that ``W`` has at most about ``MARGIN_TERMS`` pairs.
     """
     a = _hinge_blocks(data, Z0)
-    band = MARGIN_BAND * (data.delta1 - data.delta2)
+    band = band * (data.delta1 - data.delta2)
     # ordered pairs: each unordered pair twice, its diagonal once
     flat = np.abs(np.concatenate([x.ravel() for x in a]))
     if flat.size > 2 * MARGIN_TERMS:
