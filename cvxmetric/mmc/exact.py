@@ -56,7 +56,7 @@ from .._linalg import project_psd
 from .._trace import captured, record
 from .._validation import check_instance
 from ..model import DeclaredProblem
-from ..result import Certificate, CertificateError, SolverError, SolverResult, Status
+from ..result import Certificate, CertificateError, SolverError, Status
 from ._problem import DEGENERATE_MSG, MMCData, mmc_result
 
 __all__ = ["MMCModel", "solve_exact", "declared_problem", "PAPER"]
@@ -421,10 +421,12 @@ class _MMCDeclared(DeclaredProblem):
     bound_polish = None
     _polished_at = None
 
-    def solve_certified(self, **kwargs):
+    def solve_certified(self, *, solvers=SOLVERS, tol=1e-9):
+        """:meth:`DeclaredProblem.solve_certified`, its bound polished by
+        ``bound_polish`` where the plain bound at its point leaves a gap."""
         # a solve establishes its own point's bound, not an earlier one's
         self._polished_at = None
-        return super().solve_certified(**kwargs)
+        return super().solve_certified(solvers=solvers, tol=tol)
 
     def _family_objective(self, M):
         # f(M) = sum_S D2_M, as printed (not scaled to g = 1)

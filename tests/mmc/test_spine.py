@@ -12,7 +12,6 @@ import ast
 from pathlib import Path
 
 import cvxpy as cp
-import numpy as np
 import pytest
 from sklearn.datasets import load_iris, load_wine
 from sklearn.preprocessing import StandardScaler
