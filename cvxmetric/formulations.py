@@ -493,6 +493,10 @@ _REGISTRY = (
         data="cvxmetric.mmc._problem:MMCData",
         collection="cvxmetric.mmc._collection",
         exact="cvxmetric.mmc.exact:solve_exact",
+        # the face reduction's fast solution and the certificate's bound
+        # polish, handed to the exact path (which never imports mmc.fast)
+        warm_start="cvxmetric.mmc.fast:warm_start",
+        bound_polish="cvxmetric.mmc.fast:bound_polish",
         suite_data={"MMC": _pairs,
                     "MMCSupervised": _labelled(lambda X, y: _metric_learn_pairs(y))},
         declared="cvxmetric.mmc.exact:declared_problem",

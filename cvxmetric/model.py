@@ -77,7 +77,9 @@ The contract
     certificate then has ``dual_bound = -inf`` (it cannot pass) and a
     ``UserWarning`` says so (as it does for ``certificate()`` with no
     ``M`` and no solve: a certificate of no point).  MMC and SLR bound the optimum from the primal
-    point alone.
+    point alone.  It solves nothing: a bound sharpened by a short solve
+    (MMC's bound polish) is a stage of the certified solve, and
+    ``certificate()`` of the point that solve accepted is the one it judged.
 ``metric(M=None, preprocessor=None)``
     A fitted metric object: :class:`MahalanobisMetric` (``transform``,
     ``pair_distance``, ``pair_score``, ``get_metric``,
@@ -101,10 +103,11 @@ Adding a family
 ---------------
 A family subclasses :class:`DeclaredProblem` and implements
 :meth:`DeclaredProblem._family_objective` and
-:meth:`DeclaredProblem._family_certificate` (and, with hyperparameters,
-:meth:`DeclaredProblem._update_parameters`), then builds it from its
-canonical data; its estimators return it from ``declared_problem``.  This
-module knows nothing of the estimators.
+:meth:`DeclaredProblem._family_certificate` (pure: no solver runs in it;
+a bound sharpened by solving goes in :meth:`DeclaredProblem._family_sharpen`)
+and, with hyperparameters, :meth:`DeclaredProblem._update_parameters`, then
+builds it from its canonical data; its estimators return it from
+``declared_problem``.  This module knows nothing of the estimators.
 """
 
 import warnings
@@ -401,7 +404,7 @@ metric_key, data, kind
                 # the point returned (matrix()) is the one certified
                 self.variable.value = (np.diag(repaired) if self.diagonal
                                        else repaired)
-            return self._family_certificate(repaired)
+            return self._family_sharpen(repaired, self._family_certificate(repaired))
 
         try:
             solve_certified(self.problem, certify, solvers=solvers, tol=tol)
@@ -565,6 +568,15 @@ metric_key, data, kind
     def _family_certificate(self, M):
         """The family's certificate of a validated (d, d) ``M``."""
         raise NotImplementedError
+
+    def _family_sharpen(self, M, cert):
+        """The certified path's certificate of its point ``M``: ``cert``
+        (:meth:`_family_certificate`) by default; a family whose bound a
+        short solve can sharpen runs it here, as a traced stage of
+        :meth:`solve_certified` (never in :meth:`certificate`, which stays
+        pure), and keeps what :meth:`certificate` of ``M`` needs to return
+        the certificate the solve judged."""
+        return cert
 
     def _family_repair(self, M):
         """A solver's (d, d) point made exactly admissible where the family

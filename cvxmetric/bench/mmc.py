@@ -74,11 +74,11 @@ def bench_data(diagonal, *, d=D_FEATURES, n_pairs=N_PAIRS, n=N_SAMPLES,
 
 
 def _solve(method, data, max_time=None):
-    from ..mmc.exact import solve_exact
+    from ..formulations import formulation
     from ..mmc.fast import MMCNewton, MMCProjectedGradient
 
     if method == "exact":
-        return solve_exact(data)
+        return formulation("mmc").solve_exact(data)
     if method == "fast":
         return MMCProjectedGradient(max_time=max_time).run(data)
     if method == "newton":

@@ -66,8 +66,9 @@ from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_pair_labels, check_psd_matrix, check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
+from ..formulations import formulation
 from ._problem import MMCData
-from .exact import declared_problem, solve_exact
+from .exact import declared_problem
 from .fast import MMCNewton, MMCProjectedGradient
 
 __all__ = ["MMC", "MMCSupervised", "SOLVER_NAMES", "INIT_NAMES"]
@@ -122,6 +123,13 @@ class _MMCBase(MahalanobisMixin, BaseEstimator):
         """The canonical :class:`MMCData` of validated labelled pairs."""
         return MMCData.from_pairs(pairs, diagonal=bool(self.diagonal))
 
+    def _declared(self, data):
+        """Eq. 2 on ``data``, unsolved; its certified solve sharpens the
+        bound at its point as the exact path does (the registry's
+        ``bound_polish``)."""
+        return declared_problem(
+            data, bound_polish=formulation("mmc").load("bound_polish"))
+
     def _initial_metric(self, pairs):
         """The starting metric ``init`` names, in the user's units (d, d):
         metric-learn's ``identity``, ``covariance`` (the pseudo-inverse of
@@ -154,7 +162,8 @@ class _MMCBase(MahalanobisMixin, BaseEstimator):
         data = self._data(pairs)
         M0 = self._initial_metric(pairs)
         result = self._run_solver({
-            "exact": lambda: solve_exact(data, verbose=conic_verbose(self.verbose)),
+            "exact": lambda: formulation("mmc").solve_exact(
+                data, verbose=conic_verbose(self.verbose)),
             "fast": lambda: self._solve_fast(data, M0, tol),
         })
         if "degenerate" in result.info:
@@ -316,7 +325,7 @@ optional
     def _declare(self, pairs, y, calibration_params):
         """Eq. 2 on these pairs, as printed (user's units), unsolved."""
         labelled, _ = self._fit_pairs(pairs, y, calibration_params)
-        return declared_problem(self._data(labelled))
+        return self._declared(self._data(labelled))
 
     def _fit_pairs(self, pairs, y, calibration_params):
         """Validate :meth:`fit`'s input: ``(LabeledPairs, labels)``."""
@@ -411,7 +420,7 @@ status_, n_iter_, certificate_, result_, n_features_in_
 
     def _declare(self, X, y):
         """Eq. 2 on the constraints ``fit(X, y)`` samples."""
-        return declared_problem(self._data(self._sample(X, y)))
+        return self._declared(self._data(self._sample(X, y)))
 
     def _sample(self, X, y):
         """Validate ``(X, y)`` and sample the labelled pairs."""

@@ -56,7 +56,7 @@ from .._linalg import project_psd
 from .._trace import captured, record
 from .._validation import check_instance
 from ..model import DeclaredProblem
-from ..result import Certificate, CertificateError, SolverError, SolverResult, Status
+from ..result import Certificate, CertificateError, SolverError, Status
 from ._problem import DEGENERATE_MSG, MMCData, mmc_result
 
 __all__ = ["MMCModel", "solve_exact", "declared_problem", "PAPER"]
@@ -176,12 +176,23 @@ class MMCModel:
             return None
         return data.normalize(x)
 
-    def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False):
+    def solve(self, *, solvers=SOLVERS, tol=1e-9, verbose=False, bound_polish=None):
         """Solve; return a certified :class:`SolverResult`.
 
         Degenerate data (:attr:`MMCData.degenerate`) are not sent to a conic
         solver: the optimum is 0 and :meth:`MMCData.degenerate_solution`
         attains it; it is certified like any other point.
+
+        Parameters
+        ----------
+        solvers : sequence of str
+        tol : float
+        verbose : bool
+        bound_polish : callable, optional
+            ``bound_polish(data, x) -> (bound, iterations)``: run (as a
+            ``"bound"`` stage) when the plain bound at a solver's point
+            leaves a gap (:func:`solve_exact`); without it the plain
+            certificate judges the point.
 
         Raises
         ------
@@ -214,7 +225,7 @@ class MMCModel:
                                         solver_version=version, tolerances=opts,
                                         times=times)
 
-            return _sharpened(data, x, certificate)
+            return _sharpened(data, x, certificate(), certificate, bound_polish)
 
         try:
             cert, info = solve_certified(self.problem, certify, solvers=solvers,
@@ -232,27 +243,29 @@ class MMCModel:
                        time.perf_counter() - t0)
 
 
-def _sharpened(data, x, certificate):
-    """The certificate of ``x``, its bound sharpened when it leaves a gap.
+def _sharpened(data, x, cert, certificate, bound_polish):
+    """The certificate ``cert`` of ``x``, its bound sharpened when it leaves a
+    gap and ``bound_polish`` is given.
 
-    ``certificate(bound=None)`` is the (pure) certificate of ``x`` with the
-    bound ``max(bound, LB(sqrt(D2_x)))``.  The bound at ``u = sqrt(D2_x)``
-    inherits the first-order error of a conic solver's ``x``; any ``u > 0``
-    gives a valid bound, so when the gap is not negligible a better ``u``
-    comes from :func:`_polished_bound` -- a solve in its own right, traced
-    as a ``"bound"`` stage.  The point certified is still ``x``.
+    ``certificate(bound)`` is the (pure) certificate of ``x`` with the bound
+    ``max(bound, LB(sqrt(D2_x)))``; ``cert`` is ``certificate(None)``.  The
+    bound at ``u = sqrt(D2_x)`` inherits the first-order error of a conic
+    solver's ``x``; any ``u > 0`` gives a valid bound, so when the gap is not
+    negligible a better ``u`` comes from ``bound_polish(data, x) -> (bound,
+    iterations)`` (:func:`cvxmetric.mmc.fast.bound_polish`) -- a solve in its
+    own right, traced as a ``"bound"`` stage.  The point certified is still
+    ``x``.
     """
-    cert = certificate()
-    if not (cert.rel_gap > 1e-2 * cert.tol_gap and cert.max_violation <= cert.tol_feas):
+    if bound_polish is None or not (cert.rel_gap > 1e-2 * cert.tol_gap
+                                    and cert.max_violation <= cert.tol_feas):
         return cert
     t0 = time.perf_counter()
     before = cert.rel_gap
     with captured():  # the short run is this stage's work, not a stage of its own
-        bound, n_iter = _polished_bound(data, x)
+        bound, n_iter = bound_polish(data, x)
     tightened = bound > cert.dual_bound
     if tightened:
-        cert = certificate(bound)
-        cert.tolerances["bound"] = "polished"
+        cert = _polished(certificate(bound))
     record("bound polish", "bound", iterations=n_iter,
            seconds=time.perf_counter() - t0, gap=cert.rel_gap,
            status="tightened" if tightened else "no better bound",
@@ -260,29 +273,10 @@ def _sharpened(data, x, certificate):
     return cert
 
 
-def _polished_bound(data, x, maxiter=500):
-    """A dual bound ``LB(u)`` with ``u`` from a short fast run started at
-    ``x``, and the run's iterations.
-
-    ``LB(u)`` is a valid lower bound for *every* ``u > 0`` (see
-    :mod:`._problem`); ``u = sqrt(D2_x)`` at a conic solver's point carries
-    the point's error to first order, while the fast solvers' iterates,
-    started at ``x``, approach the optimum's ``u`` in a few steps.  Only the
-    bound is taken: the certified point is still ``x``.
-    """
-    from .fast import MMCNewton, MMCProjectedGradient
-
-    solver = (MMCNewton(tol=1e-12, maxiter=50) if data.diagonal
-              else MMCProjectedGradient(tol=1e-12, maxiter=maxiter))
-    warm = SolverResult(M=data.as_matrix(x), status="", objective=np.nan,
-                        n_iter=0, certificate=None, method="",
-                        info={"w": x} if data.diagonal else {})
-    try:
-        res = solver.run(data, warm, warn=False)
-    except (ArithmeticError, np.linalg.LinAlgError, RuntimeError, ValueError):
-        # opportunistic: without a better bound the plain certificate stands
-        return -np.inf, 0
-    return float(res.certificate.dual_bound), res.n_iter
+def _polished(cert):
+    """``cert``, marked as bounded by a polished dual point."""
+    cert.tolerances["bound"] = "polished"
+    return cert
 
 
 #: A full problem with more than this many coefficients in its dense
@@ -297,26 +291,25 @@ FACE_RTOL = 1e-6
 FACE_MARGIN = 8
 
 
-def _face_solve(data, solvers, tol, verbose):
+def _face_solve(data, warm_start, solve):
     """Certified solution on the face of a fast solution, or ``None``.
 
     The optimal ``M`` of MMC is typically of low rank (3 of 61 whitened
     directions on raw digits); the interior-point solve of the declared
     model, whose every dissimilar pair couples all ``r (r + 1) / 2`` entries
-    of ``Mw``, costs ``O((r^2 + |D|)^3)`` per iteration.  The fast solver's
-    ``Mw`` gives the face: its top eigenvectors ``V_k`` (eigenvalues above
-    :data:`FACE_RTOL` of the largest), widened by a margin.  The model with
-    ``Mw = V_k Z V_k^T`` is :class:`MMCModel` on ``psi @ V_k``.  Its point is
-    a feasible point of the declared problem and is certified *on the
-    declared problem*: the bound ``LB(u)`` takes ``lambda_max`` over the
-    whole whitened space, so a face that misses the optimum cannot pass.
-    When it does not pass, the face is doubled, up to the whole space
-    (``None``: the caller solves the declared model).
+    of ``Mw``, costs ``O((r^2 + |D|)^3)`` per iteration.  The fast solution
+    ``warm_start(data)`` gives the face: the top eigenvectors ``V_k`` of its
+    ``Mw`` (eigenvalues above :data:`FACE_RTOL` of the largest), widened by
+    a margin.  The model with ``Mw = V_k Z V_k^T`` is :class:`MMCModel` on
+    ``psi @ V_k``, solved by ``solve(model)``.  Its point is a feasible
+    point of the declared problem and is certified *on the declared
+    problem*: the bound ``LB(u)`` takes ``lambda_max`` over the whole
+    whitened space, so a face that misses the optimum cannot pass.  When it
+    does not pass, the face is doubled, up to the whole space (``None``:
+    the caller solves the declared model).
     """
-    from .fast import MMCProjectedGradient
-
     t0 = time.perf_counter()
-    warm = MMCProjectedGradient().run(data, warn=False)
+    warm = warm_start(data)
     lam, V = np.linalg.eigh(data.to_white(warm.M))
     lam, V = lam[::-1], V[:, ::-1]
     r = lam.size
@@ -327,8 +320,7 @@ def _face_solve(data, solvers, tol, verbose):
     tried = []
     while k < r:
         try:
-            res = MMCModel(data, basis=V[:, :k]).solve(
-                solvers=solvers, tol=tol, verbose=verbose)
+            res = solve(MMCModel(data, basis=V[:, :k]))
         except SolverError as exc:
             tried.append({"k": k, "error": type(exc).__name__})
             k = min(r, 2 * k)
@@ -341,24 +333,43 @@ def _face_solve(data, solvers, tol, verbose):
     return None
 
 
-def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False,
-                reduce="auto"):
+def solve_exact(data, *, warm_start=None, bound_polish=None, solvers=SOLVERS,
+                tol=1e-9, verbose=False, reduce="auto"):
     """Certified exact solution of MMC (full or diagonal, as ``data`` says).
+
+    The estimators and the problem collection call it through
+    ``cvxmetric.formulations.formulation("mmc").solve_exact(data, ...)``,
+    which hands over the ``warm_start`` and ``bound_polish`` that the
+    registry declares (:func:`cvxmetric.mmc.fast.warm_start`,
+    :func:`cvxmetric.mmc.fast.bound_polish`); called bare, it runs neither:
+    the declared model is solved (no face reduction) and the plain
+    certificate judges its point.
 
     Parameters
     ----------
     data : MMCData
+    warm_start : callable, optional
+        ``warm_start(data) -> SolverResult``: the fast solution whose face
+        the face reduction solves on (``reduce``); without it the face
+        reduction is skipped and the declared model is solved.
+    bound_polish : callable, optional
+        ``bound_polish(data, x) -> (bound, iterations)``: a short solve
+        for a better dual point of the bound at the solver's point ``x``,
+        run as a traced ``bound polish`` stage (kind ``"bound"``) when the
+        plain bound leaves a gap (unless it is already 100 times inside
+        the tolerance); without it the plain certificate stands.
     solvers : sequence of str
         Clarabel first, SCS as fallback.
     tol : float
         Solver tolerance.
     verbose : bool
     reduce : {"auto", True, False}
-        Solve on the face of a fast solution first (full ``M`` only; the
-        point is certified on the declared problem, and the declared model
-        is solved when the face does not certify): ``"auto"`` when the
-        dense constraint block has more than :data:`FACE_REDUCE_ABOVE`
-        coefficients.
+        Solve on the face of ``warm_start``'s solution first (full ``M``
+        only; the point is certified on the declared problem, and the
+        declared model is solved when the face does not certify):
+        ``"auto"`` when the dense constraint block has more than
+        :data:`FACE_REDUCE_ABOVE` coefficients and ``warm_start`` is given,
+        ``True`` always (``warm_start`` is then required).
 
     Returns
     -------
@@ -373,13 +384,23 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False,
     """
     if reduce not in ("auto", True, False):
         raise ValueError(f"reduce: expected 'auto', True or False, got {reduce!r}.")
-    if not data.diagonal and not data.degenerate and reduce is not False:
+    if reduce is True and warm_start is None:
+        raise ValueError("warm_start: reduce=True solves on the face of a fast "
+                         "solution; give warm_start (e.g. through "
+                         "formulation('mmc').solve_exact).")
+
+    def solve(model):
+        return model.solve(solvers=solvers, tol=tol, verbose=verbose,
+                           bound_polish=bound_polish)
+
+    if not data.diagonal and not data.degenerate and warm_start is not None \
+            and reduce is not False:
         r = data.psi.shape[1]
         if reduce is True or r * (r + 1) // 2 * data.n_dissimilar > FACE_REDUCE_ABOVE:
-            res = _face_solve(data, solvers, tol, verbose)
+            res = _face_solve(data, warm_start, solve)
             if res is not None:
                 return res
-    return MMCModel(data).solve(solvers=solvers, tol=tol, verbose=verbose)
+    return solve(MMCModel(data))
 
 
 # ---------------------------------------------------------------------------
@@ -388,21 +409,53 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False,
 
 
 class _MMCDeclared(DeclaredProblem):
-    """Eq. 2 as printed, in the user's units."""
+    """Eq. 2 as printed, in the user's units.
+
+    ``bound_polish`` (:func:`declared_problem`) sharpens the bound at the
+    point the certified solve accepts, as a traced stage of that solve; the
+    bound it found is kept (``_polished_at``: the point and the bound) so
+    that :meth:`certificate` of that point, itself pure, is the one the
+    solve judged.
+    """
+
+    bound_polish = None
+    _polished_at = None
+
+    def solve_certified(self, *, solvers=SOLVERS, tol=1e-9):
+        """:meth:`DeclaredProblem.solve_certified`, its bound polished by
+        ``bound_polish`` where the plain bound at its point leaves a gap."""
+        # a solve establishes its own point's bound, not an earlier one's
+        self._polished_at = None
+        return super().solve_certified(solvers=solvers, tol=tol)
 
     def _family_objective(self, M):
         # f(M) = sum_S D2_M, as printed (not scaled to g = 1)
         return self.data.f(self.data.as_variable(M))
 
-    def _family_certificate(self, M):
+    def _family_certificate(self, M, bound=None):
         # the bound LB(sqrt(D2_M)) needs no multipliers; the certificate is
-        # of M scaled to g(M) = 1 (MMCData.certificate).  At a solver's
-        # point u = sqrt(D2_M) carries the point's error to first order:
-        # as the exact path does, a better u from a short fast run started
-        # at M tightens the (always valid) bound; M itself is certified
-        data, x = self.data, self.data.as_variable(M)
-        return _sharpened(data, x, lambda bound=None: data.certificate(
-            x, bound=bound, **self._certificate_args()))
+        # of M scaled to g(M) = 1 (MMCData.certificate).  At the point the
+        # certified solve accepted, the bound its polish found (any u > 0
+        # gives a valid bound) -- nothing is solved here
+        x = self.data.as_variable(M)
+        key = _point_key(x)
+        if bound is None and self._polished_at is not None \
+                and np.array_equal(key, self._polished_at[0]):
+            bound = self._polished_at[1]
+        cert = self.data.certificate(x, bound=bound, **self._certificate_args())
+        return cert if bound is None else _polished(cert)
+
+    def _family_sharpen(self, M, cert):
+        # the certified path's polish (a "bound" stage of the solve), kept
+        # for certificate(M): u = sqrt(D2_M) carries the solver's error to
+        # first order, a short fast run started at M finds a better u
+        x = self.data.as_variable(M)
+        cert = _sharpened(self.data, x, cert,
+                          lambda bound: self._family_certificate(M, bound),
+                          self.bound_polish)
+        polished = cert.tolerances.get("bound") == "polished"
+        self._polished_at = (_point_key(x), cert.dual_bound) if polished else None
+        return cert
 
     def _family_repair(self, M):
         # an interior-point M of Eq. 2 is PSD only to the solver's
@@ -420,7 +473,12 @@ class _MMCDeclared(DeclaredProblem):
         return np.diag(x) if self.diagonal else x
 
 
-def declared_problem(data):
+def _point_key(x):
+    """``x`` as :meth:`MMCData.certificate` reads it (``M`` symmetrised)."""
+    return x if x.ndim == 1 else 0.5 * (x + x.T)
+
+
+def declared_problem(data, *, bound_polish=None):
     """Eq. 2 exactly as printed, in the user's units, unsolved::
 
         minimise_{M}  sum_S D2_M(i, j)
@@ -440,12 +498,22 @@ def declared_problem(data):
     Parameters
     ----------
     data : MMCData
+    bound_polish : callable, optional
+        ``bound_polish(data, x) -> (bound, iterations)``
+        (:func:`cvxmetric.mmc.fast.bound_polish`; the estimators'
+        ``declared_problem`` pass the registry's): the certified solve
+        (``solve()`` / ``solve_certified()``) runs it as a ``bound polish``
+        stage when the plain bound at its point leaves a gap, as
+        :func:`solve_exact` does.
 
     Returns
     -------
     DeclaredProblem
         See :mod:`cvxmetric.model`; the certificate bounds the optimum from
-        the primal point alone (:meth:`MMCData.certificate`).
+        the primal point alone (:meth:`MMCData.certificate`) and solves
+        nothing: at the point the certified solve accepted, its bound is
+        the one that solve established (polished or not), elsewhere the
+        plain bound ``LB(sqrt(D2_M))``.
     """
     check_instance(data, MMCData, "data")
     # [declare:mmc-eq2]
@@ -470,8 +538,10 @@ def declared_problem(data):
     cons[cone[0]] = cone[1]
     problem = cp.Problem(cp.Minimize(cp.sum(d2_S)), list(cons.values()))
     # [/declare]
-    return _MMCDeclared(
+    dp = _MMCDeclared(
         family="mmc", paper=PAPER,
         equation="Eq. 2 (diagonal)" if data.diagonal else "Eq. 2",
         problem=problem, variables={key: var}, parameters={},
         constraints=cons, metric_key=key, data=data)
+    dp.bound_polish = bound_polish
+    return dp

@@ -79,6 +79,7 @@ from .._linesearch import backtracking
 from .._reductions import Reduction
 from .._solver import IterativeSolver
 from .._validation import check_instance
+from ..result import SolverResult
 from ._problem import (
     DEGENERATE_MSG,
     MMCData,
@@ -87,7 +88,7 @@ from ._problem import (
     project_psd_halfspace,
 )
 
-__all__ = ["MMCProjectedGradient", "MMCNewton"]
+__all__ = ["MMCProjectedGradient", "MMCNewton", "warm_start", "bound_polish"]
 
 
 def _inner(a, b):
@@ -654,3 +655,70 @@ def _degenerate_result(data, name):
             f"numerically degenerate); solve with the exact path.")
     return mmc_result(data, x, cert, Status.OPTIMAL, 0, name,
                    {"degenerate": DEGENERATE_MSG}, 0.0)
+
+
+# ---------------------------------------------------------------------------
+# What the exact path takes from the fast solvers (the registry's ``mmc``
+# entry names these; cvxmetric.formulations.Formulation.solve_exact hands
+# them over, so that the exact path never imports this module)
+# ---------------------------------------------------------------------------
+
+
+def warm_start(data):
+    """The fast solution whose face the exact path's face reduction solves on.
+
+    :class:`MMCProjectedGradient` with its defaults, run to completion
+    (its ``maxiter`` reached is no warning: only the face of its point is
+    used, and the exact path certifies its own point on the declared
+    problem).
+
+    Parameters
+    ----------
+    data : MMCData
+
+    Returns
+    -------
+    SolverResult
+    """
+    return MMCProjectedGradient().run(data, warn=False)
+
+
+def bound_polish(data, x, maxiter=500):
+    """A dual bound ``LB(u)`` with ``u`` from a short fast run started at
+    ``x``, and the run's iterations.
+
+    ``LB(u)`` is a valid lower bound for *every* ``u > 0`` (see
+    :mod:`._problem`); ``u = sqrt(D2_x)`` at a conic solver's point carries
+    the point's error to first order, while the fast solvers' iterates,
+    started at ``x``, approach the optimum's ``u`` in a few steps.  Only the
+    bound is taken: the certified point is still ``x``.  The run is
+    :class:`MMCNewton` (``maxiter=50``) for a diagonal problem,
+    :class:`MMCProjectedGradient` (``maxiter``) for a full one, both with
+    ``tol=1e-12``.
+
+    Parameters
+    ----------
+    data : MMCData
+    x : ndarray
+        The point, ``M`` (d, d) or, diagonal, ``w`` (d,), in the paper's
+        units.
+    maxiter : int
+        Iterations of the full problem's run.
+
+    Returns
+    -------
+    bound : float
+        ``-inf`` when the run fails (the plain certificate then stands).
+    iterations : int
+    """
+    solver = (MMCNewton(tol=1e-12, maxiter=50) if data.diagonal
+              else MMCProjectedGradient(tol=1e-12, maxiter=maxiter))
+    warm = SolverResult(M=data.as_matrix(x), status="", objective=np.nan,
+                        n_iter=0, certificate=None, method="",
+                        info={"w": x} if data.diagonal else {})
+    try:
+        res = solver.run(data, warm, warn=False)
+    except (ArithmeticError, np.linalg.LinAlgError, RuntimeError, ValueError):
+        # opportunistic: without a better bound the plain certificate stands
+        return -np.inf, 0
+    return float(res.certificate.dual_bound), res.n_iter

@@ -11,9 +11,12 @@ from sklearn.datasets import load_digits
 from sklearn.preprocessing import StandardScaler
 
 from cvxmetric.constraints import pairs_from_labels
-from cvxmetric.mmc import MMC, MMCData, solve_exact
+from cvxmetric.formulations import formulation
+from cvxmetric.mmc import MMC, MMCData
 from cvxmetric.mmc.exact import MMCModel
 from cvxmetric.result import CertificateError
+
+solve_exact = formulation("mmc").solve_exact  # the registry's warm start, polish
 
 
 def blobs(seed=0, n=80, d=24, classes=4, n_pairs=240):
@@ -68,10 +71,10 @@ def test_face_falls_back_to_declared(monkeypatch):
         return orig(self, **kw)
 
     monkeypatch.setattr(exact.MMCModel, "solve", spy)
-    res = exact.solve_exact(data, reduce=True)
+    res = solve_exact(data, reduce=True)
     assert res.status == "optimal"
     assert calls[0] is not None and calls[0] < data.psi.shape[1]
-    ref = exact.solve_exact(data, reduce=False)
+    ref = solve_exact(data, reduce=False)
     assert rel(res.objective, ref.objective) <= 1e-6
 
 

@@ -9,14 +9,16 @@ from cvxmetric._reductions import apply_reductions
 from cvxmetric._tolerances import MATRIX_RTOL
 
 from cvxmetric.constraints import LabeledPairs, pairs_from_labels
+from cvxmetric.formulations import formulation
 from cvxmetric.mmc import (
     MMCData,
     MMCNewton,
     MMCProjectedGradient,
     project_nonneg_halfspace,
     project_psd_halfspace,
-    solve_exact,
 )
+
+solve_exact = formulation("mmc").solve_exact  # the registry's warm start, polish
 
 
 def make_data(n=24, d=4, n_pairs=30, seed=0, diagonal=False):
