@@ -25,9 +25,7 @@ EXACT_MODULES = [
                              "_StructuralDeclared")),
     ("rankdml/exact.py", None),
     ("slr/exact.py", None),
-    pytest.param("mmc/exact.py", None, marks=pytest.mark.xfail(
-        strict=False, reason="MMC's exact path still computes its face from a "
-                             "fast solve")),
+    ("mmc/exact.py", None),
     ("ldml/exact.py", None),
     ("omdml/exact.py", None),
     ("constraintdml/_problem.py", None),
