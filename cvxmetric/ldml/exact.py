@@ -23,6 +23,11 @@ attainment: if it is unbounded, a direction of ``(M, b)`` decreases every
 term forever -- the infimum is not attained (a separable set of pairs) --
 and :class:`~cvxmetric.result.NotAttainedError` is raised, never a point.
 
+The bound is pure (:meth:`LDMLData.dual_point`, :meth:`LDMLData.bound`:
+evaluation, no solver); what sharpens it by solving -- the Newton repair of
+the dual point, the strictly feasible direction, the level-set SDP -- is a
+separate stage the caller runs first (:func:`bound_stages`).
+
 A solver's point whose certificate falls short (Clarabel's
 "optimal_inaccurate" on nearly separated pairs) is finished by Newton's
 method on the face it found (:mod:`._polish`) and kept only if the
@@ -109,8 +114,8 @@ class DualPoint(NamedTuple):
     S: np.ndarray        #: S(alpha) = sum_p alpha_p s_p C_p, symmetrised
     lam: float           #: the weight of I beside S (the trace regulariser's)
     low: float           #: lambda_min(S + lam I)
-    closed: float = None  #: the bound in closed form (Frobenius), else None
-    SB: np.ndarray = None  #: B^T (S + lam I) B on the span, when low < 0
+    closed: float | None = None  #: the bound in closed form (Frobenius), else None
+    SB: np.ndarray | None = None  #: B^T (S + lam I) B on the span, when low < 0
     low_B: float = math.inf  #: its smallest eigenvalue
     margin: float = 0.0  #: the round-off that repairs add to the deficit
 
@@ -1115,11 +1120,15 @@ def declared_problem(data):
         are those of ``M`` at its best threshold ``b`` (one root), by
         :class:`LDMLData`'s code: the duality gap of the slopes at ``M``,
         no multipliers of the constraints needed.  ``solve()`` (the
-        certified path) finishes a solver's point by the exact path's
-        Newton polish when its certificate falls short (``b`` follows).
-        With ``lam = 0`` on pairs that a metric separates the optimum is
-        not attained: ``solve()`` and ``certificate()`` raise
-        :class:`~cvxmetric.result.NotAttainedError`, as the exact path does.
+        certified path) runs the stages of :func:`bound_stages` and
+        finishes a solver's point by the exact path's Newton polish when
+        its certificate falls short (``b`` follows).  ``certificate(M)``
+        runs no solver: the certificate the certified solve established for
+        its point, else the bound from what is known without solving.  With
+        ``lam = 0`` on pairs that a metric separates the optimum is not
+        attained: ``solve()`` raises
+        :class:`~cvxmetric.result.NotAttainedError`, as the exact path does,
+        and ``certificate()`` raises it again afterwards.
     """
     check_instance(data, LDMLData, "data")
     # [declare:ldml-eq2]
