@@ -23,6 +23,11 @@ attainment: if it is unbounded, a direction of ``(M, b)`` decreases every
 term forever -- the infimum is not attained (a separable set of pairs) --
 and :class:`~cvxmetric.result.NotAttainedError` is raised, never a point.
 
+The bound is pure (:meth:`LDMLData.dual_point`, :meth:`LDMLData.bound`:
+evaluation, no solver); what sharpens it by solving -- the Newton repair of
+the dual point, the strictly feasible direction, the level-set SDP -- is a
+separate stage the caller runs first (:func:`bound_stages`).
+
 A solver's point whose certificate falls short (Clarabel's
 "optimal_inaccurate" on nearly separated pairs) is finished by Newton's
 method on the face it found (:mod:`._polish`) and kept only if the
@@ -34,6 +39,7 @@ import logging
 import math
 import time
 import warnings
+from typing import NamedTuple
 
 import cvxpy as cp
 import numpy as np
@@ -64,7 +70,8 @@ from ..result import (
 from ._budget import expired, remaining
 from ._polish import polish
 
-__all__ = ["LDMLData", "solve_exact", "declared_problem", "PAPER", "REGULARIZERS",
+__all__ = ["LDMLData", "DualPoint", "bound_stages", "staged_bound", "solve_exact",
+           "declared_problem", "PAPER", "REGULARIZERS",
            "LEVEL_SDP_PAIRS", "LEVEL_SDP_MAX", "DIRECTION_PAIRS", "DIRECTION_RANK"]
 
 logger = logging.getLogger(__name__)
@@ -95,6 +102,68 @@ DIRECTION_PAIRS = 1000
 #: ... solved only in up to this many dimensions of the data's span (60
 #: dimensions took 100 s, and 1 000 pairs did not bound them).
 DIRECTION_RANK = 30
+
+
+class DualPoint(NamedTuple):
+    """The certificate's dual point at a point ``(M, b)``
+    (:meth:`LDMLData.dual_point`) and what its bound reads from it."""
+
+    b: float             #: the threshold, re-optimised
+    alpha: np.ndarray    #: the slopes, balanced (sum_p alpha_p s_p = 0)
+    entropy: float       #: sum_p H(alpha_p)
+    S: np.ndarray        #: S(alpha) = sum_p alpha_p s_p C_p, symmetrised
+    lam: float           #: the weight of I beside S (the trace regulariser's)
+    low: float           #: lambda_min(S + lam I)
+    closed: float | None = None  #: the bound in closed form (Frobenius), else None
+    SB: np.ndarray | None = None  #: B^T (S + lam I) B on the span, when low < 0
+    low_B: float = math.inf  #: its smallest eigenvalue
+    margin: float = 0.0  #: the round-off that repairs add to the deficit
+
+
+def bound_stages(data, dual, tau=None, f_upper=None):
+    """The stages that improve the certificate's bound at ``dual`` by
+    solving, run in order when its ``B^T (S + lam I) B`` is not PSD and the
+    fit's budget is not spent; their outputs, for :meth:`LDMLData.bound`.
+
+    1. the Newton repair of the dual point (:meth:`LDMLData.repair`, no
+       SDP);
+    2. when it fails, the strictly feasible direction
+       (:meth:`LDMLData.strict_direction`, a small SDP, found once);
+    3. with ``f_upper`` given, up to ``LEVEL_SDP_PAIRS`` pairs and
+       ``LEVEL_SDP_MAX`` dimensions, and only when the bound so far falls
+       short of the entropy: the level-set SDP
+       (:meth:`LDMLData.level_min`).
+
+    The SDPs are traced as ``"bound"`` stages (``"direction SDP
+    (<solver>)"``, ``"level-set SDP (<solver>)"``).
+
+    Returns
+    -------
+    dict
+        ``repaired``, ``direction``, ``level``: those that ran.
+    """
+    known = {}
+    if dual.SB is None or dual.low_B >= 0 or expired():
+        # nothing to improve, or past the fit's budget: no repair, no SDP
+        return known
+    known["repaired"] = data.repair(dual)
+    if known["repaired"] is None:
+        known["direction"] = data.strict_direction(dual.alpha)
+    ent = dual.entropy
+    if f_upper is not None and data.n_pairs <= LEVEL_SDP_PAIRS \
+            and data.d <= LEVEL_SDP_MAX \
+            and data.bound(dual, tau, **known) < ent - 1e-12 * abs(ent):
+        # sharper: min <S + lam I, M> over the level set holding M*
+        known["level"] = data.level_min(dual.S + dual.lam * np.eye(data.d), f_upper, tau)
+    return known
+
+
+def staged_bound(data, M, tau=None, f_upper=None):
+    """The certificate's bound at ``M`` (``b`` re-optimised) after the stages of
+    :func:`bound_stages`: the dual point, the stages, then the pure
+    :meth:`LDMLData.bound`."""
+    dual = data.dual_point(M)  # b re-optimised
+    return data.bound(dual, tau, **bound_stages(data, dual, tau, f_upper))
 
 
 def _time_limit():
@@ -287,17 +356,16 @@ class LDMLData:
         return -float(np.sum(a * np.log(np.where(a > 0, a, 1.0))
                              + (1 - a) * np.log(np.where(a < 1, 1 - a, 1.0))))
 
-    def dual_bound(self, M, b, tau=None, f_upper=None):
-        """Lower bound on the optimum from the slopes at ``(M, b)`` (``b``
-        re-optimised; module docstring).
+    def dual_point(self, M):
+        """The certificate's dual point at ``M``: the slopes at ``(M, b)``
+        with ``b`` the best threshold (module docstring), and what the
+        bound reads from them.  Evaluation only (no solver; the threshold
+        is one root).
 
-        The entropy bound needs ``S(alpha) + lam I >= 0``.  Its deficit is
-        removed by moving ``alpha`` along :meth:`strict_direction` (exact
-        dual feasibility, no bound on the optimum needed), or else charged
-        at ``tau >= tr(M*)`` (when finite), or, for at most
-        ``LEVEL_SDP_PAIRS`` pairs with ``f_upper`` given, bounded by the
-        level-set SDP of :meth:`level_min`; the best of these is returned
-        (``-inf`` when none applies)."""
+        Returns
+        -------
+        DualPoint
+        """
         dist = self.distances(M)
         b = self.best_b(dist)
         # the slopes, balanced so that sum_p alpha_p s_p = 0 holds beyond the
@@ -308,41 +376,88 @@ class LDMLData:
         S = 0.5 * (S + S.T)
         if self.regularizer == "frobenius" and self.lam > 0:
             w = np.linalg.eigvalsh(-S)
-            return ent - 0.5 / self.lam * float(np.sum(np.maximum(w, 0.0) ** 2))
+            closed = ent - 0.5 / self.lam * float(np.sum(np.maximum(w, 0.0) ** 2))
+            return DualPoint(b, a, ent, S, 0.0, 0.0, closed)
         lam = self.lam if self.regularizer == "trace" else 0.0
         low = float(np.linalg.eigvalsh(S)[0]) + lam
         if low >= 0:
-            return ent
-        bounds = [-math.inf]
-        if tau is not None and math.isfinite(tau):
-            bounds.append(ent + tau * low)
+            return DualPoint(b, a, ent, S, lam, low)
         # the dual asks S + lam I >= 0 only on the data's span, where the
         # problem lives; in its whitened coordinates (Weyl: lambda_min(B^T
         # (S + eps S(v)) B) >= low_B + eps c; the margin covers the
         # round-off of the computed eigenvalues)
         B = self.basis()
         SB = B.T @ (S + lam * np.eye(self.d)) @ B
-        low_B = float(np.linalg.eigvalsh(0.5 * (SB + SB.T))[0])
         margin = 1e-12 * max(1.0, float(np.abs(SB).max())) * len(SB)
-        if low_B >= 0 or expired():
-            # past the fit's budget: no repair, no SDP (the bound so far)
-            return ent if low_B >= 0 else max(bounds)
-        repaired = self._newton_repair(a, 0.5 * (SB + SB.T), margin)
+        SB = 0.5 * (SB + SB.T)
+        low_B = float(np.linalg.eigvalsh(SB)[0])
+        return DualPoint(b, a, ent, S, lam, low, None, SB, low_B, margin)
+
+    def bound(self, dual, tau=None, *, repaired=None, direction=None, level=None):
+        """The certificate's lower bound on the optimum at a dual point, from
+        what is known about it: pure evaluation, no solver runs.
+
+        The entropy bound needs ``S(alpha) + lam I >= 0`` on the data's
+        span.  Its deficit is charged at ``tau >= tr(M*)`` (when finite);
+        the stages that remove or bound it by solving run before, at the
+        caller's choice (:func:`bound_stages`), and their outputs are
+        passed here: ``repaired``, the entropy at the Newton repair of the
+        dual point (:meth:`repair`); ``direction``, that of
+        :meth:`strict_direction`, along which ``alpha`` is made dual
+        feasible; ``level``, the level-set SDP's bound on ``min <S + lam I,
+        M>`` (:meth:`level_min`).  The best of these is returned (``-inf``
+        when none applies).
+
+        Parameters
+        ----------
+        dual : DualPoint
+            From :meth:`dual_point`.
+        tau : float, optional
+        repaired, direction, level : optional
+
+        Returns
+        -------
+        float
+        """
+        if dual.closed is not None:
+            return dual.closed
+        if dual.low >= 0 or dual.low_B >= 0:
+            return dual.entropy
+        bounds = [-math.inf]
+        if tau is not None and math.isfinite(tau):
+            bounds.append(dual.entropy + tau * dual.low)
         if repaired is not None:
             bounds.append(repaired)
-        direction = None if repaired is not None else self.strict_direction(a)
         if direction is not None:
             idx, v, c = direction
-            eps = (-low_B + margin) / c
-            a2 = a.copy()
+            eps = (-dual.low_B + dual.margin) / c
+            a2 = dual.alpha.copy()
             a2[idx] += eps * v
             if float(a2.max()) <= 1.0:
                 bounds.append(self._entropy(a2))
-        if f_upper is not None and self.n_pairs <= LEVEL_SDP_PAIRS \
-                and self.d <= LEVEL_SDP_MAX and max(bounds) < ent - 1e-12 * abs(ent):
-            # sharper: min <S + lam I, M> over the level set holding M*
-            bounds.append(ent + self.level_min(S + lam * np.eye(self.d), f_upper, tau))
+        if level is not None:
+            bounds.append(dual.entropy + level)
         return max(bounds)
+
+    def dual_bound(self, M, b, tau=None, **known):
+        """:meth:`bound` at the dual point of ``(M, b)`` (:meth:`dual_point`,
+        ``b`` re-optimised): pure evaluation, no solver runs; ``known`` are
+        the outputs of the stages already run (:func:`bound_stages`)."""
+        return self.bound(self.dual_point(M), tau, **known)
+
+    def repair(self, dual):
+        """The Newton repair of a dual point whose ``B^T (S + lam I) B`` is
+        not PSD: the entropy at a repaired dual point, or ``None`` (also
+        when nothing is to repair).  A stage that solves (conjugate
+        gradients), run by :func:`bound_stages`; see :meth:`_newton_repair`."""
+        if dual.SB is None or dual.low_B >= 0:
+            return None
+        return self._newton_repair(dual.alpha, dual.SB, dual.margin)
+
+    def known_direction(self):
+        """The direction of :meth:`strict_direction` when already found,
+        else ``None``; no solver runs."""
+        return self._direction if isinstance(self._direction, tuple) else None
 
     def basis(self):
         """``B`` (D, r): the span of the centred samples, whitened (``X_c B``
@@ -732,7 +847,7 @@ def _time_limited(data, seen, tau, t0):
     M0 = np.zeros((data.d, data.d))
     b0 = data.best_b(np.zeros(data.n_pairs))
     f0 = data.objective(M0, b0)
-    zero = Certificate.from_bound(f0, data.dual_bound(M0, b0, tau), max_violation=0.0,
+    zero = Certificate.from_bound(f0, staged_bound(data, M0, tau), max_violation=0.0,
                                   min_eig=0.0, solver="zero")
     cert, Mv, bv = min(seen + [(zero, M0, b0)], key=lambda t: t[0].objective)
     status = Status.OPTIMAL if cert.passed else Status.TIME_LIMIT
@@ -791,7 +906,11 @@ def _solve_scaled(data, B, divisor, tau, f0, solvers, verbose, *, delta=0.0, tol
 
     def certificate(Mv, bv, name, version, opts, times, sharpen=False):
         obj = data.objective(Mv, bv)
-        bound = data.dual_bound(Mv, bv, tau, f0 if sharpen else None)
+        # the stages that improve the bound by solving (the level-set SDP
+        # only with sharpen), then the bound itself, which only evaluates
+        dual = data.dual_point(Mv)  # b re-optimised
+        known = bound_stages(data, dual, tau, f0 if sharpen else None)
+        bound = data.bound(dual, tau, **known)
         min_eig = float(np.linalg.eigvalsh(Mv)[0])
         return Certificate.from_bound(obj, bound, max_violation=max(0.0, -min_eig),
                                       min_eig=min_eig, solver=name,
@@ -862,65 +981,92 @@ class _LDMLDeclared(DeclaredProblem):
     def _tau(self):
         """``tau >= tr(M*)`` of the current ``data`` (its trace bound at
         ``F(0, b_0)``, kept per weight); raises NotAttainedError when the
-        optimum is not attained, as the exact path does before any solve."""
+        optimum is not attained, as the exact path does before any solve
+        (kept too: :meth:`_known_tau` raises it again)."""
         key = (self.data.lam, self.data.regularizer)
         cached = getattr(self, "_tau_cache", None)
         if cached is None or cached[0] != key:
-            self._tau_cache = (key, self.data.trace_bound(self.data.value_at_zero()))
-        return self._tau_cache[1]
+            try:
+                tau = self.data.trace_bound(self.data.value_at_zero())
+            except NotAttainedError as exc:
+                self._tau_cache = (key, exc)
+                raise
+            self._tau_cache = (key, tau)
+        tau = self._tau_cache[1]
+        if isinstance(tau, NotAttainedError):
+            raise NotAttainedError(str(tau))
+        return tau
+
+    def _known_tau(self):
+        """:meth:`_tau` where it needs no solver: kept from a certified
+        solve at this weight, or with a regulariser (its closed form);
+        otherwise ``None`` (without a regulariser the trace bound and
+        attainment are decided by SDPs, which a certificate does not run)."""
+        cached = getattr(self, "_tau_cache", None)
+        if self.data.lam > 0 or (cached is not None
+                                 and cached[0] == (self.data.lam, self.data.regularizer)):
+            return self._tau()
+        return None
 
     def _family_objective(self, M):
         data = self.data
         return data.objective(M, data.best_b(data.distances(M)))
 
-    def _cheap_certificate(self, M, sharpen=False):
-        """The exact path's certificate of ``M`` (``b`` re-optimised); with
-        ``sharpen``, the level-set SDP's bound too (small problems only)."""
-        data = self.data
-        tau = self._tau()
-        b = data.best_b(data.distances(M))
-        f_upper = data.value_at_zero() if sharpen else None
+    def _certificate_at(self, M, dual, bound):
+        """The certificate of ``M`` with ``bound`` at its dual point."""
         min_eig = float(np.linalg.eigvalsh(M)[0])
-        return Certificate.from_bound(data.objective(M, b),
-                                      data.dual_bound(M, b, tau, f_upper),
+        return Certificate.from_bound(self.data.objective(M, dual.b), bound,
                                       max_violation=max(0.0, -min_eig), min_eig=min_eig,
                                       **self._certificate_args())
 
+    def _staged_certificate(self, M, sharpen=False):
+        """The exact path's certificate of ``M`` (``b`` re-optimised): the
+        stages of :func:`bound_stages` -- with ``sharpen``, the level-set
+        SDP's too (small problems only) -- then the bound."""
+        data = self.data
+        tau = self._tau()
+        dual = data.dual_point(M)
+        known = bound_stages(data, dual, tau, data.value_at_zero() if sharpen else None)
+        return self._certificate_at(M, dual, data.bound(dual, tau, **known))
+
     def _family_certificate(self, M):
         # the slopes at M are the dual point (no multipliers are read from
-        # the constraints); as in the exact path, the cheap bounds first and
-        # the level-set SDP's sharper one only when they fall short
-        cached = getattr(self, "_last_cert", None)
-        if cached is not None and cached[0] is M and cached[1] is self.data:
-            cert = cached[2]
-        else:
-            cert = self._cheap_certificate(M)
-        if cert.passed:
-            return cert
-        return self._cheap_certificate(M, sharpen=True)
+        # the constraints).  Pure, no solver runs: the certificate that the
+        # certified solve established for this same point, else the bound
+        # from what is known without solving (tau, a direction found)
+        kept = getattr(self, "_last_cert", None)
+        if kept is not None and kept[1] is self.data and np.array_equal(kept[0], M):
+            return kept[2]
+        data = self.data
+        tau = self._known_tau()
+        dual = data.dual_point(M)
+        return self._certificate_at(M, dual, data.bound(dual, tau,
+                                                        direction=data.known_direction()))
 
     def _family_repair(self, M):
         # an interior-point point of Eq. 2 on nearly separated pairs stops
         # short of its certificate (the dual point read from its slopes is
         # first-order away): Newton's method on the face it found finishes
         # it, as in the exact path (._polish); the polished point is kept
-        # only when its own certificate passes, and b follows it
+        # only when its own certificate passes, and b follows it.  The
+        # certificate of the point returned is kept for _family_certificate:
+        # the stages that sharpen it run here, in the certified solve
         self._last_cert = None
-        cert = self._cheap_certificate(M)
-        if cert.passed:
-            self._last_cert = (M, self.data, cert)
-            return M
-        b = self.variables["b"].value
-        b = self.data.best_b(self.data.distances(M)) if b is None else float(b)
-        for Mp, bp in polish(self.data, M, b):
-            cert_p = self._cheap_certificate(Mp)
-            if cert_p.passed:
-                logger.info("declared: certified after the Newton polish (rel_gap "
-                            "%.2e -> %.2e)", cert.rel_gap, cert_p.rel_gap)
-                self.variables["b"].value = float(bp)
-                self._last_cert = (Mp, self.data, cert_p)
-                return Mp
-        self._last_cert = (M, self.data, cert)
+        cert = self._staged_certificate(M)
+        if not cert.passed:
+            b = self.variables["b"].value
+            b = self.data.best_b(self.data.distances(M)) if b is None else float(b)
+            for Mp, bp in polish(self.data, M, b):
+                cert_p = self._staged_certificate(Mp)
+                if cert_p.passed:
+                    logger.info("declared: certified after the Newton polish (rel_gap "
+                                "%.2e -> %.2e)", cert.rel_gap, cert_p.rel_gap)
+                    self.variables["b"].value = float(bp)
+                    self._last_cert = (Mp.copy(), self.data, cert_p)
+                    return Mp
+            # last, the level-set SDP's sharper bound at the solver's point
+            cert = self._staged_certificate(M, sharpen=True)
+        self._last_cert = (M.copy(), self.data, cert)
         return M
 
     def solve_certified(self, *, solvers=SOLVERS, tol=1e-9):
@@ -974,11 +1120,15 @@ def declared_problem(data):
         are those of ``M`` at its best threshold ``b`` (one root), by
         :class:`LDMLData`'s code: the duality gap of the slopes at ``M``,
         no multipliers of the constraints needed.  ``solve()`` (the
-        certified path) finishes a solver's point by the exact path's
-        Newton polish when its certificate falls short (``b`` follows).
-        With ``lam = 0`` on pairs that a metric separates the optimum is
-        not attained: ``solve()`` and ``certificate()`` raise
-        :class:`~cvxmetric.result.NotAttainedError`, as the exact path does.
+        certified path) runs the stages of :func:`bound_stages` and
+        finishes a solver's point by the exact path's Newton polish when
+        its certificate falls short (``b`` follows).  ``certificate(M)``
+        runs no solver: the certificate the certified solve established for
+        its point, else the bound from what is known without solving.  With
+        ``lam = 0`` on pairs that a metric separates the optimum is not
+        attained: ``solve()`` raises
+        :class:`~cvxmetric.result.NotAttainedError`, as the exact path does,
+        and ``certificate()`` raises it again afterwards.
     """
     check_instance(data, LDMLData, "data")
     # [declare:ldml-eq2]

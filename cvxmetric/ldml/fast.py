@@ -53,7 +53,15 @@ from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate, NotAttainedError, SolverResult, Status
 from ._budget import budget, expired
 from ._polish import polish
-from .exact import LEVEL_SDP_MAX, LEVEL_SDP_PAIRS, REGULARIZERS, LDMLData, _sigmoid
+from .exact import (
+    LEVEL_SDP_MAX,
+    LEVEL_SDP_PAIRS,
+    REGULARIZERS,
+    LDMLData,
+    _sigmoid,
+    bound_stages,
+    staged_bound,
+)
 
 __all__ = ["solve_fast", "ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet",
            "fit_lowrank",
@@ -123,14 +131,18 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
     SDPs, up to ``LEVEL_SDP_PAIRS`` pairs, the dual point is also taken
     at the Newton polish of ``(M, b)`` (:mod:`._polish`; ``M`` is kept).
     ``sharpen=False`` skips the polish and the SDP (the checks inside the
-    iterations).
+    iterations).  Each bound is the pure :meth:`LDMLData.bound` after the
+    stages that improve it by solving (:func:`~cvxmetric.ldml.exact.bound_stages`:
+    the Newton repair of the dual point, the strictly feasible direction,
+    the level-set SDP), run here in this order.
 
     Returns
     -------
     (Certificate, b)
     """
     M = 0.5 * (M + M.T)
-    b = data.best_b(data.distances(M))
+    dual = data.dual_point(M)  # the slopes at (M, b), b re-optimised
+    b = dual.b
     f = data.objective(M, b)
     min_eig = float(np.linalg.eigvalsh(M)[0])
     opts = {} if tol is None else {"tol": tol}
@@ -138,6 +150,10 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
     def cert(bound):
         return Certificate.from_bound(f, bound, max_violation=max(0.0, -min_eig),
                                       min_eig=min_eig, solver=solver, tolerances=opts)
+
+    def bound(tau, f_upper=None):
+        # the stages that improve the bound by solving, then the bound itself
+        return data.bound(dual, tau, **bound_stages(data, dual, tau, f_upper))
 
     c = None
     if data.lam > 0 and data.regularizer == "trace":
@@ -148,7 +164,7 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
         # the trace bound's SDPs only when the repaired dual alone does not
         # pass (64 s on 2 000 pairs of the digits)
         tau = None
-        c = cert(data.dual_bound(M, b, None))
+        c = cert(bound(None))
         if c.passed:
             return c, b
     if sharpen and data.n_pairs <= LEVEL_SDP_PAIRS and not expired():
@@ -159,19 +175,19 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
         # gradient fell 1e-6 short (digits-pca30).  The point itself is
         # kept: the certificate is on F(M, b)
         if c is None:
-            c = cert(data.dual_bound(M, b, tau))
-        for Mp, bp in ([] if c.passed else polish(data, M, b)):
-            c = cert(max(c.dual_bound, data.dual_bound(Mp, bp, tau)))
+            c = cert(bound(tau))
+        for Mp, _ in ([] if c.passed else polish(data, M, b)):
+            c = cert(max(c.dual_bound, staged_bound(data, Mp, tau)))
             if c.passed:
                 break
         if c.passed:
             return c, b
     if tau is None:
         tau = data.trace_bound_at_zero()
-    c = cert(data.dual_bound(M, b, tau))
+    c = cert(bound(tau))
     if sharpen and not c.passed and data.d <= LEVEL_SDP_MAX \
             and data.n_pairs <= LEVEL_SDP_PAIRS and not expired():
-        c = cert(data.dual_bound(M, b, tau, f))
+        c = cert(bound(tau, f))
     return c, b
 
 

@@ -6,8 +6,9 @@ import pytest
 from sklearn.datasets import load_iris
 
 from cvxmetric import NotAttainedError
+from cvxmetric._trace import recording
 from cvxmetric.constraints import pairs_from_labels
-from cvxmetric.ldml.exact import LDMLData, solve_exact
+from cvxmetric.ldml.exact import LDMLData, solve_exact, staged_bound
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def test_exact_certified(iris_pairs, lam, reg):
     for _ in range(5):
         A = rng.normal(size=M.shape) * 0.3
         P = M + A @ A.T
-        assert data.dual_bound(P, b + rng.normal(), tau) <= res.objective + 1e-7
+        assert staged_bound(data, P, tau) <= res.objective + 1e-7
         assert data.objective(P, b) >= res.objective - 1e-7
 
 
@@ -211,7 +212,7 @@ def test_level_set_bounds_are_sound(wine_pairs, iris_pairs):
     tau = f / data.lam
     for scale in (1.0, 1.0 + 1e-4):
         M = opt.M * scale
-        assert data.dual_bound(M, opt.info["b"], tau, f) <= data.objective(
+        assert staged_bound(data, M, tau, f) <= data.objective(
             M, opt.info["b"]) + 1e-12
     data = LDMLData(*iris_pairs, lam=0.0)
     ref = solve_exact(data)
@@ -219,3 +220,84 @@ def test_level_set_bounds_are_sound(wine_pairs, iris_pairs):
     f0 = data.value_at_zero()
     Q = data.span()
     assert data.trace_bound(f0) >= np.trace(Q.T @ ref.M @ Q)
+
+
+def _perturbed_optimum(data, eps):
+    """The fast solver's optimum plus a symmetric perturbation of relative
+    size ``eps`` (a point whose dual point has a PSD deficit)."""
+    from cvxmetric.ldml.fast import solve_fast
+
+    M0 = solve_fast(data).M
+    A = np.random.default_rng(1).normal(size=M0.shape)
+    return M0 + eps * (A + A.T) * np.abs(M0).max()
+
+
+def _no_solver(monkeypatch):
+    """Make every solve the certificate might run raise."""
+    import cvxpy as cp
+
+    from cvxmetric.ldml import exact
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a solver ran inside a certificate")
+
+    monkeypatch.setattr(cp.Problem, "solve", refuse)
+    for name in ("_newton_repair", "strict_direction", "level_min", "trace_bound",
+                 "recession"):
+        monkeypatch.setattr(LDMLData, name, refuse)
+    monkeypatch.setattr(exact, "polish", refuse)
+
+
+@pytest.mark.parametrize("eps,stages,expected", [
+    # recorded before the bound and its stages were separated (the Newton
+    # repair, then the level-set SDP; the repair fails, the direction SDP,
+    # then the level-set SDP)
+    (1e-4, ["_newton_repair", "level_min"], 39.675740523469855),
+    (1e-2, ["_newton_repair", "strict_direction", "level_min"], 22.996258509341992),
+])
+def test_the_stages_then_the_pure_bound_give_the_staged_bound(iris_pairs, monkeypatch, eps,
+                                                              stages, expected):
+    from cvxmetric.ldml.exact import bound_stages
+
+    data = LDMLData(*iris_pairs, lam=0.1)
+    M = _perturbed_optimum(data, eps)
+    tau = data.trace_bound(data.value_at_zero())
+    f = data.objective(M, data.best_b(data.distances(M)))
+    ran = []
+    for name in ("_newton_repair", "strict_direction", "level_min"):
+        method = getattr(LDMLData, name)
+        monkeypatch.setattr(LDMLData, name, lambda self, *a, _m=method, _n=name, **k: (
+            ran.append(_n), _m(self, *a, **k))[1])
+    dual = data.dual_point(M)
+    known = bound_stages(data, dual, tau, f)
+    assert ran == stages  # in this order, under these conditions
+    staged = data.bound(dual, tau, **known)
+    assert staged == pytest.approx(expected, rel=1e-6)
+    # what they add: the bound from the dual point alone is lower
+    assert data.bound(dual, tau) < staged
+    # and the pure bound, given the stages' outputs, runs none of them
+    _no_solver(monkeypatch)
+    assert data.dual_bound(M, None, tau, **known) == staged
+    assert data.dual_bound(M, None, tau) == data.bound(dual, tau)
+
+
+def test_the_declared_certificate_runs_no_solver(iris_pairs, monkeypatch):
+    from cvxmetric.ldml.exact import declared_problem
+
+    data = LDMLData(*iris_pairs, lam=0.0)
+    dp = declared_problem(data)
+    M = _perturbed_optimum(data, 1e-2)
+    dp.solve()
+    solved = dp.certificate()
+    assert solved.passed
+    _no_solver(monkeypatch)
+    # the certified solve's certificate of its point, kept; any other point
+    # is bounded from what is known without solving (no stage is traced)
+    with recording() as stages:
+        assert dp.certificate() == solved
+        other = dp.certificate(M)
+    assert stages == []
+    assert other.dual_bound <= solved.objective and not other.passed
+    # before any solve, without a regulariser: no trace bound is known
+    fresh = declared_problem(LDMLData(*iris_pairs, lam=0.0))
+    assert fresh.certificate(dp.matrix()).dual_bound <= solved.objective
