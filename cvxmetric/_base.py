@@ -37,6 +37,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._docs import fill_doc
+from ._settings import _SCORE_CHUNK, MAX_SCORE_PAIRS, MAX_SCORE_REFERENCE
 from ._solver import FitScopeMixin
 from ._validation import check_finite, check_indices, check_pair_labels, check_samples
 from .constraints import _row_ids, _zero_length, tuples_to_indices
@@ -56,15 +57,6 @@ logger = logging.getLogger("cvxmetric")
 #: (metric-learn's).
 CALIBRATION_STRATEGIES = ("accuracy", "f_beta", "max_tpr", "max_tnr")
 
-#: :meth:`LabelledMixin.score` uses every pair it defines up to this many
-#: pairs, a uniform sample of this many beyond.
-MAX_SCORE_PAIRS = 2_000_000
-
-#: Largest number of training samples a ``fit(X, y)`` learner keeps as the
-#: reference set of :meth:`LabelledMixin.score` (a class-stratified sample
-#: beyond; with more classes than this, one sample of each).
-MAX_SCORE_REFERENCE = 1_000
-
 #: scikit-learn parameter constraints of the options most estimators take:
 #: ``tol`` and ``max_iter`` of the iterative solvers (``None``: the solver's
 #: own default), ``random_state`` and ``verbose``.
@@ -74,10 +66,6 @@ SOLVER_OPTION_CONSTRAINTS = {
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
-
-#: Pairs whose distances are computed at once in :meth:`LabelledMixin.score`
-#: (bounds its memory to this many rows of the embedding).
-_SCORE_CHUNK = 65_536
 
 
 def store_arguments(estimator, arguments):

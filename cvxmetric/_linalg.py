@@ -12,22 +12,17 @@ the samples, ``q_i + q_j - 2 x_i^T M x_j`` evaluated chunk by chunk.
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["PairOperator", "project_psd", "eigh_psd", "pow2_rms_exponents"]
+from ._settings import (
+    _GATHER_COST,
+    _KERNEL_MAX,
+    _SMALL_PHI,
+    _SPARSE_COST,
+)
+from ._settings import (
+    _LINALG_CHUNK as _CHUNK,
+)
 
-# Rows per chunk of the gathered (sample-space) loops.
-_CHUNK = 1 << 16
-# Up to this many samples, x_i^T V x_j for all pairs comes from the n x n
-# kernel X V X^T (one BLAS-3 product, 10x faster than gathering rows).
-_KERNEL_MAX = 2500
-# Difference vectors up to this many floats (512 KB) are always stored: at
-# that size the two BLAS calls of the stored form beat the sample-space form
-# (measured 1.4-2x on d = 20, 1857 pairs), whatever the ratio pairs / samples.
-_SMALL_PHI = 1 << 16
-# Relative cost of one element of a sparse product or of a row gather against
-# one flop of a dense BLAS-3 product (measured on the 2-core machine); used to
-# choose the cheaper way of forming a Gram matrix.
-_SPARSE_COST = 8.0
-_GATHER_COST = 4.0
+__all__ = ["PairOperator", "project_psd", "eigh_psd", "pow2_rms_exponents"]
 
 
 def pow2_rms_exponents(diff):

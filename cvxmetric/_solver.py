@@ -41,6 +41,13 @@ from sklearn.utils._param_validation import Interval, validate_parameter_constra
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from ._reductions import apply_reductions, invert_reductions
+from ._settings import (
+    _LOAD_REUSE,
+    _LOAD_SAMPLE,
+    BUSY_CORES,
+    PROGRESS_EVERY,
+    THREADED_FLOPS,
+)
 from ._trace import record, recording
 from .result import SolverResult, Status
 
@@ -54,35 +61,6 @@ logger = logging.getLogger("cvxmetric")
 # BLAS threading policy
 # ---------------------------------------------------------------------------
 
-#: A phase whose BLAS calls each do at least this many floating-point
-#: operations uses every thread BLAS has on an idle machine; below, or on a
-#: loaded one, it runs on one thread.  Measured on the 2-core development
-#: machine (OpenBLAS 0.3.31, 2 threads), best of repeated calls:
-#:
-#: ============================  =======  ===========  ===========
-#: call                          flops    idle         loaded
-#: ============================  =======  ===========  ===========
-#: (2000 x 100) @ (100 x 34)     1.4e7    1.93x        0.75x
-#: (200 x 200) @ (200 x 200)     1.6e7    1.44x        0.65x
-#: (100 x 3446) @ (3446 x 100)   6.9e7    1.50x        0.43x
-#: (174 x 1000) @ (1000 x 6000)  2.1e9    1.79x        1.10x
-#: (1000 x 1000) @ (1000 x 1000) 2.0e9    1.91x        0.99x
-#: eigh(100) / eigh(400)         --       0.98x/1.15x  0.49x/0.55x
-#: ============================  =======  ===========  ===========
-#:
-#: (speed-up of two threads over one: time on one / time on two;
-#: "loaded": one CPU-bound neighbour process.)  So a second thread pays
-#: for products from about 1e7 flops when the machine is idle, and never
-#: pays when it is loaded (small calls wait for a core at every call:
-#: 2-7x slower); eigendecompositions gain nothing either way.
-THREADED_FLOPS = 1e7
-
-#: The machine counts as loaded when other processes keep at least this
-#: many cores busy (sampled from ``/proc/stat`` over :data:`_LOAD_SAMPLE`
-#: seconds, reused for :data:`_LOAD_REUSE` seconds).
-BUSY_CORES = 0.5
-_LOAD_SAMPLE = 0.05
-_LOAD_REUSE = 2.0
 _load_cache = [-math.inf, None]  # (when, busy cores)
 
 _forced = None  # set by forced_blas_threads
@@ -202,11 +180,6 @@ def fit_threads(*arrays):
 # ---------------------------------------------------------------------------
 # Verbosity
 # ---------------------------------------------------------------------------
-
-#: A fast solver logs its progress line (iteration, objective where the
-#: state has one, error, elapsed seconds) at its first iteration and then
-#: at most once per this many seconds, and a final line; at INFO.
-PROGRESS_EVERY = 1.0
 
 
 def conic_verbose(verbose):

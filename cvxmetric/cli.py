@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from . import collection as col
+from ._settings import _SEED_MAX
 from .bench import format_columns as _table
 from .formulations import formulations
 from .result import SolverError
@@ -77,9 +78,6 @@ def _note(msg):
 # Argument types: a malformed value ends with exit status 2 and a message
 # naming the option (argparse prefixes "argument --OPTION: ")
 # ---------------------------------------------------------------------------
-
-#: numpy's ``RandomState`` seeds are integers in [0, 2**32 - 1].
-_SEED_MAX = 2 ** 32 - 1
 
 
 def _int_type(low=None, high=None):
@@ -1169,7 +1167,6 @@ def _add_verify_parser(sub, common, fam_choices):
     p.set_defaults(func=_cmd_verify)
 
 
-
 def _add_writer_parsers(sub, common, fam_choices):
     """``cvxmetric reference`` and ``cvxmetric make-problems``: the commands
     that write into a collection."""
@@ -1217,7 +1214,6 @@ def _add_writer_parsers(sub, common, fam_choices):
     where.add_argument("--out", metavar="DIR",
                        help="write the instances under DIR/problems/")
     p.set_defaults(func=_cmd_make_problems)
-
 
 
 def _add_bench_parser(sub, common):

@@ -63,6 +63,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._settings import _REGENERATION_RTOL, MAX_NPZ_BYTES, PSD_TOL
 from ._tolerances import REFERENCE_AGREEMENT, tolerance
 from .formulations import Method, formulations
 from .result import SolverError
@@ -128,16 +129,6 @@ logger = logging.getLogger("cvxmetric")
 
 #: Version of the on-disk formats written by this module.
 FORMAT_VERSION = 1
-
-#: Largest accepted ``max(0, -min_eig(M))``, relative to ``max(1, |f_ref|)``;
-#: the same threshold as :attr:`cvxmetric.result.Certificate.tol_feas`.
-PSD_TOL = 1e-7
-
-#: Largest uncompressed size, in bytes, of an ``.npz`` file that is read
-#: (the sum of its members, and each array's ``shape * itemsize``): a small
-#: compressed file can otherwise expand to exhaust memory.  The environment
-#: variable ``CVXMETRIC_MAX_NPZ_BYTES`` overrides it.
-MAX_NPZ_BYTES = 1 << 30
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -2096,11 +2087,6 @@ def standardize(X):
     """Columns of ``X`` centred and scaled to unit variance (instance
     generators)."""
     return (X - X.mean(axis=0)) / X.std(axis=0)
-
-
-#: Generated and stored float arrays that agree to this relative accuracy
-#: are the same instance (last-bit differences between CPUs).
-_REGENERATION_RTOL = 1e-12
 
 
 def _same_arrays(stored, generated):

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ._settings import MAX_SAMPLED
 from ._validation import (
     check_finite,
     check_indices,
@@ -391,13 +392,6 @@ def _sample_diff(codes, rng, size, anchors=None):
         l[bad] = rng.randint(0, n, int(bad.sum()))
         bad = codes[k] == codes[l]
     return k, l
-
-
-#: Most tuples a ``*_from_labels`` generator samples (2^28: the index
-#: arrays alone take 4-8 GiB there, far beyond what any solver of the
-#: package fits).  Larger counts are refused naming the argument instead
-#: of failing on an allocation.
-MAX_SAMPLED = 1 << 28
 
 
 def _check_count(n, name, low):

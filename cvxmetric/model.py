@@ -118,6 +118,7 @@ from sklearn.base import BaseEstimator
 
 from ._base import BilinearMixin, MahalanobisMixin
 from ._exact import SOLVERS, solve_certified, solver_options
+from ._settings import SYMMETRY_RTOL
 from ._validation import check_finite
 from .result import Certificate, InfeasibleError, SolverError, UnboundedError
 
@@ -126,10 +127,6 @@ __all__ = ["DeclaredProblem", "MahalanobisMetric", "BilinearMetric"]
 _INFEASIBLE = (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE)
 _UNBOUNDED = (cp.UNBOUNDED, cp.UNBOUNDED_INACCURATE)
 _SOLVED = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
-
-#: A metric matrix whose asymmetry exceeds this fraction of its largest
-#: entry is not a Mahalanobis matrix.
-SYMMETRY_RTOL = 1e-8
 
 
 class DeclaredProblem:

@@ -73,6 +73,7 @@ import numpy as np
 from .._docs import fill_doc
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, eigh_psd, pow2_rms_exponents
+from .._settings import _EXP_MAX, _LAM_MAX, _MARGIN_TOL, _MATERIALIZE, _SHORT, _SHOW
 from .._tolerances import certificate_tolerance
 from .._validation import (
     check_indices,
@@ -109,20 +110,6 @@ PAPER = ("Lee, Jin, Jain: Rank-based distance metric learning: an application "
 
 #: Ways of writing the must-link term of Eq. 4 / 6 in CVXPY.
 FORMS = ("slack", "hinge")
-
-# relative tolerance deciding "on the margin" when making multipliers
-# consistent with a primal point
-_MARGIN_TOL = 1e-9
-# largest lam of the normalised problem (see ConstraintData.normalized): the
-# fast dual squares its multipliers, which grow like lam
-_LAM_MAX = 1e100
-# a cannot-link this many times shorter than the median one is named when
-# the exact solve fails (ConstraintData._short_pairs_hint)
-_SHORT = 1e3
-# pairs shown in an error message
-_SHOW = 10
-# store the difference vectors (P, d) up to this many floats (16 MB)
-_MATERIALIZE = 1 << 21
 
 
 def _show_rows(rows, pairs):
@@ -767,12 +754,6 @@ class ConstraintData(FullOrDiagonal):
 # ---------------------------------------------------------------------------
 # Exact: the CVXPY problems
 # ---------------------------------------------------------------------------
-
-
-# the exact model's per-feature scales 2^e are kept within 2^+-_EXP_MAX, so
-# that the weights 2^-(e_i + e_j) of its regulariser, squared by the conic
-# form, stay far inside the floating-point range
-_EXP_MAX = 64
 
 
 def _feature_exponents(data):

@@ -79,31 +79,22 @@ from .._face import polish_on_faces
 from .._linalg import eigh_psd
 from .._linesearch import backtracking
 from .._reductions import Reduction
+from .._settings import (
+    _CHECK_EVERY,
+    _CONT_BELOW,
+    _CONT_FACTOR,
+    _CONT_FLOOR,
+    _CONT_START,
+    _INNER_RTOL,
+    _MU,
+    _STALL,
+)
+from .._settings import (
+    CONSTRAINTDML_FACE_LADDER as FACE_LADDER,
+)
 from .._solver import IterativeSolver
 from ..result import SolverResult
 from ._problem import ConstraintData
-
-# Levenberg-Marquardt damping of the Newton system, relative to its diagonal
-_MU = 1e-2
-# an inner solve stops at this fraction of the last certified gap
-_INNER_RTOL = 1e-2
-# iterations (inner) or rounds (outer) without progress before giving up
-_STALL = 5
-# Newton steps between global certificates (with a polish) inside a round
-_CHECK_EVERY = 10
-# continuation on lam (in the normalised units of ConstraintData.normalized,
-# where the median cannot-link has length ~1): a problem whose lam is below
-# _CONT_BELOW is reached through lam = _CONT_START, _CONT_START / _CONT_FACTOR,
-# ..., each stage warm-started from the last; stages stop at _CONT_FLOOR
-# (below it A(u) = Pi_+(Y(u)) / lam loses its digits to round-off in Y)
-_CONT_BELOW = 1e-3
-_CONT_START = 1e-2
-_CONT_FACTOR = 100.0
-_CONT_FLOOR = 1e-12
-#: The face polish's ladder (:func:`_polish`): a constraint is on its margin
-#: when its distance is within this of 1, and the range of ``A(u)`` is the
-#: eigenvalues (entries, diagonal) above this fraction of the largest.
-FACE_LADDER = (1e-3, 1e-5, 1e-7)
 
 __all__ = [
     "ConstraintDualSolver",

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..collection import (PSD_TOL, ArraySpec, FamilySpec, exact_solves,
                           gaussian_classes, register_family, standardize)
+from .._settings import LOWRANK_MAXITER
 
 __all__ = []  # registers the family on import; nothing public
 
@@ -40,13 +41,6 @@ _ARRAYS = (
 )
 
 _HP = {"lam": 0.0, "regularizer": "trace"}
-
-#: Iteration budget of the ``"lowrank"`` method, above ``fit_lowrank``'s
-#: default of 5 000: a run that converges stops by itself (the most the
-#: collection needs is about 3 200 iterations, on breast_cancer_frobenius),
-#: and plain gradient descent with Barzilai-Borwein steps needed about
-#: 8 000 on wine with the trace regulariser (gap 1.9e-6 after 5 000).
-LOWRANK_MAXITER = 20_000
 
 
 def _to_data(arrays, hp):

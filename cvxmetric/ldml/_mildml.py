@@ -37,6 +37,7 @@ from sklearn.utils._param_validation import Interval
 
 from .._data import Samples
 from .._linesearch import backtracking
+from .._settings import _BLOCK_ENTRIES, _RUNNING_MIN, FINISH_ROUNDS
 from .._solver import IterativeSolver
 from .._validation import check_finite
 from ..result import Certificate, NotAttainedError, SolverResult, Status
@@ -44,14 +45,6 @@ from ._budget import budget, expired, remaining
 from .fast import PairSet, _random_start
 
 __all__ = ["BagPairs", "MildMLSolver", "check_bags", "fit_mildml"]
-
-# Entries of one block of the selection's distances (32 MB).
-_BLOCK_ENTRIES = 1 << 22
-
-# Up to this many instance pairs per bag pair, the selection's minimum is a
-# running minimum over strided views of the block (no copy); beyond, the
-# block is transposed and reduced by argmin.
-_RUNNING_MIN = 16
 
 
 def _block_min(Dm):
@@ -432,10 +425,6 @@ class MildMLSolver(IterativeSolver):
         # the selection at L: that of its last evaluation
         return L.T @ L, cert, {"L": L, "b": state.b, "selected": state.pairs,
                                "stationarity": state.error, "n_changed": state.n_changed}
-
-
-#: Rounds of :func:`_finish` (L-BFGS at a held selection, then re-selection).
-FINISH_ROUNDS = 10
 
 
 def _finish(data, res, rank, maxiter):

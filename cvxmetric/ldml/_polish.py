@@ -37,13 +37,10 @@ from scipy.special import expit
 
 from .._face import polish_on_faces
 from .._linesearch import backtracking
+from .._settings import POLISH_RANK
 from ._budget import expired
 
 __all__ = ["polish", "POLISH_RANK"]
-
-#: Largest face polished: ``k (k + 1) / 2 + 1`` Newton unknowns (3 241 at
-#: 80), a dense Hessian.
-POLISH_RANK = 80
 
 #: The face polish's ladder (:func:`polish`): the ranks ``k`` tried, read
 #: off the spectrum of the solver's ``M`` -- at its largest relative gap,

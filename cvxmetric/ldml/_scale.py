@@ -24,17 +24,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._settings import _LDML_SCALE_CHUNK as _CHUNK
+from .._settings import AUTO_RATIO
 from ..result import Certificate, SolverResult, Status
 
 __all__ = ["AUTO_RATIO", "unit_scale", "ZeroPoint", "zero_point", "auto_lam",
            "scaled_lam", "zero_result"]
-
-#: ``lam="auto"`` is this fraction of ``lam_max`` (the smallest trace weight
-#: at which ``M = 0`` is optimal; docs/ldml.md, "Default regularisation").
-AUTO_RATIO = 0.01
-
-# pairs per block when summing outer products over explicit pairs
-_CHUNK = 65_536
 
 
 def unit_scale(X):

@@ -70,20 +70,12 @@ from .fast import (
     fit_lowrank,
     solve_fast,
 )
+from .._settings import PAIRS_MAX
 
 __all__ = ["LDML", "LDMLSupervised", "MildML", "LDMLStar", "SOLVER_NAMES", "PAIRS_MAX"]
 
 #: Values of the LDML estimators' ``solver`` (the registry's methods).
 SOLVER_NAMES = solver_names("ldml")
-
-#: ``LDMLSupervised`` with ``solver="exact"`` gives CVXPY one exponential
-#: cone per pair of samples: at most this many pairs.  Beyond, Clarabel is
-#: unreliable -- on iris's 7 140 standardised pairs it fails outright on
-#: some folds and stops 1e-6 short of the certificate on others (whatever
-#: the scaling), and SCS takes minutes.  ``"fast"`` keeps a few arrays of
-#: the pairs' length, up to :data:`~cvxmetric.ldml.fast.CERTIFY_PAIRS`
-#: pairs, and is certified by the same duality gap.
-PAIRS_MAX = 5_000
 
 _SHARED = {
     "lam": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],

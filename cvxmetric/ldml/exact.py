@@ -48,6 +48,15 @@ from scipy.special import expit
 
 from .._exact import SOLVERS, _outcome, solve_certified
 from .._linalg import PairOperator, project_psd, whitening_basis
+from .._settings import (
+    CONTINUATION,
+    DIRECTION_PAIRS,
+    DIRECTION_RANK,
+    FALLBACK_ITER,
+    FALLBACK_TOL,
+    LEVEL_SDP_MAX,
+    LEVEL_SDP_PAIRS,
+)
 from .._trace import record
 from .._validation import (
     check_indices,
@@ -77,31 +86,6 @@ __all__ = ["LDMLData", "DualPoint", "bound_stages", "staged_bound", "solve_exact
 logger = logging.getLogger(__name__)
 
 REGULARIZERS = ("trace", "frobenius")
-
-#: The level-set SDPs (the trace bound without a regulariser, the
-#: certificate's sharpening) are solved up to this many pairs (one conic
-#: constraint each: 15 000 pairs took minutes) ...
-LEVEL_SDP_PAIRS = 5000
-
-#: ... and up to this input dimension (also that of
-#: :meth:`LDMLData.strict_direction`).
-LEVEL_SDP_MAX = 100
-
-#: The trace weight of the continuation attempt of :func:`solve_exact`
-#: (whitened features, the objective per pair): a start for the polish.
-CONTINUATION = 1e-3
-
-#: The fallback solver's (SCS's) tolerance and iteration cap: the polish
-#: finishes its point (at 1e-9 SCS ran for minutes on 2 000 pairs).
-FALLBACK_TOL = 1e-6
-FALLBACK_ITER = 20_000
-
-#: Pairs in the SDP of :meth:`LDMLData.strict_direction` ...
-DIRECTION_PAIRS = 1000
-
-#: ... solved only in up to this many dimensions of the data's span (60
-#: dimensions took 100 s, and 1 000 pairs did not bound them).
-DIRECTION_RANK = 30
 
 
 class DualPoint(NamedTuple):

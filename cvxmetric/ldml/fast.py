@@ -47,6 +47,15 @@ from sklearn.utils._param_validation import Interval
 from .._data import Samples
 from .._linalg import project_psd, whitening_basis
 from .._linesearch import backtracking
+from .._settings import (
+    _LDML_BLOCK as _BLOCK,
+)
+from .._settings import (
+    _PAIR_BLOCK,
+    CERTIFY_PAIRS,
+    NEWTON_FROM,
+    RIDGE,
+)
 from .._solver import IterativeSolver, stop_message
 from .._trace import captured, emit, record
 from .._validation import check_finite, check_option, check_scalar
@@ -66,23 +75,6 @@ from .exact import (
 __all__ = ["solve_fast", "ProjectedGradient", "LowRankLDML", "AllPairs", "PairSet",
            "fit_lowrank",
            "certify_point", "CERTIFY_PAIRS"]
-
-# Rows of one block of the all-pairs loops: each (block, N) array of a step
-# is 61 MB at N = 15 000 (a handful are alive at once).
-_BLOCK = 512
-
-# Pairs of one block of PairSet._distances (a (block, d) difference
-# array stays in cache).
-_PAIR_BLOCK = 4096
-
-#: The stationarity (relative gradient norm) at which :func:`solve_fast`
-#: hands L-BFGS's point to Newton's method on its face (up to
-#: ``LEVEL_SDP_PAIRS`` pairs).
-NEWTON_FROM = 1e-2
-
-#: The variance floor of the whitening of :func:`_whitened` with the trace
-#: regulariser is ``RIDGE * lam / n_pairs``.
-RIDGE = 4.0
 
 
 def _loss_and_slope(u):
@@ -106,13 +98,6 @@ class PGState(NamedTuple):
     Y: np.ndarray       # extrapolated point
     theta: float
     n_restarts: int
-
-
-#: The low-rank method certifies a full-rank run only up to this many
-#: pairs (the certificate's distances, slopes and sparse Laplacian are a few
-#: arrays of this length).  Beyond, the status stays ``optimal_inaccurate``
-#: at a stationary point.
-CERTIFY_PAIRS = 5_000_000
 
 
 def certify_point(data, M, b, *, solver, tol=None, sharpen=True):

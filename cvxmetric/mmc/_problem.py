@@ -81,6 +81,14 @@ import scipy.optimize
 
 from .._data import Samples
 from .._linalg import project_psd
+from .._settings import (
+    BOUND_TRUST,
+    DEGENERATE_RTOL,
+    NULL_RTOL,
+    SCALE_RANGE,
+    SEEN_RTOL,
+    U_FLOOR,
+)
 from .._solver import fit_threads
 from .._tolerances import certificate_tolerance
 from .._validation import check_instance
@@ -96,32 +104,6 @@ __all__ = [
     "mmc_result",
     "DEGENERATE_MSG",
 ]
-
-#: Singular values of the Jacobi-scaled similar differences (unit columns)
-#: at or below this fraction of the largest span their numerical null space:
-#: components that small are round-off of data whose features are exactly
-#: dependent.
-NULL_RTOL = 1e-13
-#: A dissimilar difference "sees" that null space when more than this
-#: fraction of its squared (scaled) length lies there (components above
-#: 1e-12 of its length: more than round-off).
-SEEN_RTOL = 1e-24
-#: Floor of ``u`` in the dual bound, relative to ``max(u)``.
-U_FLOOR = 1e-12
-#: The degenerate solution is accepted when its objective is below this
-#: fraction of the Euclidean metric's scale-free value ``r(I)`` (round-off
-#: allowance included).  100x tighter than the package's gap; 1e-10 refused
-#: exactly degenerate data (398 distinct similar pairs in d = 400) whose
-#: allowance alone was 1.01e-10 of ``r(I)``, the objective being 3e-15.
-DEGENERATE_RTOL = 1e-8
-#: A dual bound whose round-off allowance (relative) exceeds this is not
-#: trusted: ``dual_bound`` then reports none (``-inf``).
-BOUND_TRUST = 1e-3
-#: Range of the features' difference scales ``s_k = sqrt(sum_S phi_k^2)``
-#: MMC accepts: ``M`` scales like ``1 / s^2``, and its entries must stay
-#: normal floating-point numbers in the user's units.
-SCALE_RANGE = (1e-145, 1e145)
-
 
 
 # ---------------------------------------------------------------------------

@@ -53,6 +53,7 @@ import numpy as np
 
 from .._exact import SOLVERS, solve_certified
 from .._linalg import project_psd
+from .._settings import FACE_MARGIN, FACE_REDUCE_ABOVE, FACE_RTOL
 from .._trace import captured, record
 from .._validation import check_instance
 from ..model import DeclaredProblem
@@ -277,18 +278,6 @@ def _polished(cert):
     """``cert``, marked as bounded by a polished dual point."""
     cert.tolerances["bound"] = "polished"
     return cert
-
-
-#: A full problem with more than this many coefficients in its dense
-#: constraint block (``r (r + 1) / 2`` whitened entries times ``|D|``) is
-#: first solved on the face of a fast solution (:func:`solve_exact`).
-FACE_REDUCE_ABOVE = 100_000
-
-#: Eigenvalues of the fast solution above this fraction of the largest one
-#: span its face; the face is then widened by :data:`FACE_MARGIN` directions
-#: (at least doubled).
-FACE_RTOL = 1e-6
-FACE_MARGIN = 8
 
 
 def _face_solve(data, warm_start, solve):

@@ -29,22 +29,13 @@ import numpy as np
 import scipy.linalg
 
 from .._linalg import pow2_rms_exponents, project_psd
+from .._settings import _OMDML_BLOCK as _BLOCK
+from .._settings import _SPAN_TOL, MAX_SQ_DIST
 from .._tolerances import certificate_tolerance
 from .._validation import check_finite, check_indices, check_scalar
 from ..result import Certificate
 
 __all__ = ["OMDMLData", "check_views", "check_theta"]
-
-_BLOCK = 8192  # triplets per block of the certificate's passes
-
-#: Largest squared difference length of a view accepted (see
-#: :meth:`OMDMLData._check_triplets`).
-MAX_SQ_DIST = 1e150
-
-
-#: Singular values of a view's differences below this fraction of the
-#: largest are the directions "outside the span" of :meth:`OMDMLData.view_bases`.
-_SPAN_TOL = 1e-6
 
 
 def _schur_penalty(T, r):

@@ -33,6 +33,7 @@ import numpy as np
 from .._docs import fill_doc
 from .._exact import SOLVERS, solve_certified, solver_options
 from .._linalg import project_psd
+from .._settings import _HARD_EXP
 from .._validation import check_instance
 from ..model import DeclaredProblem, MahalanobisMetric
 from ..result import CertificateError, SolverResult
@@ -202,13 +203,6 @@ def _refuse_degenerate_large_views(data, theta, exponents, exc):
             f"a floating-point bound separates: it cannot be certified. Rescale "
             f"the view (the paper scales every feature to [0, 1]) or drop the "
             f"dependent features.") from exc
-
-
-#: Views of scale ``2^k`` with ``k`` at least this are bounded through the
-#: hinge-only dual (strictly feasible multipliers) in
-#: :func:`interior_multipliers`; their regulariser's share of the optimum,
-#: at most ``2^(-4k) ||N||^2 / 2``, is then below the certificate's tolerance.
-_HARD_EXP = 8
 
 
 def interior_multipliers(data, theta, exponents=None, *, margins=(1e-8, 1e-6)):

@@ -27,16 +27,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._linalg import project_psd
+from .._settings import _DIVERGED
 from .._solver import IterativeSolver
 from ..result import SolverError
 from ._problem import check_theta
 from .exact import omdml_result
 
 logger = logging.getLogger("cvxmetric")
-
-#: A factor entry beyond this means online gradient descent diverged (its
-#: starting rows are orthonormal: entries at most 1).
-_DIVERGED = 1e8
 
 __all__ = ["OMDMLOnline", "LowRankOMDML", "pa_step", "project_rank2",
            "mistake_bound", "StreamState"]

@@ -41,6 +41,7 @@ import scipy.linalg
 
 from .._data import Samples
 from .._linalg import PairOperator, eigh_psd, project_psd
+from .._settings import _MAX_EXP, _RESTRICTED_PHI, C_RANGE
 from .._tolerances import certificate_tolerance
 from .._validation import (
     check_finite,
@@ -58,24 +59,9 @@ __all__ = ["QwiseData", "Scaling", "REGULARIZERS", "C_RANGE"]
 
 REGULARIZERS = ("trace", "frobenius", "similar")
 
-#: A restricted problem (a working set) stores its difference vectors up to
-#: this many floats (128 MB): its pairs are few next to the samples' rows,
-#: and one stored product is cheaper than the sample-space form's gathers.
-_RESTRICTED_PHI = 1 << 24
-
-#: Range of a nonzero hinge weight in scale-free units (see :class:`Scaling`).
-#: Above it the regulariser is below the round-off of the loss (a hard-margin
-#: problem no solver here resolves); below it the weights are near the
-#: floating-point underflow.
-C_RANGE = (1e-250, 1e8)
-
 #: Data, margins and regulariser within this many powers of two of 1 are
 #: solved as given (scaling them would only change round-off).
 _MILD = {"s": 5, "t": 10, "rho": 10}
-
-#: The data scale s may lie within 2^(+-_MAX_EXP): squared distances then
-#: stay within about 1e-304 .. 1e304.
-_MAX_EXP = 505
 
 
 def _exponent(x):

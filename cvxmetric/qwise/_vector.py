@@ -45,6 +45,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._settings import (
+    _MAX_SCALE_EXP,
+    _MIN_SCALE_EXP,
+    H_RANGE,
+)
+from .._settings import (
+    _QWISE_VECTOR_CHUNK as _CHUNK,
+)
 from .._tolerances import certificate_tolerance
 from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate
@@ -57,31 +65,6 @@ PSI = ("squared", "linear")
 #: Losses of Eq. 27: the hinge (Eq. 14 exactly) or the smoothed
 #: ``L_1^h`` / ``L_0^h`` of Eq. 29-30.
 LOSSES = ("hinge", "huber")
-
-#: Range of the smoothing ``h`` the paper allows (Appendix A.2: h in
-#: [0.01, 0.5]); values outside are refused as the losses' shape degrades
-#: (h -> 0: Newton's quadratic band vanishes; h > 0.5: L_0^h bends past the
-#: margin of L_1^h).
-H_RANGE = (1e-6, 0.5)
-
-_CHUNK = 65_536  # rows per block when features are built
-
-#: Largest ``log2`` of the feature scale the solvers are handed.  The model
-#: is not invariant to scaling ``X``: at ``|Psi| ~ 2^k`` the optimal ``w`` is
-#: of order ``2^-k`` and its regulariser ``0.5 ||w||^2`` of order
-#: ``2^-2k``.  Above ``2^64`` that term sits more than ``2^-128`` below the
-#: losses -- far below the round-off of the objective -- so round-off, not
-#: the data, decides ``w``, and a dual point must balance ``sum C beta y
-#: Psi`` beyond float64's precision to certify it (measured on iris / wine:
-#: Clarabel's certificate fails from ``|Psi| ~ 1e7`` on wine, Newton's from
-#: ``~ 1e11``, with errors that say so; at ``1e301`` the twin's weight
-#: overflowed).  Beyond it the data are refused up front, naming ``X``.
-_MAX_SCALE_EXP = 64
-#: Smallest ``log2`` of a feature's scale the scaled twin goes to: features
-#: below ``2^-64`` make ``w``'s effect on the margins (of order
-#: ``|Psi|^2``) vanish below round-off, and a twin scaled further up would
-#: only make its regulariser weight ``sigma^-2`` overflow.
-_MIN_SCALE_EXP = -64
 
 
 def psi_features(X, i, j, psi):

@@ -52,6 +52,13 @@ from .._face import polish_on_faces
 from .._linalg import PairOperator, eigh_psd, project_psd
 from .._linesearch import backtracking
 from .._reductions import Reduction, apply_reductions, invert_reductions
+from .._settings import (
+    _POLISH_MAX_UNKNOWNS,
+    _SINGLE_TOL,
+)
+from .._settings import (
+    QWISE_FACE_LADDER as FACE_LADDER,
+)
 from .._solver import Deadline, IterativeSolver, blas_threads, stop_message
 from ..result import SolverResult, Status
 from ._problem import QwiseData
@@ -177,16 +184,6 @@ def _gap(data, M, alpha, aM, S):
     return data.relative_gap(obj, bound)
 
 
-#: Working-set rounds with a tolerance at least this (the first, which
-#: only locates the set) run their pair products in float32.
-_SINGLE_TOL = 1e-4
-
-#: The endgame solves a dense KKT system of ``r (r + 1) / 2 + |W|``
-#: unknowns (``r`` the rank of ``M``, ``W`` the margin set); above this
-#: size it is skipped (the iterations alone still converge).
-_POLISH_MAX_UNKNOWNS = 1200
-
-
 def _newton_face(data, G, alpha, W, act, *, steps=8, deadline=None):
     """Gauss-Newton on the optimality conditions of one face.
 
@@ -254,12 +251,6 @@ def _newton_face(data, G, alpha, W, act, *, steps=8, deadline=None):
     alpha = alpha.copy()
     alpha[idx] = aW
     return G, alpha
-
-
-#: The face polish's ladder (:func:`_polish`): a hinge is on its margin
-#: when ``|delta_q - a_q(M)|`` is at most this fraction of
-#: ``max(1, max |delta|)``, active above it; the looser band first.
-FACE_LADDER = (1e-3, 1e-5)
 
 
 def _polish(data, M, alpha, aM, *, target=0.0, last_key=None, rounds=3,

@@ -107,6 +107,7 @@ from .._base import (
 from .._docs import fill_doc
 from .._exact import SOLVERS, solve_certified
 from .._linalg import PairOperator, project_psd
+from .._settings import MAX_ENUMERATED
 from .._solver import IterativeSolver, conic_verbose, stop_message
 from .._tolerances import EXACT_GAP
 from .._validation import (
@@ -160,10 +161,6 @@ READINGS = ("quadruplets", "triplets", "pairs")
 #: measured on the 2-core machine), and every master point is certified
 #: by the package's own bound anyway.
 MASTER_SOLVERS = ("SCS", "CLARABEL")
-
-#: Largest number of 1-slack constraints :func:`solve_structural_enumerated`
-#: writes out.
-MAX_ENUMERATED = 20_000
 
 
 # ---------------------------------------------------------------------------

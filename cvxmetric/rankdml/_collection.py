@@ -15,6 +15,7 @@ import numpy as np
 
 from ..collection import (ArraySpec, FamilySpec, exact_solves, register_family,
                           standardize)
+from .._settings import _TRACE_RTOL
 
 __all__ = ["RANKDML_ARRAYS", "RANKDML_HP", "synthetic_retrieval", "bundled"]
 
@@ -29,10 +30,6 @@ RANKDML_ARRAYS = (
 
 RANKDML_HP = {"regularizer": "frobenius", "form": "printed", "lam": 1.0, "tau": None,
               "diagonal": False}
-
-# a returned matrix whose trace misses tau by more than this (relative) is
-# infeasible for a trace-fixed problem: its objective is reported as +inf
-_TRACE_RTOL = 1e-7
 
 
 def _to_data(arrays, hp):

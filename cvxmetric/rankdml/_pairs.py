@@ -12,12 +12,10 @@ of the query into a triplet ``(q, r, i)``: ``d(q, i) >= d(q, r) + 1``.
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._settings import _BLOCK_FLOATS
 from .._validation import check_psd_matrix, check_samples, check_scalar
 
 __all__ = ["critical_triplets"]
-
-# distances computed per block of queries: block * n_gallery floats at most
-_BLOCK_FLOATS = 1 << 22
 
 
 def _index_vector(idx, name, n):

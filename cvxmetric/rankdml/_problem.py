@@ -96,6 +96,7 @@ import scipy.linalg
 
 from .._linalg import PairOperator, eigh_psd
 from .._linesearch import backtracking
+from .._settings import _K_BLOCK, _ROOT_RTOL, MAX_DIFF_LENGTH, TAU_RANGE
 from .._tolerances import certificate_tolerance
 from .._validation import check_instance, check_option, check_psd_matrix, check_scalar
 from ..constraints import Triplets
@@ -129,12 +130,6 @@ FORMS = {
     "logdet": ("printed",),
     "laplacian": ("printed", "trace_fixed"),
 }
-
-# rows of the diagonal problems' K built per block
-_K_BLOCK = 8192
-
-# relative accuracy of the one-dimensional roots (trace multiplier)
-_ROOT_RTOL = 1e-13
 
 
 # ---------------------------------------------------------------------------
@@ -322,17 +317,6 @@ def _decreasing_root(phi, target, x0, step0):
             x = x + (step if res > 0 else -step)
             step *= 2.0
     return best[1], best[2]
-
-
-#: Largest difference-vector length accepted: the unit margin is compared
-#: with squared distances, and the dual maps square sums of them (Burg's
-#: ``z^2``, ``||S||^2``), so lengths beyond this would overflow.
-MAX_DIFF_LENGTH = 1e60
-
-
-#: Range of the fixed trace: its square enters the Laplacian's bound and
-#: ``tau`` times squared distances the hinges.
-TAU_RANGE = (1e-100, 1e100)
 
 
 def _check_tau(tau):

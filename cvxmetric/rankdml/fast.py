@@ -69,6 +69,7 @@ from sklearn.utils._param_validation import Interval
 
 from .._linesearch import backtracking
 from .._reductions import Reduction, apply_reductions, invert_reductions
+from .._settings import _IP_CHUNK, _MU_MIN, _MU_START
 from .._solver import IterativeSolver, stop_message
 from ..result import SolverResult, Status
 from ._problem import project_capped_simplex
@@ -80,12 +81,6 @@ __all__ = ["RankDualSolver", "DiagonalInteriorPoint", "FrobeniusPDHG", "solve_fa
 # ---------------------------------------------------------------------------
 # Projected Newton on the dual
 # ---------------------------------------------------------------------------
-
-
-# regularisation rho = h mu min(1, ||projected gradient||) of the Newton
-# system, mu adapted per iteration (RankDualSolver.update)
-_MU_START = 1e-2
-_MU_MIN = 1e-10
 
 
 class DualState(NamedTuple):
@@ -473,10 +468,6 @@ class IPState(NamedTuple):
     best_alpha: np.ndarray
     best_error: float
     complementarity: float
-
-
-#: Rows of K per block when forming K^T D K (bounds the extra memory).
-_IP_CHUNK = 8192
 
 
 @dataclass

@@ -29,11 +29,9 @@ import numpy as np
 
 from ..collection import (ArraySpec, FamilySpec, exact_solves, gaussian_classes,
                           register_family, standardize)
+from .._settings import ADAPTIVE_MAXITER
 
 __all__ = ["ADAPTIVE_MAXITER", "bundled_instances"]
-
-#: Iteration cap of the collection's Algorithm 1 runs (wine needs ~2000).
-ADAPTIVE_MAXITER = 20_000
 
 _ARRAYS = (
     ArraySpec("X", "float", ("n", "d"), doc="samples, one per row"),

@@ -101,6 +101,16 @@ import numpy as np
 import scipy.linalg
 
 from .._data import Samples
+from .._settings import (
+    _FEW_TERMS,
+    _TINY_CURVATURE,
+    DENSE_MAX_FEATURES,
+    DENSE_MAX_SYM,
+    DUAL_RADIUS,
+)
+from .._settings import (
+    SLR_DEFAULT_BLOCK as DEFAULT_BLOCK,
+)
 from .._solver import blas_threads
 from .._tolerances import certificate_tolerance
 from .._validation import check_samples, check_scalar
@@ -111,20 +121,6 @@ _GAP, _FEAS = certificate_tolerance("slr")
 __all__ = ["SLRData", "eq3_closed_form", "check_thresholds", "svec", "smat",
            "newton_decrement", "DEFAULT_BLOCK", "DENSE_MAX_SYM",
            "Expired", "cg", "m_in_units"]
-
-#: Largest number of symmetric coordinates ``p = r (r + 1) / 2`` for which
-#: the generalised Hessian is formed densely (a (p, p) matrix and an
-#: (n, p) feature matrix); above it every Hessian is applied matrix-free,
-#: ``H[D] = 2 U^T (m o (U D U^T)) U`` over row blocks (``O(n^2 r)`` per
-#: product, no array larger than ``n r`` besides one row block).
-DENSE_MAX_SYM = 2080  # r <= 64
-
-#: Entries ``n p`` of the dense feature matrix ``Q`` allowed (256 MB).
-DENSE_MAX_FEATURES = 1 << 25
-
-#: The dual bound assumes a minimiser within ``DUAL_RADIUS * max(1, ||Z||)``
-#: of the point it is computed at (see :meth:`SLRData.dual_bound_cg`).
-DUAL_RADIUS = 10.0
 
 
 class Expired(Exception):
@@ -175,15 +171,6 @@ def cg(apply, b, *, tol, maxiter, deadline=None):
         P += R
         rr = rr_new
     return X, float(np.sqrt(rr)), k
-
-#: Entries of one row block (b x n) in a pass over the pairs.
-DEFAULT_BLOCK = 1 << 20
-
-# Up to this many terms change side on the certificate's ball, their
-# features are subtracted from the Hessian instead of a masked pass.
-_FEW_TERMS = 50_000
-# Curvature below this (H has eigenvalues in [0, 2]) counts as singular.
-_TINY_CURVATURE = 1e-12
 
 _SQRT2 = np.sqrt(2.0)
 

@@ -66,6 +66,13 @@ import scipy.sparse
 
 from .._exact import SOLVERS, solve_certified, solver_options
 from .._face import polish_on_faces
+from .._settings import (
+    EXACT_MAX_COEFFICIENTS,
+    MARGIN_BAND,
+    MARGIN_TERMS,
+    REDUCE_ABOVE,
+    SELECT_WEIGHT,
+)
 from .._validation import check_instance, check_option, check_samples
 from ..result import Certificate, SolverError, SolverResult
 from ._problem import SLRData, check_thresholds, smat, svec
@@ -74,11 +81,6 @@ __all__ = ["SLRModel", "solve_exact", "solve_eq1", "FORMS", "EXACT_MAX_COEFFICIE
 
 #: Values of ``form`` in :class:`SLRModel` / :func:`solve_exact`.
 FORMS = ("symmetric", "range", "declared")
-
-#: Largest ``n_terms * width`` (hinge terms times coefficients per term) the
-#: exact path builds: about 2 GB in CVXPY's canonicalisation; n = 1 000 at
-#: rank 20, n = 810 at rank 30.
-EXACT_MAX_COEFFICIENTS = 10_000_000
 
 
 class SLRModel:
@@ -208,26 +210,9 @@ class SLRModel:
         )
 
 
-#: The symmetric form with more coefficients than this (terms times rank)
-#: is solved by the margin-set reduction (``reduce="auto"``).
-REDUCE_ABOVE = 1_000_000
-
-#: Terms whose hinge argument at the Newton solution is within
-#: ``MARGIN_BAND (delta1 - delta2)`` of 0 keep their own hinge in the
-#: reduced model.
-MARGIN_BAND = 5e-2
-
 #: The margin-set reduction's ladder (:func:`_reduced_solve`): one band,
 #: its face corrected round after round.
 FACE_LADDER = (MARGIN_BAND,)
-
-#: At most this many near-margin terms keep their hinge in the first round:
-#: the band narrows to the ``MARGIN_TERMS``-th smallest ``|a_ij|``.
-MARGIN_TERMS = 5_000
-
-#: Weight ``eps`` of the selection term ``(eps / 2) ||Z - Z_0||_F^2`` (``Z_0``
-#: the Newton solution); Eq. 4's Hessian in ``Z`` lies between 0 and ``2 I``.
-SELECT_WEIGHT = 1e-6
 
 
 class _ReducedModel:

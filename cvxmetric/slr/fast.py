@@ -59,6 +59,7 @@ import scipy.linalg
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._linesearch import backtracking
+from .._settings import HESS32_RTOL, IPM_MAX_PAIRS
 from .._solver import IterativeSolver
 from .._tolerances import certificate_tolerance
 from .._validation import check_instance
@@ -77,13 +78,6 @@ logger = logging.getLogger("cvxmetric")
 
 __all__ = ["HESS32_RTOL", "HESSIAN_MODES", "IPM_MAX_PAIRS", "START_POINTS", "AdaptiveRegression",
            "SemismoothNewton", "interior_point", "warm_start"]
-
-#: Newton systems solved to a relative residual of at least this use
-#: single-precision Hessian products (half the time of the dominant
-#: ``O(n^2 r)`` passes; their relative error is about ``1e-6``); tighter
-#: ones use float64.  The Newton iteration itself corrects the error of a
-#: direction: every gradient and value is a float64 pass.
-HESS32_RTOL = 1e-5
 
 #: Values of :attr:`SemismoothNewton.hessian`.
 HESSIAN_MODES = ("auto", "dense", "cg")
@@ -287,10 +281,6 @@ class AdaptiveRegression(_SLRSolver):
 # ---------------------------------------------------------------------------
 # Interior point (the fallback of the dense Newton method)
 # ---------------------------------------------------------------------------
-
-#: Largest number of ordered pairs ``n^2`` for which the interior-point
-#: fallback runs (its iterates are about ten ``n x n`` arrays: 16 MB each).
-IPM_MAX_PAIRS = 1 << 21
 
 
 def _longest(x, dx):

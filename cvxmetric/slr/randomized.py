@@ -77,6 +77,13 @@ import numpy as np
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from .._settings import (
+    ESTIMATE_ROWS,
+    OBJECTIVE_MAX_N,
+)
+from .._settings import (
+    SLR_RANDOMIZED_DEFAULT_BLOCK as DEFAULT_BLOCK,
+)
 from .._solver import Deadline
 from .._trace import record, recording
 from .._validation import check_int, check_option, check_samples
@@ -94,16 +101,6 @@ __all__ = [
 
 #: Sketch kinds of Remark 3.
 SKETCHES = ("gaussian", "columns")
-
-#: Entries of one row block (b x n_cols) in a pass over pairs (32 MB float64).
-DEFAULT_BLOCK = 1 << 22
-
-#: Above this many samples the certificate's exact Eq. 4 objective (a pass
-#: over all n^2 pairs) is skipped; a row-sampled estimate is reported instead.
-OBJECTIVE_MAX_N = 20_000
-
-#: Rows sampled for the objective estimate when the exact pass is skipped.
-ESTIMATE_ROWS = 1000
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,542 @@
+"""Every numeric setting of the package, named and documented, in one place.
+
+Thresholds, block sizes, budgets and ladders that the solvers, the
+certificates and the data layers use, grouped by the module that reads
+them (each module imports its own under the name it uses).  The
+tolerances that judge results -- how close a fast solver must come to the
+certified optimum -- are :data:`cvxmetric._tolerances.TOLERANCES`; the
+solvers' own parameters (``tol``, ``maxiter``, ...) are their declared
+fields.  Settings documented here are not part of the public API unless
+a module re-exports them (``cvxmetric.slr.EXACT_MAX_COEFFICIENTS``).
+"""
+
+# --- cvxmetric/_base.py ----------------------------------------------------
+
+#: :meth:`LabelledMixin.score` uses every pair it defines up to this many
+#: pairs, a uniform sample of this many beyond.
+MAX_SCORE_PAIRS = 2_000_000
+
+#: Largest number of training samples a ``fit(X, y)`` learner keeps as the
+#: reference set of :meth:`LabelledMixin.score` (a class-stratified sample
+#: beyond; with more classes than this, one sample of each).
+MAX_SCORE_REFERENCE = 1_000
+
+#: Pairs whose distances are computed at once in :meth:`LabelledMixin.score`
+#: (bounds its memory to this many rows of the embedding).
+_SCORE_CHUNK = 65_536
+
+
+# --- cvxmetric/_linalg.py --------------------------------------------------
+
+# Rows per chunk of the gathered (sample-space) loops.
+_LINALG_CHUNK = 1 << 16
+# Up to this many samples, x_i^T V x_j for all pairs comes from the n x n
+# kernel X V X^T (one BLAS-3 product, 10x faster than gathering rows).
+_KERNEL_MAX = 2500
+# Difference vectors up to this many floats (512 KB) are always stored: at
+# that size the two BLAS calls of the stored form beat the sample-space form
+# (measured 1.4-2x on d = 20, 1857 pairs), whatever the ratio pairs / samples.
+_SMALL_PHI = 1 << 16
+# Relative cost of one element of a sparse product or of a row gather against
+# one flop of a dense BLAS-3 product (measured on the 2-core machine); used to
+# choose the cheaper way of forming a Gram matrix.
+_SPARSE_COST = 8.0
+_GATHER_COST = 4.0
+
+
+# --- cvxmetric/_solver.py --------------------------------------------------
+
+#: A phase whose BLAS calls each do at least this many floating-point
+#: operations uses every thread BLAS has on an idle machine; below, or on a
+#: loaded one, it runs on one thread.  Measured on the 2-core development
+#: machine (OpenBLAS 0.3.31, 2 threads), best of repeated calls:
+#:
+#: ============================  =======  ===========  ===========
+#: call                          flops    idle         loaded
+#: ============================  =======  ===========  ===========
+#: (2000 x 100) @ (100 x 34)     1.4e7    1.93x        0.75x
+#: (200 x 200) @ (200 x 200)     1.6e7    1.44x        0.65x
+#: (100 x 3446) @ (3446 x 100)   6.9e7    1.50x        0.43x
+#: (174 x 1000) @ (1000 x 6000)  2.1e9    1.79x        1.10x
+#: (1000 x 1000) @ (1000 x 1000) 2.0e9    1.91x        0.99x
+#: eigh(100) / eigh(400)         --       0.98x/1.15x  0.49x/0.55x
+#: ============================  =======  ===========  ===========
+#:
+#: (speed-up of two threads over one: time on one / time on two;
+#: "loaded": one CPU-bound neighbour process.)  So a second thread pays
+#: for products from about 1e7 flops when the machine is idle, and never
+#: pays when it is loaded (small calls wait for a core at every call:
+#: 2-7x slower); eigendecompositions gain nothing either way.
+THREADED_FLOPS = 1e7
+
+#: The machine counts as loaded when other processes keep at least this
+#: many cores busy (sampled from ``/proc/stat`` over :data:`_LOAD_SAMPLE`
+#: seconds, reused for :data:`_LOAD_REUSE` seconds).
+BUSY_CORES = 0.5
+_LOAD_SAMPLE = 0.05
+_LOAD_REUSE = 2.0
+
+#: A fast solver logs its progress line (iteration, objective where the
+#: state has one, error, elapsed seconds) at its first iteration and then
+#: at most once per this many seconds, and a final line; at INFO.
+PROGRESS_EVERY = 1.0
+
+
+# --- cvxmetric/cli.py ------------------------------------------------------
+
+#: numpy's ``RandomState`` seeds are integers in [0, 2**32 - 1].
+_SEED_MAX = 2 ** 32 - 1
+
+
+# --- cvxmetric/collection.py -----------------------------------------------
+
+#: Largest accepted ``max(0, -min_eig(M))``, relative to ``max(1, |f_ref|)``;
+#: the same threshold as :attr:`cvxmetric.result.Certificate.tol_feas`.
+PSD_TOL = 1e-7
+
+#: Largest uncompressed size, in bytes, of an ``.npz`` file that is read
+#: (the sum of its members, and each array's ``shape * itemsize``): a small
+#: compressed file can otherwise expand to exhaust memory.  The environment
+#: variable ``CVXMETRIC_MAX_NPZ_BYTES`` overrides it.
+MAX_NPZ_BYTES = 1 << 30
+
+#: Generated and stored float arrays that agree to this relative accuracy
+#: are the same instance (last-bit differences between CPUs).
+_REGENERATION_RTOL = 1e-12
+
+
+# --- cvxmetric/constraintdml/_problem.py -----------------------------------
+
+# relative tolerance deciding "on the margin" when making multipliers
+# consistent with a primal point
+_MARGIN_TOL = 1e-9
+# largest lam of the normalised problem (see ConstraintData.normalized): the
+# fast dual squares its multipliers, which grow like lam
+_LAM_MAX = 1e100
+# a cannot-link this many times shorter than the median one is named when
+# the exact solve fails (ConstraintData._short_pairs_hint)
+_SHORT = 1e3
+# pairs shown in an error message
+_SHOW = 10
+# store the difference vectors (P, d) up to this many floats (16 MB)
+_MATERIALIZE = 1 << 21
+
+# the exact model's per-feature scales 2^e are kept within 2^+-_EXP_MAX, so
+# that the weights 2^-(e_i + e_j) of its regulariser, squared by the conic
+# form, stay far inside the floating-point range
+_EXP_MAX = 64
+
+
+# --- cvxmetric/constraintdml/fast.py ---------------------------------------
+
+# Levenberg-Marquardt damping of the Newton system, relative to its diagonal
+_MU = 1e-2
+# an inner solve stops at this fraction of the last certified gap
+_INNER_RTOL = 1e-2
+# iterations (inner) or rounds (outer) without progress before giving up
+_STALL = 5
+# Newton steps between global certificates (with a polish) inside a round
+_CHECK_EVERY = 10
+# continuation on lam (in the normalised units of ConstraintData.normalized,
+# where the median cannot-link has length ~1): a problem whose lam is below
+# _CONT_BELOW is reached through lam = _CONT_START, _CONT_START / _CONT_FACTOR,
+# ..., each stage warm-started from the last; stages stop at _CONT_FLOOR
+# (below it A(u) = Pi_+(Y(u)) / lam loses its digits to round-off in Y)
+_CONT_BELOW = 1e-3
+_CONT_START = 1e-2
+_CONT_FACTOR = 100.0
+_CONT_FLOOR = 1e-12
+#: The face polish's ladder (:func:`_polish`): a constraint is on its margin
+#: when its distance is within this of 1, and the range of ``A(u)`` is the
+#: eigenvalues (entries, diagonal) above this fraction of the largest.
+CONSTRAINTDML_FACE_LADDER = (1e-3, 1e-5, 1e-7)
+
+
+# --- cvxmetric/constraints.py ----------------------------------------------
+
+#: Most tuples a ``*_from_labels`` generator samples (2^28: the index
+#: arrays alone take 4-8 GiB there, far beyond what any solver of the
+#: package fits).  Larger counts are refused naming the argument instead
+#: of failing on an allocation.
+MAX_SAMPLED = 1 << 28
+
+
+# --- cvxmetric/ldml/_collection.py -----------------------------------------
+
+#: Iteration budget of the ``"lowrank"`` method, above ``fit_lowrank``'s
+#: default of 5 000: a run that converges stops by itself (the most the
+#: collection needs is about 3 200 iterations, on breast_cancer_frobenius),
+#: and plain gradient descent with Barzilai-Borwein steps needed about
+#: 8 000 on wine with the trace regulariser (gap 1.9e-6 after 5 000).
+LOWRANK_MAXITER = 20_000
+
+
+# --- cvxmetric/ldml/_mildml.py ---------------------------------------------
+
+# Entries of one block of the selection's distances (32 MB).
+_BLOCK_ENTRIES = 1 << 22
+
+# Up to this many instance pairs per bag pair, the selection's minimum is a
+# running minimum over strided views of the block (no copy); beyond, the
+# block is transposed and reduced by argmin.
+_RUNNING_MIN = 16
+
+#: Rounds of :func:`_finish` (L-BFGS at a held selection, then re-selection).
+FINISH_ROUNDS = 10
+
+
+# --- cvxmetric/ldml/_polish.py ---------------------------------------------
+
+#: Largest face polished: ``k (k + 1) / 2 + 1`` Newton unknowns (3 241 at
+#: 80), a dense Hessian.
+POLISH_RANK = 80
+
+
+# --- cvxmetric/ldml/_scale.py ----------------------------------------------
+
+#: ``lam="auto"`` is this fraction of ``lam_max`` (the smallest trace weight
+#: at which ``M = 0`` is optimal; docs/ldml.md, "Default regularisation").
+AUTO_RATIO = 0.01
+
+# pairs per block when summing outer products over explicit pairs
+_LDML_SCALE_CHUNK = 65_536
+
+
+# --- cvxmetric/ldml/estimator.py -------------------------------------------
+
+#: ``LDMLSupervised`` with ``solver="exact"`` gives CVXPY one exponential
+#: cone per pair of samples: at most this many pairs.  Beyond, Clarabel is
+#: unreliable -- on iris's 7 140 standardised pairs it fails outright on
+#: some folds and stops 1e-6 short of the certificate on others (whatever
+#: the scaling), and SCS takes minutes.  ``"fast"`` keeps a few arrays of
+#: the pairs' length, up to :data:`~cvxmetric.ldml.fast.CERTIFY_PAIRS`
+#: pairs, and is certified by the same duality gap.
+PAIRS_MAX = 5_000
+
+
+# --- cvxmetric/ldml/exact.py -----------------------------------------------
+
+#: The level-set SDPs (the trace bound without a regulariser, the
+#: certificate's sharpening) are solved up to this many pairs (one conic
+#: constraint each: 15 000 pairs took minutes) ...
+LEVEL_SDP_PAIRS = 5000
+
+#: ... and up to this input dimension (also that of
+#: :meth:`LDMLData.strict_direction`).
+LEVEL_SDP_MAX = 100
+
+#: The trace weight of the continuation attempt of :func:`solve_exact`
+#: (whitened features, the objective per pair): a start for the polish.
+CONTINUATION = 1e-3
+
+#: The fallback solver's (SCS's) tolerance and iteration cap: the polish
+#: finishes its point (at 1e-9 SCS ran for minutes on 2 000 pairs).
+FALLBACK_TOL = 1e-6
+FALLBACK_ITER = 20_000
+
+#: Pairs in the SDP of :meth:`LDMLData.strict_direction` ...
+DIRECTION_PAIRS = 1000
+
+#: ... solved only in up to this many dimensions of the data's span (60
+#: dimensions took 100 s, and 1 000 pairs did not bound them).
+DIRECTION_RANK = 30
+
+
+# --- cvxmetric/ldml/fast.py ------------------------------------------------
+
+# Rows of one block of the all-pairs loops: each (block, N) array of a step
+# is 61 MB at N = 15 000 (a handful are alive at once).
+_LDML_BLOCK = 512
+
+# Pairs of one block of PairSet._distances (a (block, d) difference
+# array stays in cache).
+_PAIR_BLOCK = 4096
+
+#: The stationarity (relative gradient norm) at which :func:`solve_fast`
+#: hands L-BFGS's point to Newton's method on its face (up to
+#: ``LEVEL_SDP_PAIRS`` pairs).
+NEWTON_FROM = 1e-2
+
+#: The variance floor of the whitening of :func:`_whitened` with the trace
+#: regulariser is ``RIDGE * lam / n_pairs``.
+RIDGE = 4.0
+
+#: The low-rank method certifies a full-rank run only up to this many
+#: pairs (the certificate's distances, slopes and sparse Laplacian are a few
+#: arrays of this length).  Beyond, the status stays ``optimal_inaccurate``
+#: at a stationary point.
+CERTIFY_PAIRS = 5_000_000
+
+
+# --- cvxmetric/mmc/_problem.py ---------------------------------------------
+
+#: Singular values of the Jacobi-scaled similar differences (unit columns)
+#: at or below this fraction of the largest span their numerical null space:
+#: components that small are round-off of data whose features are exactly
+#: dependent.
+NULL_RTOL = 1e-13
+#: A dissimilar difference "sees" that null space when more than this
+#: fraction of its squared (scaled) length lies there (components above
+#: 1e-12 of its length: more than round-off).
+SEEN_RTOL = 1e-24
+#: Floor of ``u`` in the dual bound, relative to ``max(u)``.
+U_FLOOR = 1e-12
+#: The degenerate solution is accepted when its objective is below this
+#: fraction of the Euclidean metric's scale-free value ``r(I)`` (round-off
+#: allowance included).  100x tighter than the package's gap; 1e-10 refused
+#: exactly degenerate data (398 distinct similar pairs in d = 400) whose
+#: allowance alone was 1.01e-10 of ``r(I)``, the objective being 3e-15.
+DEGENERATE_RTOL = 1e-8
+#: A dual bound whose round-off allowance (relative) exceeds this is not
+#: trusted: ``dual_bound`` then reports none (``-inf``).
+BOUND_TRUST = 1e-3
+#: Range of the features' difference scales ``s_k = sqrt(sum_S phi_k^2)``
+#: MMC accepts: ``M`` scales like ``1 / s^2``, and its entries must stay
+#: normal floating-point numbers in the user's units.
+SCALE_RANGE = (1e-145, 1e145)
+
+
+# --- cvxmetric/mmc/exact.py ------------------------------------------------
+
+#: A full problem with more than this many coefficients in its dense
+#: constraint block (``r (r + 1) / 2`` whitened entries times ``|D|``) is
+#: first solved on the face of a fast solution (:func:`solve_exact`).
+FACE_REDUCE_ABOVE = 100_000
+
+#: Eigenvalues of the fast solution above this fraction of the largest one
+#: span its face; the face is then widened by :data:`FACE_MARGIN` directions
+#: (at least doubled).
+FACE_RTOL = 1e-6
+FACE_MARGIN = 8
+
+
+# --- cvxmetric/model.py ----------------------------------------------------
+
+#: A metric matrix whose asymmetry exceeds this fraction of its largest
+#: entry is not a Mahalanobis matrix.
+SYMMETRY_RTOL = 1e-8
+
+
+# --- cvxmetric/omdml/_problem.py -------------------------------------------
+
+_OMDML_BLOCK = 8192  # triplets per block of the certificate's passes
+
+#: Largest squared difference length of a view accepted (see
+#: :meth:`OMDMLData._check_triplets`).
+MAX_SQ_DIST = 1e150
+
+#: Singular values of a view's differences below this fraction of the
+#: largest are the directions "outside the span" of :meth:`OMDMLData.view_bases`.
+_SPAN_TOL = 1e-6
+
+
+# --- cvxmetric/omdml/exact.py ----------------------------------------------
+
+#: Views of scale ``2^k`` with ``k`` at least this are bounded through the
+#: hinge-only dual (strictly feasible multipliers) in
+#: :func:`interior_multipliers`; their regulariser's share of the optimum,
+#: at most ``2^(-4k) ||N||^2 / 2``, is then below the certificate's tolerance.
+_HARD_EXP = 8
+
+
+# --- cvxmetric/omdml/fast.py -----------------------------------------------
+
+#: A factor entry beyond this means online gradient descent diverged (its
+#: starting rows are orthonormal: entries at most 1).
+_DIVERGED = 1e8
+
+
+# --- cvxmetric/qwise/_problem.py -------------------------------------------
+
+#: A restricted problem (a working set) stores its difference vectors up to
+#: this many floats (128 MB): its pairs are few next to the samples' rows,
+#: and one stored product is cheaper than the sample-space form's gathers.
+_RESTRICTED_PHI = 1 << 24
+
+#: Range of a nonzero hinge weight in scale-free units (see :class:`Scaling`).
+#: Above it the regulariser is below the round-off of the loss (a hard-margin
+#: problem no solver here resolves); below it the weights are near the
+#: floating-point underflow.
+C_RANGE = (1e-250, 1e8)
+
+#: The data scale s may lie within 2^(+-_MAX_EXP): squared distances then
+#: stay within about 1e-304 .. 1e304.
+_MAX_EXP = 505
+
+
+# --- cvxmetric/qwise/_vector.py --------------------------------------------
+
+#: Range of the smoothing ``h`` the paper allows (Appendix A.2: h in
+#: [0.01, 0.5]); values outside are refused as the losses' shape degrades
+#: (h -> 0: Newton's quadratic band vanishes; h > 0.5: L_0^h bends past the
+#: margin of L_1^h).
+H_RANGE = (1e-6, 0.5)
+
+_QWISE_VECTOR_CHUNK = 65_536  # rows per block when features are built
+
+#: Largest ``log2`` of the feature scale the solvers are handed.  The model
+#: is not invariant to scaling ``X``: at ``|Psi| ~ 2^k`` the optimal ``w`` is
+#: of order ``2^-k`` and its regulariser ``0.5 ||w||^2`` of order
+#: ``2^-2k``.  Above ``2^64`` that term sits more than ``2^-128`` below the
+#: losses -- far below the round-off of the objective -- so round-off, not
+#: the data, decides ``w``, and a dual point must balance ``sum C beta y
+#: Psi`` beyond float64's precision to certify it (measured on iris / wine:
+#: Clarabel's certificate fails from ``|Psi| ~ 1e7`` on wine, Newton's from
+#: ``~ 1e11``, with errors that say so; at ``1e301`` the twin's weight
+#: overflowed).  Beyond it the data are refused up front, naming ``X``.
+_MAX_SCALE_EXP = 64
+#: Smallest ``log2`` of a feature's scale the scaled twin goes to: features
+#: below ``2^-64`` make ``w``'s effect on the margins (of order
+#: ``|Psi|^2``) vanish below round-off, and a twin scaled further up would
+#: only make its regulariser weight ``sigma^-2`` overflow.
+_MIN_SCALE_EXP = -64
+
+
+# --- cvxmetric/qwise/fast.py -----------------------------------------------
+
+#: Working-set rounds with a tolerance at least this (the first, which
+#: only locates the set) run their pair products in float32.
+_SINGLE_TOL = 1e-4
+
+#: The endgame solves a dense KKT system of ``r (r + 1) / 2 + |W|``
+#: unknowns (``r`` the rank of ``M``, ``W`` the margin set); above this
+#: size it is skipped (the iterations alone still converge).
+_POLISH_MAX_UNKNOWNS = 1200
+
+#: The face polish's ladder (:func:`_polish`): a hinge is on its margin
+#: when ``|delta_q - a_q(M)|`` is at most this fraction of
+#: ``max(1, max |delta|)``, active above it; the looser band first.
+QWISE_FACE_LADDER = (1e-3, 1e-5)
+
+
+# --- cvxmetric/qwise/structural.py -----------------------------------------
+
+#: Largest number of 1-slack constraints :func:`solve_structural_enumerated`
+#: writes out.
+MAX_ENUMERATED = 20_000
+
+
+# --- cvxmetric/rankdml/_collection.py --------------------------------------
+
+# a returned matrix whose trace misses tau by more than this (relative) is
+# infeasible for a trace-fixed problem: its objective is reported as +inf
+_TRACE_RTOL = 1e-7
+
+
+# --- cvxmetric/rankdml/_pairs.py -------------------------------------------
+
+# distances computed per block of queries: block * n_gallery floats at most
+_BLOCK_FLOATS = 1 << 22
+
+
+# --- cvxmetric/rankdml/_problem.py -----------------------------------------
+
+# rows of the diagonal problems' K built per block
+_K_BLOCK = 8192
+
+# relative accuracy of the one-dimensional roots (trace multiplier)
+_ROOT_RTOL = 1e-13
+
+#: Largest difference-vector length accepted: the unit margin is compared
+#: with squared distances, and the dual maps square sums of them (Burg's
+#: ``z^2``, ``||S||^2``), so lengths beyond this would overflow.
+MAX_DIFF_LENGTH = 1e60
+
+#: Range of the fixed trace: its square enters the Laplacian's bound and
+#: ``tau`` times squared distances the hinges.
+TAU_RANGE = (1e-100, 1e100)
+
+
+# --- cvxmetric/rankdml/fast.py ---------------------------------------------
+
+# regularisation rho = h mu min(1, ||projected gradient||) of the Newton
+# system, mu adapted per iteration (RankDualSolver.update)
+_MU_START = 1e-2
+_MU_MIN = 1e-10
+
+#: Rows of K per block when forming K^T D K (bounds the extra memory).
+_IP_CHUNK = 8192
+
+
+# --- cvxmetric/slr/_collection.py ------------------------------------------
+
+#: Iteration cap of the collection's Algorithm 1 runs (wine needs ~2000).
+ADAPTIVE_MAXITER = 20_000
+
+
+# --- cvxmetric/slr/_problem.py ---------------------------------------------
+
+#: Largest number of symmetric coordinates ``p = r (r + 1) / 2`` for which
+#: the generalised Hessian is formed densely (a (p, p) matrix and an
+#: (n, p) feature matrix); above it every Hessian is applied matrix-free,
+#: ``H[D] = 2 U^T (m o (U D U^T)) U`` over row blocks (``O(n^2 r)`` per
+#: product, no array larger than ``n r`` besides one row block).
+DENSE_MAX_SYM = 2080  # r <= 64
+
+#: Entries ``n p`` of the dense feature matrix ``Q`` allowed (256 MB).
+DENSE_MAX_FEATURES = 1 << 25
+
+#: The dual bound assumes a minimiser within ``DUAL_RADIUS * max(1, ||Z||)``
+#: of the point it is computed at (see :meth:`SLRData.dual_bound_cg`).
+DUAL_RADIUS = 10.0
+
+#: Entries of one row block (b x n) in a pass over the pairs.
+SLR_DEFAULT_BLOCK = 1 << 20
+
+# Up to this many terms change side on the certificate's ball, their
+# features are subtracted from the Hessian instead of a masked pass.
+_FEW_TERMS = 50_000
+# Curvature below this (H has eigenvalues in [0, 2]) counts as singular.
+_TINY_CURVATURE = 1e-12
+
+
+# --- cvxmetric/slr/exact.py ------------------------------------------------
+
+#: Largest ``n_terms * width`` (hinge terms times coefficients per term) the
+#: exact path builds: about 2 GB in CVXPY's canonicalisation; n = 1 000 at
+#: rank 20, n = 810 at rank 30.
+EXACT_MAX_COEFFICIENTS = 10_000_000
+
+#: The symmetric form with more coefficients than this (terms times rank)
+#: is solved by the margin-set reduction (``reduce="auto"``).
+REDUCE_ABOVE = 1_000_000
+
+#: Terms whose hinge argument at the Newton solution is within
+#: ``MARGIN_BAND (delta1 - delta2)`` of 0 keep their own hinge in the
+#: reduced model.
+MARGIN_BAND = 5e-2
+
+#: At most this many near-margin terms keep their hinge in the first round:
+#: the band narrows to the ``MARGIN_TERMS``-th smallest ``|a_ij|``.
+MARGIN_TERMS = 5_000
+
+#: Weight ``eps`` of the selection term ``(eps / 2) ||Z - Z_0||_F^2`` (``Z_0``
+#: the Newton solution); Eq. 4's Hessian in ``Z`` lies between 0 and ``2 I``.
+SELECT_WEIGHT = 1e-6
+
+
+# --- cvxmetric/slr/fast.py -------------------------------------------------
+
+#: Newton systems solved to a relative residual of at least this use
+#: single-precision Hessian products (half the time of the dominant
+#: ``O(n^2 r)`` passes; their relative error is about ``1e-6``); tighter
+#: ones use float64.  The Newton iteration itself corrects the error of a
+#: direction: every gradient and value is a float64 pass.
+HESS32_RTOL = 1e-5
+
+#: Largest number of ordered pairs ``n^2`` for which the interior-point
+#: fallback runs (its iterates are about ten ``n x n`` arrays: 16 MB each).
+IPM_MAX_PAIRS = 1 << 21
+
+
+# --- cvxmetric/slr/randomized.py -------------------------------------------
+
+#: Entries of one row block (b x n_cols) in a pass over pairs (32 MB float64).
+SLR_RANDOMIZED_DEFAULT_BLOCK = 1 << 22
+
+#: Above this many samples the certificate's exact Eq. 4 objective (a pass
+#: over all n^2 pairs) is skipped; a row-sampled estimate is reported instead.
+OBJECTIVE_MAX_N = 20_000
+
+#: Rows sampled for the objective estimate when the exact pass is skipped.
+ESTIMATE_ROWS = 1000
