@@ -45,8 +45,10 @@ __all__ = ["Formulation", "Method", "formulations", "formulation", "register",
 ROLES = ("exact", "fast", "paper", "paper-optimal")
 
 #: Capabilities a method can declare, each checked against the code by the
-#: tests: ``"warm_start"`` -- the exact path takes a starting point
-#: (``init``); ``"partial_fit"`` -- the estimator learns online;
+#: tests: ``"warm_start"`` -- the exact path takes a starting point from
+#: its caller (``init``, an earlier result, or ``warm_start``, a function
+#: that computes one: :attr:`Formulation.warm_start`); ``"partial_fit"`` --
+#: the estimator learns online;
 #: ``"max_time"`` -- the estimator takes a time budget.
 CAPABILITIES = ("warm_start", "partial_fit", "max_time")
 
@@ -501,7 +503,8 @@ _REGISTRY = (
                     "MMCSupervised": _labelled(lambda X, y: _metric_learn_pairs(y))},
         declared="cvxmetric.mmc.exact:declared_problem",
         methods=(
-            _EXACT,
+            Method("exact", {"solver": "exact"}, "exact",
+                   capabilities={"warm_start"}),
             Method("exact-diag", {"solver": "exact", "diagonal": True}, "exact"),
             Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
                    collection="cvxmetric.mmc._collection:solve_projected_gradient"),
@@ -551,7 +554,8 @@ _REGISTRY = (
         suite_data={"SLR": _labelled(lambda X, y: X.shape[0] ** 2)},
         declared="cvxmetric.slr.estimator:declared_problem",
         methods=(
-            _EXACT,
+            Method("exact", {"solver": "exact"}, "exact",
+                   capabilities={"warm_start"}),
             Method("newton", {"solver": "newton"}, "fast", "exact", "newton",
                    collection="cvxmetric.slr._collection:solve_newton"),
             # Algorithm 1 with the paper's T = 10 (the estimator's default);

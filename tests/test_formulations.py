@@ -70,7 +70,11 @@ def test_methods_are_what_the_code_offers(name):
         if m.tolerance is not None:
             assert tolerance(f.name, m.tolerance) > 0
         if "warm_start" in m.capabilities:
-            assert "init" in inspect.signature(f.load("exact")).parameters
+            params = inspect.signature(f.load("exact")).parameters
+            assert "init" in params or "warm_start" in params
+    if f.warm_start is not None:
+        # a formulation that states a warm start says so of its exact method
+        assert "warm_start" in f.method("exact").capabilities
         if "partial_fit" in m.capabilities:
             assert all(hasattr(cls, "partial_fit") for cls in classes)
         if "max_time" in m.capabilities:
