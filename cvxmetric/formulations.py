@@ -118,10 +118,7 @@ class Method:
         if self.collection is None:
             raise ValueError(f"collection: method {self.name!r} has no collection "
                              f"solve.")
-        if not isinstance(self.collection, str):
-            return self.collection
-        module, _, attr = self.collection.partition(":")
-        return getattr(import_module(module), attr)
+        return _resolve(self.collection)
 
 
 @dataclass(frozen=True)
@@ -256,10 +253,7 @@ class Formulation:
         target = getattr(self, what)
         if target is None:
             raise ValueError(f"{what}: {self.name!r} has none.")
-        if not isinstance(target, str):
-            return target
-        module, _, attr = target.partition(":")
-        return getattr(import_module(module), attr)
+        return _resolve(target)
 
     def solve_exact(self, data, **options):
         """The certified exact path, given what it takes from its caller.
@@ -285,6 +279,14 @@ class Formulation:
             if getattr(self, what) is not None and what not in options:
                 options[what] = self.load(what)
         return self.load("exact")(data, **options)
+
+
+def _resolve(target):
+    """A ``"module:attr"`` string imported, or an object returned as it is."""
+    if not isinstance(target, str):
+        return target
+    module, _, attr = target.partition(":")
+    return getattr(import_module(module), attr)
 
 
 #: What :meth:`Formulation.load` imports.
@@ -425,6 +427,8 @@ _RANK = ("Lee, Jin, Jain: Rank-based distance metric learning: an application to
 _LDML = ("Guillaumin, Verbeek, Schmid: Multiple instance metric learning from "
          "automatically labeled bags of faces (ECCV 2010)")
 _EXACT = Method("exact", {"solver": "exact"}, "exact")
+# the exact path that takes its formulation's warm start from the caller
+_EXACT_WARM = Method("exact", {"solver": "exact"}, "exact", capabilities={"warm_start"})
 
 _REGISTRY = (
     Formulation(
@@ -437,8 +441,7 @@ _REGISTRY = (
                     "QwiseSupervised": _labelled(_documented_default)},
         declared="cvxmetric.qwise.exact:declared_problem",
         methods=(
-            Method("exact", {"solver": "exact"}, "exact",
-                   capabilities={"warm_start"}),
+            _EXACT_WARM,
             Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
                    collection="cvxmetric.qwise._collection:solve_dual"),
             # Algorithm 1 at its default budget: a subgradient method,
@@ -503,8 +506,7 @@ _REGISTRY = (
                     "MMCSupervised": _labelled(lambda X, y: _metric_learn_pairs(y))},
         declared="cvxmetric.mmc.exact:declared_problem",
         methods=(
-            Method("exact", {"solver": "exact"}, "exact",
-                   capabilities={"warm_start"}),
+            _EXACT_WARM,
             Method("exact-diag", {"solver": "exact", "diagonal": True}, "exact"),
             Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
                    collection="cvxmetric.mmc._collection:solve_projected_gradient"),
@@ -537,8 +539,7 @@ _REGISTRY = (
                     "RankDMLSupervised": _labelled(lambda X, y: None)},
         declared="cvxmetric.rankdml.exact:declared_problem",
         methods=(
-            Method("exact", {"solver": "exact"}, "exact",
-                   capabilities={"warm_start"}),
+            _EXACT_WARM,
             Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
                    collection="cvxmetric.rankdml.fast:solve_fast"),
         ),
@@ -554,8 +555,7 @@ _REGISTRY = (
         suite_data={"SLR": _labelled(lambda X, y: X.shape[0] ** 2)},
         declared="cvxmetric.slr.estimator:declared_problem",
         methods=(
-            Method("exact", {"solver": "exact"}, "exact",
-                   capabilities={"warm_start"}),
+            _EXACT_WARM,
             Method("newton", {"solver": "newton"}, "fast", "exact", "newton",
                    collection="cvxmetric.slr._collection:solve_newton"),
             # Algorithm 1 with the paper's T = 10 (the estimator's default);
