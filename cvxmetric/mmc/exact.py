@@ -437,7 +437,7 @@ class _MMCDeclared(DeclaredProblem):
         self.variable.value = x
         cert = result.certificate
         if cert.tolerances.get("bound") == "polished":
-            self._polished_at = (_point_key(x), cert.dual_bound)
+            self._polished_at = (x, cert.dual_bound)
         return self.objective()
 
     def _family_objective(self, M):
