@@ -1,5 +1,6 @@
 """cvxmetric: metric learning solved exactly with CVXPY, and fast, checked against it."""
 
+from ._certify import ProblemCertificate, certified_solve, certify, conic_solve
 from .constraints import (
     LabeledPairs,
     Quadruplets,
@@ -58,6 +59,10 @@ __all__ = [
     "MildML",
     "LDMLStar",
     "DeclaredProblem",
+    "certify",
+    "certified_solve",
+    "conic_solve",
+    "ProblemCertificate",
     "Formulation",
     "Method",
     "formulation",

@@ -26,6 +26,27 @@ MAX_SCORE_REFERENCE = 1_000
 _SCORE_CHUNK = 65_536
 
 
+# --- cvxmetric/_bounds.py -------------------------------------------------
+
+#: Rounds of interval propagation a certificate runs to bound a problem's
+#: variables (each a few sparse passes over the rows; it stops earlier
+#: once no bound moves by a relative 1e-9).
+BOUND_ROUNDS = 60
+
+#: Artificial bounds ``+-B`` tried, as ``B = span * 2**k`` for these ``k``
+#: (``span`` the largest magnitude already known), on variables that
+#: interval propagation alone leaves unbounded (:meth:`BoundSystem._probe`).
+BOUND_PROBES = (10, 30)
+
+#: Largest number of columns of a PSD block (or of the quadratic term's
+#: support) for which the bounds use a dense factorization or eigenvalues.
+BOUND_DENSE_MAX = 5000
+
+#: Rows tried per PSD block for a trace bound ``<W, S> <= t`` with ``W``
+#: positive definite (those covering most of the block first).
+BOUND_TRACE_ROWS = 32
+
+
 # --- cvxmetric/_linalg.py --------------------------------------------------
 
 # Rows per chunk of the gathered (sample-space) loops.

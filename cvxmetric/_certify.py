@@ -1,0 +1,367 @@
+"""A certificate for any solved CVXPY problem: a rigorous bound on its optimum.
+
+For the conic form ``min 1/2 x^T P x + c^T x + d`` s.t. ``A x + s = b``,
+``s in K`` that CVXPY hands its solvers (:mod:`cvxmetric._conic`), every
+``y`` in the dual cone ``K*`` and every point ``x0`` give, for each feasible
+``x`` (convexity of the quadratic, then ``y^T s >= 0``)::
+
+    f(x) >= d - 1/2 x0^T P x0 - b^T y + r^T x,     r = P x0 + c + A^T y.
+
+So ``p* >= d - 1/2 x0^T P x0 - b^T y + inf_{x in B} r^T x`` for any box
+``B`` that holds an optimal point.  The solver's dual is put exactly into
+``K*`` (its small violations are repaired, not trusted), which leaves a
+small residual ``r``; the box comes from the problem's own data
+(:class:`cvxmetric._bounds.BoundSystem`: its constraints, and the level set
+``f <= U`` of the objective), from a radius the user states, or is
+missing -- then there is no bound and the certificate does not pass.  This
+is how verified SDP bounds are computed (Jansson, Chaykin and Keil,
+"Rigorous error bounds for the optimal value in semidefinite
+programming"; Neumaier and Shcherbina, "Safe bounds in linear and
+mixed-integer linear programming").
+
+The level ``U`` need not be known to exceed the optimum: writing ``L(U)``
+for the bound over the box of the level set ``U`` (non-increasing in
+``U``), any ``V <= L(V)`` is a valid lower bound (were ``p* < V``, then
+``p* >= L(p*) >= L(V) >= V``), and ``V = min(U, L(U))`` is one for every
+``U``.
+"""
+
+import math
+import time
+import weakref
+from dataclasses import dataclass, field
+
+import cvxpy as cp
+import numpy as np
+
+from ._bounds import BoundSystem
+from ._conic import SUPPORTED_SOLVERS, conic_form, into_dual_cone
+from ._tolerances import EXACT_GAP, FEASIBILITY
+from .result import Certificate, SolverError
+
+__all__ = ["ProblemCertificate", "certified_solve", "certify", "conic_solve"]
+
+#: The conic solution of the last solve that went through :func:`conic_solve`,
+#: per problem: ``(form, x, y, snapshot)``.
+_KEPT = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class ProblemCertificate(Certificate):
+    """The certificate of a point of any CVXPY problem (:func:`certify`).
+
+    Besides :class:`~cvxmetric.Certificate`'s fields, in the problem's own
+    sense (for a maximisation ``dual_bound`` is an upper bound and
+    ``gap = dual_bound - objective``):
+
+    Attributes
+    ----------
+    sense : str
+        ``"minimize"`` or ``"maximize"``.
+    violations : dict
+        The largest violation of each constraint at the point, in the
+        user's units (CVXPY's ``violation()``; a PSD constraint's is the
+        most negative eigenvalue), keyed ``"<index>: <constraint>"``; the
+        variables' own attributes (``nonneg=True``, ``PSD=True``) are
+        ``"<name> (attribute)"``.
+    radius : float
+        Euclidean norm of the farthest point of the box the bound rests on,
+        over the coordinates whose residual is not zero (``inf``: none).
+    radius_source : str
+        Where that box comes from.
+    dual_source : str
+        Where the dual vector came from.
+    message : str
+        What is missing when no bound could be stated.
+    """
+
+    sense: str = "minimize"
+    violations: dict = field(default_factory=dict)
+    radius: float = np.inf
+    radius_source: str = ""
+    dual_source: str = ""
+    message: str = ""
+
+
+def conic_solve(problem, solver="CLARABEL", *, verbose=False, **options):
+    """Solve ``problem`` as ``problem.solve(solver=solver, **options)`` does,
+    keeping the solver's conic solution for :func:`certify`.
+
+    Returns
+    -------
+    float
+        ``problem.value``.
+    """
+    solver = str(solver).upper()
+    form, data, chain, inverse = conic_form(problem, solver, options)
+    start = time.perf_counter()
+    raw = chain.solve_via_data(problem, data, False, verbose, dict(options))
+    problem._solve_time = time.perf_counter() - start
+    problem.unpack_results(raw, chain, inverse)
+    x, y = _raw_xy(raw)
+    if x is not None and y is not None and solver in SUPPORTED_SOLVERS:
+        _KEPT[problem] = (form, x, y, _snapshot(problem))
+    return problem.value
+
+
+def _raw_xy(raw):
+    """``(x, y)`` of a Clarabel or SCS answer (``None`` where absent)."""
+    if isinstance(raw, dict):
+        x, y = raw.get("x"), raw.get("y")
+    else:
+        x, y = getattr(raw, "x", None), getattr(raw, "z", None)
+    if x is None or y is None:
+        return None, None
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        return None, None
+    return x, y
+
+
+def _snapshot(problem):
+    """The values a kept conic solution belongs to."""
+    return [None if v.value is None else np.array(v.value, copy=True)
+            for v in problem.variables()] + [
+        None if p.value is None else np.array(p.value, copy=True)
+        for p in problem.parameters()]
+
+
+def _same_snapshot(a, b):
+    return len(a) == len(b) and all(
+        (u is None and v is None) or (u is not None and v is not None
+                                      and u.shape == v.shape and np.array_equal(u, v))
+        for u, v in zip(a, b))
+
+
+def certified_solve(problem, solver="CLARABEL", *, radius=None, tol_gap=EXACT_GAP,
+                    tol_feas=FEASIBILITY, **options):
+    """:func:`conic_solve`, then :func:`certify`: ``(value, certificate)``."""
+    value = conic_solve(problem, solver, **options)
+    return value, certify(problem, radius=radius, tol_gap=tol_gap, tol_feas=tol_feas)
+
+
+def certify(problem, *, radius=None, tol_gap=EXACT_GAP, tol_feas=FEASIBILITY):
+    """Certify the point a solved CVXPY problem holds, without trusting the
+    solver: the objective recomputed at the variables' values, every
+    constraint's violation, and a valid bound on the optimum.
+
+    The bound needs a dual vector of the conic form: the solver's own when
+    the last solve went through :func:`conic_solve` (as every solve of the
+    package does), otherwise one computed by Clarabel on the conic data
+    (one extra solve; recorded in ``dual_source``).  It needs a box holding
+    an optimal point, found in this order: the problem's constraints and
+    the level set of its objective, then ``radius``; without one it states
+    no bound and does not pass.
+
+    Parameters
+    ----------
+    problem : cvxpy.Problem
+        Solved: every variable has a value (any status, any solver).
+    radius : float or dict, optional
+        A bound the user vouches for: every entry of every variable (a
+        float), or of the variables given (``{variable: bound}``), is at
+        most this in absolute value at some optimal point.
+    tol_gap, tol_feas : float
+        What :attr:`~cvxmetric.Certificate.passed` judges the relative gap
+        and the violation (relative to ``max(1, |objective|)``) against.
+
+    Returns
+    -------
+    ProblemCertificate
+
+    Raises
+    ------
+    ValueError
+        ``problem`` is not a CVXPY problem, is not DCP, or has a variable
+        with no value; ``radius`` is not positive and finite.
+    """
+    _check_problem(problem)
+    bounds = _user_radius(problem, radius)
+    started = time.perf_counter()
+    objective = float(np.asarray(problem.objective.value, dtype=float).reshape(-1)[0])
+    violations = _violations(problem)
+    form, x0, y, dual_source = _dual(problem)
+    cert = _bound(form, x0, y, objective, bounds, radius is not None)
+    elapsed = time.perf_counter() - started
+    return _certificate(problem, form, objective, violations, cert, dual_source,
+                        tol_gap, tol_feas, elapsed)
+
+
+def _check_problem(problem):
+    if not isinstance(problem, cp.Problem):
+        raise ValueError(f"problem: expected a cvxpy.Problem, got "
+                         f"{type(problem).__name__}.")
+    if not problem.is_dcp():
+        raise ValueError("problem: not DCP; only convex problems have a dual bound.")
+    missing = [v.name() for v in problem.variables() if v.value is None]
+    if missing:
+        raise ValueError(f"problem: variable(s) {', '.join(missing[:5])} have no "
+                         f"value; solve the problem first.")
+
+
+def _user_radius(problem, radius):
+    """``{variable id: bound}`` from ``radius``."""
+    if radius is None:
+        return {}
+    items = (radius.items() if isinstance(radius, dict)
+             else [(v, radius) for v in problem.variables()])
+    out = {}
+    for var, value in items:
+        if not isinstance(var, cp.Variable):
+            raise ValueError("radius: keys must be the problem's cvxpy variables.")
+        value = float(value)
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"radius: expected a positive finite bound, got {value!r}.")
+        out[var.id] = value
+    return out
+
+
+def _violations(problem):
+    """``{label: largest violation}`` of the constraints and attributes."""
+    out = {}
+    for k, con in enumerate(problem.constraints):
+        out[f"{k}: {_short(con)}"] = _worst(con)
+    for var in problem.variables():
+        for con in var.domain:
+            out[f"{var.name()} (attribute)"] = max(
+                out.get(f"{var.name()} (attribute)", 0.0), _worst(con))
+    return out
+
+
+def _short(con):
+    text = str(con)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _worst(con):
+    try:
+        v = con.violation()
+    except (ValueError, TypeError, AttributeError):
+        return np.inf
+    v = np.asarray(v, dtype=float)
+    return float(np.max(v)) if v.size else 0.0
+
+
+def _dual(problem):
+    """``(form, x0, y, source)``: the kept conic solution, or one Clarabel
+    computes on the conic data."""
+    kept = _KEPT.get(problem)
+    if kept is not None and _same_snapshot(kept[3], _snapshot(problem)):
+        form, x, y, _ = kept
+        return form, x, y, f"{form.solver}'s dual of this solve"
+    form, data, chain, _ = conic_form(problem, "CLARABEL")
+    from ._exact import solver_options
+
+    opts = solver_options("CLARABEL", 1e-9)
+    try:
+        raw = chain.solve_via_data(problem, data, False, False, opts)
+    except Exception as exc:  # noqa: BLE001 - any solver failure: no dual
+        raise SolverError(f"problem: no dual was kept and Clarabel could not "
+                          f"compute one ({exc}).") from None
+    x, y = _raw_xy(raw)
+    if y is None:
+        raise SolverError("problem: no dual was kept and Clarabel returned none.")
+    return form, x, y, "computed by Clarabel on the conic data (no dual was kept)"
+
+
+@dataclass
+class _Bound:
+    value: float            # lower bound on the conic form's optimum
+    radius: float
+    source: str
+    message: str
+
+
+def _bound(form, x0, y, objective, user_bounds, user_given):
+    """The lower bound on the conic optimum (see the module docstring)."""
+    y = into_dual_cone(y, form)
+    if form.P is not None and x0 is not None:
+        Px = form.P @ x0
+        base = form.offset - 0.5 * float(x0 @ Px) - math.fsum(form.b * y)
+        r = Px + form.c + form.A.T @ y
+    else:
+        base = form.offset - math.fsum(form.b * y)
+        r = form.c + form.A.T @ y
+    lo, hi = _start_box(form, user_bounds)
+    conic_value = form.sense * objective
+    U = conic_value if np.isfinite(conic_value) else np.inf
+    system = BoundSystem(form)
+    lo, hi = system.box(U, lo, hi, witness=x0)
+    term, missing = _residual_term(r, lo, hi)
+    if missing.size:
+        return _Bound(-np.inf, np.inf, "", _missing_message(form, missing))
+    L = base + term
+    value = min(U, L) if np.isfinite(U) else L
+    needed = r != 0
+    radius = float(np.sqrt(np.sum(np.maximum(lo[needed] ** 2, hi[needed] ** 2))))
+    source = ("the problem's constraints and the level set of its objective at "
+              f"{conic_value:.6g}" + (", with the radius given" if user_given else ""))
+    return _Bound(float(value), radius, source, "")
+
+
+def _start_box(form, user_bounds):
+    lo = np.full(form.n, -np.inf)
+    hi = np.full(form.n, np.inf)
+    for vid, bound in user_bounds.items():
+        if vid in form.columns:
+            start, stop = form.columns[vid]
+            stop = form.n if stop is None else stop
+            lo[start:stop] = -bound
+            hi[start:stop] = bound
+    return lo, hi
+
+
+def _residual_term(r, lo, hi):
+    """``inf_{lo <= x <= hi} r^T x`` and the coordinates that make it ``-inf``."""
+    with np.errstate(invalid="ignore"):
+        part = np.where(r > 0, r * lo, np.where(r < 0, r * hi, 0.0))
+    missing = np.flatnonzero(~np.isfinite(part))
+    return math.fsum(part[np.isfinite(part)]), missing
+
+
+def _missing_message(form, missing):
+    names = []
+    for vid, (start, stop) in form.columns.items():
+        stop = form.n if stop is None else stop
+        if np.any((missing >= start) & (missing < stop)):
+            names.append(vid)
+    what = (f"the variables with ids {names[:5]}" if names
+            else "auxiliary variables of the conic form")
+    return (f"no bound: {missing.size} coordinate(s) of {what} are unbounded by the "
+            f"problem's constraints and the level set of its objective; pass "
+            f"radius= (a bound on the variables at an optimal point) or add a "
+            f"constraint that bounds them.")
+
+
+def _certificate(problem, form, objective, violations, bound, dual_source,
+                 tol_gap, tol_feas, elapsed):
+    worst = max(violations.values(), default=0.0)
+    if form.sense > 0:
+        dual_bound, gap = bound.value, objective - bound.value
+    else:
+        dual_bound, gap = -bound.value, -bound.value - objective
+    scale = max(1.0, abs(objective)) if np.isfinite(objective) else np.nan
+    rel = abs(gap) / scale if np.isfinite(gap) else np.inf
+    if not np.isfinite(dual_bound):
+        gap = rel = np.inf
+    stats = problem.solver_stats
+    return ProblemCertificate(
+        objective=objective, dual_bound=float(dual_bound), gap=float(gap),
+        rel_gap=float(rel), max_violation=float(worst), min_eig=_min_eig(problem),
+        solver=getattr(stats, "solver_name", "") or "", times={"certify": elapsed},
+        tol_gap=tol_gap, tol_feas=tol_feas, scale=float(scale),
+        sense="minimize" if form.sense > 0 else "maximize", violations=violations,
+        radius=bound.radius, radius_source=bound.source, dual_source=dual_source,
+        message=bound.message)
+
+
+def _min_eig(problem):
+    """Least eigenvalue over the PSD variables and PSD constraints (``nan``
+    where there are none)."""
+    mats = [v.value for v in problem.variables() if v.attributes.get("PSD")
+            or v.attributes.get("NSD")]
+    mats += [con.args[0].value for con in problem.constraints
+             if isinstance(con, cp.constraints.PSD)]
+    eigs = [np.linalg.eigvalsh(0.5 * (M + M.T))[0] for M in mats
+            if M is not None and np.ndim(M) == 2]
+    return float(min(eigs)) if eigs else np.nan
