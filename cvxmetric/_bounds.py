@@ -75,18 +75,20 @@ class BoundSystem:
             if not _propagate(rows, cols, vals, h, lo, hi):
                 break
         if witness is not None and not (np.isfinite(lo).all() and np.isfinite(hi).all()):
-            lo, hi = self._probe(h[:self.G.shape[0]], lo, hi, np.asarray(witness, float))
+            lo, hi = self._probe(h[:self.G.shape[0]], lo, hi, np.asarray(witness, float),
+                                 U)
         # a margin for the rounding of the propagation's own arithmetic
         pad = 1e-9 * (1.0 + np.abs(lo)), 1e-9 * (1.0 + np.abs(hi))
         return lo - pad[0], hi + pad[1]
 
-    def _probe(self, h, lo, hi, witness):
+    def _probe(self, h, lo, hi, witness, U):
         """Bound the coordinates ``S`` left infinite, by contraction.
 
         Let ``C`` be the rows ``G x <= h`` relaxed by the witness's own
         violations, intersected with the box found so far (widened to hold
         the witness): a convex set holding every feasible point of the
-        level set, and the witness.  Give ``S`` the artificial bounds
+        level set, and the witness (with the objective's level raised to
+        the witness's value where that is higher).  Give ``S`` the artificial bounds
         ``+-B`` and propagate; if every artificial bound comes back strictly
         inside, ``C`` lies inside the result: were a point of ``C`` outside,
         the segment from the witness to it (in ``C``) would cross the shell
@@ -100,6 +102,10 @@ class BoundSystem:
         h = h + np.maximum(resid, 0.0) * (1 + 1e-9) + 1e-12 * (1 + np.abs(h))
         lo = np.minimum(lo, witness)
         hi = np.maximum(hi, witness)
+        if self.quad is not None:
+            form = self.form
+            value = 0.5 * witness @ (form.P @ witness) + form.c @ witness + form.offset
+            U = max(U, value) + 1e-12 * (1 + abs(value))
         span = np.concatenate([[1.0], np.abs(witness), np.abs(lo[np.isfinite(lo)]),
                                np.abs(hi[np.isfinite(hi)])]).max()
         free_lo, free_hi = ~np.isfinite(lo), ~np.isfinite(hi)
@@ -110,6 +116,8 @@ class BoundSystem:
                 plo = np.where(trial_lo, -B, lo)
                 phi = np.where(trial_hi, B, hi)
                 for _ in range(BOUND_ROUNDS):
+                    if self.quad is not None:
+                        self.quad.tighten(U, plo, phi)
                     if not _propagate(rows, cols, vals, h, plo, phi):
                         break
                 stuck_lo = trial_lo & (plo <= -0.5 * B)
@@ -206,8 +214,9 @@ def _block_trace_rules(form, G, A, blk):
     Gc = G[:, cols]
     overlap = np.diff((Gc != 0).astype(np.int8).tocsr().indptr)
     candidates = np.flatnonzero(overlap >= order)
-    candidates = candidates[np.argsort(-overlap[candidates], kind="stable")]
-    candidates = candidates[:BOUND_TRACE_ROWS]
+    # the level set's row first (a trace regulariser), then the densest rows
+    key = np.where(candidates == G.shape[0] - 1, np.inf, overlap[candidates])
+    candidates = candidates[np.argsort(-key, kind="stable")][:BOUND_TRACE_ROWS]
     if candidates.size == 0:
         return []
     rhs = -Gc[candidates].toarray().T                         # (n_cols, n_cand)
@@ -274,9 +283,16 @@ def _quad_rule(form):
         return None
     P = sp.csr_array(form.P)
     support = np.flatnonzero(np.diff(P.indptr) > 0)
-    if support.size == 0 or support.size > BOUND_DENSE_MAX:
+    if support.size == 0:
         return None
-    lam = np.linalg.eigvalsh(P[support][:, support].toarray())[0]
+    block = P[support][:, support]
+    if support.size <= BOUND_DENSE_MAX:
+        lam = np.linalg.eigvalsh(block.toarray())[0]
+    else:
+        # Gershgorin: a lower bound on the least eigenvalue (exact for a
+        # diagonal P, the usual sum of squares)
+        diag = block.diagonal()
+        lam = float(np.min(2 * diag - abs(block).sum(axis=1)))
     if lam <= 0:
         return None
     return _QuadRule(form, support, float(lam))

@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 
 import cvxpy as cp
 import numpy as np
+import scipy.sparse.linalg as sp_linalg
 
 from ._bounds import BoundSystem
 from ._conic import SUPPORTED_SOLVERS, conic_form, into_dual_cone
+from ._settings import BOUND_DENSE_MAX, CLOSE_ITERATIONS
 from ._tolerances import EXACT_GAP, FEASIBILITY
 from .result import Certificate, SolverError
 
@@ -275,27 +277,32 @@ class _Bound:
 def _bound(form, x0, y, objective, user_bounds, user_given):
     """The lower bound on the conic optimum (see the module docstring)."""
     y = into_dual_cone(y, form)
-    if form.P is not None and x0 is not None:
-        Px = form.P @ x0
-        base = form.offset - 0.5 * float(x0 @ Px) - math.fsum(form.b * y)
-        r = Px + form.c + form.A.T @ y
-    else:
-        base = form.offset - math.fsum(form.b * y)
-        r = form.c + form.A.T @ y
+    # the point the quadratic is linearised at (any point gives a valid bound)
+    xq = None if form.P is None else (np.zeros(form.n) if x0 is None else x0)
+    r, _ = _residual(form, xq, y)
     lo, hi = _start_box(form, user_bounds)
     conic_value = form.sense * objective
     U = conic_value if np.isfinite(conic_value) else np.inf
     system = BoundSystem(form)
-    lo, hi = system.box(U, lo, hi, witness=x0)
+    start = lo, hi
+    lo, hi = system.box(U, *start)
+    y, r, closed = _close_residual(form, xq, y, r, lo, hi)
     term, missing = _residual_term(r, lo, hi)
+    if missing.size and x0 is not None:
+        # what propagation and the multipliers left open: probe from x0
+        lo, hi = system.box(U, *start, witness=x0)
+        term, missing = _residual_term(r, lo, hi)
     if missing.size:
         return _Bound(-np.inf, np.inf, "", _missing_message(form, missing))
-    L = base + term
+    quad = 0.0 if xq is None else 0.5 * float(xq @ (form.P @ xq))
+    L = form.offset - quad - math.fsum(form.b * y) + term
     value = min(U, L) if np.isfinite(U) else L
     needed = r != 0
     radius = float(np.sqrt(np.sum(np.maximum(lo[needed] ** 2, hi[needed] ** 2))))
     source = ("the problem's constraints and the level set of its objective at "
-              f"{conic_value:.6g}" + (", with the radius given" if user_given else ""))
+              f"{conic_value:.6g}" + (", with the radius given" if user_given else "")
+              + (f"; the residual closed on {closed} unbounded coordinate(s) by the "
+                 f"equality and active inequality multipliers" if closed else ""))
     return _Bound(float(value), radius, source, "")
 
 
@@ -309,6 +316,79 @@ def _start_box(form, user_bounds):
             lo[start:stop] = -bound
             hi[start:stop] = bound
     return lo, hi
+
+
+def _close_residual(form, x0, y, r, lo, hi):
+    """Make the residual zero where the box is unbounded, moving only the
+    multipliers that may move without leaving ``K*``: those of equalities
+    (free) and of inequalities strictly active (``y_j > 0``, by less than
+    ``y_j``).  What is left there is the rounding of ``r``'s own sum (at
+    most 64 ulps of the sum of its terms' magnitudes) and counts as zero.
+
+    Returns ``(y, r, count)``, ``count`` the coordinates closed (0: ``y``
+    unchanged)."""
+    with np.errstate(invalid="ignore"):
+        need = ((r > 0) & ~np.isfinite(lo)) | ((r < 0) & ~np.isfinite(hi))
+    if form.n <= BOUND_DENSE_MAX:
+        # every coordinate first: a smaller residual also tightens the bound
+        moved = _closed(form, x0, y, r, r != 0, need)
+        if moved is not None:
+            return moved
+    if not need.any():
+        return y, r, 0
+    moved = _closed(form, x0, y, r, need, need)
+    return (y, r, 0) if moved is None else moved
+
+
+def _closed(form, x0, y, r, target, need):
+    """:func:`_close_residual` on the coordinates ``target``; ``None`` when
+    the multipliers cannot move that far."""
+    free = np.zeros(form.b.size, dtype=bool)
+    for blk in form.blocks:
+        if blk.kind == "zero":
+            free[blk.start:blk.stop] = True
+        elif blk.kind == "nonneg":
+            free[blk.start:blk.stop] = y[blk.start:blk.stop] > 0
+    rows = np.flatnonzero(free)
+    A = form.A.tocsc()
+    sub = A[:, np.flatnonzero(target)].tocsr()[rows]        # (|rows|, |target|)
+    if sub.nnz == 0:
+        return None
+    if sub.shape[1] <= BOUND_DENSE_MAX:
+        # least-norm solution of sub^T delta = -r: delta = sub z, (sub^T sub) z = -r
+        gram = (sub.T @ sub).toarray()
+        z = np.linalg.lstsq(gram, -r[target], rcond=None)[0]
+        delta = sub @ z
+    else:
+        delta = sp_linalg.lsqr(sub.T, -r[target], atol=1e-15, btol=1e-15,
+                               iter_lim=CLOSE_ITERATIONS)[0]
+    moved = y.copy()
+    moved[rows] += delta
+    nonneg = ~_in_zero_cone(form)[rows]
+    if np.any(moved[rows][nonneg] < 0):
+        return None
+    r2, size = _residual(form, x0, moved)
+    tiny = need & (np.abs(r2) <= 64 * np.finfo(float).eps * size)
+    r2[tiny] = 0.0
+    return moved, r2, int(tiny.sum())
+
+
+def _in_zero_cone(form):
+    mask = np.zeros(form.b.size, dtype=bool)
+    for blk in form.blocks:
+        if blk.kind == "zero":
+            mask[blk.start:blk.stop] = True
+    return mask
+
+
+def _residual(form, x0, y):
+    """``r = P x0 + c + A^T y`` and the sum of its terms' magnitudes."""
+    r = form.c + form.A.T @ y
+    size = np.abs(form.c) + abs(form.A).T @ np.abs(y)
+    if form.P is not None and x0 is not None:
+        r = r + form.P @ x0
+        size = size + abs(form.P) @ np.abs(x0)
+    return r, size
 
 
 def _residual_term(r, lo, hi):

@@ -17,6 +17,7 @@ import warnings
 
 import cvxpy as cp
 
+from ._certify import conic_solve
 from ._trace import captured, emit, record
 from .result import (
     CertificateError,
@@ -178,7 +179,8 @@ def _run(problem, name, opts, verbose):
             # CVXPY warns on an inaccurate solution; here that status is a
             # value, judged by the certificate (and logged)
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            problem.solve(solver=name, verbose=verbose, **opts)
+            # as problem.solve, keeping the conic dual for cvxmetric.certify
+            conic_solve(problem, name, verbose=verbose, **opts)
     except Exception as exc:  # noqa: BLE001 - any solver failure: try the next
         # CVXPY raises SolverError, but a solver's own failure (SCS's
         # allocation error, a Clarabel panic) can surface as another

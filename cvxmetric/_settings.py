@@ -26,6 +26,13 @@ MAX_SCORE_REFERENCE = 1_000
 _SCORE_CHUNK = 65_536
 
 
+# --- cvxmetric/_certify.py ------------------------------------------------
+
+#: Iterations of LSQR that close a dual's residual on the coordinates no
+#: bound covers (a least-norm correction of the free and active multipliers).
+CLOSE_ITERATIONS = 500
+
+
 # --- cvxmetric/_bounds.py -------------------------------------------------
 
 #: Rounds of interval propagation a certificate runs to bound a problem's
@@ -40,7 +47,7 @@ BOUND_PROBES = (10, 30)
 
 #: Largest number of columns of a PSD block (or of the quadratic term's
 #: support) for which the bounds use a dense factorization or eigenvalues.
-BOUND_DENSE_MAX = 5000
+BOUND_DENSE_MAX = 3000
 
 #: Rows tried per PSD block for a trace bound ``<W, S> <= t`` with ``W``
 #: positive definite (those covering most of the block first).

@@ -117,7 +117,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ._base import BilinearMixin, MahalanobisMixin
-from ._exact import SOLVERS, solve_certified, solver_options
+from ._certify import certify, conic_solve
+from ._exact import SOLVERS, solve_certified
 from ._settings import SYMMETRY_RTOL
 from ._validation import check_finite
 from .result import Certificate, InfeasibleError, SolverError, UnboundedError
@@ -268,8 +269,9 @@ metric_key, data, kind
     def add_term(self, expression):
         """Add a term to the objective (minimised): a new ``cvxpy.Problem``.
 
-        :meth:`objective` and :meth:`certificate` stay those of the declared
-        problem; ``problem.value`` includes the term.
+        :meth:`objective` stays the declared problem's; ``problem.value``
+        includes the term, and :meth:`certificate` is then that of the
+        problem solved (:func:`cvxmetric.certify`).
 
         Parameters
         ----------
@@ -333,7 +335,9 @@ metric_key, data, kind
         self._sync_parameters()
         what = f"{self.family} {self.equation}"
         try:
-            value = self.problem.solve(solver=solver, **kwargs)
+            # with a named solver, keep its conic dual for certificate()
+            value = (self.problem.solve(**kwargs) if solver is None
+                     else conic_solve(self.problem, solver, **kwargs))
         except cp.error.SolverError as exc:
             raise SolverError(f"{what}: the solver failed ({exc}).") from None
         status = self.problem.status
@@ -387,9 +391,9 @@ metric_key, data, kind
         InfeasibleError, UnboundedError, CertificateError, SolverError
             As :func:`cvxmetric._exact.solve_certified`.
         """
-        if self._modified:
-            return self._solve_first_optimal(solvers, tol)
         self._sync_parameters()
+        if self._modified:
+            return self._solve_modified(solvers, tol)
 
         def certify(name, version, opts, times):
             value = self.variable.value
@@ -411,20 +415,21 @@ metric_key, data, kind
         # the objective of the point certified, recomputed by the family
         return self.objective()
 
-    def _solve_first_optimal(self, solvers, tol):
-        """The first of ``solvers`` (tight options) that reports ``optimal``."""
-        ended = []
-        for name in solvers:
-            try:
-                value = self.solve(solver=name, **solver_options(name, tol))
-            except SolverError as exc:
-                ended.append(f"{name}: {exc}")
-                continue
-            if self.problem.status == cp.OPTIMAL:
-                return value
-            ended.append(f"{name}: status {self.problem.status}")
-        raise SolverError(f"{self.family} {self.equation} (modified): no solver "
-                          f"reported an optimal solution ({'; '.join(ended)}).")
+    def _solve_modified(self, solvers, tol):
+        """The certified path of a modified problem: the first solver whose
+        point passes :func:`cvxmetric.certify` on the problem as modified."""
+
+        def judge(name, version, opts, times):
+            if any(v.value is None for v in self.problem.variables()):
+                return Certificate.no_point(name, version, opts, times)
+            return certify(self.problem)
+
+        try:
+            cert, _ = solve_certified(self.problem, judge, solvers=solvers, tol=tol)
+        except InfeasibleError as exc:
+            raise InfeasibleError(f"{self.family} {self.equation} (modified): {exc}"
+                                  + self._infeasible_hint()) from None
+        return cert.objective
 
     def _solver_name(self):
         stats = self.problem.solver_stats
@@ -495,12 +500,17 @@ metric_key, data, kind
         return float(self._family_objective(M))
 
     def certificate(self, M=None):
-        """The family's certificate of ``M`` for the declared problem.
+        """The certificate of the problem as it stands: the family's for the
+        declared problem; once :attr:`modified`, :func:`cvxmetric.certify` of
+        the problem solved (its bound from the conic dual and the problem's
+        own data, whatever was added).
 
         Parameters
         ----------
         M : array_like of shape (d, d), optional
-            Default :meth:`matrix`.
+            The family's certificate of ``M`` for the declared problem (also
+            on a modified one: how a point does on the original).  Default:
+            the point solved.
 
         Returns
         -------
@@ -512,6 +522,9 @@ metric_key, data, kind
                 f"certificate has no point and cannot pass. Call solve() first.",
                 UserWarning, stacklevel=2)
             return Certificate.no_point("declared (not solved)")
+        if self._modified and M is None:
+            # the problem as modified, from its own conic data
+            return certify(self.problem)
         M = self._check_matrix(M)
         self._sync_parameters()
         return self._family_certificate(M)
