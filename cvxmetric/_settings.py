@@ -364,7 +364,7 @@ C_RANGE = (1e-250, 1e8)
 _MAX_EXP = 505
 
 
-# --- cvxmetric/qwise/_vector.py --------------------------------------------
+# --- cvxmetric/qwise_vector/_problem.py ------------------------------------
 
 #: Range of the smoothing ``h`` the paper allows (Appendix A.2: h in
 #: [0.01, 0.5]); values outside are refused as the losses' shape degrades

@@ -455,12 +455,12 @@ _REGISTRY = (
     Formulation(
         "qwise_vector", _QWISE, "Eq. 14, Eq. 27-30",
         ("QwiseVector", "QwiseVectorSupervised"),
-        data="cvxmetric.qwise._vector:QwiseVectorData",
-        collection="cvxmetric.qwise._collection",
-        exact="cvxmetric.qwise.exact:solve_vector_exact",
+        data="cvxmetric.qwise_vector._problem:QwiseVectorData",
+        collection="cvxmetric.qwise_vector._collection",
+        exact="cvxmetric.qwise_vector.exact:solve_exact",
         suite_data={"QwiseVector": _quadruplets_and_pairs,
                     "QwiseVectorSupervised": _labelled(_documented_default)},
-        declared="cvxmetric.qwise.exact:declared_vector_problem",
+        declared="cvxmetric.qwise_vector.exact:declared_problem",
         methods=(
             # Eq. 14 (the estimators' default loss, the hinge) and the
             # smoothed Eq. 27-30, both certified; Algorithm 2 against the
@@ -469,7 +469,7 @@ _REGISTRY = (
             Method("exact-huber", {"solver": "exact", "loss": "huber"}, "exact"),
             Method("newton", {"solver": "newton", "loss": "huber"}, "fast",
                    "exact-huber", "newton",
-                   collection="cvxmetric.qwise._collection:solve_vector_newton"),
+                   collection="cvxmetric.qwise_vector._collection:solve_vector_newton"),
         )),
     Formulation(
         "qwise_structural", _QWISE, "Eq. 16",

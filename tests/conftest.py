@@ -208,7 +208,7 @@ FLOORS_MODULES = (
     "test_sklearn_api.py",
     "test_model.py",
     "qwise/test_fast_vs_exact.py",
-    "qwise/test_vector_collection.py",
+    "qwise_vector/test_collection.py",
     "qwise/test_structural_collection.py",
     "mmc/test_solvers.py",
     "rankdml/test_rankdml_collection.py",

@@ -17,11 +17,11 @@ wall-clock time and the peak memory.  Methods:
 ``subgradient``
     :class:`cvxmetric.qwise.ProjectedSubgradient` (Algorithm 1).
 ``vector-exact``
-    :func:`cvxmetric.qwise.solve_vector_exact` on the smoothed vector model
+    :func:`cvxmetric.qwise_vector.solve_exact` on the smoothed vector model
     (Eq. 27-30, ``psi="squared"``, :func:`vector_bench_data`), up to
     :data:`VECTOR_EXACT_MAX` entries of the feature matrix.
 ``newton``
-    :class:`cvxmetric.qwise.ProjectedNewton` (Algorithm 2) on the same data.
+    :class:`cvxmetric.qwise_vector.ProjectedNewton` (Algorithm 2) on the same data.
 ``structural-exact``
     :func:`cvxmetric.qwise.solve_structural_exact`: Eq. 16 (AUC loss,
     trace regulariser, quadruplet queries) in its closed hinge-sum form, up
@@ -187,7 +187,7 @@ def vector_bench_data(d, N, *, random_state=0):
     QwiseVectorData
     """
     from ..constraints import LabeledPairs, Quadruplets, pairs_from_labels
-    from ..qwise._vector import QwiseVectorData
+    from ..qwise_vector._problem import QwiseVectorData
 
     X, y, quads = _points(d, N, random_state)
     delta = (np.arange(N) % 2 == 0).astype(float)
@@ -220,7 +220,8 @@ def _model(method):
 
 def _solve(method, data, subgradient_maxiter, max_time=None):
     from ..formulations import formulation
-    from ..qwise import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
+    from ..qwise import ProjectedSubgradient, QwiseDualSolver
+    from ..qwise_vector import ProjectedNewton
     from ..qwise.structural import StructuralCuttingPlane, solve_structural_fast
 
     budget = {"max_time": max_time}

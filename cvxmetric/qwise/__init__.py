@@ -2,9 +2,8 @@
 
 from .._lazy import lazy_exports
 from ._problem import C_RANGE, REGULARIZERS, QwiseData, Scaling
-from ._vector import LOSSES, PSI, QwiseVectorData
-from .exact import QwiseModel, QwiseVectorModel, solve_exact, solve_vector_exact
-from .fast import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
+from .exact import QwiseModel, solve_exact
+from .fast import ProjectedSubgradient, QwiseDualSolver
 from .structural import (
     StructuralCuttingPlane,
     StructuralData,
@@ -49,12 +48,6 @@ __all__ = [
     "QwiseDualSolver",
     "ProjectedSubgradient",
     "REGULARIZERS",
-    "QwiseVectorData",
-    "QwiseVectorModel",
-    "solve_vector_exact",
-    "ProjectedNewton",
-    "PSI",
-    "LOSSES",
     "StructuralData",
     "StructuralCuttingPlane",
     "solve_structural_exact",
