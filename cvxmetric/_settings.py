@@ -409,7 +409,7 @@ _POLISH_MAX_UNKNOWNS = 1200
 QWISE_FACE_LADDER = (1e-3, 1e-5)
 
 
-# --- cvxmetric/qwise/structural.py -----------------------------------------
+# --- cvxmetric/qwise_structural/exact.py -----------------------------------
 
 #: Largest number of 1-slack constraints :func:`solve_structural_enumerated`
 #: writes out.

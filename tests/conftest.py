@@ -209,7 +209,7 @@ FLOORS_MODULES = (
     "test_model.py",
     "qwise/test_fast_vs_exact.py",
     "qwise_vector/test_collection.py",
-    "qwise/test_structural_collection.py",
+    "qwise_structural/test_collection.py",
     "mmc/test_solvers.py",
     "rankdml/test_rankdml_collection.py",
     "constraintdml/test_collection.py",

@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = (
     "cvxmetric/qwise/exact.py",
     "cvxmetric/qwise_vector/exact.py",
-    "cvxmetric/qwise/structural.py",
+    "cvxmetric/qwise_structural/exact.py",
+    "cvxmetric/qwise_structural/fast.py",
     "cvxmetric/mmc/exact.py",
     "cvxmetric/rankdml/exact.py",
     "cvxmetric/constraintdml/_problem.py",

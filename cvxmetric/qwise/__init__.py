@@ -4,13 +4,6 @@ from .._lazy import lazy_exports
 from ._problem import C_RANGE, REGULARIZERS, QwiseData, Scaling
 from .exact import QwiseModel, solve_exact
 from .fast import ProjectedSubgradient, QwiseDualSolver
-from .structural import (
-    StructuralCuttingPlane,
-    StructuralData,
-    solve_structural_enumerated,
-    solve_structural_exact,
-    solve_structural_fast,
-)
 
 # the papers' experiments: imported on first use, not with the package
 __getattr__, __dir__ = lazy_exports(__name__, {
@@ -48,11 +41,6 @@ __all__ = [
     "QwiseDualSolver",
     "ProjectedSubgradient",
     "REGULARIZERS",
-    "StructuralData",
-    "StructuralCuttingPlane",
-    "solve_structural_exact",
-    "solve_structural_fast",
-    "solve_structural_enumerated",
     # Sec. 5: webpage versions (temporal metric learning)
     "temporal_quadruplets",
     "successive_pairs",

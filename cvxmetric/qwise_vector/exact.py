@@ -22,7 +22,7 @@ from ..qwise.exact import PAPER, _check_parameter_names
 from ..result import Certificate, SolverResult
 from ._problem import QwiseVectorData
 
-__all__ = ["QwiseVectorModel", "solve_exact", "declared_problem", "vector_result"]
+__all__ = ["QwiseVectorModel", "solve_exact", "declared_problem"]
 
 
 # [declare:qwise-phi-h]
