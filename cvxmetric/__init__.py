@@ -14,8 +14,9 @@ from .ldml.estimator import LDML, LDMLStar, LDMLSupervised, MildML
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
 from .omdml.estimator import OMDML
-from .qwise.estimator import Qwise, QwiseSupervised, QwiseVector, QwiseVectorSupervised
-from .qwise.structural import QwiseStructural, QwiseStructuralSupervised
+from .qwise.estimator import Qwise, QwiseSupervised
+from .qwise_structural.estimator import QwiseStructural, QwiseStructuralSupervised
+from .qwise_vector.estimator import QwiseVector, QwiseVectorSupervised
 from .constraintdml.estimator import ConstraintDML, ConstraintDMLSupervised
 from .rankdml.estimator import RankDML, RankDMLSupervised
 from .result import (

@@ -392,7 +392,7 @@ C_RANGE = (1e-250, 1e8)
 _MAX_EXP = 505
 
 
-# --- cvxmetric/qwise/_vector.py --------------------------------------------
+# --- cvxmetric/qwise_vector/_problem.py ------------------------------------
 
 #: Range of the smoothing ``h`` the paper allows (Appendix A.2: h in
 #: [0.01, 0.5]); values outside are refused as the losses' shape degrades
@@ -437,7 +437,7 @@ _POLISH_MAX_UNKNOWNS = 1200
 QWISE_FACE_LADDER = (1e-3, 1e-5)
 
 
-# --- cvxmetric/qwise/structural.py -----------------------------------------
+# --- cvxmetric/qwise_structural/exact.py -----------------------------------
 
 #: Largest number of 1-slack constraints :func:`solve_structural_enumerated`
 #: writes out.

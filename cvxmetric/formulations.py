@@ -455,12 +455,12 @@ _REGISTRY = (
     Formulation(
         "qwise_vector", _QWISE, "Eq. 14, Eq. 27-30",
         ("QwiseVector", "QwiseVectorSupervised"),
-        data="cvxmetric.qwise._vector:QwiseVectorData",
-        collection="cvxmetric.qwise._collection",
-        exact="cvxmetric.qwise.exact:solve_vector_exact",
+        data="cvxmetric.qwise_vector._problem:QwiseVectorData",
+        collection="cvxmetric.qwise_vector._collection",
+        exact="cvxmetric.qwise_vector.exact:solve_exact",
         suite_data={"QwiseVector": _quadruplets_and_pairs,
                     "QwiseVectorSupervised": _labelled(_documented_default)},
-        declared="cvxmetric.qwise.exact:declared_vector_problem",
+        declared="cvxmetric.qwise_vector.exact:declared_problem",
         methods=(
             # Eq. 14 (the estimators' default loss, the hinge) and the
             # smoothed Eq. 27-30, both certified; Algorithm 2 against the
@@ -469,17 +469,17 @@ _REGISTRY = (
             Method("exact-huber", {"solver": "exact", "loss": "huber"}, "exact"),
             Method("newton", {"solver": "newton", "loss": "huber"}, "fast",
                    "exact-huber", "newton",
-                   collection="cvxmetric.qwise._collection:solve_vector_newton"),
+                   collection="cvxmetric.qwise_vector._collection:solve_vector_newton"),
         )),
     Formulation(
         "qwise_structural", _QWISE, "Eq. 16",
         ("QwiseStructural", "QwiseStructuralSupervised"),
-        data="cvxmetric.qwise.structural:StructuralData",
-        collection="cvxmetric.qwise._collection",
-        exact="cvxmetric.qwise.structural:solve_structural_exact",
+        data="cvxmetric.qwise_structural._problem:StructuralData",
+        collection="cvxmetric.qwise_structural._collection",
+        exact="cvxmetric.qwise_structural.exact:solve_exact",
         suite_data={"QwiseStructural": _quadruplets,
                     "QwiseStructuralSupervised": _labelled(_documented_default)},
-        declared="cvxmetric.qwise.structural:declared_problem",
+        declared="cvxmetric.qwise_structural.exact:declared_problem",
         methods=(
             # Eq. 16 (AUC loss) in its closed hinge-sum form, exactly and by
             # the Qwise dual solver, and the paper's 1-slack cutting-plane
@@ -487,9 +487,9 @@ _REGISTRY = (
             # the closed form's one CVXPY solve here, so its gap is reported
             _EXACT,
             Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
-                   collection="cvxmetric.qwise.structural:solve_structural_fast"),
+                   collection="cvxmetric.qwise_structural.fast:solve_structural_fast"),
             Method("structural", {"solver": "cutting_plane"}, "paper", "exact",
-                   collection="cvxmetric.qwise._collection:solve_cutting_plane"),
+                   collection="cvxmetric.qwise_structural._collection:solve_cutting_plane"),
         )),
     Formulation(
         "mmc", _QWISE + ", stating Xing, Ng, Jordan, Russell: Distance metric "

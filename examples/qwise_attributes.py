@@ -71,7 +71,7 @@ from cvxmetric.experiments.qwise.attributes import (
     qwsl_constraints,
     usable_class_pairs,
 )
-from cvxmetric.qwise.estimator import QwiseVector
+from cvxmetric.qwise_vector.estimator import QwiseVector
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -63,7 +63,8 @@ from threadpoolctl import threadpool_limits
 
 from cvxmetric.metrics import ap_dissimilar, ap_similar, mean_class_accuracy
 from cvxmetric.qwise import make_page_versions
-from cvxmetric.qwise.estimator import Qwise, QwiseVector
+from cvxmetric.qwise.estimator import Qwise
+from cvxmetric.qwise_vector.estimator import QwiseVector
 from cvxmetric.experiments.qwise.temporal import (
     jaccard_distances,
     region_distances,

@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The files whose declaring lines are marked.
 SOURCES = (
     "cvxmetric/qwise/exact.py",
-    "cvxmetric/qwise/structural.py",
+    "cvxmetric/qwise_vector/exact.py",
+    "cvxmetric/qwise_structural/exact.py",
+    "cvxmetric/qwise_structural/fast.py",
     "cvxmetric/mmc/exact.py",
     "cvxmetric/rankdml/exact.py",
     "cvxmetric/constraintdml/_problem.py",

@@ -10,9 +10,10 @@ import pytest
 from cvxmetric._docs import FRAGMENTS, fill_doc
 
 #: The modules whose docstrings name fragments.
-MODULES = ["cvxmetric._base", "cvxmetric._extend", "cvxmetric.qwise.structural"] + [
+MODULES = ["cvxmetric._base", "cvxmetric._extend", "cvxmetric.qwise_structural.exact"] + [
     f"cvxmetric.{family}.estimator"
-    for family in ("constraintdml", "ldml", "mmc", "omdml", "qwise", "rankdml", "slr")]
+    for family in ("constraintdml", "ldml", "mmc", "omdml", "qwise", "qwise_vector",
+                   "qwise_structural", "rankdml", "slr")]
 
 _LEFT = re.compile(r"^\s*\{\w+\}\s*$", re.MULTILINE)
 

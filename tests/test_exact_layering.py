@@ -20,9 +20,8 @@ ROOT = Path(__file__).resolve().parents[1] / "cvxmetric"
 #: module's top-level imports); ``None``: the whole module.
 EXACT_MODULES = [
     ("qwise/exact.py", None),
-    ("qwise/structural.py", ("solve_structural_exact", "solve_structural_enumerated",
-                             "structural_constraints", "declared_problem",
-                             "_StructuralDeclared")),
+    ("qwise_vector/exact.py", None),
+    ("qwise_structural/exact.py", None),
     ("rankdml/exact.py", None),
     ("slr/exact.py", None),
     ("mmc/exact.py", None),

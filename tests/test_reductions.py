@@ -265,7 +265,7 @@ def _qwise(seed=0, scale=1e3, regularizer="trace"):
 
 def _vector(seed=0):
     from cvxmetric.constraints import Quadruplets
-    from cvxmetric.qwise import QwiseVectorData
+    from cvxmetric.qwise_vector import QwiseVectorData
 
     rng = np.random.RandomState(seed)
     X = rng.randn(30, 4) * [1e4, 1.0, 1e-3, 50.0]  # features far from unit scale
@@ -319,7 +319,8 @@ def test_normalize_maps_a_qwise_solution_back_exactly():
 
 
 def test_feature_scaling_maps_a_vector_point_back_exactly():
-    from cvxmetric.qwise.fast import FeatureScaling, QwiseSolution
+    from cvxmetric.qwise.fast import QwiseSolution
+    from cvxmetric.qwise_vector.fast import FeatureScaling
 
     data = _vector()
     sigma = data.feature_scale()
@@ -373,7 +374,8 @@ def test_the_rescalings_refuse_other_data():
 
 def _rescaling_solvers():
     from cvxmetric.constraintdml.fast import ConstraintDualSolver
-    from cvxmetric.qwise import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
+    from cvxmetric.qwise import ProjectedSubgradient, QwiseDualSolver
+    from cvxmetric.qwise_vector import ProjectedNewton
 
     return [
         ("qwise-pdhg", lambda: QwiseDualSolver(tol=1e-9), _qwise,

@@ -17,20 +17,20 @@ wall-clock time and the peak memory.  Methods:
 ``subgradient``
     :class:`cvxmetric.qwise.ProjectedSubgradient` (Algorithm 1).
 ``vector-exact``
-    :func:`cvxmetric.qwise.solve_vector_exact` on the smoothed vector model
+    :func:`cvxmetric.qwise_vector.solve_exact` on the smoothed vector model
     (Eq. 27-30, ``psi="squared"``, :func:`vector_bench_data`), up to
     :data:`VECTOR_EXACT_MAX` entries of the feature matrix.
 ``newton``
-    :class:`cvxmetric.qwise.ProjectedNewton` (Algorithm 2) on the same data.
+    :class:`cvxmetric.qwise_vector.ProjectedNewton` (Algorithm 2) on the same data.
 ``structural-exact``
-    :func:`cvxmetric.qwise.solve_structural_exact`: Eq. 16 (AUC loss,
+    :func:`cvxmetric.qwise_structural.solve_exact`: Eq. 16 (AUC loss,
     trace regulariser, quadruplet queries) in its closed hinge-sum form, up
     to :data:`EXACT_MAX_N` quadruplets (:func:`structural_bench_data`).
 ``structural-fast``
-    :func:`cvxmetric.qwise.solve_structural_fast`: the closed form as a
+    :func:`cvxmetric.qwise_structural.solve_structural_fast`: the closed form as a
     weighted Qwise Eq. 8 problem, by the Qwise dual solver.
 ``structural``
-    :class:`cvxmetric.qwise.StructuralCuttingPlane`, the 1-slack
+    :class:`cvxmetric.qwise_structural.StructuralCuttingPlane`, the 1-slack
     cutting-plane method of Sec. 4.4, on the same data: time, number of
     cuts, final epsilon (in the status column).
 
@@ -86,6 +86,7 @@ __all__ = [
     "VECTOR_EXACT_MAX",
     "vector_bench_data",
     "structural_bench_data",
+    "bench_structural",
     "EXACT_MAX_N",
     "BENCH_METHODS",
     "LARGE_SOLVER_SECONDS",
@@ -187,7 +188,7 @@ def vector_bench_data(d, N, *, random_state=0):
     QwiseVectorData
     """
     from ..constraints import LabeledPairs, Quadruplets, pairs_from_labels
-    from ..qwise._vector import QwiseVectorData
+    from ..qwise_vector._problem import QwiseVectorData
 
     X, y, quads = _points(d, N, random_state)
     delta = (np.arange(N) % 2 == 0).astype(float)
@@ -206,12 +207,85 @@ def structural_bench_data(d, N, *, random_state=0):
     StructuralData
     """
     from ..constraints import Quadruplets, informative
-    from ..qwise.structural import StructuralData
+    from ..qwise_structural import StructuralData
 
     X, _, quads = _points(d, N, random_state)
     quads = quads[informative(X, quads)]
     return StructuralData.from_quadruplets(Quadruplets.create(X, quads, 1.0),
                                            regularizer="trace", C=1.0)
+
+
+def bench_structural(n_quadruplets=100_000, d=50, random_state=0, *, n_samples=500,
+                     n_classes=5, separation=0.5, C=1.0, regularizer="trace",
+                     epsilon=None, maxiter=500, max_time=None, trace_memory=False):
+    """Time the cutting-plane solver on Gaussian classes (quadruplet reading).
+
+    ``n_samples`` points in ``d`` dimensions, ``n_classes`` balanced
+    Gaussian classes (:func:`cvxmetric.collection.gaussian_classes`,
+    standardised), ``n_quadruplets`` quadruplets from the labels
+    (:func:`~cvxmetric.quadruplets_from_labels`).
+
+    Parameters
+    ----------
+    trace_memory : bool
+        Measure the peak of Python-tracked allocations (numpy arrays
+        included) with ``tracemalloc`` during the solve (slows CVXPY's
+        compilation); the process's peak resident set size is always
+        reported.
+
+    Returns
+    -------
+    dict
+        ``time`` (solve, seconds), ``setup_time``, ``rounds``, ``n_cuts``,
+        ``epsilon`` (the final stopping threshold), ``final_violation``,
+        ``objective``, ``lower``, ``rel_gap``, ``status``, ``n_queries``,
+        ``n_terms``, ``peak_rss_mb``, ``peak_traced_mb`` (``None`` unless
+        ``trace_memory``), ``round_seconds`` (summed over rounds: master
+        solve plus oracle), ``oracle_seconds`` (one oracle call).
+    """
+    import resource
+    import tracemalloc
+
+    from ..collection import gaussian_classes, standardize
+    from ..constraints import Quadruplets, informative, quadruplets_from_labels
+    from ..qwise_structural import StructuralCuttingPlane, StructuralData
+
+    rng = np.random.RandomState(random_state)
+    X, y = gaussian_classes(rng, n_samples, d, n_classes, separation)
+    X = standardize(X)
+    t0 = time.perf_counter()
+    idx = quadruplets_from_labels(y, n_quadruplets, random_state=rng)
+    idx = idx[informative(X, idx)]
+    data = StructuralData.from_quadruplets(Quadruplets.create(X, idx, 1.0),
+                                           regularizer=regularizer, C=C)
+    setup = time.perf_counter() - t0
+    solver = StructuralCuttingPlane(epsilon=epsilon, maxiter=maxiter, max_time=max_time)
+    if trace_memory:
+        tracemalloc.start()
+    t1 = time.perf_counter()
+    data.oracle(np.eye(d))
+    t_oracle = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    result = solver.run(data, warn=False)
+    elapsed = time.perf_counter() - t1
+    traced = None
+    if trace_memory:
+        traced = tracemalloc.get_traced_memory()[1] / 2 ** 20
+        tracemalloc.stop()
+    info = result.info
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB -> MB on Linux
+    return {
+        "n_quadruplets": int(len(idx)), "d": d, "n_samples": n_samples,
+        "n_queries": data.n_queries, "n_terms": data.n_terms,
+        "n_pairs": data.op.n_pairs, "setup_time": setup, "time": elapsed,
+        "oracle_seconds": t_oracle,
+        "round_seconds": float(sum(h["seconds"] for h in info["history"])),
+        "rounds": info["rounds"], "n_cuts": info["n_cuts"],
+        "epsilon": info["epsilon"], "final_violation": info["final_violation"],
+        "objective": result.objective, "lower": info["lower"],
+        "rel_gap": result.certificate.rel_gap, "status": result.status,
+        "peak_rss_mb": rss, "peak_traced_mb": traced,
+    }
 
 
 def _model(method):
@@ -220,8 +294,9 @@ def _model(method):
 
 def _solve(method, data, subgradient_maxiter, max_time=None):
     from ..formulations import formulation
-    from ..qwise import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
-    from ..qwise.structural import StructuralCuttingPlane, solve_structural_fast
+    from ..qwise import ProjectedSubgradient, QwiseDualSolver
+    from ..qwise_structural import StructuralCuttingPlane, solve_structural_fast
+    from ..qwise_vector import ProjectedNewton
 
     budget = {"max_time": max_time}
     if subgradient_maxiter:
@@ -420,6 +495,7 @@ def parse_sizes(text):
     if not out:
         raise ValueError("sizes: no size given.")
     return out
+
 
 
 if __name__ == "__main__":

@@ -2,16 +2,8 @@
 
 from .._lazy import lazy_exports
 from ._problem import C_RANGE, REGULARIZERS, QwiseData, Scaling
-from ._vector import LOSSES, PSI, QwiseVectorData
-from .exact import QwiseModel, QwiseVectorModel, solve_exact, solve_vector_exact
-from .fast import ProjectedNewton, ProjectedSubgradient, QwiseDualSolver
-from .structural import (
-    StructuralCuttingPlane,
-    StructuralData,
-    solve_structural_enumerated,
-    solve_structural_exact,
-    solve_structural_fast,
-)
+from .exact import QwiseModel, solve_exact
+from .fast import ProjectedSubgradient, QwiseDualSolver
 
 # the papers' experiments: imported on first use, not with the package
 __getattr__, __dir__ = lazy_exports(__name__, {
@@ -49,17 +41,6 @@ __all__ = [
     "QwiseDualSolver",
     "ProjectedSubgradient",
     "REGULARIZERS",
-    "QwiseVectorData",
-    "QwiseVectorModel",
-    "solve_vector_exact",
-    "ProjectedNewton",
-    "PSI",
-    "LOSSES",
-    "StructuralData",
-    "StructuralCuttingPlane",
-    "solve_structural_exact",
-    "solve_structural_fast",
-    "solve_structural_enumerated",
     # Sec. 5: webpage versions (temporal metric learning)
     "temporal_quadruplets",
     "successive_pairs",

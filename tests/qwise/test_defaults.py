@@ -88,7 +88,7 @@ def test_vector_newton_with_hinge_refused(iris):
 def test_structural_max_iter_warns(iris, solver):
     """A structural fit stopped by ``max_iter`` counts its iterations and
     says so with a ConvergenceWarning (the fast path too)."""
-    from cvxmetric.qwise.structural import QwiseStructuralSupervised
+    from cvxmetric.qwise_structural import QwiseStructuralSupervised
 
     X, y = iris
     est = QwiseStructuralSupervised(solver=solver, max_iter=2, random_state=0)

@@ -451,7 +451,7 @@ def test_structural_huge_scale_refused(iris_vector_sets, regularizer, solver):
     """X x 1e150: a ValueError naming X (the scale-free hinge weight is out
     of range), never the conic solver's allocation error; the tuple learner
     the same."""
-    from cvxmetric.qwise.structural import QwiseStructural, QwiseStructuralSupervised
+    from cvxmetric.qwise_structural import QwiseStructural, QwiseStructuralSupervised
 
     X, y, quads, _, _ = iris_vector_sets
     est = QwiseStructuralSupervised(regularizer=regularizer, solver=solver,
@@ -468,7 +468,7 @@ def test_structural_huge_scale_refused(iris_vector_sets, regularizer, solver):
 def test_structural_tiny_scale_solved(iris_vector_sets, solver):
     """X x 1e-150: M moves no hinge above round-off, so every hinge keeps
     its value 1 at M = 0 and the certified optimum is C H(0) = C."""
-    from cvxmetric.qwise.structural import QwiseStructuralSupervised
+    from cvxmetric.qwise_structural import QwiseStructuralSupervised
 
     X, y, _, _, _ = iris_vector_sets
     est = QwiseStructuralSupervised(solver=solver, n_constraints=100, random_state=0)
@@ -513,7 +513,7 @@ def test_structural_tiny_scale_fast_agrees_with_exact(iris_vector_sets, scale,
                                                      regularizer):
     """The closed form's scale-free weight underflows, but M = 0 is
     certified on Eq. 16 itself: fast returns it, as exact does (C H(0) = C)."""
-    from cvxmetric.qwise.structural import QwiseStructuralSupervised
+    from cvxmetric.qwise_structural import QwiseStructuralSupervised
 
     X, y, _, _, _ = iris_vector_sets
     res = {}

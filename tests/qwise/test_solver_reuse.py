@@ -11,7 +11,7 @@ import pytest
 
 from cvxmetric.constraints import LabeledPairs, Quadruplets
 from cvxmetric.qwise import QwiseData, QwiseDualSolver
-from cvxmetric.qwise.structural import StructuralCuttingPlane, StructuralData
+from cvxmetric.qwise_structural import StructuralCuttingPlane, StructuralData
 
 
 def _instance(seed, n=30, d=4, n_quads=60, n_pairs=20):

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from cvxmetric.constraints import Quadruplets, informative
-from cvxmetric.qwise.estimator import Qwise, QwiseVector
+from cvxmetric.qwise.estimator import Qwise
+from cvxmetric.qwise_vector.estimator import QwiseVector
 from cvxmetric.experiments.qwise.taxonomy import ClassTree, taxonomy_quadruplets
 
 # Four classes in two super-classes, on a line:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cvxmetric.experiments.qwise.pages import PAGE_LAYOUT, make_page_versions
-from cvxmetric.qwise.estimator import QwiseVector
+from cvxmetric.qwise_vector.estimator import QwiseVector
 from cvxmetric.experiments.qwise.temporal import (
     LateFusionSVM,
     cell_descriptors,

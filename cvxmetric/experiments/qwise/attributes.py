@@ -53,7 +53,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ...constraints import informative
 from ..._validation import check_int, check_samples, describe
-from ...qwise.estimator import QwiseVector
+from ...qwise_vector.estimator import QwiseVector
 
 __all__ = [
     "AttributeOrdering",
@@ -738,7 +738,7 @@ def fit_relative_attributes(X, y, orderings, method="qwsl", *, p=1, equivalences
     C_q : float, default=1.0
         Weight of the quadruplet losses (Eq. 14).
     loss, solver : str, default="huber", "newton"
-        Passed to :class:`~cvxmetric.qwise.estimator.QwiseVector`
+        Passed to :class:`~cvxmetric.qwise_vector.estimator.QwiseVector`
         (the paper's smoothed problem and Newton method).
     random_state : int, RandomState instance or None, default=None
         Seeds the sampling.

@@ -12,7 +12,7 @@ the crawl order alone.  The pieces, in the paper's order:
   per cell of an ``m x m`` grid);
 * :func:`temporal_problem` -- the quadruplets (and optional labelled pairs of
   Eq. 20-21) as index tuples into a sample matrix that
-  :class:`~cvxmetric.qwise.estimator.QwiseVector` with ``psi="squared"``
+  :class:`~cvxmetric.qwise_vector.estimator.QwiseVector` with ``psi="squared"``
   fits directly: its ``w`` is the vector of Eq. 22, one weight per cell;
 * :func:`jaccard_distances` -- the structural distance ``D_H`` of the late
   fusion (Jaccard distance of the hyperlink sets);

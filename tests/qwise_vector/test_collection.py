@@ -8,8 +8,8 @@ import pytest
 
 import cvxmetric.collection as col
 from cvxmetric._tolerances import REFERENCE_AGREEMENT, tolerance
-from cvxmetric.qwise import ProjectedNewton, solve_vector_exact
-from cvxmetric.qwise import _collection as qc
+from cvxmetric.qwise_vector import ProjectedNewton, solve_exact
+from cvxmetric.qwise_vector import _collection as qc
 
 FAMILY = "qwise_vector"
 
@@ -65,7 +65,7 @@ def test_repository_collection_verifies():
     for inst in col.iter_instances(root, FAMILY):
         ref = col.read_reference(root, inst)
         data = inst.to_data()
-        res = solve_vector_exact(data)
+        res = solve_exact(data)
         assert abs(res.objective - ref.objective) <= 1e-7 * max(1.0, abs(ref.objective))
         if data.loss == "huber":
             new = ProjectedNewton().run(data)

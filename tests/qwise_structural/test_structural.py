@@ -29,13 +29,13 @@ from cvxmetric.constraints import (
     quadruplets_from_labels,
     triplets_from_labels,
 )
-from cvxmetric.qwise.structural import (
+from cvxmetric.qwise_structural import (
     QwiseStructural,
     QwiseStructuralSupervised,
     StructuralCuttingPlane,
     StructuralData,
+    solve_exact,
     solve_structural_enumerated,
-    solve_structural_exact,
     structural_constraints,
 )
 
@@ -176,7 +176,7 @@ def test_enumerated_equals_closed_form_and_cutting_plane(kind, regularizer):
         data = StructuralData.from_triplets(_tiny_triplets(), C=3.0,
                                             regularizer=regularizer)
     full = solve_structural_enumerated(data)
-    exact = solve_structural_exact(data)
+    exact = solve_exact(data)
     cut = StructuralCuttingPlane().run(data)
     for res in (full, exact, cut):
         assert res.status == "optimal" and res.certificate.passed
@@ -211,7 +211,7 @@ def test_cutting_plane_matches_exact(kind, regularizer, C):
         idx = triplets_from_labels(y, 60, random_state=rng)
         data = StructuralData.from_triplets(Triplets.create(X, idx),
                                             regularizer=regularizer, C=C)
-    exact = solve_structural_exact(data)
+    exact = solve_exact(data)
     cut = StructuralCuttingPlane().run(data)
     assert exact.status == "optimal" and cut.status == "optimal"
     assert _rel(cut.objective, exact.objective) <= EXACT_GAP
@@ -276,7 +276,7 @@ def test_estimator_fit_score_and_points(problem, reading):
     data = (StructuralData.from_quadruplets(Quadruplets.create(X, quads, 1.0))
             if reading == "quadruplets"
             else StructuralData.from_triplets(Triplets.create(X, tuples)))
-    assert _rel(est.objective_, solve_structural_exact(data).objective) <= EXACT_GAP
+    assert _rel(est.objective_, solve_exact(data).objective) <= EXACT_GAP
     score = est.score(tuples)
     assert 0.5 < score <= 1.0
     assert est.predict(tuples).shape == (len(tuples),)
@@ -341,7 +341,7 @@ def test_bad_tuples_and_labels(problem):
 @pytest.mark.parametrize("regularizer", ["trace", "frobenius"])
 @pytest.mark.parametrize("reading", ["quadruplets", "triplets"])
 def test_fast_reaches_the_exact_optimum(regularizer, reading):
-    from cvxmetric.qwise import solve_structural_exact, solve_structural_fast
+    from cvxmetric.qwise_structural import solve_structural_fast
 
     rng = np.random.default_rng(7)
     y = rng.integers(0, 3, 40)
@@ -355,7 +355,7 @@ def test_fast_reaches_the_exact_optimum(regularizer, reading):
         data = StructuralData.from_triplets(
             Triplets.create(X, triplets_from_labels(y, 300, random_state=7)),
             regularizer=regularizer, C=3.0)
-    exact = solve_structural_exact(data)
+    exact = solve_exact(data)
     fast = solve_structural_fast(data)
     assert fast.status == "optimal" and fast.certificate.passed
     assert abs(fast.objective - exact.objective) <= 1e-6 * max(1.0, abs(exact.objective))

@@ -7,7 +7,7 @@ import pytest
 import cvxmetric.collection as col
 from cvxmetric._tolerances import tolerance
 from cvxmetric.bench import qwise as qbench
-from cvxmetric.qwise import _collection as qc
+from cvxmetric.qwise_structural import _collection as qc
 
 FAMILY = "qwise_structural"
 

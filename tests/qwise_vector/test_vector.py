@@ -18,15 +18,15 @@ from cvxmetric import (
     quadruplets_from_labels,
 )
 from cvxmetric._tolerances import tolerance
-from cvxmetric.qwise import (
+from cvxmetric.qwise import QwiseData
+from cvxmetric.qwise.exact import declared_problem
+from cvxmetric.qwise_vector import (
     ProjectedNewton,
-    QwiseData,
     QwiseVectorData,
     QwiseVectorModel,
-    solve_vector_exact,
+    solve_exact,
 )
-from cvxmetric.qwise._vector import phi_h
-from cvxmetric.qwise.exact import declared_problem
+from cvxmetric.qwise_vector._problem import phi_h
 
 NEWTON_RTOL = tolerance("qwise_vector", "newton")
 
@@ -55,7 +55,7 @@ CASES = [(psi, pairs, seed) for psi in ("squared", "linear") for pairs in (True,
 def test_exact_certified(psi, with_pairs, seed, loss):
     _, quads, pairs = _instance(seed, n_pairs=50 if with_pairs else 0)
     data = QwiseVectorData.from_sets(quads, pairs, psi=psi, loss=loss, C_q=0.7, C_p=1.3)
-    res = solve_vector_exact(data)
+    res = solve_exact(data)
     assert res.status == Status.OPTIMAL
     assert res.certificate.rel_gap <= 1e-6
     omega = np.append(res.info["w"], res.info["b"])
@@ -74,7 +74,7 @@ def test_newton_reaches_smoothed_optimum(psi, with_pairs, seed, line_search):
     _, quads, pairs = _instance(seed, n_pairs=50 if with_pairs else 0)
     data = QwiseVectorData.from_sets(quads, pairs, psi=psi, loss="huber", C_q=0.7,
                                      C_p=1.3)
-    exact = solve_vector_exact(data)
+    exact = solve_exact(data)
     res = ProjectedNewton(line_search=line_search).run(data, warn=False)
     if not line_search:
         # the paper's unit step need not converge (Newton's method on a
@@ -106,7 +106,7 @@ def test_newton_vs_exact_generated(seed, psi, d, n_quads, n_pairs, scale, C_q):
     delta = rng.integers(0, 2, n_quads).astype(float)
     data = QwiseVectorData.from_features(Z, delta, P, y, psi=psi, loss="huber", h=0.05,
                                          C_q=C_q, C_p=1.0)
-    exact = solve_vector_exact(data)
+    exact = solve_exact(data)
     res = ProjectedNewton().run(data)
     assert res.status == Status.OPTIMAL
     assert abs(res.objective - exact.objective) / max(1.0, abs(exact.objective)) \
@@ -163,7 +163,7 @@ def test_smoothing_bound(psi):
     """-h C_q |B| <= F_h* - F* <= h/4 (C_p |P| + C_q |A|), and F_h* -> F*."""
     _, quads, pairs = _instance(5)
     hinge = QwiseVectorData.from_sets(quads, pairs, psi=psi, loss="hinge")
-    f_star = solve_vector_exact(hinge).objective
+    f_star = solve_exact(hinge).objective
     previous = np.inf
     for h in (0.5, 0.2, 0.05, 0.01, 1e-3):
         smooth = hinge.with_loss("huber", h)
@@ -179,7 +179,7 @@ def test_dual_bound_is_a_lower_bound():
     _, quads, pairs = _instance(7)
     for loss in ("hinge", "huber"):
         data = QwiseVectorData.from_sets(quads, pairs, loss=loss)
-        opt = solve_vector_exact(data).objective
+        opt = solve_exact(data).objective
         rng = np.random.default_rng(0)
         for _ in range(20):
             beta = rng.uniform(size=data.c.size)
@@ -192,7 +192,7 @@ def test_eq14_is_eq11_with_diagonal_metric():
     X, quads, pairs = _instance(2, margins="one")
     vec = QwiseVectorData.from_sets(quads, pairs, psi="squared", loss="hinge", C_q=1.0,
                                     C_p=1.0)
-    res = solve_vector_exact(vec)
+    res = solve_exact(vec)
     w, b = res.info["w"], res.info["b"]
     assert b > 1.0  # u = b - 1 >= 0 is a valid Eq. 11 bound
     eq11 = QwiseData.from_sets(quads, pairs, regularizer="frobenius", C_q=1.0, C_p=1.0,
@@ -217,7 +217,7 @@ def test_model_is_dpp_and_parameters_resolve():
         assert model.problem.is_dpp()
         model.set_params(C_q=2.5)
         res = model.solve()
-        direct = solve_vector_exact(QwiseVectorData.from_sets(quads, pairs, loss=loss,
+        direct = solve_exact(QwiseVectorData.from_sets(quads, pairs, loss=loss,
                                                               C_q=2.5))
         assert res.objective == pytest.approx(direct.objective, rel=1e-7)
         with pytest.raises(ValueError, match="C_q"):
