@@ -235,6 +235,7 @@ def _perturbed_optimum(data, eps):
 def _no_solver(monkeypatch):
     """Make every solve the certificate might run raise."""
     import cvxpy as cp
+    from cvxpy.reductions.solvers.solving_chain import SolvingChain
 
     from cvxmetric.ldml import exact
 
@@ -242,6 +243,8 @@ def _no_solver(monkeypatch):
         raise AssertionError("a solver ran inside a certificate")
 
     monkeypatch.setattr(cp.Problem, "solve", refuse)
+    # conic_solve runs the solver through the chain, not Problem.solve
+    monkeypatch.setattr(SolvingChain, "solve_via_data", refuse)
     for name in ("_newton_repair", "strict_direction", "level_min", "trace_bound",
                  "recession"):
         monkeypatch.setattr(LDMLData, name, refuse)

@@ -12,6 +12,7 @@ import ast
 from pathlib import Path
 
 import cvxpy as cp
+from cvxpy.reductions.solvers.solving_chain import SolvingChain
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris, load_wine
@@ -56,6 +57,8 @@ def no_solver(monkeypatch):
     monkeypatch.setattr(fast.MMCProjectedGradient, "run", refuse)
     monkeypatch.setattr(fast.MMCNewton, "run", refuse)
     monkeypatch.setattr(cp.Problem, "solve", refuse)
+    # conic_solve runs the solver through the chain, not Problem.solve
+    monkeypatch.setattr(SolvingChain, "solve_via_data", refuse)
 
 
 def test_the_exact_path_does_not_import_the_fast_solvers():

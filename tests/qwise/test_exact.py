@@ -422,6 +422,18 @@ def test_solve_certified_claims_need_confirmation(kind):
                         confirm=lambda k: k == kind)
 
 
+def _solves_through_problem_solve(monkeypatch):
+    """Route solve_certified's solves through ``Problem.solve`` (the package
+    solves by ``conic_solve``, which keeps the conic dual), so that a test
+    can stand a misbehaving solver in for it."""
+    import cvxmetric._exact
+
+    def via_solve(problem, solver, verbose=False, **opts):
+        return problem.solve(solver=solver, verbose=verbose, **opts)
+
+    monkeypatch.setattr(cvxmetric._exact, "conic_solve", via_solve)
+
+
 @pytest.mark.parametrize("failure", ["claim", "raise"])
 def test_solve_certified_false_claim_is_overruled(monkeypatch, failure):
     """A solver that misreports infeasibility (as Clarabel does on badly
@@ -440,6 +452,7 @@ def test_solve_certified_false_claim_is_overruled(monkeypatch, failure):
         return real_solve(self, *args, solver=solver, **kwargs)
 
     monkeypatch.setattr(cp.Problem, "solve", fake_solve)
+    _solves_through_problem_solve(monkeypatch)
 
     def certify(name, version, opts, times):
         return Certificate.from_bound(float(x.value), 1.0, max_violation=0.0,
@@ -493,6 +506,7 @@ def test_solve_certified_all_solvers_raise(monkeypatch):
         raise cp.error.SolverError(f"{kwargs.get('solver')} exploded")
 
     monkeypatch.setattr(prob, "solve", solve)
+    _solves_through_problem_solve(monkeypatch)
     with pytest.raises(SolverError) as info:
         solve_certified(prob, _never_called)
     exc = info.value
@@ -510,6 +524,7 @@ def test_solve_certified_fallback_on_raise(monkeypatch):
         return original(*args, **kwargs)
 
     monkeypatch.setattr(prob, "solve", solve)
+    _solves_through_problem_solve(monkeypatch)
     cert, info = solve_certified(prob, lambda n, v, o, t: _cert(float(x.value), 0.0, n))
     assert cert.solver == "SCS"
     assert info["attempts"][0] == {"solver": "CLARABEL",
@@ -524,6 +539,7 @@ def test_solve_certified_no_solution_status(monkeypatch):
         prob._status = cp.USER_LIMIT
 
     monkeypatch.setattr(prob, "solve", solve)
+    _solves_through_problem_solve(monkeypatch)
     with pytest.raises(SolverError) as info:
         solve_certified(prob, _never_called)
     assert type(info.value) is SolverError
