@@ -286,7 +286,9 @@ def _quad_rule(form):
     if support.size == 0:
         return None
     block = P[support][:, support]
-    if support.size <= BOUND_DENSE_MAX:
+    if block.nnz == support.size:
+        lam = float(block.diagonal().min())       # a diagonal P (sums of squares)
+    elif support.size <= BOUND_DENSE_MAX:
         lam = np.linalg.eigvalsh(block.toarray())[0]
     else:
         # Gershgorin: a lower bound on the least eigenvalue (exact for a

@@ -27,6 +27,7 @@ __all__ = [
     "cone_rows",
     "conic_form",
     "into_dual_cone",
+    "into_dual_cone_block",
 ]
 
 #: Solvers whose conic layout (and raw solution) this module reads.
@@ -195,20 +196,27 @@ def into_dual_cone(y, form):
     are raised along the cone's own recession directions until inside."""
     y = np.array(y, dtype=float, copy=True)
     for blk in form.blocks:
-        part = y[blk.start:blk.stop]
-        if blk.kind == "nonneg":
-            np.maximum(part, 0.0, out=part)
-        elif blk.kind == "soc":
-            part[:] = _project_soc(part)
-        elif blk.kind == "psd":
-            order = int(blk.param)
-            w, V = np.linalg.eigh(smat(part, order, form.solver))
-            part[:] = svec((V * np.maximum(w, 0.0)) @ V.T, form.solver)
-        elif blk.kind == "exp":
-            part[:] = _into_dual_exp(part)
-        elif blk.kind == "pow":
-            part[:] = _into_dual_pow(part, blk.param)
+        y[blk.start:blk.stop] = into_dual_cone_block(y[blk.start:blk.stop], blk,
+                                                     form.solver)
     return y
+
+
+def into_dual_cone_block(part, blk, solver="CLARABEL"):
+    """:func:`into_dual_cone` of one block's entries (a new array)."""
+    part = np.array(part, dtype=float, copy=True)
+    if blk.kind == "nonneg":
+        np.maximum(part, 0.0, out=part)
+    elif blk.kind == "soc":
+        part = _project_soc(part)
+    elif blk.kind == "psd":
+        order = int(blk.param)
+        w, V = np.linalg.eigh(smat(part, order, solver))
+        part = svec((V * np.maximum(w, 0.0)) @ V.T, solver)
+    elif blk.kind == "exp":
+        part = _into_dual_exp(part)
+    elif blk.kind == "pow":
+        part = _into_dual_pow(part, blk.param)
+    return part
 
 
 def _project_soc(v):

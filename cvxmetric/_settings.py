@@ -28,9 +28,15 @@ _SCORE_CHUNK = 65_536
 
 # --- cvxmetric/_certify.py ------------------------------------------------
 
-#: Iterations of LSQR that close a dual's residual on the coordinates no
-#: bound covers (a least-norm correction of the free and active multipliers).
-CLOSE_ITERATIONS = 500
+#: Rounds of (close the dual's residual exactly, project on the dual cone)
+#: the certificate alternates, keeping the best bound.
+CLOSE_ROUNDS = 4
+
+#: Largest number of variables of the conic form for which the certificate
+#: also closes the dual's residual by the full least-norm system (an
+#: ``n x n`` sparse factorization), when the cheap correction by singleton
+#: rows leaves a gap.
+CLOSE_FULL_MAX = 20_000
 
 
 # --- cvxmetric/_bounds.py -------------------------------------------------

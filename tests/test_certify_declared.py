@@ -37,6 +37,8 @@ def _variant(dp, family):
         return dp.add_term(0.05 * cp.sum(cp.abs(dp.M)))              # sparsity
     if family == "slr":
         return dp.add_term(5.0 * cp.sum_squares(dp.M))                # shrinkage
+    if family == "slr-l1":
+        return dp.add_term(0.05 * cp.sum(cp.abs(dp.M)))              # sparsity
     if family == "mmc":
         # a trace cap would be infeasible (Eq. 2 fixes the scale): cap the
         # largest diagonal entry at half its optimal value instead
@@ -57,13 +59,13 @@ def _declared(iris, family):
     if family == "rankdml":
         triplets = triplets_from_labels(y, 40, random_state=0)
         return RankDML(preprocessor=X).declared_problem(triplets)
-    if family == "slr":
+    if family.startswith("slr"):
         return SLR().declared_problem(X[:30], y[:30])
     est = LDMLSupervised(random_state=0)
     return est.declared_problem(X[::3], y[::3])
 
 
-@pytest.mark.parametrize("family", ["qwise", "mmc", "rankdml", "slr", "ldml"])
+@pytest.mark.parametrize("family", ["qwise", "mmc", "rankdml", "slr", "slr-l1", "ldml"])
 def test_variant_is_certified(iris, family):
     dp = _declared(iris, family)
     dp.solve()
