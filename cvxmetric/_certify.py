@@ -35,6 +35,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sp_linalg
+from scipy.linalg import cho_factor, cho_solve
 
 from ._bounds import BoundSystem
 from ._conic import (
@@ -45,7 +46,7 @@ from ._conic import (
     smat,
     svec_index,
 )
-from ._settings import CLOSE_FULL_MAX, CLOSE_ROUNDS
+from ._settings import BOUND_DENSE_MAX, CLOSE_ROUNDS
 from ._tolerances import EXACT_GAP, FEASIBILITY
 from .result import Certificate, SolverError
 
@@ -340,40 +341,36 @@ def _box_bound(form, xq, y, lo, hi):
 
 
 def _deficit_bound(form, xq, y, lo, hi, target=np.inf):
-    """The residual closed by every multiplier (a least weighted-norm
-    correction, ``A^T y' = -(P xq + c)``), and what that costs: ``y'`` leaves
-    ``K*`` a little, and ``<y'_k, s_k> >= -deficit_k`` over the box of each
-    cone's ``s_k = b_k - A_k x`` (a PSD block: ``lambda_min(Y') tr S``), as
-    verified SDP bounds do.  Alternated with the projection on ``K*``
-    (:data:`CLOSE_ROUNDS` times, or until the bound is within a tenth of
-    the package's gap of ``target``), keeping the best bound."""
+    """The residual closed exactly (:class:`_Closer`), and what that costs:
+    ``y'`` leaves ``K*`` a little, and ``<y'_k, s_k> >= -deficit_k`` over the
+    box of each cone's ``s_k = b_k - A_k x`` (a PSD block: ``lambda_min(Y')
+    tr S``), as verified SDP bounds do.  The cheap correction first, then
+    the targeted one, each alternated with the projection on ``K*``
+    (:data:`CLOSE_ROUNDS` times), until the bound is within a tenth of the
+    package's gap of ``target``; the best bound is kept."""
     s_lo, s_hi = _slack_box(form, lo, hi)
     best = _Found(-np.inf, np.inf, "")
-    start = y
-    for k in range(2 * CLOSE_ROUNDS):
-        full = k >= CLOSE_ROUNDS          # the cheap correction first
-        if k == CLOSE_ROUNDS:
-            y = start
-        closed = _least_norm_close(form, xq, y, _move_costs(form, y, s_hi), full)
-        if closed is None:
-            break
-        y2, r2, size = closed
-        with np.errstate(invalid="ignore"):
-            r2 = np.where(np.abs(r2) <= 64 * np.finfo(float).eps * size, 0.0, r2)
-        term, missing = _residual_term(r2, lo, hi)
-        if missing.size:
-            return _Found(-np.inf, np.inf, "", missing)
-        deficit = sum(_block_deficit(form, blk, y2, s_lo, s_hi) for blk in form.blocks)
-        value = _dual_value(form, xq, y2) + term + deficit
-        if value > best.value:
-            best = _Found(value, _radius(lo, hi), "the dual made exactly feasible, its "
-                          "cone deficit bounded over the box of the cones' slacks")
-        if deficit == 0 or best.value >= target - 0.1 * EXACT_GAP * max(1.0, abs(target)):
-            break
-        y = into_dual_cone(y2, form)
-        if (not full and k == CLOSE_ROUNDS - 1
-                and form.n > CLOSE_FULL_MAX):
-            break                          # the full system is too large
+    goal = target - 0.1 * EXACT_GAP * max(1.0, abs(target))
+    for targeted in (False, True):
+        closer = _Closer(form, xq, y, s_hi, targeted)
+        z = y
+        for _ in range(CLOSE_ROUNDS if closer.ready else 0):
+            y2, r2, size = closer.close(z)
+            with np.errstate(invalid="ignore"):
+                r2 = np.where(np.abs(r2) <= 64 * np.finfo(float).eps * size, 0.0, r2)
+            term, missing = _residual_term(r2, lo, hi)
+            if missing.size:
+                return _Found(-np.inf, np.inf, "", missing)
+            deficit = sum(_block_deficit(form, blk, y2, s_lo, s_hi)
+                          for blk in form.blocks)
+            value = _dual_value(form, xq, y2) + term + deficit
+            if value > best.value:
+                best = _Found(value, _radius(lo, hi), "the dual made exactly "
+                              "feasible, its cone deficit bounded over the box of "
+                              "the cones' slacks")
+            if deficit == 0 or best.value >= goal:
+                return best
+            z = into_dual_cone(y2, form)
     return best
 
 
@@ -383,67 +380,99 @@ def _radius(lo, hi):
 
 
 def _move_costs(form, y, s_hi):
-    """Per multiplier, what moving it may cost the bound: the weight ``w_j``
-    of the least-norm correction (``inf``: it does not move).  An equality's
-    multiplier is free; an active inequality's may move by up to ``y_j`` at
-    no cost (weight ``1 / y_j``); an inactive one's, or a cone's on its
-    boundary, costs the reach of its slack (``inf`` where unbounded)."""
+    """``(w, cheap)``: per multiplier, what moving it may cost the bound (the
+    weight of the least-norm correction; ``inf``: it does not move), and
+    whether that is nothing.  An equality's multiplier is free; an active
+    inequality's may move by up to ``y_j`` at no cost (weight ``1 / y_j``);
+    an inactive one's, or a cone's on its boundary, costs the reach of its
+    slack (``inf`` where unbounded)."""
     scale = max(1.0, float(np.abs(y).max()))
     tiny = 1e-12 * scale
     w = np.full(form.b.size, np.inf)
+    cheap = np.zeros(form.b.size, dtype=bool)
     for blk in form.blocks:
         part = slice(blk.start, blk.stop)
         yk, hk = y[part], s_hi[part]
         if blk.kind == "zero":
             w[part] = 1e-8 / scale
+            cheap[part] = True
         elif blk.kind == "nonneg":
-            w[part] = np.where(yk > tiny, 1.0 / np.maximum(yk, tiny), hk / tiny)
+            active = yk > tiny
+            w[part] = np.where(active, 1.0 / np.maximum(yk, tiny), hk / tiny)
+            cheap[part] = active
         elif blk.kind == "psd":
             # the optimal dual is singular (complementary to M): any move may
             # leave the cone, at the trace's reach
             i, j = svec_index(int(blk.param), form.solver)
             w[part] = np.sum(hk[i == j]) / tiny
-    return np.where(np.isfinite(w), np.maximum(w, 1e-300), np.inf)
+    return np.where(np.isfinite(w), np.maximum(w, 1e-300), np.inf), cheap
 
 
-def _least_norm_close(form, xq, y, weights, full=False):
-    """``(y', r', size)`` with ``A^T y' = -(P xq + c)`` up to rounding, or
-    ``None`` when no correction can be computed.
+class _Closer:
+    """Closes the residual ``r = P xq + c + A^T y`` exactly (to rounding).
 
     A column with a *singleton* row (a row whose only entry is in that
     column: ``x_k >= 0``, a PSD variable's own entry of its cone) is closed
-    on the cheapest such row (least ``weights``), one division per column.
-    The other columns are closed first by the correction of least weighted
-    norm over all rows, ``y += W^-1 A_u z`` with ``(A_u^T W^-1 A_u) z =
-    -r_u`` (``A_u`` their columns: a small system).  With ``full``, every
-    column is closed that way (one ``n x n`` system; costlier, and tighter
-    when the singleton rows' multipliers sit on their cone's boundary)."""
-    A = form.A.tocsr()
-    own_row, own_val = _singleton_rows(A, weights)
-    if full:
-        own_row[:] = -1
-    open_cols = np.flatnonzero(own_row < 0)
-    y2 = y.copy()
-    if open_cols.size:
-        Au = A[:, open_cols]
-        WAu = sp.diags(np.where(np.isfinite(weights), 1.0 / weights, 0.0)) @ Au
+    on the cheapest such row, one division per column.  The other columns
+    -- with ``targeted``, also those whose singleton rows all cost
+    something (a PSD variable's, whose multipliers sit on the cone's
+    boundary) -- are closed first by the correction of least weighted norm,
+    ``y += W^-1 A_u z`` with ``(A_u^T W^-1 A_u) z = -r_u`` (``A_u`` those
+    columns: a small system, factorized once)."""
+
+    def __init__(self, form, xq, y, s_hi, targeted):
+        self.form, self.xq = form, xq
+        weights, cheap = _move_costs(form, y, s_hi)
+        A = form.A.tocsr()
+        own_row, self.own_val = _singleton_rows(A, weights)
+        if targeted:
+            costly = own_row >= 0
+            costly[costly] = ~cheap[own_row[costly]]
+            own_row[costly] = -1
+        self.own_row = own_row
+        self.closed = np.flatnonzero(own_row >= 0)
+        self.open = np.flatnonzero(own_row < 0)
+        self.ready = bool(self.open.size or self.closed.size) and (
+            not targeted or self.open.size > 0)
+        if self.open.size and self.ready:
+            self.ready = self._factor(A, weights)
+
+    def _factor(self, A, weights):
+        inv = np.where(np.isfinite(weights), 1.0 / weights, 0.0)
+        Au = A[:, self.open].tocsr()
+        self.WAu = sp.diags(inv) @ Au
+        gram = Au.T @ self.WAu
+        ridge = 1e-14 * max(float(np.abs(gram.diagonal()).max()), 1e-300)
         try:
-            lu = sp_linalg.splu((Au.T @ WAu).tocsc())
-        except (RuntimeError, ValueError):
-            return None
-        for _ in range(3):
-            r, _ = _residual(form, xq, y2)
-            step = lu.solve(-r[open_cols])
-            if not np.all(np.isfinite(step)):
-                return None
-            y2 = y2 + WAu @ step
-    closed = np.flatnonzero(own_row >= 0)
-    for _ in range(2):
-        r, _ = _residual(form, xq, y2)
-        # rows are distinct per column: each division closes its column
-        y2[own_row[closed]] -= r[closed] / own_val[closed]
-    r, size = _residual(form, xq, y2)
-    return y2, r, size
+            if self.open.size <= BOUND_DENSE_MAX:
+                dense = gram.toarray() + ridge * np.eye(self.open.size)
+                factor = cho_factor(dense)
+                self.solve = lambda v: cho_solve(factor, v)
+            else:
+                lu = sp_linalg.splu((gram + ridge * sp.eye(self.open.size)).tocsc())
+                self.solve = lu.solve
+        except (np.linalg.LinAlgError, RuntimeError, ValueError):
+            return False
+        return True
+
+    def close(self, y):
+        """``(y', r', size)``: ``y'`` with the residual closed, the residual
+        left and the sum of its terms' magnitudes."""
+        y2 = y.copy()
+        if self.open.size:
+            for _ in range(3):
+                r, _ = _residual(self.form, self.xq, y2)
+                step = self.solve(-r[self.open])
+                if not np.all(np.isfinite(step)):
+                    break
+                y2 = y2 + self.WAu @ step
+        rows = self.own_row[self.closed]
+        for _ in range(2):
+            r, _ = _residual(self.form, self.xq, y2)
+            # rows are distinct per column: each division closes its column
+            y2[rows] -= r[self.closed] / self.own_val[self.closed]
+        r, size = _residual(self.form, self.xq, y2)
+        return y2, r, size
 
 
 def _singleton_rows(A, weights):

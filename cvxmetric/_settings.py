@@ -32,12 +32,6 @@ _SCORE_CHUNK = 65_536
 #: the certificate alternates, keeping the best bound.
 CLOSE_ROUNDS = 4
 
-#: Largest number of variables of the conic form for which the certificate
-#: also closes the dual's residual by the full least-norm system (an
-#: ``n x n`` sparse factorization), when the cheap correction by singleton
-#: rows leaves a gap.
-CLOSE_FULL_MAX = 20_000
-
 
 # --- cvxmetric/_bounds.py -------------------------------------------------
 
