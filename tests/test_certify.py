@@ -218,3 +218,19 @@ def test_bad_radius(radius):
     conic_solve(problem, "CLARABEL")
     with pytest.raises(ValueError, match="radius"):
         cvxmetric.certify(problem, radius=radius)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 6), log_noise=st.floats(-9, 0), seed=st.integers(0, 2**31 - 1),
+       kind=st.sampled_from(sorted(INSTANCES)))
+def test_valid_with_any_dual(n, log_noise, seed, kind):
+    """Whatever dual the certificate is handed, its bound stays valid."""
+    rng = np.random.default_rng(seed)
+    builder = INSTANCES[kind]
+    problem, optimum = builder(rng, n) if kind not in ("exp", "logdet", "power") \
+        else builder(rng)
+    conic_solve(problem, "CLARABEL")
+    form, x, y, snap = _KEPT[problem]
+    noisy = y + 10.0 ** log_noise * (1 + np.abs(y)) * rng.standard_normal(y.size)
+    _KEPT[problem] = (form, x, noisy, snap)
+    assert _valid(cvxmetric.certify(problem), optimum)
