@@ -220,7 +220,12 @@ def _block_trace_rules(form, G, A, blk):
     if candidates.size == 0:
         return []
     rhs = -Gc[candidates].toarray().T                         # (n_cols, n_cand)
-    W, *_ = np.linalg.lstsq(B.T, rhs, rcond=None)             # B^T w = -g_c
+    try:                                                      # B^T w = -g_c
+        W = np.linalg.solve(B.T, rhs) if B.shape[0] == B.shape[1] else None
+    except np.linalg.LinAlgError:
+        W = None
+    if W is None:
+        W = np.linalg.lstsq(B.T, rhs, rcond=None)[0]
     resid = np.linalg.norm(B.T @ W - rhs, axis=0)
     scale = np.linalg.norm(rhs, axis=0)
     diag_pos = _diagonal_rows(blk, form.solver)

@@ -352,9 +352,13 @@ def _deficit_bound(form, xq, y, lo, hi, target=np.inf):
     best = _Found(-np.inf, np.inf, "")
     goal = target - 0.1 * EXACT_GAP * max(1.0, abs(target))
     for targeted in (False, True):
-        closer = _Closer(form, xq, y, s_hi, targeted)
         z = y
-        for _ in range(CLOSE_ROUNDS if closer.ready else 0):
+        for _ in range(CLOSE_ROUNDS):
+            # the weights follow the multipliers: one a round left at zero
+            # is not moved again
+            closer = _Closer(form, xq, z, s_hi, targeted)
+            if not closer.ready:
+                break
             y2, r2, size = closer.close(z)
             with np.errstate(invalid="ignore"):
                 r2 = np.where(np.abs(r2) <= 64 * np.finfo(float).eps * size, 0.0, r2)
@@ -418,7 +422,7 @@ class _Closer:
     something (a PSD variable's, whose multipliers sit on the cone's
     boundary) -- are closed first by the correction of least weighted norm,
     ``y += W^-1 A_u z`` with ``(A_u^T W^-1 A_u) z = -r_u`` (``A_u`` those
-    columns: a small system, factorized once)."""
+    columns: a small system)."""
 
     def __init__(self, form, xq, y, s_hi, targeted):
         self.form, self.xq = form, xq
@@ -441,14 +445,19 @@ class _Closer:
         inv = np.where(np.isfinite(weights), 1.0 / weights, 0.0)
         Au = A[:, self.open].tocsr()
         self.WAu = sp.diags(inv) @ Au
-        gram = Au.T @ self.WAu
-        ridge = 1e-14 * max(float(np.abs(gram.diagonal()).max()), 1e-300)
+        moving = np.flatnonzero(inv > 0)
         try:
             if self.open.size <= BOUND_DENSE_MAX:
-                dense = gram.toarray() + ridge * np.eye(self.open.size)
-                factor = cho_factor(dense)
+                # dense rows (a PSD variable's entries in every hinge): BLAS
+                D = Au[moving].toarray()                         # (rows, open)
+                gram = (D.T * inv[moving]) @ D
+                gram[np.diag_indices_from(gram)] += 1e-14 * max(
+                    float(np.abs(np.diag(gram)).max()), 1e-300)
+                factor = cho_factor(gram)
                 self.solve = lambda v: cho_solve(factor, v)
             else:
+                gram = (Au.T @ self.WAu).tocsc()
+                ridge = 1e-14 * max(float(np.abs(gram.diagonal()).max()), 1e-300)
                 lu = sp_linalg.splu((gram + ridge * sp.eye(self.open.size)).tocsc())
                 self.solve = lu.solve
         except (np.linalg.LinAlgError, RuntimeError, ValueError):
