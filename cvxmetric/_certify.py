@@ -192,7 +192,8 @@ def certify(problem, *, radius=None, tol_gap=EXACT_GAP, tol_feas=FEASIBILITY):
     objective = float(np.asarray(problem.objective.value, dtype=float).reshape(-1)[0])
     violations = _violations(problem)
     form, x0, y, dual_source = _dual(problem)
-    cert = _bound(form, x0, y, objective, bounds, radius is not None)
+    names = {v.id: v.name() for v in problem.variables()}
+    cert = _bound(form, x0, y, objective, bounds, radius is not None, names)
     elapsed = time.perf_counter() - started
     return _certificate(problem, form, objective, violations, cert, dual_source,
                         tol_gap, tol_feas, elapsed)
@@ -283,7 +284,7 @@ class _Bound:
     message: str
 
 
-def _bound(form, x0, y, objective, user_bounds, user_given):
+def _bound(form, x0, y, objective, user_bounds, user_given, names):
     """The lower bound on the conic optimum (see the module docstring): the
     better of :func:`_box_bound` and :func:`_deficit_bound`."""
     y = into_dual_cone(y, form)
@@ -302,7 +303,8 @@ def _bound(form, x0, y, objective, user_bounds, user_given):
         found = [_box_bound(form, xq, y, lo, hi), _deficit_bound(form, xq, y, lo, hi, U)]
     best = max(found, key=lambda f: f.value)
     if not best.finite:
-        return _Bound(-np.inf, np.inf, "", _missing_message(form, found[0].missing))
+        return _Bound(-np.inf, np.inf, "", _missing_message(form, found[0].missing,
+                                                             names))
     value = min(U, best.value) if np.isfinite(U) else best.value
     source = ("the problem's constraints and the level set of its objective at "
               f"{conic_value:.6g}" + (", with the radius given" if user_given else "")
@@ -577,18 +579,29 @@ def _residual_term(r, lo, hi):
     return math.fsum(part[np.isfinite(part)]), missing
 
 
-def _missing_message(form, missing):
-    names = []
+def _missing_message(form, missing, names):
+    """What no bound covers: the user's variables by name, and how many
+    coordinates of the variables CVXPY introduced for its atoms."""
+    mine, theirs = [], 0
     for vid, (start, stop) in form.columns.items():
         stop = form.n if stop is None else stop
-        if np.any((missing >= start) & (missing < stop)):
-            names.append(vid)
-    what = (f"the variables with ids {names[:5]}" if names
-            else "auxiliary variables of the conic form")
-    return (f"no bound: {missing.size} coordinate(s) of {what} are unbounded by the "
-            f"problem's constraints and the level set of its objective; pass "
-            f"radius= (a bound on the variables at an optimal point) or add a "
-            f"constraint that bounds them.")
+        count = int(np.sum((missing >= start) & (missing < stop)))
+        if count and vid in names:
+            mine.append(names[vid])
+        elif count:
+            theirs += count
+    parts = []
+    if mine:
+        parts.append(f"variable(s) {', '.join(mine[:5])}")
+    if theirs:
+        parts.append(f"{theirs} coordinate(s) of the variables CVXPY introduced "
+                     f"for the problem's atoms")
+    advice = ("pass radius= (a bound on those variables at an optimal point) or add "
+              "a constraint that bounds them" if mine else
+              "add a constraint that bounds the atoms' arguments (a radius on the "
+              "problem's own variables bounds them only through the constraints)")
+    return (f"no bound: {' and '.join(parts)} are not bounded by the problem's "
+            f"constraints and the level set of its objective; {advice}.")
 
 
 def _certificate(problem, form, objective, violations, bound, dual_source,
