@@ -297,8 +297,8 @@ def test_omdml_page_example(docs_helpers):
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "omdml.md").read_text()
-    section = text[text.index("OMDML has one metric per view"):
-                   text.index("## The online algorithms")]
+    start = text.index("OMDML has one metric per view")
+    section = text[start:text.index("\n## ", start)]
     pairs = docs_helpers.python_text_pairs(section, "docs/omdml.md")
     assert len(pairs) == 1
     code, expected = pairs[0]
