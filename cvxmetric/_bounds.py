@@ -41,9 +41,12 @@ class BoundSystem:
         self.form = form
         Gs, hs = cone_rows(form)
         # G s <= h with s = b - A x:  -G A x <= h - G b
-        G = sp.vstack([-(Gs @ form.A), sp.csr_array(form.c[None, :])]).tocsr()
+        G = -(Gs @ form.A).tocsr()
+        h = hs - Gs @ form.b
+        G2, h2 = _paired_rows(G, h)
+        G = sp.vstack([G, G2, sp.csr_array(form.c[None, :])]).tocsr()
         self.G = G
-        self.h = np.concatenate([hs - Gs @ form.b, [np.inf]])
+        self.h = np.concatenate([h, h2, [np.inf]])
         self.level_row = G.shape[0] - 1
         self.traces = _trace_rules(form, G)
         self.quad = _quad_rule(form)
@@ -127,6 +130,35 @@ class BoundSystem:
                 trial_lo &= ~stuck_lo
                 trial_hi &= ~stuck_hi
         return lo, hi
+
+
+def _paired_rows(G, h, max_entries=8):
+    """The sums of pairs of short rows on the same columns that cancel on all
+    but one: ``t - v <= 0`` and ``-t - v <= 0`` give ``-2 t <= 0`` (an
+    absolute value's epigraph, ``t >= |v|``: ``t >= 0`` whatever ``v``),
+    which propagation cannot see one row at a time."""
+    G = G.tocsr()
+    G.sort_indices()
+    counts = np.diff(G.indptr)
+    groups = {}
+    for row in np.flatnonzero((counts >= 2) & (counts <= max_entries) & np.isfinite(h)):
+        cols = G.indices[G.indptr[row]:G.indptr[row + 1]]
+        groups.setdefault(cols.tobytes(), []).append(row)
+    rows, cols, vals, rhs = [], [], [], []
+    for members in groups.values():
+        for a_i, a in enumerate(members[:4]):
+            for b in members[a_i + 1:4]:
+                total = (G.data[G.indptr[a]:G.indptr[a + 1]]
+                         + G.data[G.indptr[b]:G.indptr[b + 1]])
+                scale = np.abs(G.data[G.indptr[a]:G.indptr[a + 1]]).max()
+                keep = np.abs(total) > 1e-12 * scale
+                if keep.sum() == 1:
+                    rows.append(len(rhs))
+                    cols.append(G.indices[G.indptr[a]:G.indptr[a + 1]][keep][0])
+                    vals.append(total[keep][0])
+                    rhs.append(h[a] + h[b])
+    G2 = sp.csr_array((vals, (rows, cols)), shape=(len(rhs), G.shape[1]))
+    return G2, np.asarray(rhs, dtype=float)
 
 
 def _with_trace_rows(G, traces):

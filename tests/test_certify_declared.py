@@ -37,7 +37,7 @@ def _variant(dp, family):
         return dp.add_term(0.05 * cp.sum(cp.abs(dp.M)))              # sparsity
     if family == "slr":
         return dp.add_term(5.0 * cp.sum_squares(dp.M))                # shrinkage
-    if family == "slr-l1":
+    if family in ("slr-l1", "ldml-l1"):
         return dp.add_term(0.05 * cp.sum(cp.abs(dp.M)))              # sparsity
     if family == "mmc":
         # a trace cap would be infeasible (Eq. 2 fixes the scale): cap the
@@ -61,11 +61,12 @@ def _declared(iris, family):
         return RankDML(preprocessor=X).declared_problem(triplets)
     if family.startswith("slr"):
         return SLR().declared_problem(X[:30], y[:30])
-    est = LDMLSupervised(random_state=0)
+    est = LDMLSupervised(random_state=0)    # "ldml" and "ldml-l1"
     return est.declared_problem(X[::3], y[::3])
 
 
-@pytest.mark.parametrize("family", ["qwise", "mmc", "rankdml", "slr", "slr-l1", "ldml"])
+@pytest.mark.parametrize("family", ["qwise", "mmc", "rankdml", "slr", "slr-l1", "ldml",
+                                    "ldml-l1"])
 def test_variant_is_certified(iris, family):
     dp = _declared(iris, family)
     dp.solve()
