@@ -6,8 +6,8 @@ CVXPY compiles a problem to
 
 with ``K`` a product of cones in a fixed order: the zero cone (equalities),
 the nonnegative orthant, second-order cones, PSD cones (a triangle of the
-matrix, off-diagonal entries scaled by sqrt(2)), exponential cones and 3-d
-power cones.  This module reads that form (:func:`conic_form`), puts a
+matrix, off-diagonal entries scaled by sqrt(2)), exponential cones, 3-d
+power cones and (Clarabel's) generalized power cones.  This module reads that form (:func:`conic_form`), puts a
 dual vector exactly into the dual cone ``K*`` (:func:`into_dual_cone`) and
 states the linear inequalities every point of ``K`` satisfies
 (:func:`cone_rows`), from which :mod:`cvxmetric._bounds` derives bounds on
@@ -46,6 +46,7 @@ class Block:
     start: int
     stop: int
     param: float = 0.0
+    alphas: tuple = ()
 
 
 @dataclass
@@ -152,9 +153,11 @@ def _blocks(dims):
         add("exp", 3)
     for alpha in dims.p3d:
         add("pow", 3, alpha)
-    if getattr(dims, "pnd", None):
-        raise ValueError("problem: n-dimensional power cones are not supported "
-                         "by the certificate.")
+    for alphas in getattr(dims, "pnd", None) or ():
+        # Clarabel's generalized power cone (x, z): prod x_i^a_i >= |z|, one z
+        blocks.append(Block("pown", at, at + len(alphas) + 1, 0.0,
+                            tuple(float(a) for a in alphas)))
+        at += len(alphas) + 1
     return blocks
 
 
@@ -216,6 +219,8 @@ def into_dual_cone_block(part, blk, solver="CLARABEL"):
         part = _into_dual_exp(part)
     elif blk.kind == "pow":
         part = _into_dual_pow(part, blk.param)
+    elif blk.kind == "pown":
+        part = _into_dual_pown(part, np.asarray(blk.alphas))
     return part
 
 
@@ -255,6 +260,18 @@ def _into_dual_pow(v, alpha):
     return np.array([alpha * abs(w), (1 - alpha) * abs(w), w])
 
 
+def _into_dual_pown(v, alphas):
+    """Into the dual generalized power cone prod (u_i/a_i)^a_i >= |w|, u >= 0."""
+    u, w = np.maximum(v[:-1], 0.0), v[-1]
+    with np.errstate(divide="ignore"):
+        have = float(np.exp(np.sum(alphas * np.log(u / alphas))))
+    if have >= abs(w):
+        return np.concatenate([u, [w]])
+    if have > 0:
+        return np.concatenate([u * abs(w) / have, [w]])   # 1-homogeneous
+    return np.concatenate([alphas * abs(w), [w]])
+
+
 # -- linear inequalities every point of K satisfies --------------------------
 
 
@@ -264,7 +281,8 @@ def cone_rows(form):
     linear consequences of each cone -- ``|z_i| <= t`` (second-order),
     ``2 |S_ij| <= S_ii + S_jj`` and ``S_ii >= 0`` (PSD), ``x + y <= z`` with
     ``y, z >= 0`` (exponential: ``y exp(x/y) >= y + x``), and weighted AM-GM
-    ``|z| <= a x + (1-a) y`` (power).  Every right-hand side is zero."""
+    ``|z| <= a x + (1-a) y`` (power; ``|z| <= sum a_i x_i`` for the
+    generalized one).  Every right-hand side is zero."""
     parts = [_block_rows(blk, form.solver) for blk in form.blocks]
     count, rows, cols, vals = 0, [], [], []
     for r, c, v, n in parts:
@@ -314,6 +332,12 @@ def _block_rows(blk, solver):
         trio = [[k + 2, k, k + 1]]
         return _rows([([[k]], [-1.0]), ([[k + 1]], [-1.0]),
                       (trio, [1.0, -a, a - 1.0]), (trio, [-1.0, -a, a - 1.0])])
+    if blk.kind == "pown":
+        a = np.asarray(blk.alphas)
+        xs = np.arange(k, blk.stop - 1)
+        every = [np.r_[blk.stop - 1, xs]]
+        return _rows([(xs[:, None], [-1.0]), (every, np.r_[1.0, -a]),
+                      (every, np.r_[-1.0, -a])])
     return _psd_rows(blk, solver)
 
 

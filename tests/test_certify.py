@@ -1,6 +1,8 @@
 """cvxmetric.certify: a valid bound for any CVXPY problem, never above the optimum.
 
-Every instance here has an optimum known in closed form.  The bound must
+Every instance here has an optimum known in closed form, one for each cone
+type Clarabel and SCS accept (CVXPY hands SCS a generalized power cone as
+3-d ones).  The bound must
 never pass it (whatever the solver, its accuracy, or a perturbed dual) and
 must be tight when Clarabel solves to its tight tolerances.
 """
@@ -89,7 +91,15 @@ def _power(rng, n=4):
     return problem, -float(np.sum(4 * a ** 3 / 27))
 
 
-INSTANCES = {"lp_box": _lp_box, "lp_simplex": _lp_simplex, "qp": _qp,
+def _power_nd(rng, n=3):
+    alpha = rng.dirichlet(np.ones(n))
+    x, z = cp.Variable(n, pos=True), cp.Variable()
+    problem = cp.Problem(cp.Maximize(z), [cp.constraints.PowConeND(x, z, alpha),
+                                          cp.sum(x) <= 3])
+    return problem, float(np.prod((3 * alpha) ** alpha))
+
+
+INSTANCES = {"power_nd": _power_nd, "lp_box": _lp_box, "lp_simplex": _lp_simplex, "qp": _qp,
              "socp": _socp, "sdp": _sdp, "sdp_max": _sdp_max, "exp": _exp,
              "logdet": _logdet, "power": _power}
 
@@ -227,8 +237,8 @@ def test_valid_with_any_dual(n, log_noise, seed, kind):
     """Whatever dual the certificate is handed, its bound stays valid."""
     rng = np.random.default_rng(seed)
     builder = INSTANCES[kind]
-    problem, optimum = builder(rng, n) if kind not in ("exp", "logdet", "power") \
-        else builder(rng)
+    problem, optimum = builder(rng, n) if kind not in ("exp", "logdet", "power",
+                                                       "power_nd") else builder(rng)
     conic_solve(problem, "CLARABEL")
     form, x, y, snap = _KEPT[problem]
     noisy = y + 10.0 ** log_noise * (1 + np.abs(y)) * rng.standard_normal(y.size)
