@@ -201,12 +201,15 @@ def docs_helpers():
 #: Test modules that .ci/run runs again at the declared minimum versions
 #: (``-m floors``, .ci/floors.txt): every family's exact path, its fast
 #: paths against the stored certified references, the shared solver
-#: contract and the scikit-learn API.
+#: contract, the certificate of any CVXPY problem (it reads CVXPY's conic
+#: form) and the scikit-learn API.
 FLOORS_MODULES = (
     "test_solver_contract.py",
     "test_threads.py",
     "test_sklearn_api.py",
     "test_model.py",
+    "test_certify.py",
+    "test_certify_declared.py",
     "qwise/test_fast_vs_exact.py",
     "qwise_vector/test_collection.py",
     "qwise_structural/test_collection.py",
