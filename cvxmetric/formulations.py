@@ -630,6 +630,7 @@ _REGISTRY = (
         "lmnn", "Weinberger, Saul: Distance metric learning for large margin "
         "nearest neighbor classification (JMLR 2009)", "Eq. 13-14", ("LMNN",),
         data="cvxmetric.lmnn._problem:LMNNData",
+        collection="cvxmetric.lmnn._collection",
         exact="cvxmetric.lmnn.exact:solve_exact",
         # Eq. 14 is solved as Qwise's Eq. 8, whose exact path starts its
         # margin-set reduction from Qwise's fast solve
