@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/slr.md")
+PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/slr.md",
+         "docs/lmnn.md")
 HEADING = "## Prototype a variant"
 
 #: Relative tolerance of printed decimals.

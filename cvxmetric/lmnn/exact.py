@@ -34,6 +34,7 @@ from .._validation import check_instance
 from ..constraints import Quadruplets, informative
 from ..model import DeclaredProblem
 from ..qwise._problem import QwiseData
+from ..qwise.exact import _sqdist_expr
 from ..qwise.exact import solve_exact as _solve_qwise
 from ..result import CertificateError, ProblemSizeError, SolverResult, Status
 from ._problem import LMNNData
@@ -162,13 +163,6 @@ class _LMNNDeclared(DeclaredProblem):
         self.data = self.data.with_mu(float(values["mu"]))
 
 
-# [declare:lmnn-sqdist]
-def _sqdist(M, P):
-    """``p^T M p`` for each row ``p`` of ``P``, vectorised."""
-    return cp.sum(cp.multiply(P @ M, P), axis=1)
-# [/declare]
-
-
 @fill_doc
 def declared_problem(data):
     """Eq. 13-14 exactly as printed, in the user's units, unsolved.
@@ -199,9 +193,9 @@ def declared_problem(data):
     mu = cp.Parameter(nonneg=True, value=data.mu, name="mu")
     P_target = X[anchors] - X[data.targets[valid]]  # one row per j ~> i
     P_near, P_far = X[i] - X[j], X[i] - X[l]        # one row per triplet
-    constraints = {"impostors": _sqdist(M, P_far) - _sqdist(M, P_near) >= 1 - xi,
-                   "psd": M >> 0}
-    objective = (1 - mu) * cp.sum(_sqdist(M, P_target)) + mu * cp.sum(xi)
+    margin = _sqdist_expr(M, P_far) - _sqdist_expr(M, P_near)
+    constraints = {"impostors": margin >= 1 - xi, "psd": M >> 0}
+    objective = (1 - mu) * cp.sum(_sqdist_expr(M, P_target)) + mu * cp.sum(xi)
     problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
     # [/declare]
     assert problem.is_dpp(), "LMNN's declared problem must be DPP"
