@@ -317,6 +317,11 @@ MARGIN_TOL = 1e-9
 #: wine (62 574) at k = 3 fit.
 EXACT_MAX_TRIPLETS = 100_000
 
+#: The exact path solves in per-feature units (each feature divided by the
+#: power of two nearest its spread) when the features' spreads span more
+#: than this many powers of two (raw wine: 2^13); otherwise as given.
+FEATURE_SCALE_SPREAD = 4
+
 
 # --- cvxmetric/mmc/_problem.py ---------------------------------------------
 

@@ -67,6 +67,9 @@ def bundled_instances():
     Xs = (X[sub] - X[sub].mean(axis=0)) / X[sub].std(axis=0)
     out.append(instance("wine45", Xs, y[sub], "wine", 1,
                         "45 wine samples (15 per class), standardised", k=2, mu=0.3))
+    out.append(instance("wine45_raw", X[sub], y[sub], "wine", 1,
+                        "the same 45 wine samples, raw features (0.1 to 1000: the "
+                        "exact path solves in per-feature units)"))
     rng = np.random.RandomState(2)
     y = np.repeat(np.arange(4), [15, 15, 12, 3])
     X = 1.5 * rng.normal(size=(4, 5))[y] + rng.normal(size=(y.size, 5)) \

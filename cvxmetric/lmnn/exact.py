@@ -21,7 +21,11 @@ in LMNN's units by :meth:`LMNNData.certificate` over every triplet, with
 the multipliers ``gamma = (1 - mu) alpha`` of the Qwise solve.  A triplet
 whose hinge does not depend on ``M`` (its two pairs join the same points:
 duplicated samples) is left out of the Qwise problem; the certificate
-counts it.
+counts it.  Features whose spreads span more than
+:data:`FEATURE_SCALE_SPREAD` powers of two (raw wine: 0.1 to 1000) are
+solved in per-feature units (each divided by the power of two nearest its
+spread, the same targets, ``M`` mapped back exactly), where the conic
+solvers are reliable; the certificate is computed in the user's units.
 """
 
 import cvxpy as cp
@@ -29,11 +33,11 @@ import numpy as np
 
 from .._docs import fill_doc
 from .._exact import SOLVERS
-from .._settings import EXACT_MAX_TRIPLETS
+from .._settings import EXACT_MAX_TRIPLETS, FEATURE_SCALE_SPREAD
 from .._validation import check_instance
 from ..constraints import Quadruplets, informative
 from ..model import DeclaredProblem
-from ..qwise._problem import QwiseData
+from ..qwise._problem import QwiseData, _exponent
 from ..qwise.exact import _sqdist_expr
 from ..qwise.exact import solve_exact as _solve_qwise
 from ..result import CertificateError, ProblemSizeError, SolverResult, Status
@@ -84,6 +88,24 @@ def _as_qwise(data):
     return qdata, ids[keep]
 
 
+def _feature_scaled(data):
+    """The same problem in per-feature units: ``(scaled, e)`` with ``scaled``
+    over ``X_j / 2^e_j`` (``2^e_j`` the power of two nearest feature
+    ``j``'s spread) and the same target neighbours, or ``(data, None)``
+    when the spreads span at most :data:`FEATURE_SCALE_SPREAD` powers of
+    two.  Distances are unchanged with ``M_ij = M'_ij / 2^(e_i + e_j)``
+    (exactly: powers of two), so both problems have the same optimum and
+    multipliers; an interior-point solve of features spread over 2^13
+    (raw wine) is not reliable."""
+    spread = np.std(data.X, axis=0)
+    e = np.array([_exponent(s) for s in spread])
+    if np.ptp(e) <= FEATURE_SCALE_SPREAD:
+        return data, None
+    scaled = LMNNData(np.ldexp(data.X, -e), data.classes[data.codes], data.k, data.mu,
+                      targets=data.targets)
+    return scaled, e
+
+
 def solve_exact(data, *, warm_start=None, solvers=SOLVERS, tol=1e-9, verbose=False):
     """Certified exact solution of LMNN (Eq. 13-14) with fixed targets.
 
@@ -119,17 +141,21 @@ def solve_exact(data, *, warm_start=None, solvers=SOLVERS, tol=1e-9, verbose=Fal
     """
     check_instance(data, LMNNData, "data")
     check_exact_size(data)
-    qdata, ids = _as_qwise(data)
+    scaled, e = _feature_scaled(data)
+    qdata, ids = _as_qwise(scaled)
     result = _solve_qwise(qdata, warm_start=warm_start, solvers=solvers, tol=tol,
                           verbose=verbose)
+    M = result.M if e is None else np.ldexp(result.M, -(e[:, None] + e[None, :]))
     gamma = (1.0 - data.mu) * np.asarray(result.info["alpha"], dtype=float)
     qc = result.certificate
-    cert = data.certificate(result.M, ids, gamma, solver=qc.solver,
+    cert = data.certificate(M, ids, gamma, solver=qc.solver,
                             solver_version=qc.solver_version,
                             tolerances=qc.tolerances, times=qc.times)
     info = {"gamma": gamma, "triplet_ids": ids,
             **{k: v for k, v in result.info.items() if k not in ("alpha", "model")}}
-    out = SolverResult(M=result.M, status=Status.OPTIMAL, objective=cert.objective,
+    if e is not None:
+        info["feature_exponents"] = e
+    out = SolverResult(M=M, status=Status.OPTIMAL, objective=cert.objective,
                        n_iter=result.n_iter, certificate=cert, method="exact",
                        info=info, time=result.time)
     if not cert.passed:
