@@ -97,8 +97,8 @@ def _feature_scaled(data):
     (exactly: powers of two), so both problems have the same optimum and
     multipliers; an interior-point solve of features spread over 2^13
     (raw wine) is not reliable."""
-    spread = np.std(data.X, axis=0)
-    e = np.array([_exponent(s) for s in spread])
+    # the spreads of Xn = (X - mean) / 2^data._e, which cannot overflow
+    e = np.array([_exponent(s) for s in np.std(data._Xn, axis=0)]) + data._e
     if np.ptp(e) <= FEATURE_SCALE_SPREAD:
         return data, None
     scaled = LMNNData(np.ldexp(data.X, -e), data.classes[data.codes], data.k, data.mu,

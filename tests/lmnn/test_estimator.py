@@ -162,7 +162,7 @@ def test_small_classes_duplicates_and_one_feature():
     assert est.status_ == "optimal" and est.components_.shape == (1, 1)
 
 
-@pytest.mark.parametrize("scale", [1e-6, 1e6])
+@pytest.mark.parametrize("scale", [1e-100, 1e-6, 1e6, 1e100])
 def test_extreme_scales(scale):
     # distances scale like scale^2, the metric like 1 / scale^2: the
     # optimum of the scaled data is that of the data (the margin is 1)
@@ -173,6 +173,14 @@ def test_extreme_scales(scale):
     assert est.objective_ == pytest.approx(ref.objective_, rel=1e-6)
     np.testing.assert_allclose(est.get_mahalanobis_matrix() * scale ** 2,
                                ref.get_mahalanobis_matrix(), rtol=1e-3, atol=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_scales_beyond_floating_point_name_x(scale):
+    # squared distances (or the pull matrix) leave the float64 range
+    X, y = blobs(seed=4)
+    with pytest.raises(ValueError, match="^X: "):
+        LMNN().fit(X * scale, y)
 
 
 def test_iris_exact():
