@@ -11,6 +11,7 @@ from .constraints import (
 )
 from .formulations import Formulation, Method, formulation, formulations
 from .ldml.estimator import LDML, LDMLStar, LDMLSupervised, MildML
+from .lmnn.estimator import LMNN
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
 from .omdml.estimator import OMDML
@@ -59,6 +60,7 @@ __all__ = [
     "LDMLSupervised",
     "MildML",
     "LDMLStar",
+    "LMNN",
     "DeclaredProblem",
     "certify",
     "certified_solve",

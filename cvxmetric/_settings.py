@@ -296,6 +296,33 @@ RIDGE = 4.0
 CERTIFY_PAIRS = 5_000_000
 
 
+# --- cvxmetric/lmnn/_problem.py --------------------------------------------
+
+#: Entries of the (anchors, samples, features) and (anchors, targets,
+#: samples) arrays a blockwise pass over LMNN's triplets holds at once
+#: (32 MiB of float64): the target search, the objective and the
+#: certificate never hold one entry per triplet.
+TRIPLET_BLOCK = 1 << 22
+
+#: Hinge arguments within this of 0 (the margin is 1) are on the margin:
+#: the certificate keeps a given multiplier there and reads the others off
+#: the sign of the argument.
+MARGIN_TOL = 1e-9
+
+
+# --- cvxmetric/lmnn/exact.py -----------------------------------------------
+
+#: Largest number of impostor triplets ``(i, j, l)`` the exact path
+#: declares (one linear constraint and one slack each): iris (45 000) and
+#: wine (62 574) at k = 3 fit.
+EXACT_MAX_TRIPLETS = 100_000
+
+#: The exact path solves in per-feature units (each feature divided by the
+#: power of two nearest its spread) when the features' spreads span more
+#: than this many powers of two (raw wine: 2^13); otherwise as given.
+FEATURE_SCALE_SPREAD = 4
+
+
 # --- cvxmetric/mmc/_problem.py ---------------------------------------------
 
 #: Singular values of the Jacobi-scaled similar differences (unit columns)

@@ -627,6 +627,21 @@ _REGISTRY = (
         refusal=("NotAttainedError", {"exact": "fast", "fast": "exact",
                                       "lowrank": "exact"})),
     Formulation(
+        "lmnn", "Weinberger, Saul: Distance metric learning for large margin "
+        "nearest neighbor classification (JMLR 2009)", "Eq. 13-14", ("LMNN",),
+        data="cvxmetric.lmnn._problem:LMNNData",
+        collection="cvxmetric.lmnn._collection",
+        exact="cvxmetric.lmnn.exact:solve_exact",
+        # Eq. 14 is solved as Qwise's Eq. 8, whose exact path starts its
+        # margin-set reduction from Qwise's fast solve
+        warm_start="cvxmetric.qwise.fast:warm_start",
+        declared="cvxmetric.lmnn.exact:declared_problem",
+        methods=(_EXACT_WARM,),
+        options_estimator="LMNN",
+        # not yet in the real-data suite: its datasets beyond iris and wine
+        # exceed the exact path's size (EXACT_MAX_TRIPLETS)
+        suite=False),
+    Formulation(
         "mildml", _LDML, "Eq. 8 (MildML); Eq. 9-11, then Eq. 2 (LDML*)", ("MildML", "LDMLStar"),
         data="cvxmetric.ldml._mildml:BagPairs",
         # MildML's objective is not convex (the instance pair of a bag

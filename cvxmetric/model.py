@@ -1,7 +1,7 @@
 """The declared CVXPY model of every formulation: one contract for all families.
 
 Every convex formulation (``qwise``, ``qwise_vector``, ``qwise_structural``,
-``mmc``, ``constraintdml``, ``rankdml``, ``slr``, ``omdml``, ``ldml``: the
+``mmc``, ``constraintdml``, ``rankdml``, ``slr``, ``omdml``, ``ldml``, ``lmnn``: the
 registry's entries with a ``declared`` path, :mod:`cvxmetric.formulations`)
 hands out its problem *exactly as the paper prints it, in the user's units*,
 as a :class:`DeclaredProblem`; MildML's Eq. 8 is not convex and has none.

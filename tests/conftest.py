@@ -219,6 +219,7 @@ FLOORS_MODULES = (
     "slr/test_collection.py",
     "omdml/test_collection.py",
     "ldml/test_collection.py",
+    "lmnn/test_collection.py",
 )
 
 

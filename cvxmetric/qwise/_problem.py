@@ -55,7 +55,7 @@ from ..result import Certificate
 
 _GAP, _FEAS = certificate_tolerance("qwise")
 
-__all__ = ["QwiseData", "Scaling", "REGULARIZERS", "C_RANGE"]
+__all__ = ["QwiseData", "Scaling", "REGULARIZERS", "C_RANGE", "loewner_scale"]
 
 REGULARIZERS = ("trace", "frobenius", "similar")
 
@@ -601,29 +601,7 @@ class QwiseData(Samples):
         """Smallest ``t >= 1`` with ``S / t <= R``; ``inf`` if none exists."""
         if self.regularizer == "trace":
             return max(1.0, float(np.linalg.eigvalsh(S)[-1]))
-        tol = 1e-12 * max(1.0, np.abs(self.R).max())
-        # a generalised eigenproblem needs R definite; a numerically singular
-        # R passes Cholesky with a tiny pivot and returns garbage, so test first
-        if np.linalg.eigvalsh(self.R)[0] > 1e3 * tol:
-            top = float(scipy.linalg.eigh(S, self.R, eigvals_only=True)[-1])
-            return max(1.0, top)
-        # singular R: bisection on t with an exact PSD test up to round-off
-
-        def ok(t):
-            return np.linalg.eigvalsh(self.R - S / t)[0] >= -tol
-
-        if ok(1.0):
-            return 1.0
-        hi = 2.0
-        while not ok(hi):
-            hi *= 2.0
-            if hi > 1e12:
-                return np.inf
-        lo = hi / 2.0
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        return hi
+        return loewner_scale(S, self.R)
 
     def certificate(
         self, M, alpha, *, solver, solver_version="", tolerances=None, times=None,
@@ -647,6 +625,39 @@ class QwiseData(Samples):
             cert.rel_gap = self.relative_gap(obj, bound)
             cert.scale = max(self.gap_floor, abs(obj))
         return cert
+
+
+def loewner_scale(S, R):
+    """Smallest ``t >= 1`` with ``S / t <= R`` (Loewner order) for a PSD
+    ``R``; ``inf`` if none exists.
+
+    The dual bound of a linear regulariser ``<R, M>`` scales its multipliers
+    by ``1 / t`` into the feasible set (:meth:`QwiseData.dual_bound`; LMNN's
+    certificate uses it with ``R = (1 - mu) A_T``).
+    """
+    tol = 1e-12 * max(1.0, np.abs(R).max())
+    # a generalised eigenproblem needs R definite; a numerically singular
+    # R passes Cholesky with a tiny pivot and returns garbage, so test first
+    if np.linalg.eigvalsh(R)[0] > 1e3 * tol:
+        top = float(scipy.linalg.eigh(S, R, eigvals_only=True)[-1])
+        return max(1.0, top)
+    # singular R: bisection on t with an exact PSD test up to round-off
+
+    def ok(t):
+        return np.linalg.eigvalsh(R - S / t)[0] >= -tol
+
+    if ok(1.0):
+        return 1.0
+    hi = 2.0
+    while not ok(hi):
+        hi *= 2.0
+        if hi > 1e12:
+            return np.inf
+    lo = hi / 2.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
 
 
 def _direction_weights(op, U, chunk=65_536):
