@@ -112,7 +112,7 @@ def _block_args(data, Z, sq, rows):
     return near[:, :, None] - D[:, None, :]  # one pass over the block
 
 
-def scan(data, M, band=0.0, cap=None, *, exclude=None, deadline=None):
+def scan(data, M, band=0.0, cap=None, *, spread=False, exclude=None, deadline=None):
     """One pass over every impostor triplet at ``M``, in blocks of anchors.
 
     Parameters
@@ -126,6 +126,10 @@ def scan(data, M, band=0.0, cap=None, *, exclude=None, deadline=None):
     cap : int, optional
         At most this many, the largest arguments first (memory stays
         ``O(cap)`` whatever the number found).
+    spread : bool
+        Keep, instead of the ``cap`` largest arguments, ``cap`` triplets
+        spread evenly over all those found (those of smallest hashed id: a
+        deterministic, uniform choice).
     exclude : ndarray of int64, optional
         Sorted triplet ids left out (a working set).
     deadline : Deadline, optional
@@ -161,21 +165,27 @@ def scan(data, M, band=0.0, cap=None, *, exclude=None, deadline=None):
         args.append(vals)
         kept += block_ids.size
         if cap is not None and kept > 4 * cap:
-            ids, args = _top(np.concatenate(ids), np.concatenate(args), cap)
+            ids, args = _top(np.concatenate(ids), np.concatenate(args), cap, spread)
             ids, args, kept = [ids], [args], ids.size
     ids = np.concatenate(ids) if ids else np.empty(0, np.int64)
     args = np.concatenate(args) if args else np.empty(0)
     if cap is not None and ids.size > cap:
-        ids, args = _top(ids, args, cap)
+        ids, args = _top(ids, args, cap, spread)
     order = np.argsort(ids)
     return Scan(ids[order], args[order], hinge, found, complete)
 
 
-def _top(ids, args, cap):
-    """The ``cap`` entries of largest ``args``."""
+def _top(ids, args, cap, spread=False):
+    """The ``cap`` entries of largest ``args`` (``spread``: of smallest
+    hashed ``ids``, a uniform sample that does not depend on ``M``)."""
     if ids.size <= cap:
         return ids, args
-    top = np.argpartition(-args, cap - 1)[:cap]
+    if spread:
+        # Fibonacci hashing: multiplication modulo 2^64 scatters the ids
+        key = (ids.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(11)
+        top = np.argpartition(key.astype(float), cap - 1)[:cap]
+    else:
+        top = np.argpartition(-args, cap - 1)[:cap]
     return ids[top], args[top]
 
 
@@ -241,6 +251,7 @@ class WSState(NamedTuple):
     inner_iter: int  # iterations of the restricted solves
     rounds: tuple  # per round: size, added, restricted gap, seconds
     deadline: object
+    add_cap: int  # additions per round: doubles while the pass finds more
 
 
 @dataclass
@@ -258,8 +269,10 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
         Wall-clock budget (the restricted solves and the passes check it);
         the result is certified whatever stopped it.
     max_add : int
-        At most this many triplets join the set per round, the most
-        violated first (and the first set holds at most this many).
+        The first set holds at most this many triplets, spread evenly over
+        those near or past their margin at the start; at most this many
+        join the set per round, the most violated first, a number that
+        doubles after each round whose pass found more.
     band : float
         Triplets outside the set whose hinge argument is above ``-band``
         (near their margin, in the margin's units) are candidates; a round
@@ -292,8 +305,11 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
     def init_state(self, data, init=None):
         deadline = self.deadline
         M = euclidean_start(data) if init is None else project_psd(init.M)
-        found = scan(data, M, self.band, self.max_add, deadline=deadline)
-        W = found.ids[found.arg > -self.band] if found.ids.size else found.ids
+        # the first set spreads evenly over the triplets near or past their
+        # margin: the most violated alone (an impostor nearer than its
+        # target) would make M = 0 the restricted optimum
+        found = scan(data, M, self.band, self.max_add, spread=True, deadline=deadline)
+        W = found.ids
         if W.size == 0:
             # nothing active even within the band: start from the closest
             W = scan(data, M, np.inf, min(self.max_add, 1000)).ids
@@ -305,7 +321,7 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
             W = np.union1d(W, old)
             kept, gamma = old, np.asarray(init.info["gamma"], dtype=float)
         state = WSState(0, np.inf, W, kept, gamma, self.inner_tol, None, False, 0, (),
-                        deadline)
+                        deadline, self.max_add)
         return M, state
 
     def update(self, M, state, data):
@@ -314,10 +330,13 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
         t0 = time.perf_counter()
         deadline = state.deadline
         M, kept, gamma, res = self._restricted(data, M, state, deadline)
-        found = scan(data, M, self.band, self.max_add, exclude=state.W,
+        found = scan(data, M, self.band, state.add_cap, exclude=state.W,
                      deadline=deadline)
         violated = found.ids[found.arg > 0.0]
         W, cert, done, inner_tol = state.W, None, False, state.inner_tol
+        # far from the optimum each pass finds more than the cap: the cap
+        # doubles, so the rounds grow the set geometrically
+        add_cap = state.add_cap * (2 if found.n_found > state.add_cap else 1)
         if violated.size:
             W = np.union1d(W, found.ids)  # the cap kept the most violated
         elif found.complete:
@@ -340,7 +359,7 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
         return M, state._replace(
             iter_num=state.iter_num + 1, W=W, kept=kept, gamma=gamma,
             error=state.error if cert is None else float(cert.rel_gap),
-            inner_tol=inner_tol, certificate=cert, done=done,
+            inner_tol=inner_tol, certificate=cert, done=done, add_cap=add_cap,
             inner_iter=state.inner_iter + int(res.n_iter), rounds=rounds)
 
     def _restricted(self, data, M, state, deadline):
