@@ -252,6 +252,7 @@ class WSState(NamedTuple):
     rounds: tuple  # per round: size, added, restricted gap, seconds
     deadline: object
     add_cap: int  # additions per round: doubles while the pass finds more
+    weight: float  # the first round's hinge weight factor (1 afterwards)
 
 
 @dataclass
@@ -321,7 +322,7 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
             W = np.union1d(W, old)
             kept, gamma = old, np.asarray(init.info["gamma"], dtype=float)
         state = WSState(0, np.inf, W, kept, gamma, self.inner_tol, None, False, 0, (),
-                        deadline, self.max_add)
+                        deadline, self.max_add, max(1.0, found.n_found / max(W.size, 1)))
         return M, state
 
     def update(self, M, state, data):
@@ -359,13 +360,21 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
         return M, state._replace(
             iter_num=state.iter_num + 1, W=W, kept=kept, gamma=gamma,
             error=state.error if cert is None else float(cert.rel_gap),
-            inner_tol=inner_tol, certificate=cert, done=done, add_cap=add_cap,
+            inner_tol=inner_tol, certificate=cert, done=done, add_cap=add_cap, weight=1.0,
             inner_iter=state.inner_iter + int(res.n_iter), rounds=rounds)
 
     def _restricted(self, data, M, state, deadline):
         """Qwise's dual solver on the working set, warm-started from the
         last round; ``(M, kept ids, gamma, result)``."""
-        qdata, kept = _as_qwise(data, state.W)
+        on = data
+        if state.weight > 1.0:
+            # the first set samples the triplets near their margin: weighed
+            # by the number it stands for, its hinges balance the pull term
+            # as all of them do (unweighted, a small sample makes M = 0 the
+            # restricted optimum); the multipliers are clipped to [0, mu]
+            C = data.C * state.weight
+            on = data.with_mu(C / (1.0 + C))
+        qdata, kept = _as_qwise(on, state.W)
         scale = 1.0 - data.mu
         alpha = _on(state.kept, state.gamma, kept) / scale
         init = None
@@ -373,7 +382,9 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
             init = SolverResult(M=M, status="", objective=np.nan, n_iter=0,
                                 certificate=None, method="", info={"alpha": alpha})
         left = deadline.remaining()
-        solver = QwiseDualSolver(tol=state.inner_tol,
+        # the weighted first round only locates the set: a loose tolerance
+        tol = state.inner_tol if state.weight == 1.0 else max(state.inner_tol, 1e-3)
+        solver = QwiseDualSolver(tol=tol,
                                  max_time=None if not np.isfinite(left) else max(left, 0.0))
         res = solver.run(qdata, init, warn=False)
         gamma = np.clip(scale * np.asarray(res.info["alpha"], dtype=float), 0.0, data.mu)
