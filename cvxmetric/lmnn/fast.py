@@ -331,15 +331,20 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
         t0 = time.perf_counter()
         deadline = state.deadline
         M, kept, gamma, res = self._restricted(data, M, state, deadline)
-        found = scan(data, M, self.band, state.add_cap, exclude=state.W,
-                     deadline=deadline)
+        # while the set is a sample (weight > 1), the pass samples too
+        found = scan(data, M, self.band, state.add_cap, spread=state.weight > 1.0,
+                     exclude=state.W, deadline=deadline)
         violated = found.ids[found.arg > 0.0]
         W, cert, done, inner_tol = state.W, None, False, state.inner_tol
         # far from the optimum each pass finds more than the cap: the cap
         # doubles, so the rounds grow the set geometrically
-        add_cap = state.add_cap * (2 if found.n_found > state.add_cap else 1)
+        capped = found.n_found > state.add_cap
+        add_cap = state.add_cap * (2 if capped else 1)
+        weight = 1.0
         if violated.size:
-            W = np.union1d(W, found.ids)  # the cap kept the most violated
+            W = np.union1d(W, found.ids)
+            if capped:
+                weight = (found.n_found + state.W.size) / W.size
         elif found.complete:
             cert = data.certificate(M, kept, gamma, solver=self.name)
             done = cert.rel_gap <= self.tol and cert.passed
@@ -360,7 +365,8 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
         return M, state._replace(
             iter_num=state.iter_num + 1, W=W, kept=kept, gamma=gamma,
             error=state.error if cert is None else float(cert.rel_gap),
-            inner_tol=inner_tol, certificate=cert, done=done, add_cap=add_cap, weight=1.0,
+            inner_tol=inner_tol, certificate=cert, done=done, add_cap=add_cap,
+            weight=weight,
             inner_iter=state.inner_iter + int(res.n_iter), rounds=rounds)
 
     def _restricted(self, data, M, state, deadline):
