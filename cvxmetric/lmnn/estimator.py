@@ -119,10 +119,11 @@ default=None
         other than the default 3 that disagrees is an error).
     min_iter, max_iter : int >= 1, optional
         metric-learn's iteration bounds of its gradient descent; unused by
-        the exact solve.
+        the exact and fast solves (``max_iter`` is ``"subgradient"``'s
+        budget, 1 000 by default).
     learn_rate : float > 0, optional
-        metric-learn's step size; unused (a certified solve has no step to
-        choose).
+        metric-learn's step size; unused by the certified solves (they have
+        no step to choose), ``"subgradient"``'s initial step.
     regularization : float in (0, 1), optional
         metric-learn's weight of the *pull* term (its gradient is
         ``regularization * pull + (1 - regularization) * push``): it sets
@@ -131,8 +132,9 @@ default=None
         disagrees is an error.
     convergence_tol : float > 0, optional
         metric-learn's stopping threshold on the objective's change;
-        unused by the exact solve, whose certificate is judged at the
-        package's tolerance.
+        unused by the certified solves, whose certificate is judged at the
+        package's tolerance; ``"subgradient"`` stops when its objective
+        changes by less between two full checks.
     {verbose}
     preprocessor : array_like of shape (n_samples, n_features) or callable, \
 optional
