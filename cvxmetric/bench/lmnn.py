@@ -62,14 +62,15 @@ def letter_data(n=20_000, d=16, n_classes=26, spread=1.0, random_state=0):
 
 def run_case(case):
     """Run one case in this process: ``problem``, ``method``, ``seed`` and
-    optionally ``max_time``.  Returns a dict of measurements."""
+    optionally ``max_time`` and (letter) ``n``.  Returns a dict of
+    measurements."""
     from ..lmnn import LMNNData, LMNNWorkingSet
 
     t0 = time.perf_counter()
     if case["problem"] == "lmnn-digits":
         X, y = digits_data()
     else:
-        X, y = letter_data(random_state=case.get("seed", 0))
+        X, y = letter_data(n=case.get("n", 20_000), random_state=case.get("seed", 0))
     data = LMNNData(X, y, k=3)
     out = {"setup_seconds": time.perf_counter() - t0, "base_mb": _max_rss_mb(),
            "n": int(X.shape[0]), "d": int(X.shape[1]), "N": int(data.n_triplets)}
