@@ -636,7 +636,18 @@ _REGISTRY = (
         # margin-set reduction from Qwise's fast solve
         warm_start="cvxmetric.qwise.fast:warm_start",
         declared="cvxmetric.lmnn.exact:declared_problem",
-        methods=(_EXACT_WARM,),
+        methods=(
+            _EXACT_WARM,
+            # a working set of impostors solved by Qwise's dual solver,
+            # certified over every triplet; and the paper's projected
+            # subgradient method (Sec. 5), reported
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   capabilities={"max_time"},
+                   collection="cvxmetric.lmnn.fast:solve_fast"),
+            Method("subgradient", {"solver": "subgradient"}, "paper", "exact",
+                   capabilities={"max_time"},
+                   collection="cvxmetric.lmnn.fast:solve_subgradient"),
+        ),
         options_estimator="LMNN",
         # not yet in the real-data suite: its datasets beyond iris and wine
         # exceed the exact path's size (EXACT_MAX_TRIPLETS)

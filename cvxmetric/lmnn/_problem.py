@@ -239,9 +239,14 @@ class LMNNData:
             slot = slot[self.targets[anchors].ravel() >= 0]
             parts.append((slot[:, None].astype(np.int64) * n + others).ravel())
         ids = np.sort(np.concatenate(parts))
-        slot, l = np.divmod(ids, n)
-        i, s = np.divmod(slot, k)
-        return ids, np.column_stack([i, self.targets[i, s], l]).astype(np.intp)
+        return ids, self.triplet_samples(ids)
+
+    def triplet_samples(self, ids):
+        """The (len(ids), 3) array of sample indices ``(i, j, l)`` of the
+        triplets ``ids`` (:meth:`triplets`' numbering)."""
+        slot, l = np.divmod(np.asarray(ids, dtype=np.int64), self.n_samples)
+        i, s = np.divmod(slot, self.k)
+        return np.column_stack([i, self.targets[i, s], l]).astype(np.intp)
 
     # -- blockwise passes ----------------------------------------------------------
 

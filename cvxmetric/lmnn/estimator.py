@@ -10,6 +10,13 @@ Eq. 13-14 over every impostor triplet with the solver ``solver`` names:
 ==========  ====================================================  ===========
 ``exact``   :func:`~cvxmetric.lmnn.solve_exact` (CVXPY, through   certified
             Qwise's exact path), then LMNN's own certificate
+``fast``    :class:`~cvxmetric.lmnn.LMNNWorkingSet`: a working     certified
+            set of impostors solved by Qwise's dual solver, grown
+            by blockwise passes over every triplet
+``subgra``  :class:`~cvxmetric.lmnn.LMNNSubgradient`: the paper's  reported
+``dient``   projected subgradient method (Sec. 5)
+``auto``    ``exact`` up to :data:`~cvxmetric.lmnn.exact.          certified
+            EXACT_MAX_TRIPLETS` impostor triplets, else ``fast``
 ==========  ====================================================  ===========
 
 It takes metric-learn 0.7's keywords (``init, n_neighbors, min_iter,
@@ -37,7 +44,8 @@ from .._docs import fill_doc
 from .._solver import conic_verbose
 from ..formulations import formulation
 from ._problem import LMNNData
-from .exact import check_exact_size, declared_problem
+from .exact import EXACT_MAX_TRIPLETS, check_exact_size, declared_problem
+from .fast import LMNNSubgradient, LMNNWorkingSet
 
 __all__ = ["LMNN", "SOLVER_NAMES", "INIT_NAMES"]
 
@@ -87,9 +95,20 @@ class LMNN(LabelledMixin, TransformerMixin, MahalanobisMixin, BaseEstimator):
         weighs the pull term.
     M0 : array_like of shape (n_features, n_features), optional
         PSD metric of the target search (default: Euclidean).
-    solver : {"exact"}, default="exact"
-        The certified CVXPY solve (up to
+    solver : {"auto", "exact", "fast", "subgradient"}, default="auto"
+        ``"exact"``: the certified CVXPY solve (up to
         :data:`~cvxmetric.lmnn.exact.EXACT_MAX_TRIPLETS` impostor triplets).
+        ``"fast"``: the certified working-set solver
+        (:class:`~cvxmetric.lmnn.LMNNWorkingSet`), any size.
+        ``"subgradient"``: the paper's projected subgradient method
+        (:class:`~cvxmetric.lmnn.LMNNSubgradient`; ``max_iter``,
+        ``learn_rate`` and ``convergence_tol`` are its own), reported with
+        its certificate.  ``"auto"``: ``"exact"`` up to
+        ``EXACT_MAX_TRIPLETS`` triplets (the same optimum, certified), else
+        ``"fast"``.
+    max_time : float > 0, optional
+        Wall-clock budget of ``"fast"`` and ``"subgradient"`` (seconds); a
+        solve it stops keeps its certificate and a status that says so.
     init : {"auto", "pca", "lda", "identity", "random"}, array_like or None, \
 default=None
         metric-learn's starting factor ``L`` of its gradient descent.  The
@@ -100,10 +119,11 @@ default=None
         other than the default 3 that disagrees is an error).
     min_iter, max_iter : int >= 1, optional
         metric-learn's iteration bounds of its gradient descent; unused by
-        the exact solve.
+        the exact and fast solves (``max_iter`` is ``"subgradient"``'s
+        budget, 1 000 by default).
     learn_rate : float > 0, optional
-        metric-learn's step size; unused (a certified solve has no step to
-        choose).
+        metric-learn's step size; unused by the certified solves (they have
+        no step to choose), ``"subgradient"``'s initial step.
     regularization : float in (0, 1), optional
         metric-learn's weight of the *pull* term (its gradient is
         ``regularization * pull + (1 - regularization) * push``): it sets
@@ -112,8 +132,9 @@ default=None
         disagrees is an error.
     convergence_tol : float > 0, optional
         metric-learn's stopping threshold on the objective's change;
-        unused by the exact solve, whose certificate is judged at the
-        package's tolerance.
+        unused by the certified solves, whose certificate is judged at the
+        package's tolerance; ``"subgradient"`` stops when its objective
+        changes by less between two full checks.
     {verbose}
     preprocessor : array_like of shape (n_samples, n_features) or callable, \
 optional
@@ -163,7 +184,8 @@ optional
         "k": [Interval(Integral, 1, None, closed="left")],
         "mu": [Interval(Real, 0, 1, closed="neither")],
         "M0": ["array-like", None],
-        "solver": [StrOptions(set(SOLVER_NAMES))],
+        "solver": [StrOptions(set(SOLVER_NAMES) | {"auto"})],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
         "init": [StrOptions(set(INIT_NAMES)), "array-like", None],
         "n_neighbors": [Interval(Integral, 1, None, closed="left"), None],
         "min_iter": [Interval(Integral, 1, None, closed="left"), None],
@@ -177,10 +199,10 @@ optional
         "random_state": ["random_state"],
     }
 
-    def __init__(self, k=3, mu=0.5, M0=None, solver="exact", init=None, n_neighbors=None,
+    def __init__(self, k=3, mu=0.5, M0=None, solver="auto", init=None, n_neighbors=None,
                  min_iter=None, max_iter=None, learn_rate=None, regularization=None,
                  convergence_tol=None, verbose=False, preprocessor=None,
-                 n_components=None, random_state=None):
+                 n_components=None, random_state=None, max_time=None):
         store_arguments(self, locals())
 
     def _data(self, X, y):
@@ -204,7 +226,13 @@ optional
     def _fit(self, X, y):
         """Find the target neighbours and solve Eq. 13-14."""
         data = self._data(X, y)
-        result = self._run_solver({"exact": lambda: self._solve_exact(data)})
+        solvers = {"exact": lambda: self._solve_exact(data),
+                   "fast": lambda: self._solve_fast(data),
+                   "subgradient": lambda: self._solve_subgradient(data)}
+        # auto: the exact path where it runs (the same certified optimum)
+        solvers["auto"] = solvers["exact" if data.n_triplets <= EXACT_MAX_TRIPLETS
+                                  else "fast"]
+        result = self._run_solver(solvers)
         self._store_result(result)
         if self.n_components is not None and self.n_components < data.n_features:
             self._truncate(self.n_components)
@@ -224,6 +252,16 @@ optional
     def _solve_exact(self, data):
         check_exact_size(data, "solver")
         return formulation("lmnn").solve_exact(data, verbose=conic_verbose(self.verbose))
+
+    def _solve_fast(self, data):
+        return LMNNWorkingSet(max_time=self.max_time).run(data)
+
+    def _solve_subgradient(self, data):
+        options = {"maxiter": self.max_iter, "learn_rate": self.learn_rate,
+                   "tol": self.convergence_tol}
+        return LMNNSubgradient(max_time=self.max_time,
+                               **{k: v for k, v in options.items() if v is not None}
+                               ).run(data)
 
     def _declare(self, X, y):
         """Eq. 13-14 on ``fit(X, y)``'s target neighbours, unsolved."""

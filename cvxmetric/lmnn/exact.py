@@ -62,13 +62,18 @@ def check_exact_size(data, name="data"):
             f"fewer samples or a smaller k.")
 
 
-def _as_qwise(data):
+def _as_qwise(data, ids=None):
     """Eq. 14 divided by ``1 - mu``, as Qwise's Eq. 8: ``(QwiseData, ids)``
-    with ``ids`` the triplets (of :meth:`LMNNData.triplets`) it keeps."""
+    with ``ids`` the triplets (of :meth:`LMNNData.triplets`) it keeps; over
+    the triplets ``ids`` only when given (sorted ids: the fast solver's
+    working set, every other multiplier fixed at 0)."""
     if not np.all(np.isfinite(data.A_T)):
         raise ValueError("X: the pull term's matrix sum_{j ~> i} (x_i - x_j)(x_i - "
                          "x_j)^T overflows; rescale X.")
-    ids, ijl = data.triplets()
+    if ids is None:
+        ids, ijl = data.triplets()
+    else:
+        ijl = data.triplet_samples(ids)
     quads = np.column_stack([ijl[:, 0], ijl[:, 1], ijl[:, 0], ijl[:, 2]])
     keep = informative(data.X, quads)
     if not np.any(keep):

@@ -63,7 +63,8 @@ def test_the_declared_problem_as_printed_has_the_exact_optimum():
 
 def test_registry_entry():
     f = formulation("lmnn")
-    assert f.estimators == ("LMNN",) and [m.name for m in f.methods] == ["exact"]
+    assert f.estimators == ("LMNN",)
+    assert [m.name for m in f.methods] == ["exact", "fast", "subgradient"]
     assert f.load("exact") is exact.solve_exact
     assert f.load("declared") is exact.declared_problem
     assert f.load("data") is LMNNData
@@ -127,7 +128,7 @@ def test_size_limit_names_solver(monkeypatch):
 @pytest.mark.parametrize("params, name", [
     ({"k": 0}, "k"), ({"k": -2}, "k"), ({"mu": 0.0}, "mu"), ({"mu": 1.0}, "mu"),
     ({"mu": 1.5}, "mu"), ({"regularization": 1.0}, "regularization"),
-    ({"n_neighbors": 0}, "n_neighbors"), ({"solver": "fast"}, "solver")])
+    ({"n_neighbors": 0}, "n_neighbors"), ({"solver": "nope"}, "solver")])
 def test_bad_parameters_name_themselves(params, name):
     X, y = blobs()
     with pytest.raises(InvalidParameterError, match=f"'{name}'"):
