@@ -38,14 +38,20 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (LabelledMixin, MahalanobisMixin, form_samples, solver_names,
-                     store_arguments, validate_labelled)
+from .._base import (
+    LabelledMixin,
+    MahalanobisMixin,
+    form_samples,
+    solver_names,
+    store_arguments,
+    validate_labelled,
+)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from ..formulations import formulation
 from ._problem import LMNNData
 from .exact import EXACT_MAX_TRIPLETS, check_exact_size, declared_problem
-from .fast import LMNNSubgradient, LMNNWorkingSet
+from .fast import LMNNSubgradient, LMNNWorkingSet, run_in_feature_units
 
 __all__ = ["LMNN", "SOLVER_NAMES", "INIT_NAMES"]
 
@@ -259,9 +265,9 @@ optional
     def _solve_subgradient(self, data):
         options = {"maxiter": self.max_iter, "learn_rate": self.learn_rate,
                    "tol": self.convergence_tol}
-        return LMNNSubgradient(max_time=self.max_time,
-                               **{k: v for k, v in options.items() if v is not None}
-                               ).run(data)
+        solver = LMNNSubgradient(max_time=self.max_time,
+                                 **{k: v for k, v in options.items() if v is not None})
+        return run_in_feature_units(solver, data)
 
     def _declare(self, X, y):
         """Eq. 13-14 on ``fit(X, y)``'s target neighbours, unsolved."""
