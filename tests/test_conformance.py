@@ -178,7 +178,7 @@ def test_load_dataset_is_a_training_fold_standardised():
 
 def test_cases_refuse_unknown_names():
     with pytest.raises(ValueError, match="families"):
-        conformance.cases(["iris"], [0], ["lmnn"])
+        conformance.cases(["iris"], [0], ["mildml"])
     with pytest.raises(ValueError, match="methods"):
         conformance.cases(["iris"], [0], ["mmc"], methods=["sgd"])
     assert len(conformance.cases(["iris"], [0, 1], ["slr"])) == 10
