@@ -13,8 +13,12 @@ So ``p* >= d - 1/2 x0^T P x0 - b^T y + inf_{x in B} r^T x`` for any box
 small residual ``r``; the box comes from the problem's own data
 (:class:`cvxmetric._bounds.BoundSystem`: its constraints, and the level set
 ``f <= U`` of the objective), from a radius the user states, or is
-missing -- then there is no bound and the certificate does not pass.  This
-is how verified SDP bounds are computed (Jansson, Chaykin and Keil,
+missing -- then there is no bound and the certificate does not pass.  A
+second bound corrects the dual instead, so that ``r = 0`` to rounding
+(:class:`_Closer`), and pays for the correction's small departure from
+``K*`` over the box of the cones' slacks (``lambda_min(Y') tr S`` for a
+PSD block); the better of the two is reported.  This is how verified SDP
+bounds are computed (Jansson, Chaykin and Keil,
 "Rigorous error bounds for the optimal value in semidefinite
 programming"; Neumaier and Shcherbina, "Safe bounds in linear and
 mixed-integer linear programming").
