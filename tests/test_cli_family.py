@@ -575,7 +575,7 @@ def nothing_runs(monkeypatch):
     (["--suite", "real", "--families", ","], "--families"),
     (["--suite", "real", "--family", ","], "--family"),
     (["--suite", "real", "--estimators", ","], "--estimators"),
-    (["--suite", "real", "--estimators", "LMNN"], "--estimators"),
+    (["--suite", "real", "--estimators", "MildML"], "--estimators"),
     (["--contended", "--repeat", "-1"], "--repeat"),
     (["--contended", "--repeat", "0"], "--repeat"),
     (["--contended", "--repeat", "x"], "--repeat"),
