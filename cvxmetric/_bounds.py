@@ -23,7 +23,7 @@ keeps an infinite bound, and the certificate then says so.
 import numpy as np
 import scipy.sparse as sp
 
-from ._conic import cone_rows, smat, svec_index
+from ._conic import cone_rows, diagonal_rows, smat
 from ._settings import BOUND_DENSE_MAX, BOUND_PROBES, BOUND_ROUNDS, BOUND_TRACE_ROWS
 
 __all__ = ["BoundSystem"]
@@ -260,7 +260,7 @@ def _block_trace_rules(form, G, A, blk):
         W = np.linalg.lstsq(B.T, rhs, rcond=None)[0]
     resid = np.linalg.norm(B.T @ W - rhs, axis=0)
     scale = np.linalg.norm(rhs, axis=0)
-    diag_pos = _diagonal_rows(blk, form.solver)
+    diag_pos = diagonal_rows(blk, form.solver)
     trace_row = -np.asarray(A[diag_pos].sum(axis=0)).ravel()
     trace_const = float(form.b[diag_pos].sum())
     b_k = form.b[blk.start:blk.stop]
@@ -279,11 +279,6 @@ def _block_trace_rules(form, G, A, blk):
                                 float(W[:, k] @ b_k), float(lam), trace_row,
                                 trace_const))
     return rules
-
-
-def _diagonal_rows(blk, solver):
-    i, j = svec_index(int(blk.param), solver)
-    return blk.start + np.flatnonzero(i == j)
 
 
 class _QuadRule:

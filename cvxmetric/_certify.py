@@ -30,6 +30,7 @@ for the bound over the box of the level set ``U`` (non-increasing in
 ``U``.
 """
 
+import dataclasses
 import math
 import time
 import weakref
@@ -45,10 +46,11 @@ from ._bounds import BoundSystem
 from ._conic import (
     SUPPORTED_SOLVERS,
     conic_form,
+    diagonal_rows,
+    form_of,
     into_dual_cone,
     into_dual_cone_block,
     smat,
-    svec_index,
 )
 from ._settings import BOUND_DENSE_MAX, CLOSE_ROUNDS
 from ._tolerances import EXACT_GAP, FEASIBILITY
@@ -57,8 +59,13 @@ from .result import Certificate, SolverError
 __all__ = ["ProblemCertificate", "certified_solve", "certify", "conic_solve"]
 
 #: The conic solution of the last solve that went through :func:`conic_solve`,
-#: per problem: ``(form, x, y, snapshot)``.
+#: per problem: ``(form, x, y, snapshot)``, ``form`` a function that builds
+#: the :class:`~cvxmetric._conic.ConicForm` (:func:`~cvxmetric._conic.form_of`).
 _KEPT = weakref.WeakKeyDictionary()
+
+#: The last certificate :func:`certify` computed, per problem, with what it
+#: was of: ``(key, certificate)`` (:func:`_same_key`).
+_JUDGED = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -108,14 +115,16 @@ def conic_solve(problem, solver="CLARABEL", *, verbose=False, **options):
         ``problem.value``.
     """
     solver = str(solver).upper()
-    form, data, chain, inverse = conic_form(problem, solver, options)
+    data, chain, inverse = problem.get_problem_data(solver, solver_opts=dict(options))
     start = time.perf_counter()
     raw = chain.solve_via_data(problem, data, False, verbose, dict(options))
     problem._solve_time = time.perf_counter() - start
     problem.unpack_results(raw, chain, inverse)
     x, y = _raw_xy(raw)
     if x is not None and y is not None and solver in SUPPORTED_SOLVERS:
-        _KEPT[problem] = (form, x, y, _snapshot(problem))
+        # the conic form is built only if a certificate asks for it
+        _KEPT[problem] = (form_of(problem, data, inverse, solver), x, y,
+                          _snapshot(problem))
     return problem.value
 
 
@@ -192,6 +201,13 @@ def certify(problem, *, radius=None, tol_gap=EXACT_GAP, tol_feas=FEASIBILITY):
     """
     _check_problem(problem)
     bounds = _user_radius(problem, radius)
+    # a certified solve has judged this very point already (the declared
+    # problem's solve, then its certificate()): the same answer, not again
+    key = (_KEPT.get(problem), _snapshot(problem), tuple(sorted(bounds.items())),
+           tol_gap, tol_feas)
+    judged = _JUDGED.get(problem)
+    if judged is not None and _same_key(judged[0], key):
+        return dataclasses.replace(judged[1])
     started = time.perf_counter()
     objective = float(np.asarray(problem.objective.value, dtype=float).reshape(-1)[0])
     violations = _violations(problem)
@@ -199,8 +215,15 @@ def certify(problem, *, radius=None, tol_gap=EXACT_GAP, tol_feas=FEASIBILITY):
     names = {v.id: v.name() for v in problem.variables()}
     cert = _bound(form, x0, y, objective, bounds, radius is not None, names)
     elapsed = time.perf_counter() - started
-    return _certificate(problem, form, objective, violations, cert, dual_source,
-                        tol_gap, tol_feas, elapsed)
+    out = _certificate(problem, form, objective, violations, cert, dual_source,
+                       tol_gap, tol_feas, elapsed)
+    _JUDGED[problem] = (key, out)
+    return dataclasses.replace(out)
+
+
+def _same_key(a, b):
+    """The same kept dual (the same object), values, radius and tolerances."""
+    return (a[0] is b[0] and _same_snapshot(a[1], b[1]) and a[2:] == b[2:])
 
 
 def _check_problem(problem):
@@ -263,7 +286,7 @@ def _dual(problem):
     computes on the conic data."""
     kept = _KEPT.get(problem)
     if kept is not None and _same_snapshot(kept[3], _snapshot(problem)):
-        form, x, y, _ = kept
+        form, x, y = kept[0](), kept[1], kept[2]
         return form, x, y, f"{form.solver}'s dual of this solve"
     form, data, chain, _ = conic_form(problem, "CLARABEL")
     from ._exact import solver_options
@@ -278,14 +301,6 @@ def _dual(problem):
     if y is None:
         raise SolverError("problem: no dual was kept and Clarabel returned none.")
     return form, x, y, "computed by Clarabel on the conic data (no dual was kept)"
-
-
-@dataclass
-class _Bound:
-    value: float            # lower bound on the conic form's optimum
-    radius: float
-    source: str
-    message: str
 
 
 def _bound(form, x0, y, objective, user_bounds, user_given, names):
@@ -307,21 +322,22 @@ def _bound(form, x0, y, objective, user_bounds, user_given, names):
         found = [_box_bound(form, xq, y, lo, hi), _deficit_bound(form, xq, y, lo, hi, U)]
     best = max(found, key=lambda f: f.value)
     if not best.finite:
-        return _Bound(-np.inf, np.inf, "", _missing_message(form, found[0].missing,
-                                                             names))
+        return _Found(-np.inf, np.inf, "", found[0].missing,
+                      _missing_message(form, found[0].missing, names))
     value = min(U, best.value) if np.isfinite(U) else best.value
     source = ("the problem's constraints and the level set of its objective at "
               f"{conic_value:.6g}" + (", with the radius given" if user_given else "")
               + "; " + best.how)
-    return _Bound(float(value), best.radius, source, "")
+    return _Found(float(value), best.radius, source)
 
 
 @dataclass
 class _Found:
     value: float                    # a lower bound (-inf: none)
     radius: float
-    how: str
+    how: str                        # what it rests on
     missing: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    message: str = ""               # what is missing, for the user
 
     @property
     def finite(self):
@@ -413,8 +429,7 @@ def _move_costs(form, y, s_hi):
         elif blk.kind == "psd":
             # the optimal dual is singular (complementary to M): any move may
             # leave the cone, at the trace's reach
-            i, j = svec_index(int(blk.param), form.solver)
-            w[part] = np.sum(hk[i == j]) / tiny
+            w[part] = np.sum(s_hi[diagonal_rows(blk, form.solver)]) / tiny
     return np.where(np.isfinite(w), np.maximum(w, 1e-300), np.inf), cheap
 
 
@@ -540,8 +555,8 @@ def _block_deficit(form, blk, y, s_lo, s_hi):
         lam = np.linalg.eigvalsh(smat(yk, order, form.solver))[0]
         if lam >= 0:
             return 0.0
-        i, j = svec_index(order, form.solver)
-        return float(lam * np.sum(hi[i == j]))     # lambda_min(Y) tr S
+        # lambda_min(Y) tr S
+        return float(lam * np.sum(s_hi[diagonal_rows(blk, form.solver)]))
     if blk.kind == "soc":
         gap = yk[0] - np.linalg.norm(yk[1:])
         return 0.0 if gap >= 0 else float(gap * hi[0])
@@ -626,7 +641,7 @@ def _certificate(problem, form, objective, violations, bound, dual_source,
         solver=getattr(stats, "solver_name", "") or "", times={"certify": elapsed},
         tol_gap=tol_gap, tol_feas=tol_feas, scale=float(scale),
         sense="minimize" if form.sense > 0 else "maximize", violations=violations,
-        radius=bound.radius, radius_source=bound.source, dual_source=dual_source,
+        radius=bound.radius, radius_source=bound.how, dual_source=dual_source,
         message=bound.message)
 
 

@@ -14,6 +14,7 @@ states the linear inequalities every point of ``K`` satisfies
 ``x``.
 """
 
+import functools
 from dataclasses import dataclass
 
 import cvxpy as cp
@@ -26,6 +27,8 @@ __all__ = [
     "ConicForm",
     "cone_rows",
     "conic_form",
+    "diagonal_rows",
+    "form_of",
     "into_dual_cone",
     "into_dual_cone_block",
 ]
@@ -100,23 +103,33 @@ def conic_form(problem, solver, solver_opts=None):
     """
     data, chain, inverse = problem.get_problem_data(
         solver, solver_opts=dict(solver_opts or {}))
-    P = data.get(cp.settings.P)
-    if P is not None:
-        P = sp.csr_array(P)
-        if P.nnz == 0:
-            P = None
+    return form_of(problem, data, inverse, solver)(), data, chain, inverse
+
+
+def form_of(problem, data, inverse, solver):
+    """A function of no argument that builds (once) the :class:`ConicForm` of
+    CVXPY's ``data`` for ``solver``: a solve keeps it without paying for the
+    form unless a certificate asks for it."""
+    sense = -1 if isinstance(problem.objective, cp.Maximize) else 1
     offset = float(np.asarray(inverse[-1][cp.settings.OFFSET]).reshape(-1)[0])
-    columns = {vid: (int(col), 0) for vid, col in
-               data["param_prob"].var_id_to_col.items()}
-    form = ConicForm(
-        P=P, c=np.asarray(data[cp.settings.C], dtype=float).ravel(), offset=offset,
-        A=sp.csr_array(data[cp.settings.A]),
-        b=np.asarray(data[cp.settings.B], dtype=float).ravel(),
-        blocks=_blocks(data["dims"]), solver=solver, columns=_column_spans(columns),
-        lower=_bounds_or_none(data.get("lower_bounds")),
-        upper=_bounds_or_none(data.get("upper_bounds")),
-        sense=-1 if isinstance(problem.objective, cp.Maximize) else 1)
-    return form, data, chain, inverse
+
+    @functools.cache
+    def build():
+        P = data.get(cp.settings.P)
+        if P is not None:
+            P = sp.csr_array(P)
+            if P.nnz == 0:
+                P = None
+        return ConicForm(
+            P=P, c=np.asarray(data[cp.settings.C], dtype=float).ravel(), offset=offset,
+            A=sp.csr_array(data[cp.settings.A]),
+            b=np.asarray(data[cp.settings.B], dtype=float).ravel(),
+            blocks=_blocks(data["dims"]), solver=solver,
+            columns=_column_spans(data["param_prob"].var_id_to_col),
+            lower=_bounds_or_none(data.get("lower_bounds")),
+            upper=_bounds_or_none(data.get("upper_bounds")), sense=sense)
+
+    return build
 
 
 def _bounds_or_none(value):
@@ -124,13 +137,11 @@ def _bounds_or_none(value):
 
 
 def _column_spans(starts):
-    """``id -> (start, size)`` from the variables' first columns."""
-    order = sorted(starts.items(), key=lambda kv: kv[1][0])
-    spans = {}
-    for k, (vid, (start, _)) in enumerate(order):
-        stop = order[k + 1][1][0] if k + 1 < len(order) else None
-        spans[vid] = (start, stop)
-    return spans
+    """``id -> (start, stop)`` from the variables' first columns (``stop`` is
+    ``None`` for the last)."""
+    order = sorted(starts.items(), key=lambda kv: kv[1])
+    stops = [int(start) for _, start in order[1:]] + [None]
+    return {vid: (int(start), stop) for (vid, start), stop in zip(order, stops)}
 
 
 def _blocks(dims):
@@ -171,6 +182,12 @@ def svec_index(order, solver):
     else:
         key = np.lexsort((i, j))
     return i[key], j[key]
+
+
+def diagonal_rows(blk, solver):
+    """The rows of ``s`` (absolute) that hold a PSD block's diagonal."""
+    i, j = svec_index(int(blk.param), solver)
+    return blk.start + np.flatnonzero(i == j)
 
 
 def smat(v, order, solver):

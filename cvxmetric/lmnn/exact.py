@@ -111,6 +111,12 @@ def _feature_scaled(data):
     return scaled, e
 
 
+def _from_feature_units(M, e):
+    """``M`` of the per-feature units of :func:`_feature_scaled` in the
+    user's: ``M_ij / 2^(e_i + e_j)``, exact."""
+    return np.ldexp(M, -(e[:, None] + e[None, :]))
+
+
 def solve_exact(data, *, warm_start=None, solvers=SOLVERS, tol=1e-9, verbose=False):
     """Certified exact solution of LMNN (Eq. 13-14) with fixed targets.
 
@@ -150,7 +156,7 @@ def solve_exact(data, *, warm_start=None, solvers=SOLVERS, tol=1e-9, verbose=Fal
     qdata, ids = _as_qwise(scaled)
     result = _solve_qwise(qdata, warm_start=warm_start, solvers=solvers, tol=tol,
                           verbose=verbose)
-    M = result.M if e is None else np.ldexp(result.M, -(e[:, None] + e[None, :]))
+    M = result.M if e is None else _from_feature_units(result.M, e)
     gamma = (1.0 - data.mu) * np.asarray(result.info["alpha"], dtype=float)
     qc = result.certificate
     cert = data.certificate(M, ids, gamma, solver=qc.solver,

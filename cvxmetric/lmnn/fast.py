@@ -61,7 +61,7 @@ from .._validation import check_instance
 from ..qwise.fast import QwiseDualSolver
 from ..result import SolverResult, Status
 from ._problem import LMNNData
-from .exact import _as_qwise, _feature_scaled
+from .exact import _as_qwise, _feature_scaled, _from_feature_units
 
 logger = logging.getLogger("cvxmetric")
 
@@ -585,7 +585,7 @@ def run_in_feature_units(solver, data, **run_options):
     if e is None:
         return solver.run(data, **run_options)
     res = solver.run(scaled, **run_options)
-    M = np.ldexp(res.M, -(e[:, None] + e[None, :]))
+    M = _from_feature_units(res.M, e)
     cert = data.certificate(M, res.info.get("triplet_ids"), res.info.get("gamma"),
                             solver=res.certificate.solver,
                             tolerances=res.certificate.tolerances)
