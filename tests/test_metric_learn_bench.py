@@ -7,7 +7,7 @@ from sklearn.datasets import load_iris
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from cvxmetric.bench.metric_learn import SIDE_SCRIPT, compare, table
+from cvxmetric.bench.metric_learn import PLUGINS, SIDE_SCRIPT, _plugin, compare, table
 
 
 def _saved():
@@ -20,12 +20,12 @@ def _saved():
     pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     labels = np.where(ytr[pairs[:, 0]] == ytr[pairs[:, 1]], 1.0, -1.0)
     eye = np.eye(X.shape[1])
-    return dict(Xtr=Xtr, Xte=Xte, ytr=ytr, yte=yte, pairs=pairs, labels=labels,
-                M_lmnn=eye, t_lmnn=0.0, M_mmc=eye, t_mmc=0.0)
+    return dict(Xtr=Xtr, Xte=Xte, ytr=ytr, yte=yte, mmc_pairs=pairs, mmc_labels=labels,
+                lmnn_M=eye, lmnn_t=0.0, mmc_M=eye, mmc_t=0.0)
 
 
 def test_compare_and_table():
-    rows = compare("iris", _saved())
+    rows = compare("iris", _saved(), ("lmnn", "mmc"))
     assert [r["method"] for r in rows] == ["LMNN", "MMC"]
     for r in rows:
         assert r["certified"]
@@ -35,5 +35,18 @@ def test_compare_and_table():
     assert text.count("\n") == 3 and "| iris | LMNN |" in text
 
 
-def test_side_script_compiles():
+def test_a_failed_fit_is_a_row():
+    saved = _saved()
+    saved["mmc_error"] = "ValueError: metric-learn refused"
+    rows = compare("iris", saved, ("mmc",))
+    assert rows == [{"dataset": "iris", "method": "MMC",
+                     "error": "ValueError: metric-learn refused"}]
+    assert "metric-learn raised ValueError" in table(rows)
+
+
+def test_side_code_compiles():
     compile(SIDE_SCRIPT, "metric_learn_side", "exec")
+    for name in PLUGINS:
+        plugin = _plugin(name)
+        compile(plugin.SIDE, f"metric_learn_side_{name}", "exec")
+        assert callable(plugin.compare)

@@ -1,17 +1,24 @@
-"""metric-learn 0.7's LMNN and MMC beside cvxmetric's certified optima.
+"""metric-learn 0.7's estimators beside cvxmetric's certified optima.
 
 metric-learn 0.7.0 (its last release) fails in every ``fit`` on
 scikit-learn >= 1.8, so its side runs in an environment of its own: a
 virtual environment with ``metric-learn==0.7.0`` and ``scikit-learn<1.8``,
-which ``--make-env`` creates from the package index.  That side fits
-metric-learn's ``LMNN`` (k = 3, its defaults) and ``MMC`` (on pairs drawn
-once and saved) on the training split of each dataset and saves, per
-dataset, the data it saw, the pairs and the learned matrices (``.npz``,
-no pickle).  This side then fits cvxmetric's ``LMNN`` and ``MMC`` on the same
-data, evaluates metric-learn's matrices on the same objectives (LMNN's
-JMLR 2009 objective; MMC's scale-free value), and prints one table::
+which ``--make-env`` creates from the package index.  That side splits and
+scales each dataset, runs every plugin's metric-learn fit on the training
+split and saves, per dataset, the data it saw, the constraints each fit drew
+and the learned matrices (``.npz``, no pickle).  This side then fits
+cvxmetric's counterpart on the same data and constraints, evaluates
+metric-learn's matrix on the same objective, and prints one table::
 
     python -m cvxmetric.bench.metric_learn --env /tmp/mlenv --make-env
+
+A plugin is a module ``cvxmetric.bench._ml_<name>`` (named in
+:data:`PLUGINS`) with two names: ``SIDE``, code run in metric-learn's
+environment once per dataset with ``np``, ``time``, ``metric_learn``,
+``Constraints``, ``Xtr``, ``ytr`` and ``name`` bound, which sets a dict
+``saved`` whose keys start with ``<name>_``; and ``compare(name, saved)``,
+which returns the table's rows.  A ``SIDE`` that raises is recorded
+(``<name>_error``) and shown as a row of its own.
 
 Datasets: iris, wine, breast_cancer (standardised) and digits (standardised,
 then PCA to 30 dimensions); a stratified 70/30 split (``random_state=0``);
@@ -19,20 +26,21 @@ the excess and times on the training split, 3-NN accuracy on the test split.
 """
 
 import argparse
+import importlib
 import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main", "compare", "SIDE_SCRIPT"]
+__all__ = ["main", "compare", "table", "run_side", "PLUGINS", "SIDE_SCRIPT"]
 
-#: Run by the metric-learn environment's Python: ``SIDE_SCRIPT OUT_DIR``.
+#: Run by the metric-learn environment's Python: ``SIDE_SCRIPT OUT_DIR
+#: PLUGINS_JSON``, the JSON a list of ``[name, code]``.
 SIDE_SCRIPT = r'''
-import sys, time, warnings
+import json, sys, time, traceback, warnings
 from pathlib import Path
 import numpy as np
 from sklearn import datasets
@@ -43,36 +51,34 @@ import metric_learn
 from metric_learn.constraints import Constraints
 
 out = Path(sys.argv[1])
+plugins = json.loads(Path(sys.argv[2]).read_text())
 loaders = {"iris": datasets.load_iris, "wine": datasets.load_wine,
            "breast_cancer": datasets.load_breast_cancer, "digits": datasets.load_digits}
-for name, load in loaders.items():
-    X, y = load(return_X_y=True)
+for name in sys.argv[3:]:
+    X, y = loaders[name](return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
     scaler = StandardScaler().fit(Xtr)
     Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
     if name == "digits":
         pca = PCA(30, random_state=0).fit(Xtr)
         Xtr, Xte = pca.transform(Xtr), pca.transform(Xte)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t = time.perf_counter()
-        lmnn = metric_learn.LMNN(n_neighbors=3, random_state=0).fit(Xtr, ytr)
-        t_lmnn = time.perf_counter() - t
-        n_classes = len(np.unique(ytr))
-        a, b, c, d = Constraints(ytr).positive_negative_pairs(
-            20 * n_classes ** 2, random_state=np.random.RandomState(0))
-        pairs = np.vstack([np.column_stack([a, b]), np.column_stack([c, d])])
-        labels = np.r_[np.ones(len(a)), -np.ones(len(c))]
-        keep = (Xtr[pairs[:, 0]] != Xtr[pairs[:, 1]]).any(axis=1)  # no identical points
-        pairs, labels = pairs[keep], labels[keep]
-        t = time.perf_counter()
-        mmc = metric_learn.MMC(random_state=0).fit(Xtr[pairs], labels)
-        t_mmc = time.perf_counter() - t
-    np.savez(out / f"{name}.npz", Xtr=Xtr, Xte=Xte, ytr=ytr, yte=yte, pairs=pairs,
-             labels=labels, M_lmnn=lmnn.get_mahalanobis_matrix(), t_lmnn=t_lmnn,
-             M_mmc=mmc.get_mahalanobis_matrix(), t_mmc=t_mmc)
-    print(name, round(t_lmnn, 2), round(t_mmc, 2), flush=True)
+    arrays = dict(Xtr=Xtr, Xte=Xte, ytr=ytr, yte=yte)
+    for plugin, code in plugins:
+        ns = dict(np=np, time=time, metric_learn=metric_learn, Constraints=Constraints,
+                  Xtr=Xtr.copy(), ytr=ytr.copy(), name=name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                exec(code, ns)
+                arrays.update(ns["saved"])
+            except Exception as exc:
+                arrays[plugin + "_error"] = np.array(f"{type(exc).__name__}: {exc}")
+        print(name, plugin, "error" if plugin + "_error" in arrays else "ok", flush=True)
+    np.savez(out / f"{name}.npz", **arrays)
 '''
+
+#: The plugins, ``cvxmetric.bench._ml_<name>``, in the table's order.
+PLUGINS = ("lmnn", "mmc")
 
 DATASETS = ("iris", "wine", "breast_cancer", "digits")
 
@@ -86,51 +92,38 @@ def make_env(env):
                     "scikit-learn>=1.5,<1.8"], check=True)
 
 
-def run_side(env, out):
-    """Run :data:`SIDE_SCRIPT` in the environment ``env``, writing to ``out``."""
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(SIDE_SCRIPT)
-        script = f.name
+def _plugin(name):
+    return importlib.import_module(f"{__package__}._ml_{name}")
+
+
+def run_side(env, out, datasets=DATASETS, plugins=PLUGINS):
+    """Run :data:`SIDE_SCRIPT` with ``plugins``' code in the environment
+    ``env``, writing one ``.npz`` per dataset to ``out``."""
+    out = Path(out)
+    codes = [[name, _plugin(name).SIDE] for name in plugins]
+    script, spec = out / "side.py", out / "plugins.json"
+    script.write_text(SIDE_SCRIPT)
+    spec.write_text(json.dumps(codes))
     python = Path(env) / "bin" / "python"
-    subprocess.run([str(python), script, str(out)], check=True)
+    subprocess.run([str(python), str(script), str(out), str(spec), *datasets], check=True)
 
 
-def _knn(M, Xtr, ytr, Xte, yte):
-    from sklearn.neighbors import KNeighborsClassifier
-
-    w, V = np.linalg.eigh(0.5 * (M + M.T))
-    L = V * np.sqrt(np.maximum(w, 0.0))
-    return KNeighborsClassifier(3).fit(Xtr @ L, ytr).score(Xte @ L, yte)
-
-
-def compare(name, saved):
-    """One row per method: metric-learn's excess over the certified optimum,
-    both times and both 3-NN accuracies."""
-    from cvxmetric import LMNN, MMC
-    from cvxmetric.lmnn._problem import LMNNData
-    from cvxmetric.mmc import MMCData
-
-    Xtr, Xte, ytr, yte = (saved[k] for k in ("Xtr", "Xte", "ytr", "yte"))
-    t = time.perf_counter()
-    ours = LMNN(k=3).fit(Xtr, ytr)
-    t_ours = time.perf_counter() - t
-    f_ml = LMNNData(Xtr, ytr, k=3, mu=0.5).objective(saved["M_lmnn"])
-    rows = [dict(dataset=name, method="LMNN", excess=(f_ml - ours.objective_)
-                 / abs(ours.objective_), certified=ours.certificate_.passed,
-                 t_ml=float(saved["t_lmnn"]), t_ours=t_ours,
-                 acc_ml=_knn(saved["M_lmnn"], Xtr, ytr, Xte, yte),
-                 acc_ours=_knn(ours.get_mahalanobis_matrix(), Xtr, ytr, Xte, yte))]
-    pairs, labels = saved["pairs"], saved["labels"]
-    t = time.perf_counter()
-    ours = MMC(preprocessor=Xtr).fit(pairs, labels)
-    t_ours = time.perf_counter() - t
-    data = MMCData.create(Xtr, pairs, labels)
-    r_ml, r_ours = data.scale_free(saved["M_mmc"]), ours.scale_free_objective_
-    rows.append(dict(dataset=name, method="MMC", excess=(r_ml - r_ours) / abs(r_ours),
-                     certified=ours.certificate_.passed, t_ml=float(saved["t_mmc"]),
-                     t_ours=t_ours, acc_ml=_knn(saved["M_mmc"], Xtr, ytr, Xte, yte),
-                     acc_ours=_knn(ours.get_mahalanobis_matrix(), Xtr, ytr, Xte, yte)))
+def compare(name, saved, plugins=PLUGINS):
+    """The table's rows for one dataset: each plugin's, or a row saying that
+    metric-learn's fit raised."""
+    rows = []
+    for plugin in plugins:
+        error = saved.get(f"{plugin}_error")
+        if error is not None:
+            rows.append(dict(dataset=name, method=plugin.upper(), error=str(error)))
+        else:
+            rows += _plugin(plugin).compare(name, saved)
     return rows
+
+
+def _cell(value, fmt):
+    return "n/a" if value is None or (isinstance(value, float) and np.isnan(value)) \
+        else format(value, fmt)
 
 
 def table(rows):
@@ -139,9 +132,16 @@ def table(rows):
              "metric-learn s | cvxmetric s | 3-NN metric-learn | 3-NN cvxmetric |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['dataset']} | {r['method']} | {100 * r['excess']:.2f} % | "
-                     f"{r['certified']} | {r['t_ml']:.2f} | {r['t_ours']:.2f} | "
-                     f"{r['acc_ml']:.3f} | {r['acc_ours']:.3f} |")
+        if "error" in r:
+            lines.append(f"| {r['dataset']} | {r['method']} | metric-learn raised "
+                         f"{r['error'].split(':')[0]} | | | | | |")
+            continue
+        excess = r["excess"]
+        lines.append(f"| {r['dataset']} | {r['method']} | "
+                     f"{_cell(None if excess is None else 100 * excess, '.2f')} % | "
+                     f"{r['certified']} | {_cell(r['t_ml'], '.2f')} | "
+                     f"{_cell(r['t_ours'], '.2f')} | {_cell(r['acc_ml'], '.3f')} | "
+                     f"{_cell(r['acc_ours'], '.3f')} |")
     return "\n".join(lines)
 
 
@@ -154,16 +154,18 @@ def main(argv=None):
     parser.add_argument("--out", default=None, help="folder for its saved fits")
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS),
                         choices=DATASETS)
+    parser.add_argument("--methods", nargs="*", default=list(PLUGINS), choices=PLUGINS,
+                        help="the plugins to run (all by default)")
     args = parser.parse_args(argv)
     if args.make_env:
         make_env(args.env)
     out = Path(args.out or tempfile.mkdtemp(prefix="metric_learn_side_"))
     out.mkdir(parents=True, exist_ok=True)
-    run_side(args.env, out)
+    run_side(args.env, out, args.datasets, args.methods)
     rows = []
     for name in args.datasets:
         with np.load(out / f"{name}.npz") as saved:
-            rows += compare(name, dict(saved))
+            rows += compare(name, dict(saved), args.methods)
     print(table(rows))
     print(json.dumps(rows))
     return 0
