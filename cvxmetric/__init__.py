@@ -9,6 +9,7 @@ from .constraints import (
     quadruplets_from_labels,
     triplets_from_labels,
 )
+from .covariance import Covariance
 from .formulations import Formulation, Method, formulation, formulations
 from .ldml.estimator import LDML, LDMLStar, LDMLSupervised, MildML
 from .lmnn.estimator import LMNN
@@ -61,6 +62,7 @@ __all__ = [
     "MildML",
     "LDMLStar",
     "LMNN",
+    "Covariance",
     "DeclaredProblem",
     "certify",
     "certified_solve",

@@ -661,6 +661,15 @@ _REGISTRY = (
         # refusal and the fast rows are judged by their own certificates
         suite_data={"LMNN": _labelled(_impostor_triplets)}),
     Formulation(
+        "covariance", "Mahalanobis: On the generalized distance in statistics (1936)",
+        "closed form", ("Covariance",),
+        data="cvxmetric.covariance.estimator:CovarianceData",
+        # metric-learn's baseline: the inverse covariance, the minimiser of
+        # tr(M Sigma) - log det M in closed form; nothing is learned from
+        # labels, so there is no solver to certify and no suite row
+        methods=(),
+        suite=False),
+    Formulation(
         "mildml", _LDML, "Eq. 8 (MildML); Eq. 9-11, then Eq. 2 (LDML*)", ("MildML", "LDMLStar"),
         data="cvxmetric.ldml._mildml:BagPairs",
         # MildML's objective is not convex (the instance pair of a bag
