@@ -1,0 +1,60 @@
+"""Run the installed ``cvxmetric`` command on the collection its wheel carries.
+
+Run by ``.ci/wheel_check`` with the Python of an environment where the wheel
+is installed (not editable), from a directory with no ``problems/`` and
+without ``$CVXMETRIC_ROOT``.  It checks that the collection root found is
+the installed one, that every formulation of the registry with a collection
+family has that family installed, then runs ``cvxmetric list`` and
+``cvxmetric verify`` through the environment's console script on one
+instance per family (the smallest file) and requires a passing row of every
+family.  Exit status 1 on any failure.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _fail(message):
+    print(f"verify_installed: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def main():
+    if os.environ.get("CVXMETRIC_ROOT") or Path("problems").exists():
+        _fail("run from a directory without problems/ and without $CVXMETRIC_ROOT")
+    import cvxmetric
+    from cvxmetric import collection as col
+
+    root, origin = col.locate_root()
+    if origin != "installed package data":
+        _fail(f"the collection root is {root} ({origin}), not the installed data")
+    shipped = col.families(root)
+    missing = [f.name for f in cvxmetric.formulations()
+               if f.collection and f.name not in shipped]
+    if missing:
+        _fail(f"registered families without installed instances: {missing}")
+    picks = {fam: min(col.instance_names(root, fam),
+                      key=lambda n: (col.problems_dir(root, fam) / f"{n}.npz").stat().st_size)
+             for fam in shipped}
+    command = str(Path(sys.executable).parent / "cvxmetric")
+    subprocess.run([command, "list"], check=True)
+    only = [arg for name in sorted(set(picks.values())) for arg in ("--only", name)]
+    run = subprocess.run([command, "verify", "--no-progress", "--json", *only],
+                         stdout=subprocess.PIPE, text=True)
+    rows = json.loads(run.stdout)
+    for row in rows:
+        print(f"{row['family']:18s} {row['instance']:36s} {row['method']:12s} "
+              f"{'passed' if row['passed'] else 'FAILED'}  {row['error'] or ''}")
+    passed = {row["family"] for row in rows if row["passed"]}
+    if run.returncode != 0 or set(shipped) - passed:
+        _fail(f"cvxmetric verify exited {run.returncode}; families without a "
+              f"passing row: {sorted(set(shipped) - passed)}")
+    print(f"verify_installed: {len(rows)} rows passed, {len(shipped)} families, "
+          f"root {root}")
+
+
+if __name__ == "__main__":
+    main()
