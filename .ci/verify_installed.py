@@ -6,7 +6,8 @@ without ``$CVXMETRIC_ROOT``.  It checks that the collection root found is
 the installed one, that every formulation of the registry with a collection
 family has that family installed, then runs ``cvxmetric list`` and
 ``cvxmetric verify`` through the environment's console script on one
-instance per family (the smallest file) and requires a passing row of every
+instance per family (the smallest file that
+``verify`` runs a method on) and requires a passing row of every
 family.  Exit status 1 on any failure.
 """
 
@@ -36,12 +37,17 @@ def main():
                if f.collection and f.name not in shipped]
     if missing:
         _fail(f"registered families without installed instances: {missing}")
-    picks = {fam: min(col.instance_names(root, fam),
-                      key=lambda n: (col.problems_dir(root, fam) / f"{n}.npz").stat().st_size)
-             for fam in shipped}
+    picks = {}  # per family, its smallest instance that verify runs a method on
+    for inst, _ in col.verify_plan(root):
+        size = inst.path.stat().st_size
+        if inst.family not in picks or size < picks[inst.family][1]:
+            picks[inst.family] = (inst.name, size)
+    if set(shipped) - set(picks):
+        _fail(f"families with no instance to verify: {sorted(set(shipped) - set(picks))}")
     command = str(Path(sys.executable).parent / "cvxmetric")
     subprocess.run([command, "list"], check=True)
-    only = [arg for name in sorted(set(picks.values())) for arg in ("--only", name)]
+    only = [arg for name in sorted({n for n, _ in picks.values()})
+            for arg in ("--only", name)]
     run = subprocess.run([command, "verify", "--no-progress", "--json", *only],
                          stdout=subprocess.PIPE, text=True)
     rows = json.loads(run.stdout)
