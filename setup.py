@@ -47,14 +47,18 @@ def collection_files(base=HERE):
 class BuildPyWithCollection(build_py):
     """``build_py`` that also copies the collection into the package."""
 
+    def _target(self):
+        return Path(self.build_lib) / "cvxmetric" / BUNDLED
+
     def _collection_targets(self):
-        target = Path(self.build_lib) / "cvxmetric" / BUNDLED
-        return [(HERE / rel, target / rel) for rel in collection_files()]
+        return [(HERE / rel, self._target() / rel) for rel in collection_files()]
 
     def run(self):
         super().run()
         if self.editable_mode:  # the repository's own folders are read
             return
+        # a build folder reused by `pip install .` keeps no family deleted since
+        shutil.rmtree(self._target(), ignore_errors=True)
         for src, dst in self._collection_targets():
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)

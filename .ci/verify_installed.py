@@ -23,6 +23,34 @@ def _fail(message):
     sys.exit(1)
 
 
+def _picks(col, root, shipped):
+    """Per family, its smallest instance that ``verify`` runs a method on."""
+    picks = {}
+    for inst, _ in col.verify_plan(root):
+        size = inst.path.stat().st_size
+        if inst.family not in picks or size < picks[inst.family][1]:
+            picks[inst.family] = (inst.name, size)
+    if set(shipped) - set(picks):
+        _fail(f"families with no instance to verify: {sorted(set(shipped) - set(picks))}")
+    return sorted({name for name, _ in picks.values()})
+
+
+def _verify(command, names, shipped):
+    """``cvxmetric verify --only ...``: a passing row of every family, or fail."""
+    only = [arg for name in names for arg in ("--only", name)]
+    run = subprocess.run([command, "verify", "--no-progress", "--json", *only],
+                         stdout=subprocess.PIPE, text=True, check=False)
+    rows = json.loads(run.stdout)
+    for row in rows:
+        print(f"{row['family']:18s} {row['instance']:36s} {row['method']:12s} "
+              f"{'passed' if row['passed'] else 'FAILED'}  {row['error'] or ''}")
+    unverified = sorted(set(shipped) - {row["family"] for row in rows if row["passed"]})
+    if run.returncode != 0 or unverified:
+        _fail(f"cvxmetric verify exited {run.returncode}; families without a "
+              f"passing row: {unverified}")
+    return rows
+
+
 def main():
     if os.environ.get("CVXMETRIC_ROOT") or Path("problems").exists():
         _fail("run from a directory without problems/ and without $CVXMETRIC_ROOT")
@@ -37,27 +65,10 @@ def main():
                if f.collection and f.name not in shipped]
     if missing:
         _fail(f"registered families without installed instances: {missing}")
-    picks = {}  # per family, its smallest instance that verify runs a method on
-    for inst, _ in col.verify_plan(root):
-        size = inst.path.stat().st_size
-        if inst.family not in picks or size < picks[inst.family][1]:
-            picks[inst.family] = (inst.name, size)
-    if set(shipped) - set(picks):
-        _fail(f"families with no instance to verify: {sorted(set(shipped) - set(picks))}")
+    names = _picks(col, root, shipped)
     command = str(Path(sys.executable).parent / "cvxmetric")
     subprocess.run([command, "list"], check=True)
-    only = [arg for name in sorted({n for n, _ in picks.values()})
-            for arg in ("--only", name)]
-    run = subprocess.run([command, "verify", "--no-progress", "--json", *only],
-                         stdout=subprocess.PIPE, text=True)
-    rows = json.loads(run.stdout)
-    for row in rows:
-        print(f"{row['family']:18s} {row['instance']:36s} {row['method']:12s} "
-              f"{'passed' if row['passed'] else 'FAILED'}  {row['error'] or ''}")
-    passed = {row["family"] for row in rows if row["passed"]}
-    if run.returncode != 0 or set(shipped) - passed:
-        _fail(f"cvxmetric verify exited {run.returncode}; families without a "
-              f"passing row: {sorted(set(shipped) - passed)}")
+    rows = _verify(command, names, shipped)
     print(f"verify_installed: {len(rows)} rows passed, {len(shipped)} families, "
           f"root {root}")
 
