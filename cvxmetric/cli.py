@@ -29,7 +29,8 @@ into the one found by default.
 
 Every subcommand takes ``--root DIR`` (else ``$CVXMETRIC_ROOT``, else the
 current directory if it has ``problems/``, else the repository next to the
-installed package).  Exit codes: 0 success, 1 a check failed (``verify``,
+package -- a checkout or an editable install --, else the collection
+installed with the package from its wheel).  Exit codes: 0 success, 1 a check failed (``verify``,
 ``reference``, ``make-problems --check``, a failed run of ``bench``'s
 collection suite, a run of a synthetic or scaling benchmark that ended with
 an error), 2 bad input or a solver error.  :func:`main` returns the exit
@@ -553,6 +554,7 @@ _ORIGINS = {
     "CVXMETRIC_ROOT": "named by $CVXMETRIC_ROOT",
     "current directory": "found in the current directory",
     "package repository": "the repository of the installed package",
+    "installed package data": "the collection installed with the package",
 }
 
 
@@ -574,6 +576,11 @@ def _write_target(args, command, folder):
         if target.exists() and not target.is_dir():
             raise ValueError(f"--out: {target} is not a directory.")
         return root, target
+    if origin == "installed package data":
+        raise ValueError(
+            f"{command}: refusing to write into {root / folder}/ "
+            f"({_ORIGINS[origin]}: rewriting it would break the installation); "
+            f"pass --out DIR to write into another collection.")
     if explicit or args.in_place:
         return root, root
     raise ValueError(
@@ -1109,16 +1116,24 @@ def build_parser(solve_family=None):
     parser = argparse.ArgumentParser(
         prog="cvxmetric",
         description="Metric learning solved exactly (CVXPY, certified) and fast; "
-                    "the problem collection and its checks.")
+                    "the problem collection and its checks.",
+        epilog="The collection root is, in this order: --root DIR; "
+               "$CVXMETRIC_ROOT; the current directory if it has a problems/ "
+               "folder; the repository next to the package (a checkout or an "
+               "editable install); the collection installed with the package "
+               "(a wheel carries problems/ and reference/). `cvxmetric list` "
+               "prints the root it reads.")
     parser.add_argument("--root", dest="root_global", default=None, metavar="DIR",
                         help="collection root (also accepted after the subcommand)")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log progress (-vv: debug)")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--root", default=None, metavar="DIR",
-                        help="collection root (default: $CVXMETRIC_ROOT, the "
-                             "current directory if it has problems/, else the "
-                             "repository of the installed package)")
+                        help="collection root (default: $CVXMETRIC_ROOT, else "
+                             "the current directory if it has problems/, else "
+                             "the repository of the package (a checkout or an "
+                             "editable install), else the collection installed "
+                             "with the package (a wheel))")
     fam_choices = sorted(col.FAMILIES)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -58,7 +58,7 @@ import zipfile
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import import_module
+from importlib import import_module, resources
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +96,8 @@ __all__ = [
     "VerifyRow",
     "find_root",
     "locate_root",
+    "installed_root",
+    "BUNDLED_COLLECTION",
     "instance_family",
     "problems_dir",
     "reference_dir",
@@ -434,12 +436,40 @@ def _family(name):
 # ---------------------------------------------------------------------------
 
 
+#: Folder of the package that holds the collection in a wheel install (the
+#: build copies ``problems/`` and ``reference/`` there; see ``setup.py``).
+BUNDLED_COLLECTION = "_bundled_collection"
+
+
+def installed_root():
+    """The collection installed with the package, or ``None``.
+
+    A wheel carries ``problems/`` and ``reference/`` as package data under
+    ``cvxmetric/_bundled_collection/``; a repository checkout or an editable
+    install has none there (it reads the repository's own folders).  Only a
+    folder on the file system counts: the collection is read with
+    ``flock`` and by path, which a zipped package cannot offer.
+
+    Returns
+    -------
+    Path or None
+    """
+    try:
+        path = resources.files(__package__) / BUNDLED_COLLECTION
+    except (ModuleNotFoundError, TypeError):  # pragma: no cover - not a package
+        return None
+    if isinstance(path, Path) and (path / "problems").is_dir():
+        return path.resolve()
+    return None
+
+
 def locate_root(root=None, *, must_exist=True):
     """Locate the collection root and say how it was found.
 
     Order: ``root``; the environment variable ``CVXMETRIC_ROOT``; the current
     directory if it has a ``problems/`` folder; the repository root next to
-    the installed package (editable install).
+    the package (a checkout or an editable install); the collection
+    installed with the package (a wheel, :func:`installed_root`).
 
     Parameters
     ----------
@@ -451,8 +481,8 @@ def locate_root(root=None, *, must_exist=True):
     -------
     path : Path
     origin : str
-        ``"--root"``, ``"CVXMETRIC_ROOT"``, ``"current directory"`` or
-        ``"package repository"``.
+        ``"--root"``, ``"CVXMETRIC_ROOT"``, ``"current directory"``,
+        ``"package repository"`` or ``"installed package data"``.
     """
     for candidate, origin in ((root, "--root"),
                               (os.environ.get("CVXMETRIC_ROOT"), "CVXMETRIC_ROOT")):
@@ -467,9 +497,13 @@ def locate_root(root=None, *, must_exist=True):
     repo = Path(__file__).resolve().parent.parent
     if (repo / "problems").is_dir() or (repo / "pyproject.toml").is_file():
         return repo, "package repository"
+    installed = installed_root()
+    if installed is not None:
+        return installed, "installed package data"
     raise CollectionError(
-        "no collection root found: pass --root, set CVXMETRIC_ROOT, or run from "
-        "a directory that has a problems/ folder."
+        "no collection root found: pass --root, set CVXMETRIC_ROOT, run from "
+        "a directory that has a problems/ folder, or install the package from "
+        "its wheel (which carries the collection)."
     )
 
 
