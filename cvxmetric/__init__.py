@@ -11,6 +11,7 @@ from .constraints import (
 )
 from .formulations import Formulation, Method, formulation, formulations
 from .ldml.estimator import LDML, LDMLStar, LDMLSupervised, MildML
+from .lfda.estimator import LFDA
 from .lmnn.estimator import LMNN
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
@@ -64,6 +65,7 @@ __all__ = [
     "LMNN",
     "RCA",
     "RCA_Supervised",
+    "LFDA",
     "DeclaredProblem",
     "certify",
     "certified_solve",
