@@ -49,6 +49,9 @@ default="weighted"
         ``"plain"``: the eigenvectors (``v^T S_w v = 1``).
     preprocessor : array_like or callable, optional
         metric-learn's meaning: a 1-D ``X`` holds indicators of samples.
+    verbose : bool or int, default=False
+        Accepted for the package's convention; nothing iterates (one
+        generalised eigendecomposition).
 
     Attributes
     ----------
@@ -76,10 +79,11 @@ default="weighted"
         "k": [Interval(Integral, 1, None, closed="left"), None],
         "embedding_type": [StrOptions(set(EMBEDDINGS))],
         "preprocessor": ["array-like", callable, None],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, n_components=None, k=None, embedding_type="weighted",
-                 preprocessor=None):
+                 preprocessor=None, verbose=False):
         store_arguments(self, locals())
 
     def _fit(self, X, y):

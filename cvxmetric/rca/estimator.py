@@ -94,6 +94,9 @@ optional
         metric-learn's meaning: a 1-D ``X`` holds indicators of samples.
     solver : {{"fast", "exact"}}, default="fast"
         ``"fast"``: the closed form; ``"exact"``: the CVXPY problem.
+    verbose : bool or int, default=False
+        ``True`` / ``1``: the stages and a summary of the fit at INFO on
+        the ``cvxmetric`` logger; ``3``: DEBUG.
 
     Attributes
     ----------
@@ -128,9 +131,11 @@ optional
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
         "preprocessor": ["array-like", callable, None],
         "solver": [StrOptions(set(SOLVER_NAMES))],
+        "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=None, preprocessor=None, solver="fast"):
+    def __init__(self, n_components=None, preprocessor=None, solver="fast",
+                 verbose=False):
         store_arguments(self, locals())
 
     def fit(self, X, chunks):
@@ -205,6 +210,7 @@ optional
         self.projection_ = A
         self.components_ = L if A is None else L @ A.T
         self.mahalanobis_matrix_ = self.components_.T @ self.components_
+        self._log_fit(before=[("solver=%s", self.solver), ("dimension=%d", L.shape[0])])
         if result.status != "optimal":
             warnings.warn(f"RCA: the certificate does not pass (relative gap "
                           f"{result.certificate.rel_gap:.3g}); status "
@@ -237,6 +243,8 @@ class RCA_Supervised(LabelledMixin, RCA):
         ``n_chunks``, with a ``FutureWarning`` (as metric-learn).
     solver : {{"fast", "exact"}}, default="fast"
         As in :class:`RCA`.
+    verbose : bool or int, default=False
+        As in :class:`RCA`.
 
     Attributes
     ----------
@@ -266,7 +274,7 @@ class RCA_Supervised(LabelledMixin, RCA):
 
     def __init__(self, n_components=None, n_chunks=100, chunk_size=2,
                  preprocessor=None, random_state=None, num_chunks="deprecated",
-                 solver="fast"):
+                 solver="fast", verbose=False):
         store_arguments(self, locals())
 
     def _draw(self, X, y):
