@@ -12,6 +12,7 @@ from .constraints import (
 from .covariance import Covariance
 from .formulations import Formulation, Method, formulation, formulations
 from .ldml.estimator import LDML, LDMLStar, LDMLSupervised, MildML
+from .lfda.estimator import LFDA
 from .lmnn.estimator import LMNN
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
@@ -21,6 +22,7 @@ from .qwise_structural.estimator import QwiseStructural, QwiseStructuralSupervis
 from .qwise_vector.estimator import QwiseVector, QwiseVectorSupervised
 from .constraintdml.estimator import ConstraintDML, ConstraintDMLSupervised
 from .rankdml.estimator import RankDML, RankDMLSupervised
+from .rca.estimator import RCA, RCA_Supervised
 from .result import (
     Certificate,
     CertificateError,
@@ -62,6 +64,9 @@ __all__ = [
     "MildML",
     "LDMLStar",
     "LMNN",
+    "RCA",
+    "RCA_Supervised",
+    "LFDA",
     "Covariance",
     "DeclaredProblem",
     "certify",

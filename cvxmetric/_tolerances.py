@@ -62,6 +62,9 @@ TOLERANCES = {
     # at its default budget (1 000 iterations): measured 2.6e-4 (iris60),
     # 1.7e-2 (wine45), 2.2e-3 (synthetic) on the collection, 2026-11-28
     "lmnn/subgradient": 2e-2,
+    # RCA (JMLR 2005, Sec. 4.2): the closed form |C|^{1/d} C^{-1},
+    # certified by the closed-form dual bound -- exact up to round-off
+    "rca/fast": 1e-6,
 }
 
 #: Clarabel and SCS must agree on the objective to this relative accuracy

@@ -358,6 +358,19 @@ def _metric_learn_pairs(y):
     return 20 * np.unique(y).size ** 2
 
 
+def _class_chunklets(X, y, seed, n_tuples):
+    # RCA from chunklets: each class one chunklet (the labels' codes)
+    _, codes = np.unique(y, return_inverse=True)
+    return {}, (X, codes), int(np.unique(codes).size), {}
+
+
+def _rca_chunklets(X, y):
+    """RCA_Supervised's chunklets at metric-learn's defaults: 100 of 2
+    samples, or as many as the classes allow."""
+    _, counts = np.unique(y, return_counts=True)
+    return min(100, int(np.sum(counts // 2)))
+
+
 def _quadruplets(X, y, seed, n_tuples):
     from .constraints import quadruplets_from_labels
 
@@ -660,6 +673,27 @@ _REGISTRY = (
         # beyond EXACT_MAX_TRIPLETS the exact row is the documented size
         # refusal and the fast rows are judged by their own certificates
         suite_data={"LMNN": _labelled(_impostor_triplets)}),
+    Formulation(
+        "rca", "Bar-Hillel, Hertz, Shental, Weinshall: Learning a Mahalanobis "
+        "metric from equivalence constraints (JMLR 2005)",
+        "Sec. 4.2 (inner-chunklet distances subject to |M| >= 1)",
+        ("RCA", "RCA_Supervised"),
+        data="cvxmetric.rca._problem:RCAData",
+        collection="cvxmetric.rca._collection",
+        exact="cvxmetric.rca.exact:solve_exact",
+        declared="cvxmetric.rca.exact:declared_problem",
+        methods=(
+            # the CVXPY problem (cp.log_det) and its closed form |C|^{1/d}
+            # C^{-1}, both certified by the closed-form dual bound
+            _EXACT,
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.rca.fast:solve_closed_form"),
+        ),
+        options_estimator="RCA",
+        # RCA: the classes as chunklets; RCA_Supervised: metric-learn's
+        # default draw (100 chunklets of 2, fewer where the classes allow fewer)
+        suite_data={"RCA": _class_chunklets,
+                    "RCA_Supervised": _labelled(_rca_chunklets)}),
     Formulation(
         "covariance", "Mahalanobis: On the generalized distance in statistics (1936)",
         "closed form", ("Covariance",),

@@ -9,7 +9,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/constraintdml.md", "docs/rankdml.md",
-         "docs/slr.md", "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md")
+         "docs/slr.md", "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md",
+         "docs/closed_forms.md")
 HEADING = "## What runs"
 
 
@@ -81,8 +82,10 @@ def test_every_learner_of_the_registry_is_in_a_table():
     tabled = {r[1] for r in ROWS}
     # one learner per formulation is enough: the pair / tuple learner runs
     # what its supervised sibling runs
+    # the covariance baseline solves nothing: no stage runs
     for f in formulations():
-        assert tabled & set(f.estimators), f.name
+        if f.name != "covariance":
+            assert tabled & set(f.estimators), f.name
     assert tabled <= learners
 
 

@@ -110,11 +110,10 @@ def rca_metric(X, y, *, shrinkage=1e-2):
     if (isinstance(shrinkage, bool) or not isinstance(shrinkage, numbers.Real)
             or not np.isfinite(shrinkage) or shrinkage < 0):
         raise ValueError(f"shrinkage: must be a finite number >= 0, got {shrinkage!r}.")
+    from ...rca import within_chunklet_covariance  # the one RCA covariance
+
     _, codes = np.unique(y, return_inverse=True)
-    counts = np.bincount(codes)
-    means = (np.eye(counts.size)[codes].T @ X) / counts[:, None]
-    R = X - means[codes]
-    C = R.T @ R / X.shape[0]
+    C, _ = within_chunklet_covariance(X, codes)
     d = X.shape[1]
     C = C + (shrinkage * np.trace(C) / d) * np.eye(d)
     try:
