@@ -85,14 +85,36 @@ METRIC_LEARN_07["Covariance"] = {
     },
 }
 
+_FIT_XY = {"fit": [("X", None), ("y", None)],
+           "fit_transform": [("X", None), ("y", None)]}
+METRIC_LEARN_07["RCA"] = {
+    "cvxmetric": "RCA",
+    "init": [("n_components", None), ("preprocessor", None)],
+    "methods": {**_PAIR_METHODS, "fit": [("X", None), ("chunks", None)],
+                "fit_transform": [("X", None), ("y", None)]},
+}
+METRIC_LEARN_07["RCA_Supervised"] = {
+    "cvxmetric": "RCA_Supervised",
+    "init": [("n_components", None), ("n_chunks", 100), ("chunk_size", 2),
+             ("preprocessor", None), ("random_state", None),
+             ("num_chunks", "deprecated")],
+    "methods": {**_PAIR_METHODS, **_FIT_XY},
+}
+METRIC_LEARN_07["LFDA"] = {
+    "cvxmetric": "LFDA",
+    "init": [("n_components", None), ("k", None), ("embedding_type", "weighted"),
+             ("preprocessor", None)],
+    "methods": {**_PAIR_METHODS, **_FIT_XY},
+}
+
 #: metric-learn 0.7's non-convex estimators: no certificate exists; the
 #: docs say so and name the alternatives.
 NON_CONVEX = ["NCA", "MLKR", "LSML", "LSML_Supervised"]
 
 #: metric-learn 0.7's other estimators (``metric_learn.__all__``), which
 #: cvxmetric does not cover; the docs must say so.
-NOT_COVERED = ["ITML", "ITML_Supervised", "SDML", "SDML_Supervised", "LFDA",
-               "RCA", "RCA_Supervised", "SCML", "SCML_Supervised"]
+NOT_COVERED = ["ITML", "ITML_Supervised", "SDML", "SDML_Supervised", "SCML",
+               "SCML_Supervised"]
 
 def _section(ml_name):
     """The docs' section of one metric-learn estimator."""
