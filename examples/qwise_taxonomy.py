@@ -57,7 +57,7 @@ term) "for a fair comparison"; here every Qwise fit keeps the one setting
 chosen for all methods (``Qwise(regularizer="similar")`` is that reading,
 untuned here).
 
-    python examples/qwise_taxonomy.py            # 5 seeds, 6 000 constraints (~10 s)
+    python examples/qwise_taxonomy.py            # 3 seeds, 6 000 constraints
     python examples/qwise_taxonomy.py --full     # 20 seeds, 20 000 constraints, figure
     python examples/qwise_taxonomy.py --noise 0  # the clean digits
     python examples/qwise_taxonomy.py --json out.json
@@ -243,7 +243,7 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
     if args.seeds is None:
-        args.seeds = 20 if args.full else 5
+        args.seeds = 20 if args.full else 3
     if args.n_quads is None:
         args.n_quads = 20000 if args.full else 6000
 
