@@ -55,18 +55,25 @@ Settings (the columns): ``clean`` (``tau = 0.25``, all class pairs),
 ``sigma = 0.5`` pooled standard deviations before ranking them, and
 ``tau = 1`` declares ties between classes that differ).
 
-    python examples/qwise_attributes.py          # N = 20, 3 seeds (~15-25 s)
+    python examples/qwise_attributes.py          # N = 20, 3 seeds
     python examples/qwise_attributes.py --full   # N = 30, 10 seeds, B sweep, figure
     python examples/qwise_attributes.py --json out.json
+    python examples/qwise_attributes.py --seeds 2 --first-seed 4 --json s4.json
+    python examples/qwise_attributes.py --merge s0.json s2.json s4.json
+
+``--first-seed`` and ``--merge`` split the seeds over processes and print
+the tables of their ``--json`` files together.
 
 ``--full`` (or ``--plot``) also sweeps ``B`` on the clean and noisy
 annotations (Fig. 11) and writes docs/img/qwise_attributes.png (needs
 matplotlib).  BLAS runs single-threaded (``--threads``).  Durations on the
-2-core development machine next to other jobs: the default run 15-25 s
-(67 s when sharing the machine with a ``--full`` run), ``--seeds 10
---n-train 30`` (the table of ``--full``) 181 s, ``--plot`` (the B sweep at
-the default N = 20, 3 seeds) 68 s; ``--full`` runs both at N = 30 with 10
-seeds, about 10 times the latter.
+2-core development machine next to other jobs: the default run 74 s of
+CPU (365 s of wall time under a load of 12-15; without the LMNN rows,
+``--no-lmnn``, 15-25 s), ``--seeds 10 --n-train 30`` (the table of
+``--full``) as five processes of two seeds 1 013-1 163 s each under a load
+of 10-19 (without the LMNN rows 181 s in one process), ``--plot`` (the B
+sweep at the default N = 20, 3 seeds, no LMNN) 68 s; ``--full`` runs both
+at N = 30 with 10 seeds.
 """
 
 import argparse
