@@ -29,7 +29,25 @@ pair of each.
 Methods: the pairwise ranking-SVM baseline of Parikh and Grauman with and
 without its equivalence constraints, QWSL-p (equivalences by Eq. 26),
 OQWSL-p (quadruplets only, Eq. 25-26) and OQWSL-1 + border pairs (Table 8's
-PubFig "Qwise + Pairwise").
+PubFig "Qwise + Pairwise", Q+Pwise).
+
+Table 8's LMNN rows (Sec. 7.2.2), with :class:`cvxmetric.LMNN` (Weinberger
+and Saul's Eq. 13-14, ``k = 3`` target neighbours, ``mu = 0.5``, certified
+over every impostor triplet) learned on the training images:
+
+* ``LMNN (pixels)``: LMNN on the 64 pixels, then LMNN's classifier, the
+  3-NN rule under its metric (the ``k`` of the target neighbours);
+  ``LMNN-G (pixels)``: the Gaussian model on the LMNN-transformed pixels
+  ``L x``.  The pixels that are constant on the training images are left
+  out (``M`` is 0 there: any value is optimal) and the others are solved
+  in units of their standard deviation with the target neighbours of the
+  Euclidean pixel distance (``M0``): the same problem, better conditioned;
+* ``X + LMNN``: LMNN learned in the attribute space ``h = L x`` of method
+  ``X`` (RA: the pairwise baseline; QWSL-1; OQWSL-1; Q+Pwise), then 3-NN;
+  ``X + LMNN-G``: the Gaussian model on LMNN's ``L h``.  The Gaussian model
+  with full covariances is invariant under an invertible ``L`` up to its
+  small ridge, so ``X + LMNN-G`` differs from ``X`` only where LMNN's ``M``
+  is (near) singular.
 
 Settings (the columns): ``clean`` (``tau = 0.25``, all class pairs),
 ``B=5`` (five class pairs per attribute, drawn per seed), ``noisy``
@@ -37,18 +55,25 @@ Settings (the columns): ``clean`` (``tau = 0.25``, all class pairs),
 ``sigma = 0.5`` pooled standard deviations before ranking them, and
 ``tau = 1`` declares ties between classes that differ).
 
-    python examples/qwise_attributes.py          # N = 20, 3 seeds (~15-25 s)
+    python examples/qwise_attributes.py          # N = 20, 3 seeds
     python examples/qwise_attributes.py --full   # N = 30, 10 seeds, B sweep, figure
     python examples/qwise_attributes.py --json out.json
+    python examples/qwise_attributes.py --seeds 2 --first-seed 4 --json s4.json
+    python examples/qwise_attributes.py --merge s0.json s2.json s4.json
+
+``--first-seed`` and ``--merge`` split the seeds over processes and print
+the tables of their ``--json`` files together.
 
 ``--full`` (or ``--plot``) also sweeps ``B`` on the clean and noisy
 annotations (Fig. 11) and writes docs/img/qwise_attributes.png (needs
 matplotlib).  BLAS runs single-threaded (``--threads``).  Durations on the
-2-core development machine next to other jobs: the default run 15-25 s
-(67 s when sharing the machine with a ``--full`` run), ``--seeds 10
---n-train 30`` (the table of ``--full``) 181 s, ``--plot`` (the B sweep at
-the default N = 20, 3 seeds) 68 s; ``--full`` runs both at N = 30 with 10
-seeds, about 10 times the latter.
+2-core development machine next to other jobs: the default run 74 s of
+CPU (365 s of wall time under a load of 12-15; without the LMNN rows,
+``--no-lmnn``, 15-25 s), ``--seeds 10 --n-train 30`` (the table of
+``--full``) as five processes of two seeds 1 013-1 163 s each under a load
+of 10-19 (without the LMNN rows 181 s in one process), ``--plot`` (the B
+sweep at the default N = 20, 3 seeds, no LMNN) 68 s; ``--full`` runs both
+at N = 30 with 10 seeds.
 """
 
 import argparse
@@ -59,9 +84,11 @@ from pathlib import Path
 import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.metrics import balanced_accuracy_score
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from cvxmetric import LMNN
 from cvxmetric.constraints import informative
 from cvxmetric.experiments.qwise.attributes import (
     AttributeGaussianClassifier,
@@ -88,6 +115,21 @@ METHODS = {
     "OQWSL-2": ("oqwsl", {"p": 2}),
     "OQWSL-1 + border pairs": ("oqwsl", {"p": 1, "border_pairs": True}),
 }
+
+#: LMNN's target neighbours, and the k of its k-NN classifier
+LMNN_K = 3
+
+#: Table 8's name -> the method whose attribute space LMNN is learned in
+LMNN_BASES = {
+    "RA": "pairwise (RA baseline)",
+    "QWSL-1": "QWSL-1",
+    "OQWSL-1": "OQWSL-1",
+    "Q+Pwise": "OQWSL-1 + border pairs",
+}
+
+#: the rows LMNN adds to the table
+LMNN_ROWS = (("LMNN (pixels)", "LMNN-G (pixels)")
+             + tuple(f"{b} + LMNN{g}" for b in LMNN_BASES for g in ("", "-G")))
 
 #: setting -> (tau, sigma, B)
 SETTINGS = {
@@ -157,13 +199,38 @@ def split(y, n_train, rng):
     return tr, te
 
 
-def run_setting(X, y, measures, tau, sigma, B, methods, seeds, n_train, C_q):
-    """Accuracies (n_seeds,) per method (NaN where a method has no usable pair)."""
-    acc = {m: [] for m in methods}
+def lmnn_scores(Htr, ytr, Hte, yte, M0=None):
+    """LMNN learned on ``(Htr, ytr)``: the mean per-class accuracy of its
+    3-NN rule and of the Gaussian model on ``L h`` (LMNN, LMNN-G)."""
+    est = LMNN(k=LMNN_K, mu=0.5, M0=M0).fit(Htr, ytr)
+    Ltr, Lte = est.transform(Htr), est.transform(Hte)
+    knn = KNeighborsClassifier(LMNN_K).fit(Ltr, ytr).predict(Lte)
+    gauss = AttributeGaussianClassifier().fit(Ltr, ytr).predict(Lte)
+    return balanced_accuracy_score(yte, knn), balanced_accuracy_score(yte, gauss)
+
+
+def lmnn_pixels(Xtr, ytr, Xte, yte):
+    """LMNN on the pixels (module docstring): the constant training pixels
+    left out, the others in units of their standard deviation, the target
+    neighbours those of the Euclidean pixel distance."""
+    keep = np.std(Xtr, axis=0) > 0
+    s = np.std(Xtr[:, keep], axis=0)
+    return lmnn_scores(Xtr[:, keep] / s, ytr, Xte[:, keep] / s, yte, M0=np.diag(s ** 2))
+
+
+def run_setting(X, y, measures, tau, sigma, B, methods, seeds, n_train, C_q,
+                lmnn=False, cache=None):
+    """Accuracies (n_seeds,) per method (NaN where a method has no usable pair);
+    with ``lmnn``, also the rows of :data:`LMNN_ROWS` (the pixel rows cached
+    in ``cache`` by training split: they do not depend on the orderings)."""
+    rows = list(methods) + (list(LMNN_ROWS) if lmnn else [])
+    acc = {m: [] for m in rows}
+    cache = {} if cache is None else cache
     for seed in seeds:
         rng = np.random.RandomState(seed)
         orderings = {k: class_ordering(v, y, tau, sigma, rng) for k, v in measures.items()}
         tr, te = split(y, n_train, rng)
+        H = {}
         for m in methods:
             method, kwargs = METHODS[m]
             est = fit_L(X[tr], y[tr], orderings, method, kwargs, B, C_q,
@@ -171,9 +238,21 @@ def run_setting(X, y, measures, tau, sigma, B, methods, seeds, n_train, C_q):
             if est is None:
                 acc[m].append(np.nan)
                 continue
-            g = AttributeGaussianClassifier().fit(est.transform(X[tr]), y[tr])
-            pred = g.predict(est.transform(X[te]))
-            acc[m].append(balanced_accuracy_score(y[te], pred))
+            H[m] = est.transform(X[tr]), est.transform(X[te])
+            g = AttributeGaussianClassifier().fit(H[m][0], y[tr])
+            acc[m].append(balanced_accuracy_score(y[te], g.predict(H[m][1])))
+        if not lmnn:
+            continue
+        key = tr.tobytes()
+        if key not in cache:
+            cache[key] = lmnn_pixels(X[tr], y[tr], X[te], y[te])
+        for row, v in zip(LMNN_ROWS[:2], cache[key]):
+            acc[row].append(v)
+        for name, base in LMNN_BASES.items():
+            scores = ((np.nan, np.nan) if base not in H else
+                      lmnn_scores(H[base][0], y[tr], H[base][1], y[te]))
+            acc[f"{name} + LMNN"].append(scores[0])
+            acc[f"{name} + LMNN-G"].append(scores[1])
     return {m: np.array(v) for m, v in acc.items()}
 
 
@@ -187,7 +266,8 @@ def _cell(v):
 
 def print_table(results, settings):
     head = f"{'method':24s}" + "".join(f"{s:>20s}" for s in settings)
-    print("Gaussian-model accuracy (%), mean +- std over seeds")
+    print("Gaussian-model accuracy (%), mean +- std over seeds (rows with LMNN: "
+          f"its {LMNN_K}-NN rule, LMNN-G: the Gaussian model on LMNN's L h)")
     print(head)
     print("-" * len(head))
     for m in next(iter(results.values())):
@@ -196,20 +276,35 @@ def print_table(results, settings):
           "touches a border level);\n(k/n): the mean over the k seeds where it had one.")
 
 
-def print_paired(results, settings, baseline="pairwise (RA baseline)"):
-    """Per-seed differences to the baseline (same split, same orderings)."""
-    print(f"\npaired difference to the {baseline} (points; mean +- std, seeds won)")
-    for m in next(iter(results.values())):
-        if m == baseline:
-            continue
+def print_paired(results, settings, pairs, title):
+    """Per-seed differences ``row - reference`` for each ``(row, reference)``
+    of ``pairs`` (same split, same orderings)."""
+    print(f"\npaired difference {title} (points; mean +- std, seeds won)")
+    for m, ref in pairs:
         cells = []
         for s in settings:
-            d = 100 * (results[s][m] - results[s][baseline])
+            d = 100 * (results[s][m] - results[s][ref])
             ok = ~np.isnan(d)
             cells.append("n/a" if not np.any(ok) else
                          f"{np.mean(d[ok]):+.1f} +- {np.std(d[ok]):.1f} "
                          f"{int(np.sum(d[ok] > 0))}/{int(ok.sum())}")
         print(f"{m:24s}" + "".join(f"{c:>20s}" for c in cells))
+
+
+def paired_tables(results, settings, baseline="pairwise (RA baseline)"):
+    """Every row against the baseline; with the LMNN rows, each ``X + LMNN``
+    against its base ``X`` and against ``RA + LMNN``."""
+    rows = list(next(iter(results.values())))
+    print_paired(results, settings, [(m, baseline) for m in rows if m != baseline],
+                 f"to the {baseline}")
+    if LMNN_ROWS[0] not in rows:
+        return
+    print_paired(results, settings,
+                 [(f"{b} + LMNN{g}", base) for b, base in LMNN_BASES.items()
+                  for g in ("", "-G")], "of X + LMNN to X")
+    print_paired(results, settings,
+                 [(f"{b} + LMNN", "RA + LMNN") for b in LMNN_BASES if b != "RA"],
+                 "to RA + LMNN")
 
 
 def plot_sweep(sweep, Bs, path):
@@ -235,6 +330,23 @@ def plot_sweep(sweep, Bs, path):
     print(f"wrote {path}")
 
 
+def merge(paths):
+    """The table and paired differences of the per-seed results of several
+    ``--json`` runs (each over its own seeds, same settings)."""
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    seeds = [s for r in runs for s in r["seeds"]]
+    if len(set(seeds)) != len(seeds) or len({r["n_train"] for r in runs}) != 1:
+        raise SystemExit("--merge: the runs must share N and have distinct seeds")
+    settings = list(runs[0]["table"])
+    results = {s: {m: np.concatenate([np.asarray(r["table"][s][m], float) for r in runs])
+                   for m in runs[0]["table"][s]} for s in settings}
+    print(f"N = {runs[0]['n_train']} training images per class, {len(seeds)} seeds "
+          f"({min(seeds)}-{max(seeds)}), C_q = {runs[0]['C_q']}")
+    print_table(results, settings)
+    paired_tables(results, settings)
+    return results
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true",
@@ -244,13 +356,23 @@ def main(argv=None):
                         help="training images per class (default 20; --full 30)")
     parser.add_argument("--seeds", type=int, default=None,
                         help="random splits (default 3; --full 10)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the first split's seed (runs of several processes)")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                        help="print the tables of the per-seed results of "
+                             "earlier --json runs (other seeds), run nothing")
     parser.add_argument("--C-q", type=float, default=0.01, help="quadruplet weight")
+    parser.add_argument("--no-lmnn", action="store_true",
+                        help="leave out Table 8's LMNN rows")
     parser.add_argument("--json", default=None, metavar="PATH")
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS threads (0: the library default)")
     args = parser.parse_args(argv)
     n_train = args.n_train or (30 if args.full else 20)
-    seeds = list(range(args.seeds or (10 if args.full else 3)))
+    if args.merge:
+        return merge(args.merge)
+    seeds = list(range(args.first_seed,
+                       args.first_seed + (args.seeds or (10 if args.full else 3))))
     X, y = load_digits(return_X_y=True)
     measures = digit_measures(X)
     X = X / 16.0
@@ -259,13 +381,14 @@ def main(argv=None):
         print("class orderings (clean annotation, tau = 0.25):")
         for k, v in measures.items():
             print(f"  {k:7s} {class_ordering(v, y, 0.25)}")
+        cache = {}
         results = {s: run_setting(X, y, measures, tau, sigma, B, list(METHODS), seeds,
-                                  n_train, args.C_q)
+                                  n_train, args.C_q, lmnn=not args.no_lmnn, cache=cache)
                    for s, (tau, sigma, B) in SETTINGS.items()}
         print(f"\nN = {n_train} training images per class, {len(seeds)} seeds, "
               f"C_q = {args.C_q}")
         print_table(results, list(SETTINGS))
-        print_paired(results, list(SETTINGS))
+        paired_tables(results, list(SETTINGS))
         sweep, Bs = None, [1, 3, 5, 10, 20, 45]
         if args.full or args.plot:
             chosen = ["pairwise (RA baseline)", "QWSL-1", "QWSL-2", "OQWSL-1", "OQWSL-2"]

@@ -325,13 +325,18 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qwise_taxonomy.py"
 
 
 def test_example_small_run(tmp_path):
-    # about 3 s: one seed, 1 000 constraints per method
+    # about 4 s: one seed, 1 000 constraints per method, 6 PCA dimensions
+    # (LMNN's fit over every impostor triplet of the 900 training digits is
+    # then a second); the script turns a ConvergenceWarning into an error,
+    # so every fit, LMNN's included, ended certified
     out = subprocess.run(
         [sys.executable, str(EXAMPLE), "--seeds", "1", "--n-quads", "1000",
-         "--json", str(tmp_path / "r.json")],
-        capture_output=True, text=True, timeout=120, check=True).stdout
+         "--dims", "6", "--json", str(tmp_path / "r.json")],
+        capture_output=True, text=True, timeout=300, check=True).stdout
     assert "Table 6-like: Eq. 24 hierarchy accuracy, 10-NN" in out
     assert "paired: qwise minus triplets (neighbours)" in out
+    assert "paired: qwise minus LMNN (full)" in out
+    assert "lmnn full" in out and "lmnn diag" not in out
     import json
     summary = json.loads((tmp_path / "r.json").read_text())["summary"]
     for method, by_k in summary.items():
@@ -340,3 +345,4 @@ def test_example_small_run(tmp_path):
             assert 0 <= acc <= hier <= 100, (method, k)
     # far above chance (10 %) even with the default pixel noise
     assert summary["qwise full"]["10"][0][0] > 40
+    assert summary["lmnn full"]["10"][0][0] > 40

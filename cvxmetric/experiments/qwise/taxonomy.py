@@ -482,9 +482,10 @@ def taxonomy_quadruplets(X, y, parent, *, n_type1, n_type2, k=5, delta=1.0,
         neighbour search (the paper's "k nearest neighbors" in the input
         space).
     same_anchor : bool, default=False
-        When True, ``I_k = I_i`` (LMNN-like triplets written as
-        quadruplets); by default ``I_k`` is a fresh uniform sample of
-        ``c_a``.
+        When True, ``I_k = I_i``: triplets whose far pair shares the
+        anchor (the shape of LMNN's triplets, not LMNN's objective),
+        written as quadruplets; by default ``I_k`` is a fresh uniform
+        sample of ``c_a``.
     random_state : int, RandomState instance or None, default=None
         Seed of every random choice (anchors, neighbour ranks, far pairs).
 
