@@ -104,6 +104,8 @@ from the docstrings when the site is built.
 
 {names}
 """
+# Stubs of names no longer in __all__ would stay behind as orphan pages.
+shutil.rmtree(DOCS / "generated", ignore_errors=True)
 _write_api_page()
 
 
