@@ -112,7 +112,21 @@ def title_examples(app, docname, source):
             if not re.fullmatch(r"([=\-~^])\1{2,}\s*", nxt):
                 lines.insert(j + 1, "=" * len(lines[j]))
             break
-    source[0] = "\n".join(lines)
+    source[0] = "\n".join(_command_blocks(lines))
+
+
+def _command_blocks(lines):
+    """Show the docstrings' indented command lines (``    python
+    examples/...``) as literal blocks: in reST an indented paragraph after
+    a paragraph not ending in ``::`` is a block quote, read as prose."""
+    out = []
+    for i, line in enumerate(lines):
+        if (line.startswith("    python ") and i >= 2 and not lines[i - 1].strip()
+                and lines[i - 2].strip() and not lines[i - 2].startswith(" ")
+                and not lines[i - 2].rstrip().endswith("::")):
+            out += [".. code-block:: shell", ""]
+        out.append(line)
+    return out
 
 
 def _tolerate_clean_exit():
