@@ -201,6 +201,7 @@ metric_key, data, kind
 
     @property
     def n_features(self):
+        """The number of features ``d`` of the metric variable."""
         return int(self.variable.shape[0])
 
     @property

@@ -32,6 +32,7 @@ measured on the 2-core development machine.
 """
 
 import argparse
+import importlib.util
 import time
 
 import numpy as np
@@ -118,6 +119,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick and args.full:
         parser.error("--quick and --full exclude each other")
+    if args.figures is not None and importlib.util.find_spec("matplotlib") is None:
+        parser.error("--figures needs matplotlib (pip install matplotlib); "
+                     "nothing was run")
     with threadpool_limits(limits=args.threads or None, user_api="blas"):
         return _run(args)
 
@@ -195,14 +199,20 @@ def _figures(folder, run, names, learners, ks, seed):
     _, ev, multi, _, (vtr, trip) = run
     ks = np.asarray(ks)
     colors = dict(zip(BASELINES, ("0.55", "tab:green", "tab:orange", "tab:purple")))
+    # every series its own (colour, marker, line style): colour = method,
+    # marker and style = fusion; markers every 10 K so the curves stay legible
     styles = dict(zip(FUSIONS, (":", "--", "-.")))
+    markers = dict(zip(FUSIONS, ("o", "s", "^")))
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, curve in ev.topk.items():
         method, fusion = name.split("-")
-        ax.plot(ks, curve, styles[fusion], color=colors[method], lw=1.2, label=name)
-    for name, color in (("OMDML", "tab:blue"), ("LOMDML", "tab:red")):
+        ax.plot(ks, curve, styles[fusion], color=colors[method], lw=1.2,
+                marker=markers[fusion], markevery=(len(ks) // 20, 10), ms=4,
+                label=name)
+    for name, color, marker in (("OMDML", "tab:blue", "D"), ("LOMDML", "tab:red", "*")):
         if name in multi:
-            ax.plot(ks, multi[name]["topk"], "-", color=color, lw=2.2, label=name)
+            ax.plot(ks, multi[name]["topk"], "-", color=color, lw=2.2,
+                    marker=marker, markevery=(0, 10), ms=6, label=name)
     ax.set_xlabel("K (top-K retrieved training images)")
     ax.set_ylabel("precision at K")
     ax.set_title("digits, 5 modalities: top-K precision on the test queries")
