@@ -260,7 +260,7 @@ optional
         return formulation("lmnn").solve_exact(data, verbose=conic_verbose(self.verbose))
 
     def _solve_fast(self, data):
-        return LMNNWorkingSet(max_time=self.max_time).run(data)
+        return run_in_feature_units(LMNNWorkingSet(max_time=self.max_time), data)
 
     def _solve_subgradient(self, data):
         options = {"maxiter": self.max_iter, "learn_rate": self.learn_rate,

@@ -126,3 +126,15 @@ def test_estimator_solvers():
     f = formulation("lmnn")
     assert [m.name for m in f.methods] == ["exact", "fast", "subgradient"]
     assert f.method("fast").role == "fast" and f.method("subgradient").role == "paper"
+
+
+def test_fast_path_runs_in_feature_units_on_badly_scaled_features():
+    """Features spread over 2^10 (raw pixels, raw wine): the working set is
+    solved in per-feature units and certified in the user's."""
+    X, y = load_iris(return_X_y=True)
+    X = X * np.array([1.0, 1e-3, 1.0, 1e1])
+    est = LMNN(solver="fast").fit(X, y)
+    assert est.status_ == "optimal"
+    assert "feature_exponents" in est.result_.info
+    ref = LMNN(solver="exact").fit(X, y)
+    assert est.objective_ == pytest.approx(ref.objective_, rel=tolerance("lmnn", "fast"))
