@@ -20,6 +20,7 @@ from .qwise_structural.estimator import QwiseStructural, QwiseStructuralSupervis
 from .qwise_vector.estimator import QwiseVector, QwiseVectorSupervised
 from .constraintdml.estimator import ConstraintDML, ConstraintDMLSupervised
 from .rankdml.estimator import RankDML, RankDMLSupervised
+from .scml.estimator import SCML, SCML_Supervised
 from .result import (
     Certificate,
     CertificateError,
@@ -61,6 +62,8 @@ __all__ = [
     "MildML",
     "LDMLStar",
     "LMNN",
+    "SCML",
+    "SCML_Supervised",
     "DeclaredProblem",
     "certify",
     "certified_solve",
