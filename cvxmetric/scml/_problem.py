@@ -346,6 +346,27 @@ class SCMLData:
         hinge = np.maximum(0.0, 1.0 + self.C @ w)
         return float(hinge.mean() + self.beta * np.sum(np.abs(w)))
 
+    def objective_of_metric(self, M):
+        """``F`` from the metric alone, for a basis of unit-norm rows.
+
+        The hinges depend on ``w`` through ``M`` only, and with unit-norm
+        rows ``sum_i w_i = tr(M)``; so ``F(w) = mean hinge(M) + beta
+        tr(M)`` for every ``w >= 0`` with ``M = B^T diag(w) B``.
+
+        Raises
+        ------
+        ValueError
+            Naming ``basis`` when a row is not of unit norm.
+        """
+        if not np.allclose(np.linalg.norm(self.basis, axis=1), 1.0, rtol=0, atol=1e-12):
+            raise ValueError("basis: the objective of a metric alone needs unit-norm "
+                             "basis rows (then ||w||_1 = tr(M)).")
+        M = check_finite(M, "M", shape=(self.n_features, self.n_features))
+        i, j, k = self.triplets.T
+        near, far = self.X[i] - self.X[j], self.X[i] - self.X[k]
+        D = np.einsum("td,de,te->t", near, M, near) - np.einsum("td,de,te->t", far, M, far)
+        return float(np.maximum(0.0, 1.0 + D).mean() + self.beta * np.trace(M))
+
     # -- the certificate -------------------------------------------------------
 
     def dual_bound(self, a, upper=None):
