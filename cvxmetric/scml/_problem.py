@@ -256,7 +256,7 @@ class SCMLData:
                                  + ".")
             basis = triplet_diffs_basis(X, self.triplets, n_basis, random_state)
         self.basis = self._check_basis(basis, X.shape[1])
-        self.C = self._distance_differences()
+        self._C = None
 
     @staticmethod
     def _check_basis(basis, d):
@@ -313,21 +313,62 @@ class SCMLData:
     def n_features(self):
         return self.X.shape[1]
 
-    def _distance_differences(self):
-        """``C`` from the projections ``X B^T``, per block of triplets."""
-        XB = self.X @ self.basis.T
-        i, j, k = self.triplets.T
-        C = np.empty((self.n_triplets, self.n_basis))
-        step = max(1, BLOCK_ENTRIES // self.n_basis)
-        for s in range(0, self.n_triplets, step):
-            sl = slice(s, s + step)
-            near = XB[i[sl]] - XB[j[sl]]
-            far = XB[i[sl]] - XB[k[sl]]
-            C[sl] = near * near - far * far
-        if not np.all(np.isfinite(C)):
+    @property
+    def C(self):
+        """The (n_triplets, n_basis) matrix of distance differences,
+        computed on first use; the solvers and the certificate use blocks
+        of it (:meth:`block`, :meth:`margins`, :meth:`reduced_costs`)."""
+        if self._C is None:
+            self._C = self.block()
+        return self._C
+
+    @property
+    def XB(self):
+        """The projections ``X B^T`` (n_samples, n_basis)."""
+        if getattr(self, "_XB", None) is None:
+            self._XB = self.X @ self.basis.T
+        return self._XB
+
+    def block(self, rows=None, cols=None):
+        """``C[rows][:, cols]`` from the projections (default: all)."""
+        if self._C is not None:
+            C = self._C if rows is None else self._C[rows]
+            return C if cols is None else C[:, cols]
+        XB = self.XB if cols is None else self.XB[:, cols]
+        t = self.triplets if rows is None else self.triplets[rows]
+        near = XB[t[:, 0]] - XB[t[:, 1]]
+        far = XB[t[:, 0]] - XB[t[:, 2]]
+        out = near * near - far * far
+        if not np.all(np.isfinite(out)):
             raise ValueError("X: the squared projections on the basis overflow; "
                              "rescale X or the basis.")
-        return C
+        return out
+
+    def margins(self, w):
+        """``1 + C w`` over every triplet, from the columns where ``w != 0``
+        (per block of triplets: ``C`` itself is never formed)."""
+        w = self.check_weights(w)
+        nz = np.flatnonzero(w)
+        out = np.ones(self.n_triplets)
+        if nz.size == 0:
+            return out
+        if self._C is not None:
+            return out + self._C[:, nz] @ w[nz]
+        step = max(1, BLOCK_ENTRIES // nz.size)
+        for s in range(0, self.n_triplets, step):
+            rows = np.arange(s, min(self.n_triplets, s + step))
+            out[rows] += self.block(rows, nz) @ w[nz]
+        return out
+
+    def reduced_costs(self, a):
+        """``beta + C^T a / T`` from the triplets where ``a != 0``."""
+        nz = np.flatnonzero(a)
+        q = np.zeros(self.n_basis)
+        step = max(1, BLOCK_ENTRIES // self.n_basis)
+        for s in range(0, nz.size, step):
+            rows = nz[s:s + step]
+            q += a[rows] @ self.block(rows)
+        return self.beta + q / self.n_triplets
 
     # -- the metric ------------------------------------------------------------
 
@@ -343,7 +384,7 @@ class SCMLData:
     def objective(self, w):
         """``F(w)``: the mean hinge plus ``beta ||w||_1``."""
         w = self.check_weights(w)
-        hinge = np.maximum(0.0, 1.0 + self.C @ w)
+        hinge = np.maximum(0.0, self.margins(w))
         return float(hinge.mean() + self.beta * np.sum(np.abs(w)))
 
     def objective_of_metric(self, M):
@@ -384,9 +425,8 @@ class SCMLData:
         float
         """
         a = np.clip(check_finite(a, "a", shape=(self.n_triplets,)), 0.0, 1.0)
-        T = self.n_triplets
-        q = (self.C.T @ a) / T
-        r = self.beta + q
+        r = self.reduced_costs(a)
+        q = r - self.beta
         lin = float(a.mean())
         neg = q < -self.beta
         if not np.any(neg):

@@ -60,16 +60,18 @@ def check_exact_size(data, name="data"):
             f"solver='fast' (certified) or fewer triplets or basis vectors.")
 
 
-def simplex_multipliers(data, rows=None, *, tol=1e-10):
-    """The LP restricted to the triplets ``rows`` (default all) solved by
-    HiGHS's dual simplex: ``(w, a)`` with ``a`` the hinge multipliers of
-    every triplet (0 off ``rows``), exactly feasible in the restricted
-    dual up to round-off.
+def simplex_multipliers(data, rows=None, cols=None, *, tol=1e-10):
+    """The LP restricted to the triplets ``rows`` and the basis vectors
+    ``cols`` (default all) solved by HiGHS's dual simplex: ``(w, a)`` with
+    ``w`` zero off ``cols`` and ``a`` the hinge multipliers of every
+    triplet (0 off ``rows``), a vertex of the restricted dual, feasible
+    there up to round-off.
 
     Parameters
     ----------
     data : SCMLData
     rows : ndarray of int, optional
+    cols : ndarray of int, optional
     tol : float
         HiGHS's primal and dual feasibility tolerances.
 
@@ -83,18 +85,22 @@ def simplex_multipliers(data, rows=None, *, tol=1e-10):
 
     T, K = data.n_triplets, data.n_basis
     rows = np.arange(T) if rows is None else np.asarray(rows)
-    m = rows.size
-    # variables (w, xi_rows): C_r w - xi <= -1, w >= 0, xi >= 0
-    A = hstack([csr_matrix(data.C[rows]), -identity(m, format="csr")], format="csr")
-    cost = np.concatenate([np.full(K, data.beta), np.full(m, 1.0 / T)])
+    cols = np.arange(K) if cols is None else np.asarray(cols)
+    m, k = rows.size, cols.size
+    # variables (w_cols, xi_rows): C w - xi <= -1, w >= 0, xi >= 0
+    A = hstack([csr_matrix(data.block(rows, cols)), -identity(m, format="csr")],
+               format="csr")
+    cost = np.concatenate([np.full(k, data.beta), np.full(m, 1.0 / T)])
     res = linprog(cost, A_ub=A, b_ub=-np.ones(m), bounds=(0, None), method="highs-ds",
                   options={"primal_feasibility_tolerance": tol,
                            "dual_feasibility_tolerance": tol, "presolve": True})
     if res.status != 0:
         raise RuntimeError(f"HiGHS: {res.message}")
+    w = np.zeros(K)
+    w[cols] = np.maximum(res.x[:k], 0.0)
     a = np.zeros(T)
     a[rows] = np.clip(-T * res.ineqlin.marginals, 0.0, 1.0)
-    return np.maximum(res.x[:K], 0.0), a
+    return w, a
 
 
 @fill_doc
@@ -192,7 +198,7 @@ class _SCMLDeclared(DeclaredProblem):
         when the conic ones leave a gap."""
         if cert.passed or cert.max_violation > cert.tol_feas:
             return cert
-        margin = 1.0 + self.data.C @ w
+        margin = self.data.margins(w)
         rows = np.flatnonzero(margin > -1e-3 * max(1.0, np.max(np.abs(margin))))
         try:
             _, a = simplex_multipliers(self.data, rows)

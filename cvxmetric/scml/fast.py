@@ -2,22 +2,29 @@
 proximal method.
 
 :class:`SCMLWorkingSet` (method ``fast``, certified)
-    SCML is a linear program in ``(w, xi)`` with one row per triplet; at the
-    optimum most triplets are satisfied with room to spare and their rows
-    are slack.  The solver keeps a working set of triplets, solves the LP
-    restricted to them by HiGHS's dual simplex
+    SCML is a linear program in ``(w, xi)`` with one row per triplet and
+    one column per basis vector; at the optimum most triplets are
+    satisfied with room to spare (their rows are slack) and most weights
+    are 0 (the L1 term: on digits 130 of 1 280).  The solver keeps a
+    working set of triplets and of basis vectors, solves the LP restricted
+    to them by HiGHS's dual simplex
     (:func:`~cvxmetric.scml.exact.simplex_multipliers`), then makes one
     pass over *every* triplet at the new ``w`` (one product ``C w``) and
     adds those whose hinge is active outside the set (the most violated
-    first, at most ``max_add`` per round).  The restricted LP's value
-    never exceeds the optimum and the rows added cut its solution off, so
-    the rounds end, in the worst case with every triplet in the set.  When
-    no triplet outside is active, :meth:`SCMLData.certificate
+    first, at most ``max_add`` per round).  When no triplet outside is
+    active, :meth:`SCMLData.certificate
     <cvxmetric.scml.SCMLData.certificate>` judges ``w`` over every triplet
-    with the simplex multipliers (0 off the set): an exactly feasible
-    dual, so the certified gap is the LP's own.  The first set holds the
-    triplets most violated at a small multiple of the Euclidean metric
-    written in the basis (a least-squares ``w``), up to ``init_size``.
+    and basis vector with the simplex multipliers (0 off the set); if it
+    does not pass, the basis vectors outside the set with a negative
+    reduced cost ``beta + (C^T a)_i / T`` join it (column generation, at
+    most ``max_add_cols`` per round).  Rows added cut the restricted
+    solution off and columns added price it out, so the rounds end, in the
+    worst case with the whole LP.  The simplex multipliers are a vertex of
+    the restricted dual, feasible to round-off, so the certified gap is the
+    LP's own.  The first set holds the ``init_size`` triplets most violated
+    at a multiple of the Euclidean metric written in the basis (a
+    least-squares ``w``) and the ``init_cols`` basis vectors that most
+    lower their hinges.
 
 :class:`SCMLStochastic` (method ``stochastic``, reported)
     The paper's solver as metric-learn 0.7 implements it (``_BaseSCML._fit``):
@@ -72,14 +79,15 @@ def euclidean_weights(data):
                                    rcond=None)[0], 0.0)
     if not np.any(w > 0):
         w = np.ones(data.n_basis)
-    scale = float(np.mean(np.abs(data.C @ w)))
+    scale = float(np.mean(np.abs(data.margins(w) - 1.0)))
     return w / scale if scale > 0 and np.isfinite(scale) else w
 
 
 class WSState(NamedTuple):
     iter_num: int
     error: float  # relative gap of the last certificate (inf before)
-    rows: np.ndarray  # the working set (sorted triplet indices)
+    rows: np.ndarray  # the working triplets (sorted indices)
+    cols: np.ndarray  # the working basis vectors (sorted indices)
     a: np.ndarray  # hinge multipliers of every triplet (0 off the set)
     certificate: object
     done: bool
@@ -99,8 +107,13 @@ class SCMLWorkingSet(_OnSCML, IterativeSolver):
     max_time : float, optional
     init_size : int
         Triplets in the first set.
+    init_cols : int
+        Basis vectors in the first set.
     max_add : int
         Triplets added per round at most (the most violated first).
+    max_add_cols : int
+        Basis vectors added per round at most (the most negative reduced
+        costs first).
     lp_tol : float
         HiGHS's feasibility tolerances.
     """
@@ -108,7 +121,9 @@ class SCMLWorkingSet(_OnSCML, IterativeSolver):
     _parameter_constraints = {
         **IterativeSolver._parameter_constraints,
         "init_size": [Interval(Integral, 1, None, closed="left")],
+        "init_cols": [Interval(Integral, 1, None, closed="left")],
         "max_add": [Interval(Integral, 1, None, closed="left")],
+        "max_add_cols": [Interval(Integral, 1, None, closed="left")],
         "lp_tol": [Interval(Real, 0, None, closed="neither")],
     }
 
@@ -116,7 +131,9 @@ class SCMLWorkingSet(_OnSCML, IterativeSolver):
     tol: float = 1e-6
     max_time: float = None
     init_size: int = 2000
+    init_cols: int = 100
     max_add: int = 4000
+    max_add_cols: int = 100
     lp_tol: float = 1e-10
 
     name = "fast"
@@ -124,49 +141,68 @@ class SCMLWorkingSet(_OnSCML, IterativeSolver):
     def init_state(self, data, init=None):
         w = euclidean_weights(data) if init is None else np.maximum(
             np.asarray(init.info.get("w", euclidean_weights(data)), float), 0.0)
-        margin = 1.0 + data.C @ w
+        margin = data.margins(w)
         size = min(self.init_size, data.n_triplets)
         rows = np.sort(np.argsort(-margin, kind="stable")[:size])
-        return w, WSState(0, np.inf, rows, np.zeros(data.n_triplets), None, False, ())
+        # the basis vectors that most lower the hinges of the first set
+        # (most negative reduced cost with every multiplier at 1)
+        a0 = np.zeros(data.n_triplets)
+        a0[rows] = 1.0
+        r = data.reduced_costs(a0)
+        cols = np.sort(np.argsort(r, kind="stable")[:min(self.init_cols, data.n_basis)])
+        if init is not None:
+            cols = np.union1d(cols, np.flatnonzero(w > 0))
+        return w, WSState(0, np.inf, rows, cols, np.zeros(data.n_triplets), None,
+                          False, ())
 
     def update(self, w, state, data):
         t0 = time.perf_counter()
-        w, a = simplex_multipliers(data, state.rows, tol=self.lp_tol)
-        margin = 1.0 + data.C @ w
+        w, a = simplex_multipliers(data, state.rows, state.cols, tol=self.lp_tol)
+        margin = data.margins(w)
         outside = np.ones(data.n_triplets, bool)
         outside[state.rows] = False
         violated = np.flatnonzero(outside & (margin > 0.0))
-        cert, done, rows = None, False, state.rows
+        cert, done, rows, cols, priced = None, False, state.rows, state.cols, 0
         if violated.size:
             add = violated[np.argsort(-margin[violated], kind="stable")[:self.max_add]]
             rows = np.union1d(rows, add)
         else:
             cert = data.certificate(w, a, solver=self.name)
             done = cert.passed and cert.rel_gap <= self.tol
-            if not done and rows.size == data.n_triplets:
-                done = True  # the full LP: nothing left to add
+            if not done:
+                # basis vectors outside the set with a negative reduced cost
+                r = data.reduced_costs(a)
+                r[state.cols] = np.inf
+                neg = np.flatnonzero(r < 0.0)
+                priced = neg.size
+                cols = np.union1d(cols, neg[np.argsort(r[neg], kind="stable")]
+                                  [:self.max_add_cols])
+                # nothing left to add: the certificate is what it is
+                done = neg.size == 0
         rounds = state.rounds + ({"size": int(state.rows.size),
+                                  "basis": int(state.cols.size),
                                   "violated_outside": int(violated.size),
+                                  "negative_reduced_costs": int(priced),
                                   "gap": None if cert is None else float(cert.rel_gap),
                                   "seconds": time.perf_counter() - t0},)
-        logger.info("%s round %d: working set %d, %d violated outside", self.name,
-                    state.iter_num + 1, state.rows.size, violated.size)
+        logger.info("%s round %d: %d triplets x %d basis vectors, %d violated outside, "
+                    "%d basis vectors priced in", self.name, state.iter_num + 1,
+                    state.rows.size, state.cols.size, violated.size, priced)
         return w, state._replace(
-            iter_num=state.iter_num + 1, rows=rows, a=a, certificate=cert, done=done,
-            error=state.error if cert is None else float(cert.rel_gap), rounds=rounds)
+            iter_num=state.iter_num + 1, rows=rows, cols=cols, a=a, certificate=cert,
+            done=done, error=state.error if cert is None else float(cert.rel_gap),
+            rounds=rounds)
 
     def finalize(self, w, state, data):
         cert = state.certificate
         if cert is None:
             cert = data.certificate(w, state.a, solver=self.name)
         cert.tolerances = {"tol": self.tol, "lp_tol": self.lp_tol,
-                           "max_add": self.max_add}
+                           "max_add": self.max_add, "max_add_cols": self.max_add_cols}
         info = {"w": w, "a": state.a, "working_set": int(state.rows.size),
+                "working_basis": int(state.cols.size),
                 "working_set_rounds": list(state.rounds)}
         return data.metric(w), cert, info
-
-    def solution(self, M, state):
-        return M
 
 
 class SGState(NamedTuple):
@@ -237,7 +273,7 @@ class SCMLStochastic(_OnSCML, IterativeSolver):
     def update(self, w, state, data):
         t = state.iter_num
         idx = state.draws[t]
-        rows = data.C[idx]
+        rows = data.block(idx)
         active = 1.0 + rows @ w > 0
         grad = rows[active].sum(axis=0) / self.batch_size
         avg = (t * state.avg + grad) / (t + 1)
@@ -254,7 +290,7 @@ class SCMLStochastic(_OnSCML, IterativeSolver):
         return state.best[1] if np.isfinite(state.best[0]) else w
 
     def finalize(self, w, state, data):
-        a = (1.0 + data.C @ w > 0).astype(float)
+        a = (data.margins(w) > 0).astype(float)
         cert = data.certificate(w, a, solver=self.name)
         cert.tolerances = {"gamma": self.gamma, "batch_size": self.batch_size,
                            "output_iter": self.output_iter}

@@ -36,10 +36,10 @@ def test_supervised_fit_and_attributes():
                                (est.basis_.T * est.w_) @ est.basis_, atol=1e-10)
     np.testing.assert_allclose(est.transform(X), X @ est.components_.T)
     assert est.n_triplets_ == len(knn_triplets(X, y, 3, 10))
-    # the same fit with the certified fast solver
-    fast = clone(est).set_params(solver="fast").fit(X, y)
-    assert fast.status_ == "optimal"
-    assert abs(fast.objective_ - est.objective_) <= 1e-6 * max(1, est.objective_)
+    # the same fit with the certified exact solver (the default is "fast")
+    exact = clone(est).set_params(solver="exact").fit(X, y)
+    assert exact.status_ == "optimal"
+    assert abs(exact.objective_ - est.objective_) <= 1e-6 * max(1, est.objective_)
     sto = clone(est).set_params(solver="stochastic", max_iter=500, output_iter=100)
     with pytest.warns(Warning):
         sto.fit(X, y)
@@ -77,10 +77,10 @@ def test_declared_problem_has_the_optimum():
     np.testing.assert_allclose(dp.matrix(), est.result_.M, atol=1e-6)
 
 
-def test_iris_auto_and_size_refusal():
+def test_iris_and_size_refusal():
     X, y = load_iris(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    est = SCML_Supervised(random_state=0, solver="fast").fit(X, y)
+    est = SCML_Supervised(random_state=0).fit(X, y)
     assert est.status_ == "optimal" and est.n_triplets_ == 4500
     data = SCMLData.from_labels(X, y, random_state=0)
     assert est.objective_ == pytest.approx(data.objective(est.w_), rel=1e-12)
