@@ -43,12 +43,13 @@ SOURCES = (
     "cvxmetric/omdml/exact.py",
     "cvxmetric/ldml/exact.py",
     "cvxmetric/lmnn/exact.py",
+    "cvxmetric/scml/exact.py",
 )
 
 #: Family pages, each with a "## The CVXPY declaration" section.
 PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/constraintdml.md",
          "docs/slr.md",
-         "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md")
+         "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md", "docs/scml.md")
 
 HEADING = "## The CVXPY declaration"
 JOIN = "# ..."
