@@ -81,26 +81,26 @@ def simplex_multipliers(data, rows=None, cols=None, *, tol=1e-10):
     a : ndarray of shape (n_triplets,)
     """
     from scipy.optimize import linprog
-    from scipy.sparse import csr_matrix, hstack, identity
 
     T, K = data.n_triplets, data.n_basis
     rows = np.arange(T) if rows is None else np.asarray(rows)
     cols = np.arange(K) if cols is None else np.asarray(cols)
-    m, k = rows.size, cols.size
-    # variables (w_cols, xi_rows): C w - xi <= -1, w >= 0, xi >= 0
-    A = hstack([csr_matrix(data.block(rows, cols)), -identity(m, format="csr")],
-               format="csr")
-    cost = np.concatenate([np.full(k, data.beta), np.full(m, 1.0 / T)])
-    res = linprog(cost, A_ub=A, b_ub=-np.ones(m), bounds=(0, None), method="highs-ds",
+    # the restricted dual, whose simplex basis has one row per basis vector
+    # (not one per triplet): maximise sum(y) over 0 <= y <= 1/T with
+    # beta + C^T y >= 0; w is the multiplier of its constraints
+    res = linprog(-np.ones(rows.size), A_ub=-data.block(rows, cols).T,
+                  b_ub=np.full(cols.size, data.beta), bounds=(0.0, 1.0 / T),
+                  method="highs-ds",
                   options={"primal_feasibility_tolerance": tol,
                            "dual_feasibility_tolerance": tol, "presolve": True})
     if res.status != 0:
         raise RuntimeError(f"HiGHS: {res.message}")
     w = np.zeros(K)
-    w[cols] = np.maximum(res.x[:k], 0.0)
+    w[cols] = np.maximum(-res.ineqlin.marginals, 0.0)
     a = np.zeros(T)
-    a[rows] = np.clip(-T * res.ineqlin.marginals, 0.0, 1.0)
+    a[rows] = np.clip(T * res.x, 0.0, 1.0)
     return w, a
+
 
 
 @fill_doc
