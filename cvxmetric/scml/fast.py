@@ -12,12 +12,12 @@ proximal method.
     pass over *every* triplet at the new ``w`` (one product ``C w``) and
     adds those whose hinge is active outside the set (the most violated
     first, at most ``max_add`` per round).  When no triplet outside is
-    active, :meth:`SCMLData.certificate
+    active; with them, the basis vectors outside the set with a negative
+    reduced cost ``beta + (C^T a)_i / T`` at the round's multipliers join
+    it (column generation, at most ``max_add_cols`` per round).  When
+    nothing is left to add, :meth:`SCMLData.certificate
     <cvxmetric.scml.SCMLData.certificate>` judges ``w`` over every triplet
-    and basis vector with the simplex multipliers (0 off the set); if it
-    does not pass, the basis vectors outside the set with a negative
-    reduced cost ``beta + (C^T a)_i / T`` join it (column generation, at
-    most ``max_add_cols`` per round).  Rows added cut the restricted
+    and basis vector with the simplex multipliers (0 off the set).  Rows added cut the restricted
     solution off and columns added price it out, so the rounds end, in the
     worst case with the whole LP.  The simplex multipliers are a vertex of
     the restricted dual, feasible to round-off, so the certified gap is the
@@ -133,7 +133,7 @@ class SCMLWorkingSet(_OnSCML, IterativeSolver):
     init_size: int = 2000
     init_cols: int = 100
     max_add: int = 4000
-    max_add_cols: int = 100
+    max_add_cols: int = 200
     lp_tol: float = 1e-10
 
     name = "fast"
@@ -162,23 +162,27 @@ class SCMLWorkingSet(_OnSCML, IterativeSolver):
         outside = np.ones(data.n_triplets, bool)
         outside[state.rows] = False
         violated = np.flatnonzero(outside & (margin > 0.0))
-        cert, done, rows, cols, priced = None, False, state.rows, state.cols, 0
-        if violated.size:
+        # basis vectors outside the set with a negative reduced cost (priced
+        # with this round's multipliers, valid whatever rows join)
+        r = data.reduced_costs(a)
+        r[state.cols] = np.inf
+        neg = np.flatnonzero(r < 0.0)
+        priced = neg.size
+        cert, done, rows, cols = None, False, state.rows, state.cols
+        if violated.size or neg.size:
             add = violated[np.argsort(-margin[violated], kind="stable")[:self.max_add]]
             rows = np.union1d(rows, add)
+            cols = np.union1d(cols, neg[np.argsort(r[neg], kind="stable")]
+                              [:self.max_add_cols])
         else:
+            # nothing left to add: the restricted LP is the LP, and its
+            # certificate decides (a failure ends the run at maxiter: the
+            # status says it is not certified)
             cert = data.certificate(w, a, solver=self.name)
             done = cert.passed and cert.rel_gap <= self.tol
             if not done:
-                # basis vectors outside the set with a negative reduced cost
-                r = data.reduced_costs(a)
-                r[state.cols] = np.inf
-                neg = np.flatnonzero(r < 0.0)
-                priced = neg.size
-                cols = np.union1d(cols, neg[np.argsort(r[neg], kind="stable")]
-                                  [:self.max_add_cols])
-                # nothing left to add: the certificate is what it is
-                done = neg.size == 0
+                return w, state._replace(iter_num=self.maxiter, certificate=cert, a=a,
+                                         error=float(cert.rel_gap))
         rounds = state.rounds + ({"size": int(state.rows.size),
                                   "basis": int(state.cols.size),
                                   "violated_outside": int(violated.size),
