@@ -12,6 +12,7 @@ reported, not judged).
 import numpy as np
 
 from ..collection import ArraySpec, FamilySpec, exact_solves, register_family
+from ..lmnn._collection import _subsample
 
 __all__ = ["SCML_ARRAYS", "SCML_HYPERPARAMETERS", "bundled_instances"]
 
@@ -41,12 +42,6 @@ def _sizes(arrays):
     n, d = arrays["X"].shape
     return {"n": int(n), "d": int(d), "T": int(arrays["triplets"].shape[0]),
             "K": int(arrays["basis"].shape[0])}
-
-
-def _subsample(y, per_class, seed):
-    rng = np.random.RandomState(seed)
-    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), per_class,
-                                              replace=False) for c in np.unique(y)]))
 
 
 def bundled_instances():
