@@ -74,14 +74,10 @@ class _SCMLBase(MahalanobisMixin, BaseEstimator):
 
     def _solve(self, data):
         """Run the solver ``solver`` names on ``data`` and store the fit."""
-        stochastic = SCMLStochastic(
-            maxiter=self.max_iter, gamma=self.gamma, batch_size=self.batch_size,
-            output_iter=min(self.output_iter, self.max_iter), max_time=self.max_time,
-            random_state=self.random_state)
         solvers = {
             "exact": lambda: self._solve_exact(data),
             "fast": lambda: SCMLWorkingSet(max_time=self.max_time).run(data),
-            "stochastic": lambda: stochastic.run(data),
+            "stochastic": lambda: self._stochastic().run(data),
         }
         result = self._run_solver(solvers)
         self._store_result(result, data.n_features)
@@ -92,6 +88,14 @@ class _SCMLBase(MahalanobisMixin, BaseEstimator):
                       after=[("n_triplets=%d", data.n_triplets),
                              ("n_basis=%d", data.n_basis)])
         return self
+
+    def _stochastic(self):
+        """metric-learn's method with the estimator's options (``output_iter``
+        above ``max_iter`` is a ValueError naming it, as in metric-learn)."""
+        return SCMLStochastic(
+            maxiter=self.max_iter, gamma=self.gamma, batch_size=self.batch_size,
+            output_iter=self.output_iter, max_time=self.max_time,
+            random_state=self.random_state)
 
     def _solve_exact(self, data):
         check_exact_size(data, "solver")

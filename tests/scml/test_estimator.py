@@ -115,3 +115,6 @@ def test_bad_input():
         SCML(basis=np.eye(3), preprocessor=X).fit(t[:, :2])
     with pytest.raises(ValueError, match="triplets"):
         SCML(basis=np.eye(3), preprocessor=X).fit([[0, 1, 1]])
+    with pytest.raises(ValueError, match="output_iter"):
+        SCML(basis=np.eye(3), preprocessor=X, solver="stochastic", max_iter=10,
+             output_iter=20).fit(t)
