@@ -23,6 +23,7 @@ from .qwise_vector.estimator import QwiseVector, QwiseVectorSupervised
 from .constraintdml.estimator import ConstraintDML, ConstraintDMLSupervised
 from .rankdml.estimator import RankDML, RankDMLSupervised
 from .rca.estimator import RCA, RCA_Supervised
+from .scml.estimator import SCML, SCML_Supervised
 from .result import (
     Certificate,
     CertificateError,
@@ -68,6 +69,8 @@ __all__ = [
     "RCA_Supervised",
     "LFDA",
     "Covariance",
+    "SCML",
+    "SCML_Supervised",
     "DeclaredProblem",
     "certify",
     "certified_solve",

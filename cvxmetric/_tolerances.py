@@ -65,6 +65,9 @@ TOLERANCES = {
     # RCA (JMLR 2005, Sec. 4.2): the closed form |C|^{1/d} C^{-1},
     # certified by the closed-form dual bound -- exact up to round-off
     "rca/fast": 1e-6,
+    # SCML: a working set of triplets solved by HiGHS's dual simplex,
+    # certified over every triplet
+    "scml/fast": 1e-6,
 }
 
 #: Clarabel and SCS must agree on the objective to this relative accuracy

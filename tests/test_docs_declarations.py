@@ -44,12 +44,13 @@ SOURCES = (
     "cvxmetric/ldml/exact.py",
     "cvxmetric/lmnn/exact.py",
     "cvxmetric/rca/exact.py",
+    "cvxmetric/scml/exact.py",
 )
 
 #: Family pages, each with a "## The CVXPY declaration" section.
 PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/constraintdml.md",
          "docs/slr.md",
-         "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md", "docs/closed_forms.md")
+         "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md", "docs/closed_forms.md", "docs/scml.md")
 
 HEADING = "## The CVXPY declaration"
 JOIN = "# ..."

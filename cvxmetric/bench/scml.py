@@ -1,0 +1,100 @@
+"""Benchmark of SCML's certified fast solver (``cvxmetric bench --family scml``).
+
+Each problem runs in its own process (:func:`cvxmetric.bench.run_isolated`,
+with an address-space limit of :data:`MEMORY_LIMIT`):
+
+``scml-digits``
+    scikit-learn's digits (``n = 1 797``, ``d = 64``, 10 classes),
+    standardised (constant pixels left at 0), with ``SCML_Supervised``'s
+    defaults: metric-learn's k-NN triplets (``k_genuine = 3``,
+    ``k_impostor = 10``: 53 910 triplets) and its local-LDA basis (1 280
+    vectors, ``random_state = 0``).  Target: certified in 10 s (the solve;
+    the basis construction, K-means with ten starts and 144 LDAs, is timed
+    apart as ``setup_seconds``).
+
+Method ``fast`` (:class:`~cvxmetric.scml.SCMLWorkingSet` at its defaults);
+``gap`` is the run's own certified relative gap over every triplet and
+basis vector.  ``N`` is the number of triplets, ``K`` of basis vectors.
+"""
+
+import sys
+import time
+
+from . import (Runs, _max_rss_mb, bench_row, case_main, memory_limit, result_fields,
+               timed_solve)
+from .lmnn import digits_data
+
+__all__ = ["BENCH_CASES", "MEMORY_LIMIT", "TARGETS", "run_case", "run_bench"]
+
+#: ``(problem, methods)`` in run order.
+BENCH_CASES = (("scml-digits", ("fast",)),)
+
+#: Each problem's target: seconds.
+TARGETS = {"scml-digits": 10.0}
+
+#: Address-space limit of a run's process.
+MEMORY_LIMIT = 8 * 1024 ** 3
+
+
+def run_case(case):
+    """Run one case in this process: ``problem``, ``method``, ``seed``, and
+    optionally ``max_time`` and ``n`` (the first ``n`` digits).  Returns a
+    dict of measurements."""
+    from ..scml import SCMLData, SCMLWorkingSet
+
+    t0 = time.perf_counter()
+    X, y = digits_data()
+    n = case.get("n")
+    if n is not None:
+        X, y = X[:n], y[:n]
+    data = SCMLData.from_labels(X, y, random_state=case.get("seed", 0))
+    out = {"setup_seconds": time.perf_counter() - t0, "base_mb": _max_rss_mb(),
+           "n": int(X.shape[0]), "d": int(X.shape[1]), "N": int(data.n_triplets),
+           "K": int(data.n_basis)}
+    res = timed_solve(out, lambda: SCMLWorkingSet(max_time=case.get("max_time"))
+                      .run(data, warn=False))
+    if res is not None:
+        out.update(result_fields(res), working_set=int(res.info["working_set"]),
+                   working_basis=int(res.info["working_basis"]),
+                   nonzero_weights=int((res.info["w"] > 0).sum()))
+    return out
+
+
+def _status(problem, res):
+    """The row's status with the target."""
+    t_max = TARGETS[problem]
+    met = res.get("status") == "optimal" and res["seconds"] <= t_max
+    return (f"{res.get('status', '')} (working set {res.get('working_set')} triplets x "
+            f"{res.get('working_basis')} basis vectors, {res.get('nonzero_weights')} "
+            f"nonzero; target {t_max:g} s: {'met' if met else 'NOT met'})")
+
+
+def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
+              isolate=True):
+    """Run the benchmark (parameters as :func:`cvxmetric.bench.ldml.run_bench`).
+
+    Returns
+    -------
+    list of dict
+        ``problem``, ``method``, ``d``, ``N`` (triplets), ``n``,
+        ``objective``, ``gap`` (certified), ``seconds``, ``peak_mb``,
+        ``status``, ``n_iter``, ``error``.
+    """
+    runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
+                callback=callback, preexec_fn=memory_limit(MEMORY_LIMIT))
+    for problem, methods in cases:
+        for method in methods:
+            case = {"problem": problem, "method": method, "seed": seed}
+            if max_seconds is not None:
+                case["max_time"] = 0.9 * max_seconds
+            res = runs.run(case)
+            row = bench_row(res, None, problem=problem, method=method, d=res.get("d"),
+                            N=res.get("N"), n=res.get("n"))
+            if row["error"] is None:
+                row["status"] = _status(problem, res)
+            runs.add(row)
+    return runs.rows
+
+
+if __name__ == "__main__":
+    sys.exit(case_main(__spec__.name, run_case))
