@@ -32,6 +32,7 @@ from .result import (
     UnboundedError,
 )
 from .slr.estimator import SLR
+from .sdml.estimator import SDML, SDML_Supervised
 
 __version__ = "0.1.0"
 
@@ -61,6 +62,8 @@ __all__ = [
     "MildML",
     "LDMLStar",
     "LMNN",
+    "SDML",
+    "SDML_Supervised",
     "DeclaredProblem",
     "certify",
     "certified_solve",

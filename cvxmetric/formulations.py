@@ -661,6 +661,34 @@ _REGISTRY = (
         # refusal and the fast rows are judged by their own certificates
         suite_data={"LMNN": _labelled(_impostor_triplets)}),
     Formulation(
+        "sdml", "Qi, Tang, Zha, Chua, Zhang: An efficient sparse metric learning in "
+        "high-dimensional space via l1-penalized log-determinant regularization "
+        "(ICML 2009)", "Eq. 8", ("SDML", "SDML_Supervised"),
+        data="cvxmetric.sdml._problem:SDMLData",
+        collection="cvxmetric.sdml._collection",
+        exact="cvxmetric.sdml.exact:solve_exact",
+        declared="cvxmetric.sdml.exact:declared_problem",
+        methods=(
+            # metric-learn's defaults (balance_param = 0.5): on standardised
+            # data the dissimilar pairs make P's diagonal negative and the
+            # objective unbounded below -- the certified answer is
+            # UnboundedError, from both paths (refusal)
+            _EXACT,
+            # scikit-learn's graphical lasso (the paper's block coordinate
+            # descent), certified by the graphical lasso's dual bound
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.sdml.fast:solve_fast"),
+            # ... and at balance_param = 1e-5 (P positive definite on the
+            # suite's data): a certified optimum
+            Method("exact-b1e-5", {"solver": "exact", "balance_param": 1e-5}, "exact"),
+            Method("fast-b1e-5", {"solver": "fast", "balance_param": 1e-5}, "fast",
+                   "exact-b1e-5", "fast"),
+        ),
+        options_estimator="SDML",
+        refusal=("UnboundedError", {"exact": "fast", "fast": "exact"}),
+        suite_data={"SDML": _pairs,
+                    "SDML_Supervised": _labelled(lambda X, y: _metric_learn_pairs(y))}),
+    Formulation(
         "mildml", _LDML, "Eq. 8 (MildML); Eq. 9-11, then Eq. 2 (LDML*)", ("MildML", "LDMLStar"),
         data="cvxmetric.ldml._mildml:BagPairs",
         # MildML's objective is not convex (the instance pair of a bag
