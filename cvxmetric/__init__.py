@@ -33,6 +33,7 @@ from .result import (
 )
 from .slr.estimator import SLR
 from .sdml.estimator import SDML, SDML_Supervised
+from .gmml.estimator import GMML, GMMLSupervised
 
 __version__ = "0.1.0"
 
@@ -64,6 +65,8 @@ __all__ = [
     "LMNN",
     "SDML",
     "SDML_Supervised",
+    "GMML",
+    "GMMLSupervised",
     "DeclaredProblem",
     "certify",
     "certified_solve",

@@ -689,6 +689,23 @@ _REGISTRY = (
         suite_data={"SDML": _pairs,
                     "SDML_Supervised": _labelled(lambda X, y: _metric_learn_pairs(y))}),
     Formulation(
+        "gmml", "Zadeh, Hosseini, Sra: Geometric mean metric learning (ICML 2016)",
+        "Eq. 13 (t = 1/2); Eq. 19", ("GMML", "GMMLSupervised"),
+        data="cvxmetric.gmml._problem:GMMLData",
+        collection="cvxmetric.gmml._collection",
+        exact="cvxmetric.gmml.exact:solve_exact",
+        declared="cvxmetric.gmml.exact:declared_problem",
+        methods=(
+            # Eq. 13 by CVXPY (matrix_frac), and the paper's closed form
+            # A^{-1} # B, certified by the closed-form lower bound
+            _EXACT,
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.gmml.fast:solve_fast"),
+        ),
+        options_estimator="GMML",
+        suite_data={"GMML": _pairs,
+                    "GMMLSupervised": _labelled(lambda X, y: _metric_learn_pairs(y))}),
+    Formulation(
         "mildml", _LDML, "Eq. 8 (MildML); Eq. 9-11, then Eq. 2 (LDML*)", ("MildML", "LDMLStar"),
         data="cvxmetric.ldml._mildml:BagPairs",
         # MildML's objective is not convex (the instance pair of a bag

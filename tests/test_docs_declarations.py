@@ -44,13 +44,14 @@ SOURCES = (
     "cvxmetric/ldml/exact.py",
     "cvxmetric/lmnn/exact.py",
     "cvxmetric/sdml/exact.py",
+    "cvxmetric/gmml/exact.py",
 )
 
 #: Family pages, each with a "## The CVXPY declaration" section.
 PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/constraintdml.md",
          "docs/slr.md",
          "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md",
-         "docs/sdml.md")
+         "docs/sdml.md", "docs/gmml.md")
 
 HEADING = "## The CVXPY declaration"
 JOIN = "# ..."

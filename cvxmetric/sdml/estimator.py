@@ -35,12 +35,15 @@ from sklearn.datasets import make_spd_matrix
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin,
-                     form_samples, form_tuples, solver_names, store_arguments,
-                     validate_labelled)
+from .._base import (
+    LabelledMixin,
+    MahalanobisMixin,
+    PairsClassifierMixin,
+    solver_names,
+    store_arguments,
+)
 from .._docs import fill_doc
-from .._validation import check_pair_labels, check_samples
-from ..constraints import pairs_from_labels, tuples_to_indices
+from .._pairs import PairsLearnerMixin, SupervisedPairsMixin
 from ..formulations import formulation
 from ._problem import SDMLData, check_prior
 from .exact import declared_problem
@@ -99,6 +102,9 @@ class _SDMLBase(MahalanobisMixin, BaseEstimator):
         return SDMLData(X, idx, labels, self.balance_param, self.sparsity_param,
                         prior=self._prior(X, idx))
 
+    def _declared(self, data):
+        return declared_problem(data)
+
     def _solve(self, data):
         result = self._run_solver({
             "fast": lambda: solve_fast(data),
@@ -111,7 +117,7 @@ class _SDMLBase(MahalanobisMixin, BaseEstimator):
 
 
 @fill_doc(matrix="M")
-class SDML(PairsClassifierMixin, _SDMLBase):
+class SDML(PairsLearnerMixin, PairsClassifierMixin, _SDMLBase):
     """Sparse distance metric learning (Qi et al., ICML 2009), pairs learner.
 
     Learns ``M`` solving::
@@ -173,41 +179,8 @@ optional
                  verbose=False, preprocessor=None, random_state=None, solver="fast"):
         store_arguments(self, locals())
 
-    def _pairs_data(self, pairs, y, calibration_params):
-        self._check_calibration_params(calibration_params)
-        X = self.preprocessor
-        if callable(X):  # indicators formed into points (metric-learn)
-            pairs, X = form_tuples(pairs, X, "pairs", 2), None
-        elif X is not None:
-            X = check_samples(X, "preprocessor")
-        X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
-        labels = check_pair_labels(y, idx.shape[0], "y")
-        return self._data(X, idx, labels)
 
-    def fit(self, pairs, y, calibration_params=None):
-        """Learn ``M`` from labelled pairs, then calibrate ``threshold_``.
-
-        Parameters
-        ----------
-        pairs : array_like
-            Indicators (n_pairs, 2) formed by ``preprocessor``, or points
-            (n_pairs, 2, n_features).
-        y : array_like of shape (n_pairs,)
-            +1 (similar) or -1 (dissimilar).
-        {calibration_params}
-
-        Returns
-        -------
-        self : SDML
-        """
-        self._solve(self._pairs_data(pairs, y, calibration_params))
-        return self._calibrate_after_fit(pairs, y, calibration_params)
-
-    def _declare(self, pairs, y, calibration_params):
-        return declared_problem(self._pairs_data(pairs, y, calibration_params))
-
-
-class SDML_Supervised(LabelledMixin, TransformerMixin, _SDMLBase):
+class SDML_Supervised(SupervisedPairsMixin, LabelledMixin, TransformerMixin, _SDMLBase):
     """SDML learned from class labels: ``fit(X, y)``.
 
     Draws ``n_constraints`` pairs with :func:`~cvxmetric.pairs_from_labels`
@@ -250,19 +223,3 @@ certificate_, result_, n_features_in_
                  n_constraints=None, verbose=False, preprocessor=None,
                  random_state=None, solver="fast"):
         store_arguments(self, locals())
-
-    def _sample(self, X, y):
-        X = form_samples(X, self.preprocessor)
-        X, y, classes, _ = validate_labelled(self, X, y, ensure_min_samples=2)
-        n = self.n_constraints
-        if n is None:
-            n = 20 * classes.size ** 2
-        idx, lab = pairs_from_labels(y, n, random_state=check_random_state(
-            self.random_state))
-        return self._data(X, idx, lab)
-
-    def _fit(self, X, y):
-        return self._solve(self._sample(X, y))
-
-    def _declare(self, X, y):
-        return declared_problem(self._sample(X, y))

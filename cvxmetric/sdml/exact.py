@@ -20,7 +20,6 @@ claim is accepted when a second solver confirms it.
 """
 
 import cvxpy as cp
-import numpy as np
 
 from .._docs import fill_doc
 from .._exact import SOLVERS
