@@ -663,7 +663,7 @@ _REGISTRY = (
     Formulation(
         "sdml", "Qi, Tang, Zha, Chua, Zhang: An efficient sparse metric learning in "
         "high-dimensional space via l1-penalized log-determinant regularization "
-        "(ICML 2009)", "Eq. 8", ("SDML", "SDML_Supervised"),
+        "(ICML 2009)", "the l1-penalized LogDet problem", ("SDML", "SDML_Supervised"),
         data="cvxmetric.sdml._problem:SDMLData",
         collection="cvxmetric.sdml._collection",
         exact="cvxmetric.sdml.exact:solve_exact",
@@ -690,7 +690,7 @@ _REGISTRY = (
                     "SDML_Supervised": _labelled(lambda X, y: _metric_learn_pairs(y))}),
     Formulation(
         "gmml", "Zadeh, Hosseini, Sra: Geometric mean metric learning (ICML 2016)",
-        "Eq. 13 (t = 1/2); Eq. 19", ("GMML", "GMMLSupervised"),
+        "Eq. 13 (t = 1/2); the weighted mean", ("GMML", "GMMLSupervised"),
         data="cvxmetric.gmml._problem:GMMLData",
         collection="cvxmetric.gmml._collection",
         exact="cvxmetric.gmml.exact:solve_exact",

@@ -12,7 +12,7 @@ with ``A_S = sum_S phi phi^T``, ``A_D = sum_D phi phi^T`` and ``M0`` a prior
 (positive definite; identity by default).  With ``A = A_S + lam M0^{-1}``
 and ``B = A_D + lam M0``, ``F(M) = tr(M A) + tr(M^{-1} B) - 2 lam d``,
 convex in ``M``, minimised by the geometric mean ``M* = A^{-1} # B``
-(``M A M = B``).  The weighted version (Eq. 18-19) replaces it by the point
+(``M A M = B``).  The weighted version replaces it by the point
 ``M_t = A^{-1} #_t B`` of the geodesic from ``A^{-1}`` to ``B``, the
 minimiser of the geodesically convex ``G_t(M) = (1 - t) delta_R^2(M,
 A^{-1}) + t delta_R^2(M, B)`` (``delta_R`` the Riemannian distance of PD
@@ -101,7 +101,7 @@ class GMMLData:
     lam : float >= 0, default=0.1
         Weight of the regulariser ``D_sld(M, M0)``.
     t : float in [0, 1], default=0.5
-        Position on the geodesic (Eq. 18-19); ``1/2`` is the convex Eq. 13.
+        Position on the geodesic (the weighted mean); ``1/2`` is the convex Eq. 13.
     M0 : array_like of shape (n_features, n_features), optional
         Prior metric, positive definite (default: identity).
 
@@ -160,7 +160,7 @@ class GMMLData:
         return None
 
     def closed_form(self):
-        """``A^{-1} #_t B``: the minimiser (Eq. 13 at ``t = 1/2``, Eq. 19)."""
+        """``A^{-1} #_t B``: the minimiser (Eq. 13 at ``t = 1/2``, the weighted mean otherwise)."""
         return geometric_mean(self.A, self.B, self.t)
 
     # -- objectives ----------------------------------------------------------------

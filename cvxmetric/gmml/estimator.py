@@ -94,7 +94,7 @@ class GMML(PairsLearnerMixin, PairsClassifierMixin, _GMMLBase):
         Weight of the symmetrised LogDet regulariser toward ``M0``
         (``lam > 0`` makes the minimum always attained).
     t : float in [0, 1], default=0.5
-        Position on the geodesic from ``A^{-1}`` to ``B`` (Eq. 19): the
+        Position on the geodesic from ``A^{-1}`` to ``B`` (the weighted mean): the
         weight of the dissimilar pairs.
     M0 : array_like of shape (n_features, n_features), optional
         Prior metric, positive definite (default: identity).

@@ -1,5 +1,5 @@
 """GMML, fast: the closed form ``M = A^{-1} #_t B`` (Zadeh, Hosseini, Sra,
-ICML 2016, Eq. 14 and 19), certified by the lower bound of
+ICML 2016), certified by the lower bound of
 :class:`~cvxmetric.gmml._problem.GMMLData` (``status == "optimal"`` only
 when it passes at the package's tolerance)."""
 

@@ -4,7 +4,7 @@ certificate.
 Sparse distance metric learning (Qi, Tang, Zha, Chua, Zhang, "An efficient
 sparse metric learning in high-dimensional space via l1-penalized
 log-determinant regularization", ICML 2009) learns ``M`` from labelled pairs
-as the convex problem (Eq. 8, in metric-learn's form)::
+as the convex problem (in metric-learn's form)::
 
     minimise_{M PD}  F(M) = tr(M P) - log det M + lam ||M||_{1,off}
     P = M0^{-1} + eta sum_p y_p phi_p phi_p^T
