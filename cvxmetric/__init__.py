@@ -36,6 +36,8 @@ from .result import (
     UnboundedError,
 )
 from .slr.estimator import SLR
+from .sdml.estimator import SDML, SDML_Supervised
+from .gmml.estimator import GMML, GMMLSupervised
 
 __version__ = "0.1.0"
 
@@ -71,6 +73,10 @@ __all__ = [
     "Covariance",
     "SCML",
     "SCML_Supervised",
+    "SDML",
+    "SDML_Supervised",
+    "GMML",
+    "GMMLSupervised",
     "DeclaredProblem",
     "certify",
     "certified_solve",

@@ -735,6 +735,51 @@ _REGISTRY = (
         suite_data={"SCML": _scml_triplets,
                     "SCML_Supervised": _labelled(_knn_triplet_count)}),
     Formulation(
+        "sdml", "Qi, Tang, Zha, Chua, Zhang: An efficient sparse metric learning in "
+        "high-dimensional space via l1-penalized log-determinant regularization "
+        "(ICML 2009)", "the l1-penalized LogDet problem", ("SDML", "SDML_Supervised"),
+        data="cvxmetric.sdml._problem:SDMLData",
+        collection="cvxmetric.sdml._collection",
+        exact="cvxmetric.sdml.exact:solve_exact",
+        declared="cvxmetric.sdml.exact:declared_problem",
+        methods=(
+            # metric-learn's defaults (balance_param = 0.5): on standardised
+            # data the dissimilar pairs make P's diagonal negative and the
+            # objective unbounded below -- the certified answer is
+            # UnboundedError, from both paths (refusal)
+            _EXACT,
+            # scikit-learn's graphical lasso (the paper's block coordinate
+            # descent), certified by the graphical lasso's dual bound
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.sdml.fast:solve_fast"),
+            # ... and at balance_param = 1e-5 (P positive definite on the
+            # suite's data): a certified optimum
+            Method("exact-b1e-5", {"solver": "exact", "balance_param": 1e-5}, "exact"),
+            Method("fast-b1e-5", {"solver": "fast", "balance_param": 1e-5}, "fast",
+                   "exact-b1e-5", "fast"),
+        ),
+        options_estimator="SDML",
+        refusal=("UnboundedError", {"exact": "fast", "fast": "exact"}),
+        suite_data={"SDML": _pairs,
+                    "SDML_Supervised": _labelled(lambda X, y: _metric_learn_pairs(y))}),
+    Formulation(
+        "gmml", "Zadeh, Hosseini, Sra: Geometric mean metric learning (ICML 2016)",
+        "Eq. 13 (t = 1/2); the weighted mean", ("GMML", "GMMLSupervised"),
+        data="cvxmetric.gmml._problem:GMMLData",
+        collection="cvxmetric.gmml._collection",
+        exact="cvxmetric.gmml.exact:solve_exact",
+        declared="cvxmetric.gmml.exact:declared_problem",
+        methods=(
+            # Eq. 13 by CVXPY (matrix_frac), and the paper's closed form
+            # A^{-1} # B, certified by the closed-form lower bound
+            _EXACT,
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.gmml.fast:solve_fast"),
+        ),
+        options_estimator="GMML",
+        suite_data={"GMML": _pairs,
+                    "GMMLSupervised": _labelled(lambda X, y: _metric_learn_pairs(y))}),
+    Formulation(
         "covariance", "Mahalanobis: On the generalized distance in statistics (1936)",
         "closed form", ("Covariance",),
         data="cvxmetric.covariance.estimator:CovarianceData",

@@ -17,7 +17,8 @@ BENCH = ("cvxmetric.bench", "cvxmetric.bench.conformance", "cvxmetric.bench.scal
          "cvxmetric.bench.contended", "cvxmetric.bench.qwise", "cvxmetric.bench.mmc",
          "cvxmetric.bench.slr", "cvxmetric.bench.rankdml", "cvxmetric.bench.omdml",
          "cvxmetric.bench.ldml", "cvxmetric.bench.lmnn", "cvxmetric.bench.metric_learn",
-         "cvxmetric.bench.rca", "cvxmetric.bench.scml")
+         "cvxmetric.bench.rca", "cvxmetric.bench.scml",
+         "cvxmetric.bench.sdml", "cvxmetric.bench.gmml")
 INFRASTRUCTURE = ("cvxmetric.collection", "cvxmetric.cli") + BENCH
 
 
