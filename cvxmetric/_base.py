@@ -47,7 +47,7 @@ __all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifie
            "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
            "components_from_metric", "validate_labelled", "form_tuples",
            "form_samples", "FitMixin", "store_arguments", "given_options",
-           "solver_names", "array_ndim", "default_n_constraints",
+           "solver_names", "array_ndim", "renamed_keyword", "default_n_constraints",
            "SOLVER_OPTION_CONSTRAINTS",
            "CALIBRATION_STRATEGIES", "MAX_SCORE_PAIRS", "MAX_SCORE_REFERENCE"]
 
@@ -87,6 +87,21 @@ def default_n_constraints(n_samples, n_constraints=None):
     sample, ``min(1000, 20 n_samples)``: enough to cover every sample a few
     times, bounded for the exact solvers."""
     return min(1000, 20 * n_samples) if n_constraints is None else n_constraints
+
+
+def renamed_keyword(new_name, new_value, old_name, old_value):
+    """The value of a keyword metric-learn renamed: ``old_value`` (with a
+    ``FutureWarning``) when the deprecated spelling is given, else
+    ``new_value``; both given is an error."""
+    if old_value == "deprecated":
+        return new_value
+    if new_value is not None:
+        raise ValueError(f"{old_name}: deprecated spelling of {new_name}; "
+                         f"give {new_name} only.")
+    warnings.warn(f"{old_name} was renamed {new_name} (as in metric-learn); it "
+                  f"will be removed in a future release.", FutureWarning,
+                  stacklevel=4)
+    return old_value
 
 
 def array_ndim(a, name):
@@ -1047,6 +1062,20 @@ class TripletsClassifierMixin(_OrderedTuplesMixin):
     _tuple_name = "triplets"
     _width = 3
 
+    # metric-learn's argument names, so that keyword calls bind
+    def decision_function(self, triplets):
+        """``D(a, c) - D(a, b)``: positive when the triplet holds."""
+        return super().decision_function(triplets)
+
+    def predict(self, triplets):
+        """+1 where ``D(a, b) < D(a, c)`` (strictly), else -1."""
+        return super().predict(triplets)
+
+    def score(self, triplets, y=None):
+        """Fraction of the triplets the learned metric satisfies (strictly);
+        ``y`` must be None."""
+        return super().score(triplets, y)
+
 
 class QuadrupletsClassifierMixin(_OrderedTuplesMixin):
     """Quadruplets ``(a, b, c, d)`` meaning ``D(a, b) < D(c, d)`` (metric-learn's API).
@@ -1059,3 +1088,17 @@ class QuadrupletsClassifierMixin(_OrderedTuplesMixin):
 
     _tuple_name = "quadruplets"
     _width = 4
+
+    # metric-learn's argument names, so that keyword calls bind
+    def decision_function(self, quadruplets):
+        """``D(c, d) - D(a, b)``: positive when the quadruplet holds."""
+        return super().decision_function(quadruplets)
+
+    def predict(self, quadruplets):
+        """+1 where ``D(a, b) < D(c, d)`` (strictly), else -1."""
+        return super().predict(quadruplets)
+
+    def score(self, quadruplets, y=None):
+        """Fraction of the quadruplets the learned metric satisfies
+        (strictly); ``y`` must be None."""
+        return super().score(quadruplets, y)

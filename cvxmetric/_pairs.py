@@ -5,7 +5,7 @@ learner of the package does, and ``fit(X, y)`` drawing metric-learn's
 
 from sklearn.utils import check_random_state
 
-from ._base import form_samples, form_tuples, validate_labelled
+from ._base import form_samples, form_tuples, renamed_keyword, validate_labelled
 from ._validation import check_pair_labels, check_samples
 from .constraints import pairs_from_labels, tuples_to_indices
 
@@ -33,7 +33,9 @@ class PairsInputMixin:
         the class labels with ``random_state``."""
         X = form_samples(X, self.preprocessor)
         X, y, classes, _ = validate_labelled(self, X, y, ensure_min_samples=2)
-        n = self.n_constraints
+        # metric-learn's older spelling, on the learners that take it
+        n = renamed_keyword("n_constraints", self.n_constraints, "num_constraints",
+                            getattr(self, "num_constraints", "deprecated"))
         if n is None:
             n = 20 * classes.size ** 2
         idx, lab = pairs_from_labels(y, n, random_state=check_random_state(

@@ -107,14 +107,54 @@ METRIC_LEARN_07["LFDA"] = {
     "methods": {**_PAIR_METHODS, **_FIT_XY},
 }
 
+_PAIR_CLASSIFIER = {
+    "fit": [("pairs", None), ("y", None), ("calibration_params", None)],
+    "predict": [("pairs", None)],
+    "decision_function": [("pairs", None)],
+    "score": [("pairs", None), ("y", None)],
+    "set_threshold": [("threshold", None)],
+    "calibrate_threshold": [("pairs_valid", None), ("y_valid", None),
+                            ("strategy", "accuracy"), ("min_rate", None), ("beta", 1.0)],
+}
+_SCML_INIT = [("beta", 1e-5), ("basis", "triplet_diffs"), ("n_basis", None),
+              ("gamma", 5e-3), ("max_iter", 10000), ("output_iter", 500),
+              ("batch_size", 10), ("verbose", False), ("preprocessor", None),
+              ("random_state", None)]
+METRIC_LEARN_07["SCML"] = {
+    "cvxmetric": "SCML",
+    "init": _SCML_INIT,
+    "methods": {**_PAIR_METHODS, "fit": [("triplets", None)],
+                "predict": [("triplets", None)],
+                "decision_function": [("triplets", None)],
+                "score": [("triplets", None)]},
+}
+METRIC_LEARN_07["SCML_Supervised"] = {
+    "cvxmetric": "SCML_Supervised",
+    "init": [("k_genuine", 3), ("k_impostor", 10), _SCML_INIT[0], ("basis", "lda"),
+             *_SCML_INIT[2:]],
+    "methods": {**_PAIR_METHODS, **_FIT_XY},
+}
+METRIC_LEARN_07["SDML"] = {
+    "cvxmetric": "SDML",
+    "init": [("balance_param", 0.5), ("sparsity_param", 0.01), ("prior", "identity"),
+             ("verbose", False), ("preprocessor", None), ("random_state", None)],
+    "methods": {**_PAIR_METHODS, **_PAIR_CLASSIFIER},
+}
+METRIC_LEARN_07["SDML_Supervised"] = {
+    "cvxmetric": "SDML_Supervised",
+    "init": [("balance_param", 0.5), ("sparsity_param", 0.01), ("prior", "identity"),
+             ("n_constraints", None), ("verbose", False), ("preprocessor", None),
+             ("random_state", None), ("num_constraints", "deprecated")],
+    "methods": {**_PAIR_METHODS, **_FIT_XY},
+}
+
 #: metric-learn 0.7's non-convex estimators: no certificate exists; the
 #: docs say so and name the alternatives.
 NON_CONVEX = ["NCA", "MLKR", "LSML", "LSML_Supervised"]
 
 #: metric-learn 0.7's other estimators (``metric_learn.__all__``), which
 #: cvxmetric does not cover; the docs must say so.
-NOT_COVERED = ["ITML", "ITML_Supervised", "SDML", "SDML_Supervised", "SCML",
-               "SCML_Supervised"]
+NOT_COVERED = ["ITML", "ITML_Supervised"]
 
 def _section(ml_name):
     """The docs' section of one metric-learn estimator."""

@@ -61,7 +61,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
                      PairsClassifierMixin, form_samples, form_tuples, given_options,
-                     solver_names, store_arguments, validate_labelled)
+                     renamed_keyword, solver_names, store_arguments,
+                     validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_pair_labels, check_psd_matrix, check_samples
@@ -90,21 +91,6 @@ _SHARED_CONSTRAINTS = {
     "solver": [StrOptions(set(SOLVER_NAMES))],
     **SOLVER_OPTION_CONSTRAINTS,
 }
-
-
-def _renamed(new_name, new_value, old_name, old_value):
-    """The value of a keyword metric-learn renamed: ``old_value`` (with a
-    ``FutureWarning``) when the deprecated spelling is given, else
-    ``new_value``; both given is an error."""
-    if old_value == "deprecated":
-        return new_value
-    if new_value is not None:
-        raise ValueError(f"{old_name}: deprecated spelling of {new_name}; "
-                         f"give {new_name} only.")
-    warnings.warn(f"{old_name} was renamed {new_name} (as in metric-learn); it "
-                  f"will be removed in a future release.", FutureWarning,
-                  stacklevel=4)
-    return old_value
 
 
 def _check_finite_params(est):
@@ -157,7 +143,7 @@ class _MMCBase(MahalanobisMixin, BaseEstimator):
     def _solve(self, pairs):
         """Solve MMC on validated labelled pairs and store the fitted state."""
         _check_finite_params(self)
-        tol = _renamed("tol", self.tol, "convergence_threshold",
+        tol = renamed_keyword("tol", self.tol, "convergence_threshold",
                        self.convergence_threshold)
         data = self._data(pairs)
         M0 = self._initial_metric(pairs)
@@ -427,7 +413,7 @@ status_, n_iter_, certificate_, result_, n_features_in_
         X = form_samples(X, self.preprocessor)
         X, y, classes, _ = validate_labelled(self, X, y, ensure_min_samples=2)
         n_classes = classes.size
-        n = _renamed("n_constraints", self.n_constraints, "num_constraints",
+        n = renamed_keyword("n_constraints", self.n_constraints, "num_constraints",
                      self.num_constraints)
         if n is None:
             n = 20 * n_classes ** 2

@@ -197,6 +197,9 @@ class SDML_Supervised(SupervisedPairsMixin, LabelledMixin, TransformerMixin, _SD
         As in :class:`SDML`; a 1-D ``X`` holds indicators of samples.
     random_state : int, RandomState instance or None, default=None
         Seeds the pair sampling (and ``prior="random"``).
+    num_constraints : int or "deprecated", default="deprecated"
+        metric-learn's older spelling of ``n_constraints``: accepted with a
+        ``FutureWarning``; giving both is an error.
     solver : {"fast", "exact"}, default="fast"
 
     Attributes
@@ -217,9 +220,11 @@ certificate_, result_, n_features_in_
     _parameter_constraints = {
         **_CONSTRAINTS,
         "n_constraints": [Interval(Integral, 2, None, closed="left"), None],
+        "num_constraints": [Interval(Integral, 2, None, closed="left"),
+                            StrOptions({"deprecated"})],
     }
 
     def __init__(self, balance_param=0.5, sparsity_param=0.01, prior="identity",
                  n_constraints=None, verbose=False, preprocessor=None,
-                 random_state=None, solver="fast"):
+                 random_state=None, num_constraints="deprecated", solver="fast"):
         store_arguments(self, locals())
