@@ -30,7 +30,7 @@ import numpy as np
 
 from .._validation import check_finite
 
-__all__ = ["LMNNFit", "fit_lmnn", "training_span"]
+__all__ = ["LMNNFit", "fit_lmnn", "summary", "training_span"]
 
 
 class LMNNFit(NamedTuple):
@@ -113,3 +113,14 @@ def fit_lmnn(X, y, *, k=3, regularization=0.5, n_components=None, solver="auto",
     return LMNNFit(L=L, status=str(est.status_), rel_gap=float(est.certificate_.rel_gap),
                    objective=float(est.objective_), span=r, method=str(est.result_.method),
                    seconds=time.perf_counter() - t0)
+
+
+def summary(fits):
+    """One line: how many of the :class:`LMNNFit` ``fits`` are certified
+    optimal, their statuses, the largest certified gap, the dimension they
+    were solved in and the rank kept."""
+    ok = sum(f.status == "optimal" for f in fits)
+    return (f"LMNN: {ok}/{len(fits)} fits certified optimal "
+            f"({', '.join(sorted({f.status for f in fits}))}; largest certified gap "
+            f"{max(f.rel_gap for f in fits):.1e}; solved in {fits[0].span} of "
+            f"{fits[0].L.shape[1]} dimensions, rank {fits[0].L.shape[0]})")
