@@ -231,7 +231,7 @@ class _Bilinear:
 
 
 def fit_view_metric(method, X, y, *, n_triplets=5000, oasis_C=0.1,
-                    rca_shrinkage=1e-2, random_state=None):
+                    rca_shrinkage=1e-2, lmnn_max_time=None, random_state=None):
     """Learn one single-modal baseline; a function ranking items for queries.
 
     Parameters
@@ -247,6 +247,9 @@ def fit_view_metric(method, X, y, *, n_triplets=5000, oasis_C=0.1,
         OASIS aggressiveness.
     rca_shrinkage : float
         See :func:`rca_metric`.
+    lmnn_max_time : float > 0, optional
+        Wall-clock budget of an LMNN fit (seconds; None: until certified);
+        a fit it stops keeps its point and says so in ``status``.
     random_state : int, RandomState or None
         OASIS triplets, Qwise quadruplets, MMC pairs (LMNN is deterministic).
 
@@ -267,7 +270,7 @@ def fit_view_metric(method, X, y, *, n_triplets=5000, oasis_C=0.1,
         return _Bilinear(oasis(X, y, n_triplets, C=oasis_C, random_state=random_state))
     if method == "LMNN":
         from .._lmnn import fit_lmnn
-        fit = fit_lmnn(X, y)
+        fit = fit_lmnn(X, y, max_time=lmnn_max_time)
         return _Mahalanobis(fit.M, fit.status)
     if method == "Qwise":
         from ...qwise.estimator import QwiseSupervised
@@ -351,7 +354,7 @@ def _fused_distances(mth, fusion, per_view, fit_seconds, views, split, yt, yv, s
 
 def evaluate(views, y, split, *, methods=BASELINES, fusions=FUSIONS,
              n_triplets=5000, ks=DEFAULT_KS, oasis_C=0.1, rca_shrinkage=1e-2,
-             random_state=None):
+             lmnn_max_time=None, random_state=None):
     """Learn every baseline with every fusion and score it on the test split.
 
     Parameters
@@ -371,7 +374,7 @@ def evaluate(views, y, split, *, methods=BASELINES, fusions=FUSIONS,
         OASIS steps.
     ks : sequence of int
         Top-K cut-offs.
-    oasis_C, rca_shrinkage
+    oasis_C, rca_shrinkage, lmnn_max_time
         As in :func:`fit_view_metric`.
     random_state : int, RandomState or None
         One seed per learner is drawn from it, so the results do not depend
@@ -398,7 +401,8 @@ def evaluate(views, y, split, *, methods=BASELINES, fusions=FUSIONS,
     # a fixed seed per (method, view) whatever subset runs
     seeds = {mth: rng.randint(2**31 - 1, size=len(views) + 1) for mth in METHODS}
     yt, yv, ye = y[train], y[val], y[test]
-    opts = dict(n_triplets=n_triplets, oasis_C=oasis_C, rca_shrinkage=rca_shrinkage)
+    opts = dict(n_triplets=n_triplets, oasis_C=oasis_C, rca_shrinkage=rca_shrinkage,
+                lmnn_max_time=lmnn_max_time)
     res = Evaluation({}, {}, {}, {}, {})
     for mth in methods:
         per_view = []
