@@ -138,7 +138,38 @@ def test_run_bench_rows(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["slr_digits.py", "slr_synthetic.py"])
 def test_example_quick(script):
-    proc = subprocess.run([sys.executable, str(ROOT / "examples" / script), "--quick"],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    # the LMNN column on a short budget (its status is printed either way)
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / script), "--quick",
+                           "--lmnn-time", "10"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "mAP" in proc.stdout
+    assert "LMNN (k=3" in proc.stdout and "fits certified optimal" in proc.stdout
+
+
+def test_lmnn_baseline_is_the_certified_lmnn_in_the_span():
+    """The span reduction changes no optimum: the data isometrically
+    embedded in one more dimension (the same targets, a null direction)
+    give the same certified objective and the same distances; the rank
+    keeps the top eigen-directions."""
+    from cvxmetric import LMNN
+    from cvxmetric.experiments.slr.baselines import lmnn_baseline, lmnn_scores
+
+    X, y = _classes(n=36, d=4, c=3, seed=1)
+    ref = LMNN().fit(X, y)
+    Q = np.linalg.qr(np.random.RandomState(0).randn(5, 4))[0]  # (5, 4) orthonormal
+    Xr = X @ Q.T + 0.7  # rank 4 in 5 dimensions, the same distances
+    fit = lmnn_baseline(Xr, y)
+    assert fit.status == "optimal" and fit.span == 4 and fit.L.shape == (4, 5)
+    assert fit.objective == pytest.approx(ref.objective_, rel=1e-6)
+    D = -lmnn_scores(Xr[:5], Xr, fit.L)
+    D_ref = -euclidean_scores(ref.transform(X[:5]), ref.transform(X))
+    np.testing.assert_allclose(D, D_ref, rtol=1e-4, atol=1e-6 * np.abs(D_ref).max())
+    low = lmnn_baseline(Xr, y, rank=2)
+    assert low.L.shape == (2, 5) and low.objective == pytest.approx(fit.objective)
+    w = np.linalg.eigvalsh(fit.M)[::-1]
+    assert np.linalg.eigvalsh(low.M)[::-1][:2] == pytest.approx(w[:2], rel=1e-8)
+    with pytest.raises(ValueError, match="X_items"):
+        lmnn_scores(Xr[:5], X, fit.L)
+    with pytest.raises(ValueError, match="X"):
+        lmnn_baseline(np.ones((6, 3)), np.arange(6) % 2)
