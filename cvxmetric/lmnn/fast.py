@@ -575,28 +575,56 @@ def solve_fast(data):
     return run_in_feature_units(LMNNWorkingSet(), data)
 
 
+def _in_data_span(data):
+    """The same problem in the span of the centred samples: ``(reduced, B)``
+    with ``reduced`` over ``X B`` (``B`` of shape (d, r), orthonormal, ``r``
+    the numerical rank of ``X - mean``) and the same target neighbours, or
+    ``(data, None)`` when that span is all of ``R^d``.  The objective sees
+    ``M`` only through differences of samples, which lie in the span, so
+    ``M = B M_r B^T`` has the optimum's value; a direction no difference
+    spans (blank pixels, histogram bins summing to one) leaves the dual
+    solver a face of optima it drifts on."""
+    Xc = data.X - data.X.mean(axis=0)
+    _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
+    if s.size == 0 or s[0] == 0.0:
+        return data, None
+    keep = s > s[0] * max(Xc.shape) * np.finfo(float).eps
+    if keep.sum() == data.n_features:
+        return data, None
+    B = Vt[keep].T
+    return LMNNData(data.X @ B, data.classes[data.codes], data.k, data.mu,
+                    targets=data.targets), B
+
+
 def run_in_feature_units(solver, data, **run_options):
-    """``solver.run`` on the problem in per-feature units (the exact path's
-    reduction, :func:`cvxmetric.lmnn.exact._feature_scaled`: features spread
-    over more than :data:`FEATURE_SCALE_SPREAD` powers of two are divided by
-    powers of two), its ``M`` mapped back exactly and certified on ``data``.
-    A first-order method on raw features spread over 2^13 (raw wine) ends
-    far from the optimum, and the working set's dual solver on raw digit
-    pixels (spreads over 2^8) takes 10 times the iterations; in those units
-    both reach their usual accuracy at their usual cost."""
-    scaled, e = _feature_scaled(data)
-    if e is None:
+    """``solver.run`` on the problem reduced to the span of the samples
+    (:func:`_in_data_span`, when they span fewer than ``d`` directions) and
+    in per-feature units (the exact path's reduction,
+    :func:`cvxmetric.lmnn.exact._feature_scaled`: features spread over more
+    than :data:`FEATURE_SCALE_SPREAD` powers of two are divided by powers of
+    two), its ``M`` mapped back and certified on ``data``.  A first-order
+    method on raw features spread over 2^13 (raw wine) ends far from the
+    optimum, and the working set's dual solver on raw digit pixels (spreads
+    over 2^8, blank pixels) takes 10 times the iterations; reduced, both
+    reach their usual accuracy at their usual cost."""
+    spanned, B = _in_data_span(data)
+    scaled, e = _feature_scaled(spanned)
+    if e is None and B is None:
         return solver.run(data, **run_options)
     res = solver.run(scaled, **run_options)
-    M = _from_feature_units(res.M, e)
+    M = res.M if e is None else _from_feature_units(res.M, e)
+    if B is not None:
+        M = B @ M @ B.T
+        M = 0.5 * (M + M.T)
     cert = data.certificate(M, res.info.get("triplet_ids"), res.info.get("gamma"),
                             solver=res.certificate.solver,
                             tolerances=res.certificate.tolerances)
     status = (Status.OPTIMAL if cert.passed else Status.OPTIMAL_INACCURATE
               if res.status == Status.OPTIMAL else res.status)
+    info = {**res.info, "feature_exponents": e,
+            "span": None if B is None else B.shape[1]}
     return SolverResult(M=M, status=status, objective=cert.objective, n_iter=res.n_iter,
-                        certificate=cert, method=res.method,
-                        info={**res.info, "feature_exponents": e}, time=res.time,
+                        certificate=cert, method=res.method, info=info, time=res.time,
                         raw_status=res.raw_status, trace=res.trace)
 
 

@@ -138,3 +138,15 @@ def test_fast_path_runs_in_feature_units_on_badly_scaled_features():
     assert "feature_exponents" in est.result_.info
     ref = LMNN(solver="exact").fit(X, y)
     assert est.objective_ == pytest.approx(ref.objective_, rel=tolerance("lmnn", "fast"))
+
+
+def test_fast_path_runs_in_the_span_of_the_samples():
+    """Features summing to one (a histogram's bins): the samples span d - 1
+    directions; the working set is solved there and certified in R^d."""
+    X, y = load_iris(return_X_y=True)
+    H = X / X.sum(axis=1, keepdims=True)
+    est = LMNN(solver="fast").fit(H, y)
+    assert est.status_ == "optimal"
+    assert est.result_.info["span"] == 3
+    ref = LMNN(solver="exact").fit(H, y)
+    assert est.objective_ == pytest.approx(ref.objective_, rel=tolerance("lmnn", "fast"))
