@@ -7,7 +7,7 @@ precision (mAP, %) over the queries, mean +- std over random 70 / 30 splits
 thresholds delta1 = 1, delta2 = 0 are on the scale of x_i^T x_j at
 Algorithm 1's start M_0 = I.
 
-    python examples/slr_digits.py            # 5 splits, every table (8 min at load 12-18, 5 of them LMNN's budget)
+    python examples/slr_digits.py            # 5 splits, every table (1 min; 45 s of it the five certified LMNN fits)
     python examples/slr_digits.py --quick    # 900 images, 1 split, short sweeps
 
 BLAS runs single-threaded (``--threads``): every product here is small

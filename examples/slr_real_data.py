@@ -8,7 +8,7 @@ and ``SLR(solver="adaptive", n_iter=20000, tol=1e-8)`` (Algorithm 1 run
 to convergence).  One row per fit: status, objective, relative gap of its
 certificate, agreement with the exact (or Newton) optimum, seconds.
 
-    python examples/slr_real_data.py          # seed 0, no raw digits; Algorithm 1 on iris and wine only (5 min, loaded machine)
+    python examples/slr_real_data.py          # seed 0, no raw digits; Algorithm 1 on iris and wine only (20 s)
     python examples/slr_real_data.py --full   # seeds 0-4, raw digits, Algorithm 1 everywhere (an hour or more)
 
 Then the paper's Tables 1-2 on these data: each test sample (the other

@@ -8,7 +8,7 @@ class-independent "nuisance" directions, isotropic noise, unit-norm rows.
 70 % of the samples are the training set, each test sample queries it;
 the score is the mean average precision (mAP, %).
 
-    python examples/slr_synthetic.py             # n = 1500, d = 200, 20 classes (2 min, 1 of them LMNN's budget)
+    python examples/slr_synthetic.py             # n = 1500, d = 200, 20 classes (65 s, 60 of them LMNN's budget)
     python examples/slr_synthetic.py --full      # full size, 1 split (about 7 minutes)
 
 The paper's rank 100 and T = 10 are used at full size (rank 20 and T = 5
