@@ -595,3 +595,24 @@ OBJECTIVE_MAX_N = 20_000
 
 #: Rows sampled for the objective estimate when the exact pass is skipped.
 ESTIMATE_ROWS = 1000
+
+
+# --- cvxmetric/itml/exact.py -----------------------------------------------
+
+#: Largest number of pairs ITML's exact path declares (one slack and one
+#: exponential cone each) ...
+ITML_EXACT_MAX_PAIRS = 5_000
+
+#: ... and largest number of features (its log-det cone has a PSD block of
+#: twice the features' size).
+ITML_EXACT_MAX_FEATURES = 100
+
+
+# --- cvxmetric/itml/fast.py ------------------------------------------------
+
+#: Sufficient-increase constant of the dual Newton method's projected
+#: line search (Armijo).
+ITML_ARMIJO = 1e-4
+
+#: Conjugate-gradient iterations per Newton step at most.
+ITML_CG_MAXITER = 200

@@ -1,0 +1,1 @@
+ITML = ITML_Supervised = None
