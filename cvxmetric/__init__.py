@@ -12,6 +12,7 @@ from .constraints import (
 from .formulations import Formulation, Method, formulation, formulations
 from .ldml.estimator import LDML, LDMLStar, LDMLSupervised, MildML
 from .lmnn.estimator import LMNN
+from .itml.estimator import ITML, ITML_Supervised
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
 from .omdml.estimator import OMDML
@@ -61,6 +62,8 @@ __all__ = [
     "MildML",
     "LDMLStar",
     "LMNN",
+    "ITML",
+    "ITML_Supervised",
     "DeclaredProblem",
     "certify",
     "certified_solve",

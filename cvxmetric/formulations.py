@@ -661,6 +661,27 @@ _REGISTRY = (
         # refusal and the fast rows are judged by their own certificates
         suite_data={"LMNN": _labelled(_impostor_triplets)}),
     Formulation(
+        "itml", "Davis, Kulis, Jain, Sra, Dhillon: Information-theoretic metric "
+        "learning (ICML 2007)", "Sec. 4 (Eq. 4.1)", ("ITML", "ITML_Supervised"),
+        data="cvxmetric.itml._problem:ITMLData",
+        collection="cvxmetric.itml._collection",
+        exact="cvxmetric.itml.exact:solve_exact",
+        declared="cvxmetric.itml.exact:declared_problem",
+        methods=(
+            _EXACT,
+            # projected Newton on the dual (the paper's lambda), certified;
+            # and Algorithm 1 (cyclic Bregman projections) at metric-learn's
+            # defaults (max_iter=1000, tol=1e-3 on lambda's change), reported
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.itml.fast:solve_fast"),
+            Method("bregman", {"solver": "bregman"}, "paper", "exact",
+                   collection="cvxmetric.itml.fast:solve_bregman"),
+        ),
+        options_estimator="ITML",
+        # metric-learn's 20 C^2 pairs of each kind
+        suite_data={"ITML": _pairs,
+                    "ITML_Supervised": _labelled(lambda X, y: 2 * _metric_learn_pairs(y))}),
+    Formulation(
         "mildml", _LDML, "Eq. 8 (MildML); Eq. 9-11, then Eq. 2 (LDML*)", ("MildML", "LDMLStar"),
         data="cvxmetric.ldml._mildml:BagPairs",
         # MildML's objective is not convex (the instance pair of a bag
