@@ -57,8 +57,9 @@ point is feasible, and :class:`ITMLData` refuses it naming ``pairs``.
 
 **Bounds.**  Given, ``bounds = (u, l)`` are two finite positive numbers.
 Not given, they are metric-learn's: the 5th and 95th percentiles of the
-Euclidean (not squared) distances between the distinct points the pairs
-join, a bound that comes out 0 set to ``1e-9``.  They are compared with
+Euclidean (not squared) distance matrix of the distinct points the pairs
+join (its zero diagonal included, as metric-learn computes them), a bound
+that comes out 0 set to ``1e-9``.  They are compared with
 squared Mahalanobis distances, as in metric-learn.
 """
 
@@ -106,7 +107,12 @@ def check_bounds(bounds, name="bounds"):
 
 def default_bounds(X, pairs):
     """metric-learn's bounds: the 5th and 95th percentiles of the Euclidean
-    distances between the distinct points of ``pairs`` (a 0 set to 1e-9).
+    distance matrix of the distinct points of ``pairs`` -- the full ``m x
+    m`` matrix, its zero diagonal and both triangles included, as
+    ``np.percentile(pairwise_distances(points), (5, 95))`` -- a 0 set to
+    1e-9.  Computed from the ``m (m - 1) / 2`` distinct distances (sorted:
+    the full matrix's sorted entries are ``m`` zeros, then each distance
+    twice).
 
     Parameters
     ----------
@@ -118,9 +124,21 @@ def default_bounds(X, pairs):
     ndarray of shape (2,)
     """
     points = np.unique(X[np.unique(pairs)], axis=0)
-    if points.shape[0] < 2:
+    m = points.shape[0]
+    if m < 2:
         return np.array([1e-9, 1e-9])
-    b = np.percentile(pdist(points), (5, 95))
+    dist = np.sort(pdist(points))
+
+    def entry(k):  # the k-th smallest entry of the full matrix
+        return np.where(k < m, 0.0, dist[np.maximum(k - m, 0) // 2])
+
+    out = []
+    for q in (5.0, 95.0):
+        pos = q / 100.0 * (m * m - 1)  # numpy's linear interpolation
+        lo = int(np.floor(pos))
+        hi = min(lo + 1, m * m - 1)
+        out.append(float(entry(lo) + (pos - lo) * (entry(hi) - entry(lo))))
+    b = np.array(out)
     b[b == 0] = 1e-9
     return b
 
