@@ -27,7 +27,7 @@ import numpy as np
 from .._docs import fill_doc
 from .._exact import SOLVERS
 from .._extend import certified_result
-from .._settings import ITML_EXACT_MAX_PAIRS, ITML_EXACT_MAX_FEATURES
+from .._settings import ITML_EXACT_MAX_ENTRIES, ITML_EXACT_MAX_FEATURES
 from .._validation import check_instance
 from ..model import DeclaredProblem
 from ..result import ProblemSizeError
@@ -41,16 +41,19 @@ PAPER = ("Davis, Kulis, Jain, Sra, Dhillon: Information-theoretic metric learnin
 
 
 def check_exact_size(data, name="data"):
-    """ProblemSizeError naming ``name`` above the exact path's size
-    (:data:`~cvxmetric._settings.ITML_EXACT_MAX_PAIRS` pairs,
-    :data:`~cvxmetric._settings.ITML_EXACT_MAX_FEATURES` features)."""
-    if data.n_pairs > ITML_EXACT_MAX_PAIRS or data.n_features > ITML_EXACT_MAX_FEATURES:
+    """ProblemSizeError naming ``name`` above the exact path's size: more
+    than :data:`~cvxmetric._settings.ITML_EXACT_MAX_FEATURES` features or
+    more than :data:`~cvxmetric._settings.ITML_EXACT_MAX_ENTRIES` entries
+    ``n_pairs * d (d + 1) / 2`` in its pair rows."""
+    d = data.n_features
+    entries = data.n_pairs * d * (d + 1) // 2
+    if d > ITML_EXACT_MAX_FEATURES or entries > ITML_EXACT_MAX_ENTRIES:
         raise ProblemSizeError(
-            f"{name}: ITML's exact path declares one slack and one exponential cone "
-            f"per pair and a log-det cone of the features; these data have "
-            f"{data.n_pairs} pairs and {data.n_features} features, above "
-            f"{ITML_EXACT_MAX_PAIRS} pairs or {ITML_EXACT_MAX_FEATURES} features. Use "
-            f"solver='fast' (certified too).")
+            f"{name}: ITML's exact path declares a log-det cone of twice the "
+            f"features' size and one row dense in M per pair; these data have "
+            f"{d} features and {data.n_pairs} pairs ({entries} entries), above "
+            f"{ITML_EXACT_MAX_FEATURES} features or {ITML_EXACT_MAX_ENTRIES} "
+            f"entries. Use solver='fast' (certified too).")
 
 
 class _ITMLDeclared(DeclaredProblem):
@@ -82,7 +85,7 @@ def declared_problem(data):
     Parameters
     ----------
     data : ITMLData
-        At most :data:`~cvxmetric._settings.ITML_EXACT_MAX_PAIRS` pairs.
+        Within the exact path's size (:func:`check_exact_size`).
 
     {declared_returns_model}
     """

@@ -48,6 +48,8 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+from scipy.linalg.blas import dsymv as _symv
+from scipy.linalg.blas import dsyr as _syr
 from scipy.sparse.linalg import LinearOperator, cg
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -227,19 +229,20 @@ class ITMLBregman(_OnITML, IterativeSolver):
         M = data.dual_metric(alpha)
         # metric-learn's slacks: its bhat starts at the bounds
         c = 1.0 - data.s * alpha * data.xi0 / data.gamma
-        state = BregmanState(0, np.inf, alpha.copy(), M.copy(), data.xi0 / c,
+        state = BregmanState(0, np.inf, alpha.copy(), np.asfortranarray(M), data.xi0 / c,
                              alpha.copy())
         return M, state
 
     def _pass(self, data, A, alpha, xi):
         """One cycle of projections, similar pairs first (metric-learn's
-        order); ``A``, ``alpha`` and ``xi`` are updated in place."""
+        order); ``A`` (its upper triangle, Fortran order), ``alpha`` and
+        ``xi`` are updated in place by BLAS's symmetric rank-one update."""
         gamma = data.gamma
         gp = gamma / (gamma + 1.0)
         Phi, s = data.Phi, data.s
         for p in np.concatenate([np.flatnonzero(s > 0), np.flatnonzero(s < 0)]):
             v = Phi[p]
-            Av = A @ v
+            Av = _symv(1.0, A, v)
             w = float(v @ Av)
             if w <= 0.0:  # a pair of identical points: nothing to project
                 continue
@@ -252,7 +255,8 @@ class ITMLBregman(_OnITML, IterativeSolver):
                 beta = -a / (1.0 + a * w)
                 xi[p] = 1.0 / (1.0 / xi[p] - a / gamma)
             alpha[p] -= a
-            A += beta * np.outer(Av, Av)
+            if beta != 0.0:
+                _syr(beta, Av, a=A, overwrite_a=True)
 
     def update(self, M, state, data):
         A, alpha, xi = state.A, state.alpha, state.xi
@@ -271,9 +275,12 @@ class ITMLBregman(_OnITML, IterativeSolver):
         return A, BregmanState(it, float(error), alpha, A, xi, old)
 
     def finalize(self, M, state, data):
-        # the metric of the multipliers (the tracked one up to round-off)
+        # the metric of the multipliers (the tracked one up to round-off;
+        # the tracked one holds its upper triangle)
         Ma = data.dual_metric(state.alpha)
-        return super().finalize(0.5 * (M + M.T) if Ma is None else Ma, state, data)
+        if Ma is None:
+            Ma = np.triu(M) + np.triu(M, 1).T
+        return super().finalize(Ma, state, data)
 
 
 # ---------------------------------------------------------------------------

@@ -181,7 +181,7 @@ def test_exact_size_refusal(monkeypatch, iris):
     X, y = iris
     from cvxmetric.itml import exact
 
-    monkeypatch.setattr(exact, "ITML_EXACT_MAX_PAIRS", 10)
+    monkeypatch.setattr(exact, "ITML_EXACT_MAX_ENTRIES", 10)
     with pytest.raises(ProblemSizeError, match="solver"):
         ITML_Supervised(solver="exact", random_state=0).fit(X, y)
 
