@@ -9,7 +9,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/constraintdml.md", "docs/rankdml.md",
-         "docs/slr.md", "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md")
+         "docs/slr.md", "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md",
+         "docs/itml.md")
 HEADING = "## What runs"
 
 
