@@ -597,6 +597,13 @@ OBJECTIVE_MAX_N = 20_000
 ESTIMATE_ROWS = 1000
 
 
+# --- cvxmetric/itml/_problem.py --------------------------------------------
+
+#: How many times the certificate halves inexact multipliers towards 0
+#: (where the dual is 0) before it gives up on a bound and states 0.
+ITML_SHRINK_STEPS = 60
+
+
 # --- cvxmetric/itml/exact.py -----------------------------------------------
 
 #: Largest number of features ITML's exact path declares: ``log_det`` is a

@@ -16,7 +16,8 @@ EXPERIMENTS = ("cvxmetric.experiments.qwise.pages", "cvxmetric.experiments.qwise
 BENCH = ("cvxmetric.bench", "cvxmetric.bench.conformance", "cvxmetric.bench.scaling",
          "cvxmetric.bench.contended", "cvxmetric.bench.qwise", "cvxmetric.bench.mmc",
          "cvxmetric.bench.slr", "cvxmetric.bench.rankdml", "cvxmetric.bench.omdml",
-         "cvxmetric.bench.ldml", "cvxmetric.bench.lmnn", "cvxmetric.bench.metric_learn")
+         "cvxmetric.bench.ldml", "cvxmetric.bench.lmnn", "cvxmetric.bench.metric_learn",
+         "cvxmetric.bench.itml", "cvxmetric.bench._ml_itml")
 INFRASTRUCTURE = ("cvxmetric.collection", "cvxmetric.cli") + BENCH
 
 

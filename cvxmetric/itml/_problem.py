@@ -69,16 +69,12 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.spatial.distance import pdist
 
+from .._settings import ITML_SHRINK_STEPS as _SHRINK_STEPS
 from .._tolerances import certificate_tolerance
 from .._validation import check_finite, check_indices, check_pair_labels, check_samples
 from ..result import Certificate
 
 __all__ = ["ITMLData", "default_bounds", "check_gamma", "check_bounds"]
-
-#: How many times the certificate halves inexact multipliers towards 0
-#: before it gives up on a bound (module docstring).
-_SHRINK_STEPS = 60
-
 
 def check_gamma(gamma, name="gamma"):
     """``gamma`` as a finite float > 0, or a ValueError naming ``name``."""
