@@ -220,6 +220,7 @@ FLOORS_MODULES = (
     "omdml/test_collection.py",
     "ldml/test_collection.py",
     "lmnn/test_collection.py",
+    "itml/test_collection.py",
 )
 
 
