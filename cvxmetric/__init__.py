@@ -14,6 +14,7 @@ from .formulations import Formulation, Method, formulation, formulations
 from .ldml.estimator import LDML, LDMLStar, LDMLSupervised, MildML
 from .lfda.estimator import LFDA
 from .lmnn.estimator import LMNN
+from .itml.estimator import ITML, ITML_Supervised
 from .mmc.estimator import MMC, MMCSupervised
 from .model import BilinearMetric, DeclaredProblem, MahalanobisMetric
 from .omdml.estimator import OMDML
@@ -77,6 +78,8 @@ __all__ = [
     "SDML_Supervised",
     "GMML",
     "GMMLSupervised",
+    "ITML",
+    "ITML_Supervised",
     "DeclaredProblem",
     "certify",
     "certified_solve",

@@ -595,3 +595,80 @@ OBJECTIVE_MAX_N = 20_000
 
 #: Rows sampled for the objective estimate when the exact pass is skipped.
 ESTIMATE_ROWS = 1000
+
+
+# --- cvxmetric/itml/_problem.py --------------------------------------------
+
+#: How many times the certificate halves inexact multipliers towards 0
+#: (where the dual is 0) before it gives up on a bound and states 0.
+ITML_SHRINK_STEPS = 60
+
+
+# --- cvxmetric/itml/exact.py -----------------------------------------------
+
+#: Largest number of features ITML's exact path declares: ``log_det`` is a
+#: PSD block of twice the features' size, dense in the interior-point
+#: system (d = 30: 1 830 entries, about 1 s per Clarabel iteration on the
+#: 2-core machine; d = 64: 8 256, beyond the real-data suite's 120 s).
+ITML_EXACT_MAX_FEATURES = 32
+
+#: Largest ``n_pairs * d (d + 1) / 2`` (the nonzeros of its pair rows, each
+#: dense in ``M``) the exact path declares: measured at d = 30, 160 pairs
+#: (75 000) solve in 9-40 s, 600 pairs (279 000) in 62 s and 4 000 pairs
+#: (1.9 million) in 264 s on the loaded 2-core machine.
+ITML_EXACT_MAX_ENTRIES = 200_000
+
+
+# --- cvxmetric/itml/fast.py ------------------------------------------------
+
+#: Sufficient-increase constant of the dual Newton method's projected
+#: line search (Armijo).
+ITML_ARMIJO = 1e-4
+
+#: Conjugate-gradient iterations per Newton step at most.
+ITML_CG_MAXITER = 200
+
+
+# --- cvxmetric/gmml/exact.py -----------------------------------------------
+
+#: Most features the exact path declares (``matrix_frac`` is a PSD cone of
+#: order 2d; d = 30, breast_cancer: 15 to 20 s on the shared 2-core machine).
+GMML_EXACT_MAX_FEATURES = 32
+
+
+# --- cvxmetric/scml/_problem.py --------------------------------------------
+
+#: Entries of ``C`` computed per block where ``C`` is not kept.
+SCML_BLOCK_ENTRIES = 4_000_000
+
+
+# --- cvxmetric/scml/exact.py -----------------------------------------------
+
+#: Largest ``n_triplets * n_basis`` (entries of ``C``, each a nonzero of the
+#: conic problem) the exact path declares: iris with SCML_Supervised's
+#: defaults (4 500 triplets, 80 basis vectors: 360 000 entries, Clarabel
+#: 63 iterations, 10 to 50 s on a loaded 2-core machine) fits; SCML's
+#: default 'triplet_diffs' basis on iris (4 500 x 320) and wine's LDA basis
+#: (5 340 x 260) are the fast path's.
+SCML_EXACT_MAX_ENTRIES = 500_000
+
+
+# --- cvxmetric/sdml/exact.py -----------------------------------------------
+
+#: Most features the exact path declares: ``log_det`` of a d x d variable
+#: is a PSD cone of order 2d and d exponential cones, and the interior-point
+#: solvers' KKT systems grow like d^4 (d = 30, breast_cancer: 3 to 8 s on
+#: the shared 2-core machine; d = 64, digits: over 3 minutes; d = 300: over
+#: 100 GB).
+SDML_EXACT_MAX_FEATURES = 32
+
+
+# --- cvxmetric/sdml/fast.py ------------------------------------------------
+
+#: scikit-learn's duality-gap and lasso tolerances for the descent: far
+#: below the certificate's, so that its point passes at the package's
+#: tolerance (measured: relative gaps below 1e-10 on the collection).
+SDML_GLASSO_TOL = 1e-10
+
+#: Sweeps of the descent at most.
+SDML_GLASSO_MAX_ITER = 500

@@ -780,6 +780,27 @@ _REGISTRY = (
         suite_data={"GMML": _pairs,
                     "GMMLSupervised": _labelled(lambda X, y: _metric_learn_pairs(y))}),
     Formulation(
+        "itml", "Davis, Kulis, Jain, Sra, Dhillon: Information-theoretic metric "
+        "learning (ICML 2007)", "Sec. 4 (Eq. 4.1)", ("ITML", "ITML_Supervised"),
+        data="cvxmetric.itml._problem:ITMLData",
+        collection="cvxmetric.itml._collection",
+        exact="cvxmetric.itml.exact:solve_exact",
+        declared="cvxmetric.itml.exact:declared_problem",
+        methods=(
+            _EXACT,
+            # projected Newton on the dual (the paper's lambda), certified;
+            # and Algorithm 1 (cyclic Bregman projections) at metric-learn's
+            # defaults (max_iter=1000, tol=1e-3 on lambda's change), reported
+            Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
+                   collection="cvxmetric.itml.fast:solve_fast"),
+            Method("bregman", {"solver": "bregman"}, "paper", "exact", "bregman",
+                   collection="cvxmetric.itml.fast:solve_bregman"),
+        ),
+        options_estimator="ITML",
+        # metric-learn's 20 C^2 pairs of each kind
+        suite_data={"ITML": _pairs,
+                    "ITML_Supervised": _labelled(lambda X, y: 2 * _metric_learn_pairs(y))}),
+    Formulation(
         "covariance", "Mahalanobis: On the generalized distance in statistics (1936)",
         "closed form", ("Covariance",),
         data="cvxmetric.covariance.estimator:CovarianceData",

@@ -221,6 +221,7 @@ FLOORS_MODULES = (
     "ldml/test_collection.py",
     "lmnn/test_collection.py",
     "rca/test_collection.py",
+    "itml/test_collection.py",
 )
 
 

@@ -47,12 +47,13 @@ SOURCES = (
     "cvxmetric/scml/exact.py",
     "cvxmetric/sdml/exact.py",
     "cvxmetric/gmml/exact.py",
+    "cvxmetric/itml/exact.py",
 )
 
 #: Family pages, each with a "## The CVXPY declaration" section.
 PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/constraintdml.md",
          "docs/slr.md",
-         "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md", "docs/closed_forms.md", "docs/scml.md", "docs/sdml.md", "docs/gmml.md")
+         "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md", "docs/closed_forms.md", "docs/scml.md", "docs/sdml.md", "docs/gmml.md", "docs/itml.md")
 
 HEADING = "## The CVXPY declaration"
 JOIN = "# ..."

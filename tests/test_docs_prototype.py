@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/slr.md",
          "docs/ldml.md", "docs/omdml.md", "docs/constraintdml.md", "docs/lmnn.md",
-         "docs/scml.md", "docs/sdml.md", "docs/gmml.md")
+         "docs/scml.md", "docs/sdml.md", "docs/gmml.md", "docs/itml.md")
 HEADING = "## Prototype a variant"
 
 #: Relative tolerance of printed decimals.

@@ -18,7 +18,8 @@ BENCH = ("cvxmetric.bench", "cvxmetric.bench.conformance", "cvxmetric.bench.scal
          "cvxmetric.bench.slr", "cvxmetric.bench.rankdml", "cvxmetric.bench.omdml",
          "cvxmetric.bench.ldml", "cvxmetric.bench.lmnn", "cvxmetric.bench.metric_learn",
          "cvxmetric.bench.rca", "cvxmetric.bench.scml",
-         "cvxmetric.bench.sdml", "cvxmetric.bench.gmml")
+         "cvxmetric.bench.sdml", "cvxmetric.bench.gmml",
+         "cvxmetric.bench.itml")
 INFRASTRUCTURE = ("cvxmetric.collection", "cvxmetric.cli") + BENCH
 
 

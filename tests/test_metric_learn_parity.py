@@ -148,13 +148,32 @@ METRIC_LEARN_07["SDML_Supervised"] = {
     "methods": {**_PAIR_METHODS, **_FIT_XY},
 }
 
+_ITML_INIT = [("gamma", 1.0), ("max_iter", 1000), ("tol", 1e-3)]
+METRIC_LEARN_07["ITML"] = {
+    "cvxmetric": "ITML",
+    "init": [*_ITML_INIT, ("prior", "identity"), ("verbose", False),
+             ("preprocessor", None), ("random_state", None),
+             ("convergence_threshold", "deprecated")],
+    "methods": {**_PAIR_METHODS, **_PAIR_CLASSIFIER,
+                "fit": [("pairs", None), ("y", None), ("bounds", None),
+                        ("calibration_params", None)]},
+}
+METRIC_LEARN_07["ITML_Supervised"] = {
+    "cvxmetric": "ITML_Supervised",
+    "init": [*_ITML_INIT, ("n_constraints", None), ("prior", "identity"),
+             ("verbose", False), ("preprocessor", None), ("random_state", None),
+             ("num_constraints", "deprecated"), ("convergence_threshold", "deprecated")],
+    "methods": {**_PAIR_METHODS, "fit": [("X", None), ("y", None), ("bounds", None)],
+                "fit_transform": [("X", None), ("y", None)]},
+}
+
 #: metric-learn 0.7's non-convex estimators: no certificate exists; the
 #: docs say so and name the alternatives.
 NON_CONVEX = ["NCA", "MLKR", "LSML", "LSML_Supervised"]
 
 #: metric-learn 0.7's other estimators (``metric_learn.__all__``), which
 #: cvxmetric does not cover; the docs must say so.
-NOT_COVERED = ["ITML", "ITML_Supervised"]
+NOT_COVERED = []
 
 def _section(ml_name):
     """The docs' section of one metric-learn estimator."""

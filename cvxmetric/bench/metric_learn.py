@@ -78,7 +78,7 @@ for name in sys.argv[3:]:
 '''
 
 #: The plugins, ``cvxmetric.bench._ml_<name>``, in the table's order.
-PLUGINS = ("lmnn", "mmc", "rca", "scml", "sdml")
+PLUGINS = ("lmnn", "mmc", "itml", "rca", "scml", "sdml")
 
 DATASETS = ("iris", "wine", "breast_cancer", "digits")
 

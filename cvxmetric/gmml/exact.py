@@ -26,16 +26,13 @@ from .._validation import check_instance
 from ..model import DeclaredProblem
 from ..result import NotAttainedError, ProblemSizeError
 from ._problem import GMMLData
+from .._settings import GMML_EXACT_MAX_FEATURES as EXACT_MAX_FEATURES
 
 __all__ = ["solve_exact", "declared_problem", "check_exact", "PAPER",
            "EXACT_MAX_FEATURES"]
 
 #: The paper, as :class:`~cvxmetric.model.DeclaredProblem` cites it.
 PAPER = "Zadeh, Hosseini, Sra: Geometric mean metric learning (ICML 2016)"
-
-#: Most features the exact path declares (``matrix_frac`` is a PSD cone of
-#: order 2d; d = 30, breast_cancer: 15 to 20 s on the shared 2-core machine).
-EXACT_MAX_FEATURES = 32
 
 
 def _factor(A):

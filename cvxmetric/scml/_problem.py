@@ -47,15 +47,13 @@ from .._tolerances import certificate_tolerance
 from .._validation import check_finite, check_int, check_samples, check_scalar
 from ..constraints import Triplets
 from ..result import Certificate
+from .._settings import SCML_BLOCK_ENTRIES as BLOCK_ENTRIES
 
 __all__ = ["SCMLData", "triplet_diffs_basis", "lda_basis", "knn_triplets",
            "BASIS_NAMES", "BLOCK_ENTRIES"]
 
 #: Basis constructions by name (metric-learn 0.7's).
 BASIS_NAMES = ("triplet_diffs", "lda")
-
-#: Entries of ``C`` computed per block where ``C`` is not kept.
-BLOCK_ENTRIES = 4_000_000
 
 
 def _check_beta(beta):

@@ -33,20 +33,13 @@ from .._validation import check_instance
 from ..model import DeclaredProblem, MahalanobisMetric
 from ..result import ProblemSizeError
 from ._problem import SCMLData
+from .._settings import SCML_EXACT_MAX_ENTRIES as EXACT_MAX_ENTRIES
 
 __all__ = ["solve_exact", "declared_problem", "check_exact_size", "simplex_multipliers",
            "EXACT_MAX_ENTRIES", "PAPER"]
 
 #: The paper, as :class:`~cvxmetric.model.DeclaredProblem` cites it.
 PAPER = "Shi, Bellet, Sha: Sparse compositional metric learning (AAAI 2014)"
-
-#: Largest ``n_triplets * n_basis`` (entries of ``C``, each a nonzero of the
-#: conic problem) the exact path declares: iris with SCML_Supervised's
-#: defaults (4 500 triplets, 80 basis vectors: 360 000 entries, Clarabel
-#: 63 iterations, 10 to 50 s on a loaded 2-core machine) fits; SCML's
-#: default 'triplet_diffs' basis on iris (4 500 x 320) and wine's LDA basis
-#: (5 340 x 260) are the fast path's.
-EXACT_MAX_ENTRIES = 500_000
 
 
 def check_exact_size(data, name="data"):
@@ -100,7 +93,6 @@ def simplex_multipliers(data, rows=None, cols=None, *, tol=1e-10):
     a = np.zeros(T)
     a[rows] = np.clip(T * res.x, 0.0, 1.0)
     return w, a
-
 
 
 @fill_doc

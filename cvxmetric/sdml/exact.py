@@ -28,16 +28,11 @@ from .._validation import check_instance
 from ..model import DeclaredProblem
 from ..result import ProblemSizeError, UnboundedError
 from ._problem import SDMLData
+from .._settings import SDML_EXACT_MAX_FEATURES as EXACT_MAX_FEATURES
 
 __all__ = ["solve_exact", "declared_problem", "check_bounded", "check_exact_size",
            "PAPER", "EXACT_MAX_FEATURES"]
 
-#: Most features the exact path declares: ``log_det`` of a d x d variable
-#: is a PSD cone of order 2d and d exponential cones, and the interior-point
-#: solvers' KKT systems grow like d^4 (d = 30, breast_cancer: 3 to 8 s on
-#: the shared 2-core machine; d = 64, digits: over 3 minutes; d = 300: over
-#: 100 GB).
-EXACT_MAX_FEATURES = 32
 
 #: The paper, as :class:`~cvxmetric.model.DeclaredProblem` cites it.
 PAPER = ("Qi, Tang, Zha, Chua, Zhang: An efficient sparse metric learning in "

@@ -33,16 +33,9 @@ from .._validation import check_instance
 from ..result import SolverResult, Status
 from ._problem import SDMLData
 from .exact import check_bounded, solve_exact
+from .._settings import SDML_GLASSO_TOL as GLASSO_TOL, SDML_GLASSO_MAX_ITER as GLASSO_MAX_ITER
 
 __all__ = ["solve_fast", "GLASSO_TOL", "GLASSO_MAX_ITER"]
-
-#: scikit-learn's duality-gap and lasso tolerances for the descent: far
-#: below the certificate's, so that its point passes at the package's
-#: tolerance (measured: relative gaps below 1e-10 on the collection).
-GLASSO_TOL = 1e-10
-
-#: Sweeps of the descent at most.
-GLASSO_MAX_ITER = 500
 
 
 def _startable(P):
