@@ -126,6 +126,23 @@ def _cell(value, fmt):
         else format(value, fmt)
 
 
+def _excess_cell(row):
+    """The excess in %, with its digits where it is small; metric-learn's
+    failure, or cvxmetric's certified refusal, where one of them gave no
+    matrix."""
+    ml = row.get("outcome_ml")
+    if ml and not ml.startswith("optimal"):
+        return f"metric-learn raised {ml.split(':')[0]}"
+    ours = row.get("outcome_ours")
+    if ours and ours.endswith("Error"):
+        return f"cvxmetric: {ours} (certified)"
+    excess = row["excess"]
+    if excess is None or np.isnan(excess):
+        return "n/a"
+    value = 100 * excess
+    return f"{value:.2f} %" if abs(value) >= 0.01 or value == 0 else f"{value:.1e} %"
+
+
 def table(rows):
     """The rows as a Markdown table."""
     lines = ["| dataset | method | metric-learn excess | cvxmetric certified | "
@@ -136,9 +153,7 @@ def table(rows):
             lines.append(f"| {r['dataset']} | {r['method']} | metric-learn raised "
                          f"{r['error'].split(':')[0]} | | | | | |")
             continue
-        excess = r["excess"]
-        lines.append(f"| {r['dataset']} | {r['method']} | "
-                     f"{_cell(None if excess is None else 100 * excess, '.2f')} % | "
+        lines.append(f"| {r['dataset']} | {r['method']} | {_excess_cell(r)} | "
                      f"{r['certified']} | {_cell(r['t_ml'], '.2f')} | "
                      f"{_cell(r['t_ours'], '.2f')} | {_cell(r['acc_ml'], '.3f')} | "
                      f"{_cell(r['acc_ours'], '.3f')} |")
