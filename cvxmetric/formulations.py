@@ -793,7 +793,7 @@ _REGISTRY = (
             # defaults (max_iter=1000, tol=1e-3 on lambda's change), reported
             Method("fast", {"solver": "fast"}, "fast", "exact", "fast",
                    collection="cvxmetric.itml.fast:solve_fast"),
-            Method("bregman", {"solver": "bregman"}, "paper", "exact", "bregman",
+            Method("bregman", {"solver": "bregman"}, "paper", "exact",
                    collection="cvxmetric.itml.fast:solve_bregman"),
         ),
         options_estimator="ITML",

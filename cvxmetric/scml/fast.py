@@ -247,7 +247,7 @@ class SCMLStochastic(_OnSCML, IterativeSolver):
         "gamma": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "output_iter": [Interval(Integral, 1, None, closed="left")],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", None],
     }
 
     maxiter: int = 10_000
