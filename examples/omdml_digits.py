@@ -22,12 +22,12 @@ modality weights theta and online mistake rates.
     python examples/omdml_digits.py --quick            # 900 images, 2000 triplets
     python examples/omdml_digits.py --full             # 5 splits, mean +- std
     python examples/omdml_digits.py --lmnn-time 0      # every LMNN fit certified
+    python examples/omdml_digits.py --figures docs/img # also the two figures
 
 Each LMNN fit stops after ``--lmnn-time`` seconds (60 by default) with the
 status it reached; the line under Table 2 says how many were certified.
 Run to certification (``--lmnn-time 0``), the one split takes 50 s on the
 2-core machine, every fit certified, so the default budget does not bind.
-    python examples/omdml_digits.py --figures docs/img # also the two figures
 
 ``--figures DIR`` writes DIR/omdml_topk.png (top-K precision curves, the
 paper's Fig. 2) and DIR/omdml_mistakes.png (online cumulative mistake rate
