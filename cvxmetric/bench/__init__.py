@@ -38,6 +38,7 @@ __all__ = [
     "result_fields",
     "run_isolated",
     "timed_solve",
+    "run_cases",
     "format_columns",
     "format_table",
     "plan_collection_bench",
@@ -221,6 +222,35 @@ def bench_row(res, f_exact, *, problem, method, d, N, n, relative_to_optimum=Fal
         row["gap_kind"] = "certified"
     row["status"] = row["status"] or "ok"
     return row
+
+
+def run_cases(module, run_case, cases, status, *, seed=0, max_seconds=None,
+              callback=None, isolate=True, preexec_fn=None, pass_max_time=False,
+              on_error=None):
+    """The benchmark loop of the families whose cases are ``(problem,
+    methods)``: one run per method (:class:`Runs`: in its own process
+    unless ``isolate`` is false), each a :func:`bench_row` with the run's
+    ``d``, ``N`` and ``n`` and, where the run raised nothing, the status
+    ``status(problem, method, res)``; ``on_error(row)``, when given, may
+    give the status of a row that carries an error (``None``: unchanged).
+    ``pass_max_time``: the solvers get ``0.9 max_seconds`` as their own
+    ``max_time``."""
+    runs = Runs(module, run_case, max_seconds=max_seconds, isolate=isolate,
+                callback=callback, preexec_fn=preexec_fn)
+    for problem, methods in cases:
+        for method in methods:
+            case = {"problem": problem, "method": method, "seed": seed}
+            if pass_max_time and max_seconds is not None:
+                case["max_time"] = 0.9 * max_seconds
+            res = runs.run(case)
+            row = bench_row(res, None, problem=problem, method=method, d=res.get("d"),
+                            N=res.get("N"), n=res.get("n"))
+            text = (status(problem, method, res) if row["error"] is None
+                    else on_error(row) if on_error is not None else None)
+            if text is not None:
+                row["status"] = text
+            runs.add(row)
+    return runs.rows
 
 
 def _best_run(run, repeat):

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _max_rss_mb, case_main, result_fields, timed_solve
 from .lmnn import digits_data
-from .sdml import run_cases, synthetic_data
+from .sdml import run_target_cases, synthetic_data
 
 __all__ = ["BENCH_CASES", "TARGETS", "run_case", "run_bench"]
 
@@ -60,8 +60,8 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
         ``problem``, ``method``, ``d``, ``N`` (pairs), ``n``, ``objective``,
         ``gap`` (certified), ``seconds``, ``peak_mb``, ``status``, ...
     """
-    return run_cases(__spec__.name, run_case, cases, TARGETS, seed, max_seconds,
-                     callback, isolate)
+    return run_target_cases(__spec__.name, run_case, cases, TARGETS, seed, max_seconds,
+                            callback, isolate)
 
 
 if __name__ == "__main__":

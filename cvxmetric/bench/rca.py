@@ -24,7 +24,7 @@ import sys
 import time
 import warnings
 
-from . import Runs, _max_rss_mb, bench_row, case_main, result_fields, timed_solve
+from . import _max_rss_mb, case_main, result_fields, run_cases, timed_solve
 from .lmnn import digits_data
 
 __all__ = ["BENCH_CASES", "TARGETS", "run_case", "run_bench"]
@@ -66,6 +66,15 @@ def run_case(case):
     return out
 
 
+def _status(problem, method, res):
+    """The run's status, the dimension it was solved in and, for the fast
+    paths, whether the target time was met."""
+    met = method in ("fast", "eigh") and res["seconds"] <= TARGETS[problem]
+    return (f"{res.get('status', '')} (dimension {res.get('rank')}"
+            + (f"; target {TARGETS[problem]:g} s: {'met' if met else 'NOT met'})"
+               if method in ("fast", "eigh") else ")"))
+
+
 def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
               isolate=True):
     """Run the benchmark (parameters as :func:`cvxmetric.bench.ldml.run_bench`).
@@ -77,21 +86,8 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
         (certified, RCA), ``gap_kind``, ``seconds``, ``peak_mb``,
         ``base_mb``, ``status``, ``n_iter``, ``error``.
     """
-    runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
-                callback=callback)
-    for problem, methods in cases:
-        for method in methods:
-            res = runs.run({"problem": problem, "method": method, "seed": seed})
-            row = bench_row(res, None, problem=problem, method=method, d=res.get("d"),
-                            N=res.get("N"), n=res.get("n"))
-            if row["error"] is None:
-                met = method in ("fast", "eigh") and res["seconds"] <= TARGETS[problem]
-                row["status"] = (f"{res.get('status', '')} (dimension {res.get('rank')}"
-                                 + (f"; target {TARGETS[problem]:g} s: "
-                                    f"{'met' if met else 'NOT met'})"
-                                    if method in ("fast", "eigh") else ")"))
-            runs.add(row)
-    return runs.rows
+    return run_cases(__spec__.name, run_case, cases, _status, seed=seed,
+                     max_seconds=max_seconds, callback=callback, isolate=isolate)
 
 
 if __name__ == "__main__":

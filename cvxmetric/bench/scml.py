@@ -20,7 +20,7 @@ basis vector.  ``N`` is the number of triplets, ``K`` of basis vectors.
 import sys
 import time
 
-from . import (Runs, _max_rss_mb, bench_row, case_main, memory_limit, result_fields,
+from . import (_max_rss_mb, case_main, memory_limit, result_fields, run_cases,
                timed_solve)
 from .lmnn import digits_data
 
@@ -80,20 +80,10 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
         ``objective``, ``gap`` (certified), ``seconds``, ``peak_mb``,
         ``status``, ``n_iter``, ``error``.
     """
-    runs = Runs(__spec__.name, run_case, max_seconds=max_seconds, isolate=isolate,
-                callback=callback, preexec_fn=memory_limit(MEMORY_LIMIT))
-    for problem, methods in cases:
-        for method in methods:
-            case = {"problem": problem, "method": method, "seed": seed}
-            if max_seconds is not None:
-                case["max_time"] = 0.9 * max_seconds
-            res = runs.run(case)
-            row = bench_row(res, None, problem=problem, method=method, d=res.get("d"),
-                            N=res.get("N"), n=res.get("n"))
-            if row["error"] is None:
-                row["status"] = _status(problem, res)
-            runs.add(row)
-    return runs.rows
+    return run_cases(__spec__.name, run_case, cases,
+                     lambda problem, method, res: _status(problem, res), seed=seed,
+                     max_seconds=max_seconds, callback=callback, isolate=isolate,
+                     preexec_fn=memory_limit(MEMORY_LIMIT), pass_max_time=True)
 
 
 if __name__ == "__main__":

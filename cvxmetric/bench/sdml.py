@@ -30,18 +30,17 @@ import time
 import numpy as np
 
 from . import (
-    Runs,
     _max_rss_mb,
-    bench_row,
     case_main,
     memory_limit,
     result_fields,
+    run_cases,
     timed_solve,
 )
 from .lmnn import digits_data
 
 __all__ = ["BENCH_CASES", "TARGETS", "synthetic_data", "run_case", "run_bench",
-           "run_cases"]
+           "run_target_cases"]
 
 #: ``(problem, methods)`` in run order.
 BENCH_CASES = (("sdml-digits", ("fast",)), ("sdml-digits-default", ("fast",)),
@@ -92,26 +91,24 @@ def run_case(case):
     return out
 
 
-def run_cases(module, run_case, cases, targets, seed=0, max_seconds=None,
-              callback=None, isolate=True):
+def run_target_cases(module, run_case, cases, targets, seed=0, max_seconds=None,
+                     callback=None, isolate=True):
     """Each case of ``cases`` in its own process (``module``'s
     ``run_case``), as table rows with the target of ``targets`` met or
     not; an ``UnboundedError`` row is the certified refusal."""
-    runs = Runs(module, run_case, max_seconds=max_seconds, isolate=isolate,
-                callback=callback, preexec_fn=memory_limit(MEMORY_LIMIT))
-    for problem, methods in cases:
-        for method in methods:
-            res = runs.run({"problem": problem, "method": method, "seed": seed})
-            row = bench_row(res, None, problem=problem, method=method, d=res.get("d"),
-                            N=res.get("N"), n=res.get("n"))
-            if row["error"] is None:
-                t_max = targets[problem]
-                row["status"] = (f"{res.get('status', '')} (target {t_max:g} s: "
-                                 f"{'met' if res['seconds'] <= t_max else 'NOT met'})")
-            elif str(row["error"]).startswith("UnboundedError"):
-                row["status"] = "unbounded (certified: a ray to -inf)"
-            runs.add(row)
-    return runs.rows
+    def status(problem, method, res):
+        t_max = targets[problem]
+        return (f"{res.get('status', '')} (target {t_max:g} s: "
+                f"{'met' if res['seconds'] <= t_max else 'NOT met'})")
+
+    def on_error(row):
+        if str(row["error"]).startswith("UnboundedError"):
+            return "unbounded (certified: a ray to -inf)"
+        return None
+
+    return run_cases(module, run_case, cases, status, seed=seed, max_seconds=max_seconds,
+                     callback=callback, isolate=isolate,
+                     preexec_fn=memory_limit(MEMORY_LIMIT), on_error=on_error)
 
 
 def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
@@ -126,8 +123,8 @@ def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
         ``base_mb``, ``status``, ``n_iter``, ``error`` (``UnboundedError``:
         the certified answer of ``sdml-digits-default``).
     """
-    return run_cases(__spec__.name, run_case, cases, TARGETS, seed, max_seconds,
-                     callback, isolate)
+    return run_target_cases(__spec__.name, run_case, cases, TARGETS, seed, max_seconds,
+                            callback, isolate)
 
 
 if __name__ == "__main__":
