@@ -184,6 +184,42 @@ def exact_eq11(eq11_data):
     return solve_exact(eq11_data, reduce=False)
 
 
+def _check_repository_collection(family, *, regenerate=True, exact=True,
+                                 objective_rel=1e-9):
+    """The repository's ``problems/<family>`` and ``reference/<family>``
+    are current: the instances are what their generator makes
+    (``regenerate``), the exact path certifies each reference's objective to
+    1e-7 (``exact``), the family's objective at each reference ``M`` is the
+    stored one to ``objective_rel`` (``None``: not checked), and ``verify``
+    passes every row."""
+    import cvxmetric.collection as col
+
+    root = col.find_root()
+    if not (col.problems_dir(root, family) / "manifest.json").is_file():
+        pytest.skip(f"no {family} collection in this checkout")
+    if regenerate:
+        for row in col.make_problems(root, family, check=True):
+            assert not row["changed"], f"{row['name']} differs from its generator"
+    for inst in col.iter_instances(root, family):
+        ref = col.read_reference(root, inst)
+        if exact:
+            res = inst.spec.exact(inst.to_data())
+            assert res.status == "optimal"
+            assert abs(res.objective - ref.objective) <= 1e-7 * max(1.0, abs(ref.objective))
+        if objective_rel is not None:
+            assert inst.spec.objective(inst.to_data(), ref.M) == pytest.approx(
+                ref.objective, rel=objective_rel)
+    rows = col.verify(root, family)
+    assert rows and all(r.passed for r in rows), [(r.instance, r.error) for r in rows]
+
+
+@pytest.fixture(scope="session")
+def check_repository_collection():
+    """:func:`_check_repository_collection`: the check every family's
+    collection test makes of the repository's instances and references."""
+    return _check_repository_collection
+
+
 @pytest.fixture(scope="session")
 def docs_helpers():
     """tests/test_docs.py as a module (tests are not a package): the

@@ -34,18 +34,5 @@ def test_bundled_and_references(tmp_path):
                     b["hyperparameters"])
 
 
-def test_repository_collection_is_current():
-    root = col.find_root()
-    if not (col.problems_dir(root, FAMILY) / "manifest.json").is_file():
-        pytest.skip("no lmnn collection in this checkout")
-    for row in col.make_problems(root, FAMILY, check=True):
-        assert not row["changed"], f"{row['name']} differs from its generator"
-    for inst in col.iter_instances(root, FAMILY):
-        ref = col.read_reference(root, inst)
-        res = inst.spec.exact(inst.to_data())
-        assert res.status == "optimal"
-        assert abs(res.objective - ref.objective) <= 1e-7 * max(1.0, abs(ref.objective))
-        assert inst.spec.objective(inst.to_data(), ref.M) == pytest.approx(
-            ref.objective, rel=1e-9)
-    rows = col.verify(root, FAMILY)
-    assert rows and all(r.passed for r in rows)
+def test_repository_collection_is_current(check_repository_collection):
+    check_repository_collection(FAMILY)
