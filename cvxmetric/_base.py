@@ -89,13 +89,15 @@ def default_n_constraints(n_samples, n_constraints=None):
     return min(1000, 20 * n_samples) if n_constraints is None else n_constraints
 
 
-def renamed_keyword(new_name, new_value, old_name, old_value):
+def renamed_keyword(new_name, new_value, old_name, old_value, *, exclusive=True):
     """The value of a keyword metric-learn renamed: ``old_value`` (with a
     ``FutureWarning``) when the deprecated spelling is given, else
-    ``new_value``; both given is an error."""
-    if old_value == "deprecated":
+    ``new_value``; with ``exclusive``, both given (``new_value`` not None)
+    is an error -- a keyword whose default is not None (ITML's ``tol``)
+    cannot tell, and the deprecated spelling wins, as in metric-learn."""
+    if isinstance(old_value, str) and old_value == "deprecated":
         return new_value
-    if new_value is not None:
+    if exclusive and new_value is not None:
         raise ValueError(f"{old_name}: deprecated spelling of {new_name}; "
                          f"give {new_name} only.")
     warnings.warn(f"{old_name} was renamed {new_name} (as in metric-learn); it "

@@ -45,7 +45,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin, form_samples,
-                     form_tuples, solver_names, store_arguments, validate_labelled)
+                     form_tuples, renamed_keyword, solver_names, store_arguments,
+                     validate_labelled)
 from .._docs import fill_doc
 from .._validation import check_pair_labels, check_psd_matrix, check_samples
 from ..constraints import tuples_to_indices
@@ -74,16 +75,6 @@ _SHARED_CONSTRAINTS = {
                               StrOptions({"deprecated"})],
     "solver": [StrOptions(set(SOLVER_NAMES))],
 }
-
-
-def _renamed(new_name, new_value, old_name, old_value):
-    """metric-learn's deprecated spelling ``old_name`` of ``new_name``:
-    its value, with a ``FutureWarning``, when given."""
-    if isinstance(old_value, str) and old_value == "deprecated":
-        return new_value
-    warnings.warn(f"{old_name} was renamed {new_name} (as in metric-learn); it will "
-                  f"be removed in a future release.", FutureWarning, stacklevel=4)
-    return old_value
 
 
 def metric_learn_pairs(codes, n_constraints, random_state):
@@ -147,8 +138,8 @@ class _ITMLBase(MahalanobisMixin, BaseEstimator):
             value = getattr(self, name)
             if isinstance(value, Real) and not np.isfinite(value):
                 raise ValueError(f"{name}: must be finite, got {value!r}.")
-        tol = _renamed("tol", self.tol, "convergence_threshold",
-                       self.convergence_threshold)
+        tol = renamed_keyword("tol", self.tol, "convergence_threshold",
+                              self.convergence_threshold, exclusive=False)
 
         def exact():
             check_exact_size(data, "solver")
@@ -373,8 +364,8 @@ certificate_, result_, n_features_in_
         """Validate ``(X, y)``, draw the pairs: the :class:`ITMLData`."""
         X = form_samples(X, self.preprocessor)
         X, y, _, codes = validate_labelled(self, X, y, ensure_min_samples=2)
-        n = _renamed("n_constraints", self.n_constraints, "num_constraints",
-                     self.num_constraints)
+        n = renamed_keyword("n_constraints", self.n_constraints, "num_constraints",
+                            self.num_constraints, exclusive=False)
         if n is None:
             n = 20 * int(codes.max() + 1) ** 2
         a, b, c, d = metric_learn_pairs(codes, n, self.random_state)

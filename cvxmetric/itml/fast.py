@@ -44,7 +44,7 @@ is a certified gap at every iterate.
 """
 
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
