@@ -83,17 +83,33 @@ def project_psd(A, return_factor=False):
     return (P, G) if return_factor else P
 
 
+def _centred_span(X):
+    """``(sv, V)``: the singular values of the centred rows of ``X`` above
+    ``max(n, d) eps`` times the largest (the numerical rank ``r``) and
+    their right singular vectors, ``V`` of shape (d, r); ``r = 0`` when
+    every row is the same point."""
+    Xc = X - X.mean(axis=0)
+    _, sv, Vt = np.linalg.svd(Xc, full_matrices=False)
+    if sv.size == 0 or sv[0] == 0:
+        return sv[:0], np.zeros((X.shape[1], 0))
+    keep = sv > sv[0] * max(X.shape) * np.finfo(float).eps
+    return sv[keep], Vt[keep].T
+
+
+def span_basis(X):
+    """``B`` (d, r), orthonormal, spanning the centred rows of ``X`` (every
+    difference of two rows); ``r`` the numerical rank, 0 when every row is
+    the same point."""
+    return _centred_span(X)[1]
+
+
 def whitening_basis(X):
     """``B`` (d, r) spanning the centred rows of ``X``, whitened: ``X_c B``
     has orthogonal columns of norm ``sqrt(n)`` (unit variance).  ``r`` is
     the numerical rank (singular values above ``max(n, d) eps`` times the
     largest)."""
-    Xc = X - X.mean(axis=0)
-    _, sv, Vt = np.linalg.svd(Xc, full_matrices=False)
-    if sv.size == 0 or sv[0] == 0:
-        return np.zeros((X.shape[1], 0))
-    keep = sv > sv[0] * max(X.shape) * np.finfo(float).eps
-    return Vt[keep].T * (np.sqrt(X.shape[0]) / sv[keep])
+    sv, V = _centred_span(X)
+    return V * (np.sqrt(X.shape[0]) / sv)
 
 
 class PairOperator:

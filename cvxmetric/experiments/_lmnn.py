@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._linalg import span_basis
 from .._validation import check_finite
 
 __all__ = ["LMNNFit", "fit_lmnn", "summary", "training_span"]
@@ -63,14 +64,11 @@ def training_span(X):
     ``r`` is the numerical rank: singular values above
     ``s_max max(n, d) eps`` (numpy's ``matrix_rank`` rule).
     """
-    X = check_finite(X, "X", ndim=2)
-    Xc = X - X.mean(axis=0)
-    _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
-    if s.size == 0 or s[0] == 0.0:
+    B = span_basis(check_finite(X, "X", ndim=2))
+    if B.shape[1] == 0:
         raise ValueError("X: every training sample is the same point; LMNN has "
                          "nothing to learn.")
-    keep = s > s[0] * max(X.shape) * np.finfo(float).eps
-    return Vt[keep].T
+    return B
 
 
 def fit_lmnn(X, y, *, k=3, regularization=0.5, n_components=None, solver="auto",

@@ -54,7 +54,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .._linalg import project_psd
+from .._linalg import project_psd, span_basis
 from .._settings import TRIPLET_BLOCK
 from .._solver import IterativeSolver
 from .._validation import check_instance
@@ -584,14 +584,9 @@ def _in_data_span(data):
     ``M = B M_r B^T`` has the optimum's value; a direction no difference
     spans (blank pixels, histogram bins summing to one) leaves the dual
     solver a face of optima it drifts on."""
-    Xc = data.X - data.X.mean(axis=0)
-    _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
-    if s.size == 0 or s[0] == 0.0:
+    B = span_basis(data.X)
+    if B.shape[1] in (0, data.n_features):
         return data, None
-    keep = s > s[0] * max(Xc.shape) * np.finfo(float).eps
-    if keep.sum() == data.n_features:
-        return data, None
-    B = Vt[keep].T
     return LMNNData(data.X @ B, data.classes[data.codes], data.k, data.mu,
                     targets=data.targets), B
 
