@@ -1,0 +1,194 @@
+"""Array back ends: where a fast solver's hot loops run.
+
+The fast solvers are written for NumPy.  Their hot loops -- dense products
+over samples or pairs, symmetric eigendecompositions, Cholesky solves --
+can also run on any namespace of the array API standard (PyTorch or CuPy
+arrays on a GPU, ``array-api-strict`` in the tests, ``dask.array`` for data
+that outgrows one machine) through ``array-api-compat``, an optional
+dependency (``pip install cvxmetric[array-api]``).
+
+The rules this module serves:
+
+- NumPy stays the default: with NumPy input nothing here imports
+  ``array_api_compat``, torch, cupy or dask.
+- The data stay where they are given: a solver asks :func:`namespace` for
+  the namespace of its input and runs its hot loops there.
+- Everything else -- line-search bookkeeping, small dense factorizations,
+  the CVXPY exact path, the result -- runs on the host, and every move
+  between host and device goes through :class:`Transfers`, which counts
+  it, so a run reports how many transfers it made and of how many bytes.
+- Certificates are computed in float64 on whichever device holds the
+  data (:func:`float64`); a certificate passes only when that float64
+  computation passes.
+"""
+
+import importlib
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "Transfers",
+    "device_of",
+    "float64",
+    "is_dask",
+    "is_numpy",
+    "loaded_backends",
+    "namespace",
+    "require",
+    "to_numpy",
+]
+
+#: The optional extra that installs the array-API back ends.
+EXTRA = "array-api"
+
+
+def require(module):
+    """Import an optional dependency, or raise a clear ``ImportError``.
+
+    Parameters
+    ----------
+    module : str
+        ``"array_api_compat"``, ``"dask.array"``, ``"distributed"``...
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"{module} is needed to run on non-NumPy arrays; install it with "
+            f"`pip install cvxmetric[{EXTRA}]`.") from exc
+
+
+def _module_of(x):
+    return type(x).__module__.split(".", 1)[0]
+
+
+def is_numpy(*arrays):
+    """Whether every array given is a NumPy array (or a Python scalar).
+
+    Decided from the types alone: nothing is imported.
+    """
+    return all(x is None or isinstance(x, (np.ndarray, np.generic, int, float))
+               for x in arrays)
+
+
+def is_dask(x):
+    """Whether ``x`` is a ``dask.array.Array`` (without importing dask)."""
+    return _module_of(x) == "dask" and type(x).__name__ == "Array"
+
+
+def namespace(*arrays):
+    """The array namespace of the arrays given: ``(xp, numpy_like)``.
+
+    ``numpy_like`` is True for NumPy arrays, where ``xp`` is ``numpy``
+    itself and nothing is imported; otherwise ``xp`` is
+    ``array_api_compat``'s namespace of the arrays (all of one library).
+
+    Raises
+    ------
+    ImportError
+        For non-NumPy arrays when ``array-api-compat`` is not installed.
+    TypeError
+        When the arrays come from different libraries.
+    """
+    arrays = [x for x in arrays if x is not None]
+    if is_numpy(*arrays):
+        return np, True
+    compat = require("array_api_compat")
+    try:
+        xp = compat.array_namespace(*arrays)
+    except TypeError as exc:
+        names = sorted({_module_of(x) for x in arrays})
+        raise TypeError(f"arrays from different libraries ({', '.join(names)}): "
+                        "give all of one library.") from exc
+    return xp, False
+
+
+def device_of(x):
+    """The device holding ``x`` (``"cpu"`` for NumPy)."""
+    if is_numpy(x):
+        return "cpu"
+    return require("array_api_compat").device(x)
+
+
+def float64(x, xp=None):
+    """``x`` as float64 on the device that holds it.
+
+    Certificates are evaluated in float64 whatever the input's precision;
+    namespaces without float64 on the device (Apple's MPS) raise.
+    """
+    if xp is None:
+        xp, _ = namespace(x)
+    if x.dtype == xp.float64:
+        return x
+    return xp.astype(x, xp.float64)
+
+
+def to_numpy(x):
+    """``x`` as a NumPy array on the host, without counting (see
+    :meth:`Transfers.to_host` for the counted move)."""
+    if is_numpy(x):
+        return np.asarray(x)
+    if is_dask(x):
+        return np.asarray(x.compute())
+    mod = _module_of(x)
+    if mod == "torch":
+        return x.detach().cpu().numpy()
+    if mod == "cupy":
+        return x.get()
+    # array-api-strict and other namespaces implement the buffer or
+    # __array__ protocol on the CPU device
+    return np.asarray(x)
+
+
+@dataclass
+class Transfers:
+    """Counted moves between the host and the device of one run.
+
+    Attributes
+    ----------
+    to_host_count, to_device_count : int
+        Number of arrays moved each way.
+    to_host_bytes, to_device_bytes : int
+        Their sizes in bytes.
+    """
+
+    to_host_count: int = 0
+    to_host_bytes: int = 0
+    to_device_count: int = 0
+    to_device_bytes: int = 0
+
+    def to_host(self, x):
+        """``x`` as a NumPy array; counted when it leaves a device."""
+        if is_numpy(x):
+            return np.asarray(x)
+        out = to_numpy(x)
+        self.to_host_count += 1
+        self.to_host_bytes += int(out.nbytes)
+        return out
+
+    def to_device(self, a, xp, device=None):
+        """The NumPy array ``a`` in namespace ``xp`` (on ``device``);
+        counted unless ``xp`` is NumPy."""
+        if xp is np:
+            return np.asarray(a)
+        a = np.ascontiguousarray(a)
+        self.to_device_count += 1
+        self.to_device_bytes += int(a.nbytes)
+        if device is None:
+            return xp.asarray(a)
+        return xp.asarray(a, device=device)
+
+    def as_dict(self):
+        """The counts, for a result's ``info`` and the trace."""
+        return {"to_host": self.to_host_count, "to_host_bytes": self.to_host_bytes,
+                "to_device": self.to_device_count,
+                "to_device_bytes": self.to_device_bytes}
+
+
+def loaded_backends():
+    """The optional array libraries imported so far (for tests of the rule
+    that NumPy input imports none of them)."""
+    names = ("array_api_compat", "array_api_strict", "torch", "cupy", "dask")
+    return sorted(n for n in names if n in sys.modules)

@@ -1,0 +1,74 @@
+"""The array back ends' shared module (cvxmetric/_backend.py)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cvxmetric import _backend
+
+
+def test_import_cvxmetric_loads_no_optional_array_library():
+    code = ("import cvxmetric, cvxmetric.formulations\n"
+            "from cvxmetric._backend import loaded_backends\n"
+            "print(','.join(loaded_backends()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == ""
+
+
+def test_numpy_input_is_the_numpy_namespace_without_imports():
+    xp, numpy_like = _backend.namespace(np.ones(3), None, np.zeros((2, 2)))
+    assert xp is np and numpy_like
+    assert _backend.device_of(np.ones(2)) == "cpu"
+    t = _backend.Transfers()
+    a = np.arange(3.0)
+    assert t.to_host(a) is a or np.shares_memory(t.to_host(a), a)
+    assert t.to_device(a, np) is a or np.shares_memory(t.to_device(a, np), a)
+    assert t.as_dict() == {"to_host": 0, "to_host_bytes": 0, "to_device": 0,
+                           "to_device_bytes": 0}
+
+
+@pytest.mark.array_api
+def test_strict_namespace_and_counted_transfers():
+    strict = pytest.importorskip("array_api_strict")
+    pytest.importorskip("array_api_compat")
+    x = strict.asarray(np.arange(6.0).reshape(2, 3))
+    xp, numpy_like = _backend.namespace(x)
+    assert not numpy_like and xp.__name__ == "array_api_strict"
+    t = _backend.Transfers()
+    y = t.to_device(np.ones((4, 2)), xp, _backend.device_of(x))
+    back = t.to_host(y)
+    assert isinstance(back, np.ndarray) and back.shape == (4, 2)
+    assert t.as_dict() == {"to_host": 1, "to_host_bytes": 64, "to_device": 1,
+                           "to_device_bytes": 64}
+    x32 = strict.asarray(np.ones(3, dtype=np.float32))
+    assert _backend.float64(x32).dtype == strict.float64
+
+
+@pytest.mark.array_api
+def test_mixed_libraries_are_refused_by_name():
+    torch = pytest.importorskip("torch")
+    strict = pytest.importorskip("array_api_strict")
+    with pytest.raises(TypeError, match="array_api_strict, torch"):
+        _backend.namespace(torch.ones(2), strict.ones(2))
+
+
+@pytest.mark.dask
+def test_dask_array_is_recognised_and_computed_on_the_host():
+    da = pytest.importorskip("dask.array")
+    x = da.ones((10, 3), chunks=(5, 3))
+    assert _backend.is_dask(x) and not _backend.is_dask(np.ones(2))
+    t = _backend.Transfers()
+    assert t.to_host(x).shape == (10, 3)
+    assert t.as_dict()["to_host"] == 1
+
+
+def test_missing_optional_library_names_the_extra(monkeypatch):
+    # a None entry in sys.modules makes the import fail as if not installed
+    monkeypatch.setitem(sys.modules, "array_api_compat", None)
+    with pytest.raises(ImportError, match=r"cvxmetric\[array-api\]"):
+        _backend.require("array_api_compat")
+    with pytest.raises(ImportError, match=r"cvxmetric\[array-api\]"):
+        _backend.namespace(object())
