@@ -672,3 +672,14 @@ SDML_GLASSO_TOL = 1e-10
 
 #: Sweeps of the descent at most.
 SDML_GLASSO_MAX_ITER = 500
+
+#: SDML's ``balance_param="auto"`` (the estimators' default): the weight
+#: ``eta`` of the pairs' term is this fraction of the largest weight that
+#: keeps ``P = prior^-1 + eta K`` positive definite -- so ``P`` is at least
+#: ``(1 - fraction)`` times ``prior^-1`` in every direction and the problem
+#: has a minimum whatever the data's scale -- ...
+SDML_AUTO_FRACTION = 0.5
+
+#: ... and never above metric-learn's default weight, which it keeps where
+#: the pairs' term cannot make ``P`` indefinite.
+SDML_AUTO_CAP = 0.5

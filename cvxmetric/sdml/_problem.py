@@ -48,13 +48,15 @@ dissimilar pairs' term dominates ``P``'s diagonal.
 from numbers import Real
 
 import numpy as np
+import scipy.linalg
 from scipy.linalg import pinvh
 
+from .._settings import SDML_AUTO_CAP, SDML_AUTO_FRACTION
 from .._tolerances import certificate_tolerance
 from .._validation import check_finite, check_indices, check_pair_labels, check_samples
 from ..result import Certificate
 
-__all__ = ["SDMLData"]
+__all__ = ["SDMLData", "auto_balance"]
 
 
 def _check_param(value, name, meaning):
@@ -64,6 +66,33 @@ def _check_param(value, name, meaning):
         raise ValueError(f"{name}: {meaning} must be a finite number >= 0, got "
                          f"{value!r}.")
     return float(value)
+
+
+def auto_balance(P0, K):
+    """``balance_param="auto"``: a weight ``eta`` that keeps ``P`` definite.
+
+    ``eta_max = sup {eta : P0 + eta K PD} = -1 / lambda_min(K, P0)`` (the
+    least generalised eigenvalue; infinite when ``K`` is PSD).  Returns
+    ``min(SDML_AUTO_CAP, SDML_AUTO_FRACTION * eta_max)``: then ``P >=
+    (1 - SDML_AUTO_FRACTION) P0``, so ``tr(M P) - log det M`` has its
+    minimum and the L1 term only adds to it -- the problem is bounded on
+    data of any scale, sorted or not.  At metric-learn's ``0.5`` on
+    standardised data the dissimilar pairs make ``P`` indefinite and the
+    problem unbounded.
+
+    Parameters
+    ----------
+    P0, K : ndarray of shape (d, d)
+        ``prior^-1`` (positive definite) and ``sum_p y_p phi_p phi_p^T``.
+    """
+    P0 = 0.5 * (P0 + P0.T)
+    scale = max(float(np.max(np.abs(K))), np.finfo(float).tiny)
+    # the pencil (K / scale, P0): the same eigenvectors, eigenvalues / scale
+    mu = float(scipy.linalg.eigh(K / scale, P0, eigvals_only=True,
+                                 subset_by_index=[0, 0])[0])
+    if mu >= 0:
+        return SDML_AUTO_CAP
+    return min(SDML_AUTO_CAP, SDML_AUTO_FRACTION / (-mu * scale))
 
 
 def _logdet_pd(A):
@@ -102,8 +131,9 @@ class SDMLData:
         Indices into ``X``; at least one pair.
     labels : array_like of shape (n_pairs,)
         +1 (similar) or -1 (dissimilar).
-    balance_param : float >= 0, default=0.5
-        ``eta``, the weight of the pairs' term in ``P``.
+    balance_param : float >= 0 or "auto", default=0.5
+        ``eta``, the weight of the pairs' term in ``P``; ``"auto"``:
+        :func:`auto_balance` (``P`` stays definite).
     sparsity_param : float >= 0, default=0.01
         ``lam``, the weight of the off-diagonal L1 penalty.
     prior : array_like of shape (n_features, n_features), optional
@@ -126,8 +156,9 @@ class SDMLData:
         pairs = check_indices(pairs, "pairs", X.shape[0], width=2)
         y = check_pair_labels(labels, pairs.shape[0], "labels").astype(float)
         d = X.shape[1]
-        self.balance_param = _check_param(balance_param, "balance_param",
-                                          "the weight of the pairs' term")
+        if not (isinstance(balance_param, str) and balance_param == "auto"):
+            self.balance_param = _check_param(balance_param, "balance_param",
+                                              "the weight of the pairs' term")
         self.sparsity_param = _check_param(sparsity_param, "sparsity_param",
                                            "the L1 penalty's weight")
         self.prior = np.eye(d) if prior is None else check_prior(prior, d)
@@ -139,6 +170,8 @@ class SDMLData:
             raise ValueError("X: the pairs' term sum_p y_p phi_p phi_p^T overflows; "
                              "rescale X.")
         self.K = 0.5 * (K + K.T)
+        if isinstance(balance_param, str) and balance_param == "auto":
+            self.balance_param = auto_balance(self.P0, self.K)
         self.n_pairs = int(pairs.shape[0])
         self.n_features = d
 

@@ -23,7 +23,9 @@ metric-learn shifts an indefinite ``P`` and runs the graphical lasso
 anyway (warning, then often failing); here a ``P`` that makes the
 objective unbounded below raises :class:`~cvxmetric.result.UnboundedError`
 naming ``balance_param`` -- the problem as printed has no minimum -- and a
-bounded one is solved as it is.
+bounded one is solved as it is.  The default ``balance_param="auto"``
+(metric-learn's is ``0.5``) keeps ``P`` definite, so the defaults fit data
+as it comes.
 """
 
 from numbers import Integral, Real
@@ -58,7 +60,7 @@ SOLVER_NAMES = solver_names("sdml")
 PRIOR_NAMES = ("identity", "covariance", "random")
 
 _CONSTRAINTS = {
-    "balance_param": [Interval(Real, 0, None, closed="left")],
+    "balance_param": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
     "sparsity_param": [Interval(Real, 0, None, closed="left")],
     "prior": [StrOptions(set(PRIOR_NAMES)), "array-like"],
     "verbose": ["verbose"],
@@ -99,8 +101,10 @@ class _SDMLBase(MahalanobisMixin, BaseEstimator):
             value = getattr(self, name)
             if isinstance(value, Real) and not np.isfinite(value):
                 raise ValueError(f"{name}: must be finite, got {value!r}.")
-        return SDMLData(X, idx, labels, self.balance_param, self.sparsity_param,
+        data = SDMLData(X, idx, labels, self.balance_param, self.sparsity_param,
                         prior=self._prior(X, idx))
+        self.balance_param_ = data.balance_param
+        return data
 
     def _declared(self, data):
         return declared_problem(data)
@@ -127,10 +131,15 @@ class SDML(PairsLearnerMixin, PairsClassifierMixin, _SDMLBase):
 
     Parameters
     ----------
-    balance_param : float >= 0, default=0.5
-        Weight of the pairs' term in ``P`` (metric-learn's default).  Too
-        large a value makes the dissimilar pairs dominate ``P`` and the
-        objective unbounded below: ``fit`` then raises ``UnboundedError``.
+    balance_param : float >= 0 or "auto", default="auto"
+        Weight of the pairs' term in ``P``.  Too large a value makes the
+        dissimilar pairs dominate ``P`` and the objective unbounded below:
+        ``fit`` then raises ``UnboundedError``.  ``"auto"`` takes half the
+        largest weight that keeps ``P`` positive definite, at most
+        metric-learn's default ``0.5``
+        (:func:`~cvxmetric.sdml._problem.auto_balance`): a bounded problem
+        on data of any scale.  metric-learn's default, ``0.5``, makes the
+        problem unbounded on standardised data and on most data as loaded.
     sparsity_param : float >= 0, default=0.01
         Weight of the off-diagonal L1 penalty (the graphical lasso's
         ``alpha``).
@@ -152,6 +161,8 @@ optional
     Attributes
     ----------
     {mahalanobis_attributes}
+    balance_param_ : float
+        The weight used (``balance_param``, or the one ``"auto"`` chose).
     objective_ : float
         SDML's objective at ``M``.
     {status_}
@@ -175,7 +186,7 @@ optional
 
     _parameter_constraints = dict(_CONSTRAINTS)
 
-    def __init__(self, balance_param=0.5, sparsity_param=0.01, prior="identity",
+    def __init__(self, balance_param="auto", sparsity_param=0.01, prior="identity",
                  verbose=False, preprocessor=None, random_state=None, solver="fast"):
         store_arguments(self, locals())
 
@@ -204,7 +215,7 @@ class SDML_Supervised(SupervisedPairsMixin, LabelledMixin, TransformerMixin, _SD
 
     Attributes
     ----------
-    components_, mahalanobis_matrix_, objective_, status_, n_iter_, \
+    components_, mahalanobis_matrix_, balance_param_, objective_, status_, n_iter_, \
 certificate_, result_, n_features_in_
         As in :class:`SDML`.
 
@@ -213,8 +224,9 @@ certificate_, result_, n_features_in_
     >>> from sklearn.datasets import load_iris
     >>> from cvxmetric import SDML_Supervised
     >>> X, y = load_iris(return_X_y=True)
-    >>> SDML_Supervised(balance_param=1e-4, random_state=0).fit(X, y).status_
-    'optimal'
+    >>> est = SDML_Supervised(random_state=0).fit(X, y)
+    >>> est.status_, est.balance_param_ < 0.5
+    ('optimal', True)
     """
 
     _parameter_constraints = {
@@ -224,7 +236,7 @@ certificate_, result_, n_features_in_
                             StrOptions({"deprecated"})],
     }
 
-    def __init__(self, balance_param=0.5, sparsity_param=0.01, prior="identity",
+    def __init__(self, balance_param="auto", sparsity_param=0.01, prior="identity",
                  n_constraints=None, verbose=False, preprocessor=None,
                  random_state=None, num_constraints="deprecated", solver="fast"):
         store_arguments(self, locals())

@@ -17,7 +17,7 @@ def problem():
     return X, y, pairs, labels
 
 
-@parametrize_with_checks([SDML_Supervised(balance_param=1e-5),
+@parametrize_with_checks([SDML_Supervised(), SDML_Supervised(balance_param=1e-5),
                           SDML_Supervised(balance_param=1e-5, solver="exact")])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -53,10 +53,54 @@ def test_priors(problem, prior):
     assert est.status_ == "optimal"
 
 
-def test_metric_learn_defaults_are_unbounded_here(problem):
+def test_metric_learn_default_weight_is_unbounded_here(problem):
     X, y, _, _ = problem
     with pytest.raises(UnboundedError, match="balance_param"):
-        SDML_Supervised(random_state=0).fit(X, y)
+        SDML_Supervised(balance_param=0.5, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+@pytest.mark.parametrize("solver", ["fast", "exact"])
+def test_auto_weight_keeps_p_definite_at_any_scale(problem, scale, solver):
+    X, y, _, _ = problem
+    est = SDML_Supervised(random_state=0, solver=solver).fit(scale * X, y)
+    assert est.status_ == "optimal" and est.certificate_.passed
+    eta = est.balance_param_
+    assert 0 < eta <= 0.5
+    # the weight scales as 1 / scale^2 (K does as scale^2), up to the cap
+    ref = SDML_Supervised(random_state=0).fit(X, y).balance_param_
+    assert eta == pytest.approx(min(0.5, ref / scale**2), rel=1e-8)
+    # P = I + eta K >= I / 2, with equality below the cap (the pairs' term
+    # is indefinite on standardised iris)
+    from cvxmetric.sdml import SDMLData
+    data = SDMLData(scale * X, *pairs_from_labels(y, 180, random_state=0),
+                    balance_param="auto")
+    w = np.linalg.eigvalsh(data.P)
+    if data.balance_param < 0.5:
+        assert w[0] == pytest.approx(0.5, rel=1e-8)
+    else:
+        assert w[0] > 0.5
+
+
+def test_auto_weight_is_capped_at_metric_learn_default():
+    from cvxmetric.sdml import SDMLData
+    X = np.array([[0.0, 0.0], [0.1, 0.0], [0.0, 0.1], [0.1, 0.1]])
+    # similar pairs only: K is PSD, any weight keeps P definite
+    data = SDMLData(X, [[0, 1], [2, 3]], [1, 1], balance_param="auto")
+    assert data.balance_param == 0.5
+
+
+def test_defaults_fit_data_as_loaded():
+    from sklearn.datasets import load_wine
+    from sklearn.model_selection import cross_val_score
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline
+
+    X, y = load_wine(return_X_y=True)  # sorted by class, unscaled
+    scores = cross_val_score(make_pipeline(SDML_Supervised(random_state=0),
+                                           KNeighborsClassifier()), X, y,
+                             error_score="raise")
+    assert np.all(np.isfinite(scores)) and scores.mean() > 0.6
 
 
 def test_declared_problem_is_fit_s(problem):
