@@ -45,11 +45,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import (LabelledMixin, MahalanobisMixin, PairsClassifierMixin, form_samples,
-                     form_tuples, renamed_keyword, solver_names, store_arguments,
-                     validate_labelled)
+                     renamed_keyword, solver_names, store_arguments, validate_labelled)
 from .._docs import fill_doc
-from .._validation import check_pair_labels, check_psd_matrix, check_samples
-from ..constraints import tuples_to_indices
+from .._pairs import PairsInputMixin
+from .._validation import check_psd_matrix
 from ..formulations import formulation
 from ._problem import ITMLData
 from .exact import check_exact_size, declared_problem
@@ -158,7 +157,7 @@ class _ITMLBase(MahalanobisMixin, BaseEstimator):
 
 
 @fill_doc(matrix="M")
-class ITML(PairsClassifierMixin, _ITMLBase):
+class ITML(PairsInputMixin, PairsClassifierMixin, _ITMLBase):
     """Information-theoretic metric learning (Davis et al., ICML 2007),
     pairs learner.
 
@@ -264,15 +263,7 @@ optional
 
     def _fit_data(self, pairs, y, bounds, calibration_params):
         """Validate :meth:`fit`'s input: the :class:`ITMLData`."""
-        self._check_calibration_params(calibration_params)
-        X = self.preprocessor
-        if callable(X):
-            pairs, X = form_tuples(pairs, X, "pairs", 2), None
-        elif X is not None:
-            X = check_samples(X, "preprocessor")
-        X, idx = tuples_to_indices(pairs, "pairs", width=2, preprocessor=X)
-        y = check_pair_labels(y, idx.shape[0], "y")
-        return self._data(X, idx, y, bounds)
+        return self._data(*self._validated_pairs(pairs, y, calibration_params), bounds)
 
 
 class ITML_Supervised(LabelledMixin, TransformerMixin, _ITMLBase):
