@@ -46,6 +46,7 @@ solve the problem on the reduced data, where ``C`` is definite.
 import numpy as np
 import scipy.linalg
 
+from .._linalg import eigh_equilibrated, logdet_pd
 from .._tolerances import certificate_tolerance
 from .._validation import check_finite, check_int, check_samples
 from ..result import Certificate
@@ -258,11 +259,10 @@ class RCAData:
         return covariance_rank(self.C)
 
     def logdet_C(self):
-        """``log det C`` (``-inf`` when ``C`` is singular)."""
-        w = np.linalg.eigvalsh(self.C)
-        if w[0] <= self.n_features * np.finfo(float).eps * max(w[-1], 0.0):
-            return -np.inf
-        return float(np.sum(np.log(w)))
+        """``log det C`` (``-inf`` when ``C`` is singular), from the
+        equilibrated ``C`` (:func:`~cvxmetric._linalg.eigh_equilibrated`:
+        raw features of very different scales)."""
+        return logdet_pd(self.C, self.n_features * np.finfo(float).eps)
 
     def objective(self, M):
         """``F(M) = <C, M> = (1/p) sum_j sum_i ||x_ji - m_j||_M^2``."""
@@ -290,11 +290,12 @@ class RCAData:
         """
         from ..result import NotAttainedError
 
-        w, V = np.linalg.eigh(self.C)
+        # C = S^-1 V diag(w) V^T S^-1, so C^-1 = S V diag(1 / w) V^T S
+        w, V, s = eigh_equilibrated(self.C)
         if w[0] <= self.n_features * np.finfo(float).eps * max(w[-1], 0.0):
             raise NotAttainedError(_singular_message(self))
-        lam = float(np.exp(np.mean(np.log(w))))
-        M = (V * (lam / w)) @ V.T
+        lam = float(np.exp(np.mean(np.log(w)) - 2.0 * np.mean(np.log(s))))
+        M = (V * (lam / w)) @ V.T * s[:, None] * s[None, :]
         return 0.5 * (M + M.T), lam
 
     def certificate(self, M, lam=None, solver="", **about):
@@ -305,7 +306,9 @@ class RCAData:
         tol_gap, tol_feas = certificate_tolerance("rca")
         M = 0.5 * (M + M.T)
         w = np.linalg.eigvalsh(M)
-        violation = max(0.0, -float(np.sum(np.log(w)))) if w[0] > 0 else np.inf
+        # log det from the equilibrated M: M's conditioning is C's
+        logdet = logdet_pd(M)
+        violation = max(0.0, -logdet) if np.isfinite(logdet) else np.inf
         objective = self.objective(M)
         bound = self.dual_bound(objective / self.n_features)
         if lam is not None:

@@ -205,7 +205,7 @@ optional
             result, info={k: v for k, v in result.info.items() if k != "model"})
         self._store_outcome(result)
         # metric-learn's whitening C^{-1/2}: M* / |C|^{1/k} = C^{-1}
-        lam = np.exp(np.mean(np.log(np.linalg.eigvalsh(data.C))))
+        lam = np.exp(data.logdet_C() / data.n_features)
         L = _sqrtm_psd(result.M / lam)
         self.projection_ = A
         self.components_ = L if A is None else L @ A.T

@@ -26,6 +26,7 @@ import scipy.linalg
 from .._docs import fill_doc
 from .._exact import SOLVERS
 from .._extend import certified_result
+from .._linalg import logdet_pd
 from .._validation import check_instance
 from ..model import DeclaredProblem
 from ..result import CertificateError, NotAttainedError
@@ -50,10 +51,10 @@ class _RCADeclared(DeclaredProblem):
         # a solver's point scaled onto |M| = 1 (the ray through it meets the
         # feasible set's boundary there; a PD point only)
         M = 0.5 * (M + M.T)
-        w = np.linalg.eigvalsh(M)
-        if w[0] <= 0:
+        logdet = logdet_pd(M)
+        if not np.isfinite(logdet):
             return M
-        return M * np.exp(-np.mean(np.log(w)))
+        return M * np.exp(-logdet / M.shape[0])
 
 
 def _check_definite(data):

@@ -200,3 +200,33 @@ def test_bad_input():
     with pytest.warns(FutureWarning, match="num_chunks"):
         est = RCA_Supervised(num_chunks=3, random_state=0).fit(X, y)
     assert np.unique(est.chunks_[est.chunks_ >= 0]).size == 3
+
+
+def test_raw_features_of_very_different_scales_are_certified():
+    # breast_cancer as loaded: the within-chunklet covariance has condition
+    # number ~1e12 (areas ~1e3 beside smoothness ~1e-1); log det M from
+    # eigvalsh of M itself was off by 1e-5, above the feasibility tolerance
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y = load_breast_cancer(return_X_y=True)
+    for train, _ in StratifiedKFold(5).split(X, y):
+        est = RCA_Supervised(random_state=0).fit(X[train], y[train])
+        assert est.status_ == "optimal", est.certificate_
+        assert est.certificate_.max_violation <= 1e-9
+
+
+def test_equilibrated_logdet_matches_the_scaled_product():
+    from cvxmetric._linalg import eigh_equilibrated, logdet_pd
+
+    rng = np.random.default_rng(0)
+    B = rng.standard_normal((30, 30))
+    R = B @ B.T / 30 + np.eye(30)  # well conditioned
+    scales = np.logspace(-4, 4, 30)  # features over 8 decades
+    A = R * scales[:, None] * scales[None, :]
+    exact = np.linalg.slogdet(R)[1] + 2 * np.sum(np.log(scales))
+    assert logdet_pd(A) == pytest.approx(exact, abs=1e-10)
+    w, V, s = eigh_equilibrated(A)
+    back = (V * w) @ V.T / s[:, None] / s[None, :]
+    assert np.allclose(back, A, rtol=1e-12, atol=1e-12 * np.abs(A).max())
+    assert logdet_pd(np.diag([1.0, 0.0])) == -np.inf
