@@ -1,6 +1,6 @@
 """The documentation is executable: its example runs and its commands agree.
 
-* The first ```python block of docs/qwise.md is run in a fresh namespace and
+* The first ```python block of docs/qwise/estimators.md is run in a fresh namespace and
   its standard output must equal the ```text block that follows it (line by
   line; the exact objective is compared numerically).
 * The test command of README.md's quick start is the command .ci/run runs.
@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-QWISE_DOC = ROOT / "docs" / "qwise.md"
+QWISE_DOC = ROOT / "docs" / "qwise" / "estimators.md"
 CI_RUN = ROOT / ".ci" / "run"
 
 _FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -107,7 +107,7 @@ def readme_test_command():
 
 
 # ---------------------------------------------------------------------------
-# docs/qwise.md example
+# docs/qwise/estimators.md example
 # ---------------------------------------------------------------------------
 
 
