@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("docs/qwise/estimators.md", "docs/mmc.md", "docs/constraintdml.md", "docs/rankdml/estimators.md",
-         "docs/slr/estimators.md", "docs/omdml.md", "docs/ldml/estimators.md", "docs/lmnn.md",
+         "docs/slr/estimators.md", "docs/omdml/estimators.md", "docs/ldml/estimators.md", "docs/lmnn.md",
          "docs/closed_forms.md", "docs/scml.md", "docs/sdml.md", "docs/gmml.md", "docs/itml.md")
 HEADING = "## What runs"
 
