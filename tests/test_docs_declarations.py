@@ -52,7 +52,7 @@ SOURCES = (
 
 #: Family pages, each with a "## The CVXPY declaration" section (of a
 #: theory page split into sub-pages, the sub-page that holds it).
-PAGES = ("docs/qwise/formulation.md", "docs/mmc/formulation.md", "docs/rankdml/formulation.md", "docs/constraintdml.md",
+PAGES = ("docs/qwise/formulation.md", "docs/mmc/formulation.md", "docs/rankdml/formulation.md", "docs/constraintdml/formulation.md",
          "docs/slr/formulation.md",
          "docs/omdml/formulation.md", "docs/ldml/formulation.md", "docs/lmnn.md", "docs/closed_forms.md", "docs/scml.md", "docs/sdml.md", "docs/gmml.md", "docs/itml.md")
 #: Every page that shows declaration blocks: the pages above and the

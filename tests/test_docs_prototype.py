@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("docs/qwise/estimators.md", "docs/mmc/estimators.md", "docs/rankdml/estimators.md", "docs/slr/estimators.md",
-         "docs/ldml/estimators.md", "docs/omdml/estimators.md", "docs/constraintdml.md", "docs/lmnn.md",
+         "docs/ldml/estimators.md", "docs/omdml/estimators.md", "docs/constraintdml/estimators.md", "docs/lmnn.md",
          "docs/scml.md", "docs/sdml.md", "docs/gmml.md", "docs/itml.md")
 HEADING = "## Prototype a variant"
 

@@ -32,4 +32,4 @@ def test_numeric_comparison_is_strict(docs_helpers):
 def test_page_has_the_retrieval_and_baseline_sections():
     text = EXPERIMENTS.read_text()
     assert "## Retrieval experiment (CMC)" in text
-    assert "(../constraintdml.md)" in text
+    assert "(../constraintdml/index.md)" in text
