@@ -13,7 +13,14 @@ MMC_PAGES = sorted((ROOT / "docs" / "mmc").glob("*.md"))
 
 @pytest.fixture(scope="module")
 def mmc_example(docs_helpers):
-    return docs_helpers.run_example(MMC_DOC.read_text(), MMC_DOC)
+    """The example's blocks run in turn in one namespace (the second
+    continues the first): ``(printed lines, expected lines)``."""
+    pairs = docs_helpers.python_text_pairs(
+        MMC_DOC.read_text().split("\n## What runs")[0], str(MMC_DOC))
+    assert len(pairs) == 2, "the example and its estimator continuation"
+    code = "\n".join(c for c, _ in pairs)
+    want = "".join(w for _, w in pairs)
+    return docs_helpers.run_code(code, str(MMC_DOC)), want.splitlines()
 
 
 def test_mmc_example_output(mmc_example, docs_helpers):
