@@ -223,7 +223,7 @@ POLISH_RANK = 80
 # --- cvxmetric/ldml/_scale.py ----------------------------------------------
 
 #: ``lam="auto"`` is this fraction of ``lam_max`` (the smallest trace weight
-#: at which ``M = 0`` is optimal; docs/ldml.md, "Default regularisation").
+#: at which ``M = 0`` is optimal; docs/ldml/formulation.md, "Default regularisation").
 AUTO_RATIO = 0.01
 
 # pairs per block when summing outer products over explicit pairs

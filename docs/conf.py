@@ -53,8 +53,10 @@ templates_path = ["_templates"]
 
 # --- pages ------------------------------------------------------------------
 # Pages of the site that are not a paper's theory page; every other
-# ``docs/*.md`` is a theory (family) page and is listed on theory.md by
-# ``_family_pages`` below, so a new family page needs no edit here.
+# ``docs/*.md``, and every ``docs/<family>/index.md`` (a paper's page split
+# into sub-pages listed by its own toctree), is a theory (family) page and
+# is listed on theory.md by ``_family_pages`` below, so a new family page
+# needs no edit here.
 NOT_FAMILY = {
     "index", "theory", "api", "benchmarks", "developer",
     # Developer pages
@@ -63,11 +65,15 @@ NOT_FAMILY = {
     "conformance", "performance",
     # user guide (beside guide/): the metric-learn migration page
     "metric_learn",
+    # the user guide's folder
+    "guide",
 }
 
 
 def _family_pages():
-    return sorted(p.stem for p in DOCS.glob("*.md") if p.stem not in NOT_FAMILY)
+    pages = [p.stem for p in DOCS.glob("*.md")]
+    pages += [f"{p.parent.name}/index" for p in DOCS.glob("*/index.md")]
+    return sorted(p for p in pages if p.split("/")[0] not in NOT_FAMILY)
 
 
 def _inject(app, docname, source):

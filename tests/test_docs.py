@@ -1,6 +1,6 @@
 """The documentation is executable: its example runs and its commands agree.
 
-* The first ```python block of docs/qwise.md is run in a fresh namespace and
+* The first ```python block of docs/qwise/estimators.md is run in a fresh namespace and
   its standard output must equal the ```text block that follows it (line by
   line; the exact objective is compared numerically).
 * The test command of README.md's quick start is the command .ci/run runs.
@@ -17,10 +17,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-QWISE_DOC = ROOT / "docs" / "qwise.md"
+QWISE_DOC = ROOT / "docs" / "qwise" / "estimators.md"
 CI_RUN = ROOT / ".ci" / "run"
 
-_FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+#: A fenced block: its language (``python``, ``text``, ...; a MyST directive
+#: with its argument, ``{code-block} python`` for an excerpt, ``{toctree}``)
+#: and its body.
+_FENCE = re.compile(r"^```(\{[\w-]+\}(?:[ \t]+\w+)?|\w*)[ \t]*\n(.*?)^```[ \t]*$",
+                    re.MULTILINE | re.DOTALL)
 
 #: Printed lines whose value is compared numerically, with this relative
 #: tolerance, instead of as a string.
@@ -28,7 +32,9 @@ NUMERIC_PREFIXES = {"exact objective:": 1e-6}
 
 
 def fenced_blocks(text):
-    """``(language, body)`` of every fenced code block, in order."""
+    """``(language, body)`` of every fenced code block, in order.  An
+    excerpt (``{code-block} python``) is not a ``python`` block: it is not
+    run."""
     return [(m.group(1), m.group(2)) for m in _FENCE.finditer(text)]
 
 
@@ -107,7 +113,7 @@ def readme_test_command():
 
 
 # ---------------------------------------------------------------------------
-# docs/qwise.md example
+# docs/qwise/estimators.md example
 # ---------------------------------------------------------------------------
 
 

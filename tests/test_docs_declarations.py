@@ -6,16 +6,20 @@ The lines that declare each family's problem are marked in the source::
     ...the declaring lines...
     # [/declare]
 
-and a page shows them as
+and a page shows them as an excerpt (a block that is not run: it names
+the file it is cut from, and the site shows that name as its caption)
 
     <!-- declare: NAME [NAME ...] -->
-    ```python
+    ```{code-block} python
+    :caption: Excerpt from SOURCE[, SOURCE ...]
+
     ...the marked lines of NAME, dedented (several names: joined by "# ...")...
     ```
 
 These tests check that every such block equals the marked source lines
-verbatim, that every marked region is shown on a page, and that each family
-page has its "The CVXPY declaration" section. After an edit of a marked
+verbatim, that its caption names the files of its regions, that every
+marked region is shown on a page, and that each family page has its "The
+CVXPY declaration" section. After an edit of a marked
 region, regenerate the blocks with
 
     python tests/test_docs_declarations.py --write
@@ -50,10 +54,15 @@ SOURCES = (
     "cvxmetric/itml/exact.py",
 )
 
-#: Family pages, each with a "## The CVXPY declaration" section.
-PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/rankdml.md", "docs/constraintdml.md",
-         "docs/slr.md",
-         "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md", "docs/closed_forms.md", "docs/scml.md", "docs/sdml.md", "docs/gmml.md", "docs/itml.md")
+#: Family pages, each with a "## The CVXPY declaration" section (of a
+#: theory page split into sub-pages, the sub-page that holds it).
+PAGES = ("docs/qwise/formulation.md", "docs/mmc/formulation.md", "docs/rankdml/formulation.md", "docs/constraintdml/formulation.md",
+         "docs/slr/formulation.md",
+         "docs/omdml/formulation.md", "docs/ldml/formulation.md", "docs/lmnn.md", "docs/closed_forms.md", "docs/scml.md", "docs/sdml.md", "docs/gmml.md", "docs/itml.md")
+#: Every page that shows declaration blocks: the pages above and the
+#: sub-pages with a declaration section of their own (the Qwise vector and
+#: structural models).
+BLOCK_PAGES = PAGES + ("docs/qwise/vector.md", "docs/qwise/structural.md")
 
 HEADING = "## The CVXPY declaration"
 JOIN = "# ..."
@@ -61,7 +70,8 @@ JOIN = "# ..."
 _START = re.compile(r"^\s*# \[declare:([a-z0-9-]+)\]\s*$")
 _END = re.compile(r"^\s*# \[/declare\]\s*$")
 _BLOCK = re.compile(
-    r"^<!-- declare: ([a-z0-9 -]+?) -->\n```python\n(.*?)^```[ \t]*$",
+    r"^<!-- declare: ([a-z0-9 -]+?) -->\n```\{code-block\} python\n"
+    r":caption: Excerpt from ([^\n]*)\n\n(.*?)^```[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
 
@@ -93,20 +103,28 @@ def render(names, marked=None):
     return f"\n{JOIN}\n".join(marked[n][1] for n in names)
 
 
+def caption(names, marked=None):
+    """The files the regions ``names`` are cut from, in order, once each."""
+    marked = regions() if marked is None else marked
+    return ", ".join(dict.fromkeys(marked[n][0] for n in names))
+
+
 def page_blocks(page):
     """``[(names, block text, match)]`` of the declaration blocks of ``page``."""
     text = (ROOT / page).read_text()
-    return [(m.group(1).split(), m.group(2), m) for m in _BLOCK.finditer(text)]
+    return [(m.group(1).split(), m.group(3), m) for m in _BLOCK.finditer(text)]
 
 
 def write():
     """Rewrite every declaration block of the pages from the source."""
     marked = regions()
-    for page in PAGES:
+    for page in BLOCK_PAGES:
         path = ROOT / page
         text = path.read_text()
-        new = _BLOCK.sub(lambda m: (f"<!-- declare: {m.group(1)} -->\n```python\n"
-                                    f"{render(m.group(1).split(), marked)}```"), text)
+        new = _BLOCK.sub(lambda m: (
+            f"<!-- declare: {m.group(1)} -->\n```{{code-block}} python\n"
+            f":caption: Excerpt from {caption(m.group(1).split(), marked)}\n\n"
+            f"{render(m.group(1).split(), marked)}```"), text)
         if new != text:
             path.write_text(new)
             print(f"updated {page}")
@@ -126,7 +144,7 @@ def test_page_has_a_declaration_section(page):
     assert page_blocks(page), f"{page} shows no declaration block"
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", BLOCK_PAGES)
 def test_blocks_equal_the_marked_source(page):
     marked = regions()
     for names, body, _ in page_blocks(page):
@@ -137,7 +155,25 @@ def test_blocks_equal_the_marked_source(page):
             f"'python tests/test_docs_declarations.py --write'")
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", BLOCK_PAGES)
+def test_blocks_are_captioned_with_their_source(page):
+    """Each block is marked as an excerpt of the files it is cut from."""
+    marked = regions()
+    for names, _, m in page_blocks(page):
+        assert m.group(2) == caption(names, marked), (
+            f"{page}: the caption of {names} should read "
+            f"'Excerpt from {caption(names, marked)}'")
+
+
+def test_every_declaration_marker_opens_an_excerpt():
+    """No ``<!-- declare: -->`` marker before a block of another form (the
+    block would be skipped by the checks above)."""
+    for page in BLOCK_PAGES:
+        text = (ROOT / page).read_text()
+        assert text.count("<!-- declare:") == len(page_blocks(page)), page
+
+
+@pytest.mark.parametrize("page", BLOCK_PAGES)
 def test_blocks_name_their_source_file(page):
     """The prose right before a block names the file it comes from."""
     marked = regions()
@@ -150,7 +186,7 @@ def test_blocks_name_their_source_file(page):
 
 
 def test_every_region_is_shown():
-    shown = {n for page in PAGES for names, _, _ in page_blocks(page) for n in names}
+    shown = {n for page in BLOCK_PAGES for names, _, _ in page_blocks(page) for n in names}
     assert shown == set(regions()), sorted(set(regions()) ^ shown)
 
 

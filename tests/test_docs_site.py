@@ -45,7 +45,7 @@ pytestmark = pytest.mark.skipif(
 #: page of Qwise, a gallery example that ran and wrote figures.
 PAGES = {
     "home": "index.html",
-    "theory": "qwise.html",
+    "theory": "qwise/formulation.html",
     "api": "generated/cvxmetric.Qwise.html",
     "gallery": "auto_examples/omdml_digits.html",
 }

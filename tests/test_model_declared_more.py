@@ -293,16 +293,16 @@ def test_registry_names_the_declaration(name):
 
 
 def test_omdml_page_example(docs_helpers):
-    """The declared-problem example of docs/omdml.md prints what it shows."""
+    """The declared-problem example of docs/omdml/formulation.md prints what it shows."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "omdml.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "omdml" / "formulation.md").read_text()
     start = text.index("OMDML has one metric per view")
     section = text[start:text.index("\n## ", start)]
-    pairs = docs_helpers.python_text_pairs(section, "docs/omdml.md")
+    pairs = docs_helpers.python_text_pairs(section, "docs/omdml/formulation.md")
     assert len(pairs) == 1
     code, expected = pairs[0]
-    got = docs_helpers.run_code(code, "docs/omdml.md (declaration)")
+    got = docs_helpers.run_code(code, "docs/omdml/formulation.md (declaration)")
     want = expected.splitlines()
     assert len(got) == len(want), "\n".join(got)
     for g, w in zip(got, want):

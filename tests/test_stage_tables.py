@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("docs/qwise.md", "docs/mmc.md", "docs/constraintdml.md", "docs/rankdml.md",
-         "docs/slr.md", "docs/omdml.md", "docs/ldml.md", "docs/lmnn.md",
+PAGES = ("docs/qwise/estimators.md", "docs/mmc/estimators.md", "docs/constraintdml/estimators.md", "docs/rankdml/estimators.md",
+         "docs/slr/estimators.md", "docs/omdml/estimators.md", "docs/ldml/estimators.md", "docs/lmnn.md",
          "docs/closed_forms.md", "docs/scml.md", "docs/sdml.md", "docs/gmml.md", "docs/itml.md")
 HEADING = "## What runs"
 

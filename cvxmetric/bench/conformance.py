@@ -62,7 +62,7 @@ refuses and the other returns a solution.
 
 The gap is each family's: ``(f - f*) / max(1, |f*|)``, except MMC, whose
 optimum is far below 1 and whose gap is relative to the scale-free value
-itself, ``(r - r*) / r*`` (docs/mmc.md).  Run from Python::
+itself, ``(r - r*) / r*`` (docs/mmc/formulation.md).  Run from Python::
 
     from cvxmetric.bench.conformance import run_suite, format_table, summarize
     rows = run_suite(datasets=["iris"], seeds=[0], families=["mmc"])

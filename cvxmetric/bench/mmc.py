@@ -24,7 +24,7 @@ where memory matters: 100 000 labelled pairs of 2 100 samples in ``d = 60``
 pairs' differences is formed (the whitening's SVD once built an
 ``(n_S, n_S)`` factor: 20 GB at this size).
 
-Measured on the 2-core development machine (docs/mmc.md): every method
+Measured on the 2-core development machine (docs/mmc/measurements.md): every method
 reaches the exact optimum to better than 1e-9 relative; full ``M``: exact
 2.9-3.5 s, fast 0.5-0.7 s; diagonal: exact 0.06-0.08 s, fast and newton
 0.04-0.07 s (the machine is shared: times vary by about 30 %).
@@ -96,7 +96,7 @@ def run_case(case):
            "base_mb": _max_rss_mb()}
     res = timed_solve(out, lambda: _solve(case["method"], data, case.get("max_time")))
     if res is not None:
-        # compared by the scale-free value (docs/mmc.md)
+        # compared by the scale-free value (docs/mmc/formulation.md)
         out.update(result_fields(res), objective=float(res.info["scale_free"]),
                    cert_rel_gap=float(data.relative_gap(res.certificate)))
     return out

@@ -4,7 +4,7 @@ Eq. 1 (hard constraints), Eq. 4 (slacks) or Eq. 6 (hinge), and the diagonal
 Eq. 10, as one canonical problem (:class:`ConstraintData`), its certified
 CVXPY form (:func:`solve_constraint_exact`), the dual Newton solver
 (:class:`ConstraintDualSolver`) and the estimators (:class:`ConstraintDML`,
-:class:`ConstraintDMLSupervised`).  See docs/constraintdml.md.
+:class:`ConstraintDMLSupervised`).  See docs/constraintdml/index.md.
 """
 
 from ._problem import ConstraintData, solve_constraint_exact

@@ -286,7 +286,7 @@ class ConstraintData(FullOrDiagonal):
             Eq. 10 (``A = diag(a)``, ``a >= 0``).
         lam : float >= 0
             ``lam = 0`` is accepted by the exact solver (the optimum is still
-            attained, see docs/constraintdml.md); the fast solver needs ``lam > 0``.
+            attained, see docs/constraintdml/decisions.md); the fast solver needs ``lam > 0``.
 
         Raises
         ------

@@ -184,7 +184,7 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
 
     def _lam(self, zp, k, gram=None):
         """The weight on the unit-scaled data (``lam="auto"``: from ``zp``,
-        docs/ldml.md "Default regularisation"); sets ``lam_`` in the units
+        docs/ldml/formulation.md "Default regularisation"); sets ``lam_`` in the units
         of ``X``."""
         e = 2 * k if self.regularizer == "trace" else 4 * k
         if isinstance(self.lam, str):
@@ -365,7 +365,7 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         smallest trace weight at which ``M = 0`` is optimal (scaled to the
         pairs and to the units of ``X``; for the Frobenius regulariser the
         weight with the same gradient at the isotropic metric of unit mean
-        distance); docs/ldml.md, "Default regularisation".  ``0`` is Eq. 2
+        distance); docs/ldml/formulation.md, "Default regularisation".  ``0`` is Eq. 2
         as printed.  The weight used is ``lam_``.
     regularizer : {"trace", "frobenius"}, default="trace"
     n_components : int, optional
@@ -504,7 +504,7 @@ verbose
         As in :class:`LDML`.
     solver : {"auto", "exact", "fast", "lowrank"}, default="auto"
         ``"auto"``: ``"lowrank"`` (at full rank the fastest certified
-        solver, docs/ldml.md), continued at full rank by ``"fast"``'s
+        solver, docs/ldml/estimators.md), continued at full rank by ``"fast"``'s
         projected gradient when its stationary point is not certified.
         ``"exact"``: up to 5 000 pairs.
     kernel : str, optional
@@ -648,7 +648,7 @@ n_features_in_
 
     def _solver(self, N, D):
         """``solver="auto"``: ``"lowrank"``, the fastest certified solver at
-        full rank (docs/ldml.md, "LDMLSupervised's solvers"), continued by
+        full rank (docs/ldml/estimators.md, "LDMLSupervised's solvers"), continued by
         the fast path's projected gradient when its stationary point is not
         certified."""
         return "lowrank" if self.solver == "auto" else self.solver

@@ -122,7 +122,7 @@ def bundled_instances():
     add("wine", X, y, 200, 2, "wine",
         "wine, raw features (178 x 13, scales from 0.1 to 1000: "
         "metric-learn's MMC with its default settings stops far above the "
-        "optimum here, see docs/mmc.md)")
+        "optimum here, see docs/mmc/measurements.md)")
 
     X, y = load_digits(return_X_y=True)
     sub = np.sort(np.random.RandomState(3).choice(len(y), 300, replace=False))

@@ -13,7 +13,7 @@ in the simplex is fixed: for fixed ``theta`` the problem is convex in the
 ``cp.Parameter`` (DPP), so the joint search over ``theta``
 (:func:`solve_joint_grid`) re-solves without recompiling.
 
-The joint problem over ``theta`` is not convex (docs/omdml.md): with
+The joint problem over ``theta`` is not convex (docs/omdml/formulation.md): with
 ``N_i = theta_i M_i`` the loss is linear in ``N`` but the regulariser
 becomes ``0.5 sum_i ||N_i||^2 / theta_i^2``, and minimising it over the
 simplex leaves ``0.5 (sum_i ||N_i||_F^{2/3})^3``, a non-convex penalty.

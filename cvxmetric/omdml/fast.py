@@ -7,7 +7,7 @@ in order, ``n_passes`` times, and combine the views with the Hedge weights
 the mistake bound of Theorem 4.1, not the optimum.  So their result's
 status is ``max_iter_reached`` (the passes are done) unless the
 certificate of Eq. 3 at their final ``theta`` happens to pass, and the gap
-to the exact optimum is reported (docs/omdml.md), never hidden.
+to the exact optimum is reported (docs/omdml/formulation.md), never hidden.
 
 A triplet is processed in ``O(sum_i n_i^2)`` (Algorithm 1, plus the
 projection) or ``O(sum_i r n_i)`` (Algorithm 2): the loop over the stream

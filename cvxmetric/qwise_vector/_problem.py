@@ -421,7 +421,7 @@ class QwiseVectorData:
         return np.diag(w) if self.nonneg else np.outer(w, w)
 
     def smoothing_bounds(self):
-        """``(low, high)`` with ``low <= F_h* - F* <= high`` (docs/qwise.md):
+        """``(low, high)`` with ``low <= F_h* - F* <= high`` (docs/qwise/vector.md):
         ``0 <= L_1^h - L_1 <= h / 4`` and ``-h <= L_0^h - L_0 <= 0`` per term."""
         h = self.h
         one = np.concatenate([self.delta == 1.0, np.ones(self.n_pairs, bool)])

@@ -8,7 +8,7 @@ certified CVXPY form (:func:`solve_exact`), the fast solvers
 pair selection of Sec. 5 (:func:`critical_triplets`) and the estimators
 (:class:`RankDML`, :class:`RankDMLSupervised`).  The paper's
 constraint-based baseline (Sec. 3.1) is its own formulation,
-:mod:`cvxmetric.constraintdml`.  See docs/rankdml.md.
+:mod:`cvxmetric.constraintdml`.  See docs/rankdml/index.md.
 """
 
 from ._pairs import critical_triplets

@@ -109,7 +109,7 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
     ``sum (a_i - mean(a))^2`` of a diagonal metric (Eq. 11).  Burg and
     LogDet, scale-invariant with the paper's normalised prior, are solved
     with ``tr(A) = tau`` fixed; Eq. 11 is solved as printed, an ordinary QP
-    without a trace constraint (docs/rankdml.md, "Decisions").
+    without a trace constraint (docs/rankdml/decisions.md).
 
     Parameters
     ----------

@@ -31,7 +31,7 @@ expression: convex); in the spectral form ``tr((A A0hat^{-1})^2) =
 d log tau``.  ``log_det`` always receives the symmetric ``W1 A W1``, never
 ``A A0^{-1}``.
 
-Changes from the paper, all stated in docs/rankdml.md:
+Changes from the paper, all stated in docs/rankdml/decisions.md:
 
 * Eq. 9 fixes the trace, ``tr(A) = tau`` (the paper's
   ``A0hat = A0 tr(A) / tr(A0)`` makes it scale-invariant and non-convex);
@@ -542,7 +542,7 @@ def _unit_scale(data):
     ``X = 2^k X_u``: for Eq. 7 (full) the root mean square pair length of
     ``X_u`` is in ``[1/2, 1)``; for the trace-fixed regularisers ``k``
     brings ``tau_u`` to within a factor 2 of ``tr(A0)`` (``d`` for the
-    Laplacian); the diagonal Eq. 7 is not rescaled.  By the scaling laws (docs/rankdml.md, "Scaling behaviour")
+    Laplacian); the diagonal Eq. 7 is not rescaled.  By the scaling laws (docs/rankdml/decisions.md, "Scaling behaviour")
     ``f(A; X, lam, tau) = f(4^k A; X_u, lam_u, tau_u)`` with
     ``lam_u = lam / 16^k`` for ``"frobenius"`` and ``"laplacian"``
     (``lam`` otherwise) and ``tau_u = 4^k tau`` for the trace-fixed

@@ -22,7 +22,7 @@ The collection solves of the registry's methods
     convergence: up to ``ADAPTIVE_MAXITER`` iterations, stopping when the
     certified relative gap is below ``1e-8`` (checked every 50 iterations).
     The paper's ``T = 10`` is far from converged on most instances (see
-    ``docs/slr.md``).
+    ``docs/slr/estimators.md``).
 """
 
 import numpy as np

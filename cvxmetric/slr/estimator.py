@@ -109,7 +109,7 @@ default="newton"
         Sketch size ``m <= n_samples`` of Algorithm 2 (``None`` with
         ``"randomized"``: ``min(n_samples, 20 * n_features)``, where the
         compressed runs came within 2-3 mAP points of the uncompressed one,
-        see docs/slr.md) and of Algorithm 3 (``None``: no compression).
+        see docs/slr/decisions.md) and of Algorithm 3 (``None``: no compression).
     rank : int >= 1, optional
         Rank ``r <= n_features`` of ``M = L R^T`` for ``"lowrank"``
         (``None``: ``n_features``, no rank restriction: Algorithm 3 then

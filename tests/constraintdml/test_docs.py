@@ -1,5 +1,5 @@
-"""The constraint-based baseline's page (docs/constraintdml.md) is executable:
-its first ```python block runs and prints the ```text block after it (helpers
+"""The constraint-based baseline's page (docs/constraintdml/) is executable:
+the first ```python block of its estimators page runs and prints the ```text block after it (helpers
 from tests/test_docs.py)."""
 
 from pathlib import Path
@@ -7,13 +7,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGE = ROOT / "docs" / "constraintdml.md"
+PAGE = ROOT / "docs" / "constraintdml"
+#: The theory page: its overview and sub-pages, in the order of its toctree.
+FILES = ("index.md", "formulation.md", "decisions.md", "estimators.md")
+#: The sub-page with the example.
+EXAMPLE = PAGE / "estimators.md"
 HEADING = "# The constraint-based baseline"
 
 
 def section_text():
-    """``(path, text)`` of the constraint-based section."""
-    text = PAGE.read_text()
+    """``(path, text)`` of the constraint-based page, all its files."""
+    text = "\n".join((PAGE / f).read_text() for f in FILES)
     start = text.find(HEADING)
     if start < 0:
         pytest.fail(f"no '{HEADING}' section in {PAGE}")
@@ -22,8 +26,7 @@ def section_text():
 
 @pytest.fixture(scope="module")
 def example(docs_helpers):
-    path, text = section_text()
-    return docs_helpers.run_example(text, path)
+    return docs_helpers.run_example(EXAMPLE.read_text(), EXAMPLE)
 
 
 def test_example_output(example, docs_helpers):

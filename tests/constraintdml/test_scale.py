@@ -2,7 +2,7 @@
 independent CVXPY model.
 
 * ``X -> s X`` is the problem on ``X`` with ``lam / s^4`` and ``A* / s^2``
-  (docs/rankdml.md, "Scale"): both solvers follow it from 1e-20 to 1e150;
+  (docs/constraintdml/decisions.md, "Scale"): both solvers follow it from 1e-20 to 1e150;
 * the reproductions of the scale failures (the fast solver at ``X * 1e4``
   ran 220 s and returned ``A = 0``; cannot-links of underflowing length ran
   for minutes) are regression tests with a time bound;

@@ -1,17 +1,26 @@
-"""docs/mmc.md is executable: its first ```python block runs and prints the
-```text block after it (helpers reused from tests/test_docs.py)."""
+"""The MMC theory page (docs/mmc/) is executable: the first ```python block
+of its estimators page runs and prints the ```text block after it (helpers reused from tests/test_docs.py)."""
 
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MMC_DOC = ROOT / "docs" / "mmc.md"
+MMC_DOC = ROOT / "docs" / "mmc" / "estimators.md"
+#: Every file of the theory page (docs/mmc/index.md and its sub-pages).
+MMC_PAGES = sorted((ROOT / "docs" / "mmc").glob("*.md"))
 
 
 @pytest.fixture(scope="module")
 def mmc_example(docs_helpers):
-    return docs_helpers.run_example(MMC_DOC.read_text(), MMC_DOC)
+    """The example's blocks run in turn in one namespace (the second
+    continues the first): ``(printed lines, expected lines)``."""
+    pairs = docs_helpers.python_text_pairs(
+        MMC_DOC.read_text().split("\n## What runs")[0], str(MMC_DOC))
+    assert len(pairs) == 2, "the example and its estimator continuation"
+    code = "\n".join(c for c, _ in pairs)
+    want = "".join(w for _, w in pairs)
+    return docs_helpers.run_code(code, str(MMC_DOC)), want.splitlines()
 
 
 def test_mmc_example_output(mmc_example, docs_helpers):
@@ -22,11 +31,11 @@ def test_mmc_example_output(mmc_example, docs_helpers):
 
 
 def test_mmc_page_names_existing_code():
-    text = MMC_DOC.read_text()
+    text = "\n".join(p.read_text() for p in MMC_PAGES)
     import cvxmetric.mmc as mmc
 
     for name in mmc.__all__:
-        assert name in text, f"docs/mmc.md does not mention {name}"
+        assert name in text, f"docs/mmc/ does not mention {name}"
     for path in ("cvxmetric/mmc/_problem.py", "cvxmetric/mmc/exact.py",
                  "cvxmetric/mmc/fast.py", "cvxmetric/mmc/estimator.py",
                  "cvxmetric/mmc/_collection.py", "cvxmetric/bench/mmc.py"):

@@ -167,7 +167,7 @@ def test_metric_learn_stops_far_from_the_optimum(monkeypatch, name):
     """On bundled instances metric-learn's MMC (Xing's scheme: alternating
     projections, default settings) ends well above the certified optimum
     (measured: iris 0.6 % full and 13 % diagonal, wine 5 % diagonal and
-    190 % full -- that last fit takes 25 s, so it is in docs/mmc.md, not
+    190 % full -- that last fit takes 25 s, so it is in docs/mmc/measurements.md, not
     here); cvxmetric's fast solvers reach it."""
     import cvxmetric.collection as col
 

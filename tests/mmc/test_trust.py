@@ -86,7 +86,7 @@ def test_breast_cancer_exact_certified_and_fast_steady(breast_cancer):
             fast = MMCProjectedGradient().run(data)
         assert fast.status == "optimal"
         iters.append(fast.n_iter)
-        if seed > 1:  # seeds 2-4 exact: measured in docs/mmc.md (seconds each)
+        if seed > 1:  # seeds 2-4 exact: measured in docs/mmc/measurements.md (seconds each)
             continue
         exact = solve_exact(data)  # seeds 0 and 1 raised CertificateError
         cert = exact.certificate
@@ -342,7 +342,7 @@ def test_solver_settings_validated(cls, field, bad):
 
 
 def independent_value(X, pairs, labels):
-    """Law et al. Eq. 2 written here from docs/mmc.md, not the package's
+    """Law et al. Eq. 2 written here from docs/mmc/formulation.md, not the package's
     model: min <A_S, M> s.t. sum_D sqrt(phi^T M phi) >= 1, M PSD.  The data
     are divided by one overall scale (the problem's value is invariant to
     it: ``r`` is scale-free) so that the conic solver sees O(1) numbers."""

@@ -1,4 +1,4 @@
-"""The example of docs/omdml.md runs and prints what the page shows."""
+"""The example of docs/omdml/estimators.md runs and prints what the page shows."""
 
 from pathlib import Path
 
@@ -9,12 +9,14 @@ RTOL = 1e-4
 
 
 def test_example_prints_what_the_page_shows(docs_helpers):
-    text = (ROOT / "docs" / "omdml.md").read_text()
-    section = text[text.index("## Example"):text.index("## Benchmark")]
-    pairs = docs_helpers.python_text_pairs(section, "docs/omdml.md")
+    text = (ROOT / "docs" / "omdml" / "estimators.md").read_text()
+    start = text.index("## Example")
+    end = text.find("\n## ", start + 1)
+    section = text[start:] if end < 0 else text[start:end]
+    pairs = docs_helpers.python_text_pairs(section, "docs/omdml/estimators.md")
     assert len(pairs) == 1
     code, expected = pairs[0]
-    got = docs_helpers.run_code(code, "docs/omdml.md")
+    got = docs_helpers.run_code(code, "docs/omdml/estimators.md")
     want = expected.splitlines()
     assert len(got) == len(want), "\n".join(got)
     for g, w in zip(got, want):

@@ -171,7 +171,7 @@ def test_hedge_weights_the_informative_view(seed):
     ``gamma`` every triplet is a Hedge round and the weight goes to the
     informative view; with ``gamma = 1`` Hedge only sees the few triplets
     that trigger an update (20-40 here) and its weights stay noisy
-    (docs/omdml.md)."""
+    (docs/omdml/formulation.md)."""
     views, _, t = _views(seed, dims=(6, 6, 6, 6), informative=2, sep=1.5, T=600)
     for rank in (None, 3):
         est = OMDML(rank=rank, gamma=1e6, random_state=0).fit(views, t)

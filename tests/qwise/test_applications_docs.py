@@ -1,4 +1,5 @@
-"""The examples of the "Applications (Sec. 5-7)" section of docs/qwise.md
+"""The examples of the "Applications (Sec. 5-7)" section of the Qwise theory
+page (docs/qwise/applications.md, taxonomy.md and attributes.md, in order)
 run and print what the page shows: one per generator (webpage versions,
 class taxonomy, relative attributes)."""
 
@@ -10,6 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADING = "## Applications (Sec. 5-7)"
+#: The sub-pages of docs/qwise/ that hold the section, in order.
+SUBPAGES = ("applications.md", "taxonomy.md", "attributes.md")
 SUBSECTIONS = ("### Webpage versions", "### Hierarchical metric learning",
                "### Relative attributes")
 
@@ -19,7 +22,7 @@ RTOL = 1e-4
 
 
 def _section():
-    text = (ROOT / "docs" / "qwise.md").read_text()
+    text = "\n".join((ROOT / "docs" / "qwise" / p).read_text() for p in SUBPAGES)
     start = text.index(HEADING)
     body = start + len(HEADING)
     nxt = re.search(r"^## ", text[body:], re.MULTILINE)
@@ -40,7 +43,7 @@ def test_one_example_per_generator():
 
 @pytest.mark.parametrize("heading", SUBSECTIONS)
 def test_example_prints_what_the_page_shows(docs_helpers, heading):
-    where = f"docs/qwise.md ({heading[4:]})"
+    where = f"docs/qwise ({heading[4:]})"
     pairs = docs_helpers.python_text_pairs(_subsection(heading), where)
     assert len(pairs) == 1, where
     code, expected = pairs[0]
@@ -54,5 +57,7 @@ def test_example_prints_what_the_page_shows(docs_helpers, heading):
 
 
 def test_figures_exist():
-    for name in re.findall(r"\]\((img/qwise_[a-z_]+\.png)\)", _section()):
+    names = re.findall(r"\]\(\.\./(img/qwise_[a-z_]+\.png)\)", _section())
+    assert names, "the applications show no figure"
+    for name in names:
         assert (ROOT / "docs" / name).is_file(), name

@@ -123,7 +123,7 @@ def test_scaling_law(inst, base, s, C, regularizer):
     X, Q = inst
     X = base * X
     # the base problem is posed at unit scale-free weight: C_n = C s^2 for
-    # the linear regularisers, C s^4 / t for Frobenius (see docs/qwise.md)
+    # the linear regularisers, C s^4 / t for Frobenius (see docs/qwise/decisions.md)
     if regularizer == "trace":
         C = C / base ** 2
     elif regularizer == "frobenius":
@@ -162,7 +162,7 @@ def test_scaling_law(inst, base, s, C, regularizer):
 @given(instances(), scales, weights, st.sampled_from(["trace", "frobenius", "similar"]))
 def test_fast_matches_exact(inst, s, C, regularizer):
     X, Q = inst
-    # the scale-free weight stays C (the law of docs/qwise.md); for
+    # the scale-free weight stays C (the law of docs/qwise/decisions.md); for
     # "similar" that means X -> s X alone
     delta, C_q = (1.0, C) if regularizer == "similar" else (s ** 2, C / s ** 2)
     try:

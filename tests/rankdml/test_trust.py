@@ -9,7 +9,7 @@
   certified answer or a ``ValueError`` naming ``X``;
 * every fast solver honours ``max_time`` and validates its fields;
 * hypothesis: fast vs exact, and exact vs a CVXPY model written here from
-  the equations of docs/rankdml.md (not the package's model).
+  the equations of docs/rankdml/formulation.md (not the package's model).
 """
 
 import time  # thread_time: this thread's CPU seconds (load and BLAS spin not counted)
@@ -259,7 +259,7 @@ def test_pdhg_honours_max_time():
 
 
 def independent_optimum(data):
-    """Eq. 7 / 9 / 11 from docs/rankdml.md, written directly (slack form)."""
+    """Eq. 7 / 9 / 11 from docs/rankdml/formulation.md, written directly (slack form)."""
     X, T = data.X, data.triplets
     d = X.shape[1]
     q, r, i = T.T
@@ -387,7 +387,7 @@ def test_hypothesis_fast_exact_independent(case):
         # scale); far below 1 the regulariser is below the round-off of the
         # hinges, and when the triplets cannot all be satisfied neither
         # the conic solvers nor the dual Newton method certify reliably
-        # (documented in docs/rankdml.md) -- an error, never a wrong optimum
+        # (documented in docs/rankdml/decisions.md) -- an error, never a wrong optimum
         assert kw == {} and _scale_free_weight(data) < 1e-8
         return
     assert exact.status == "optimal" and exact.certificate.rel_gap <= EXACT_GAP

@@ -46,7 +46,7 @@ def instances(draw, max_n=40, max_d=5):
 
 
 def independent_eq4(X, y, delta1=1.0, delta2=0.0):
-    """Eq. 4 as written in docs/slr.md, straight into CVXPY."""
+    """Eq. 4 as written in docs/slr/formulation.md, straight into CVXPY."""
     n, d = X.shape
     same = (y[:, None] == y[None, :]).astype(float)
     M = cp.Variable((d, d))
