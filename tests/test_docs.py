@@ -200,3 +200,9 @@ def test_ci_script_is_strict_and_executable():
     assert text.startswith("#!/usr/bin/env bash") or text.startswith("#!/bin/bash")
     assert "set -euo pipefail" in text
     assert os.access(CI_RUN, os.X_OK), ".ci/run must be executable"
+
+
+def test_readme_python_example_prints_what_it_shows():
+    got, want = run_example(README.read_text(), README)
+    assert want, "README.md's Python example has no ```text block after it"
+    _check_lines(got, want, lambda w: True)
