@@ -36,6 +36,7 @@ from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._backend import device_of, is_numpy, namespace, to_numpy
 from ._docs import fill_doc
 from ._settings import _SCORE_CHUNK, MAX_SCORE_PAIRS, MAX_SCORE_REFERENCE
 from ._solver import FitScopeMixin
@@ -414,11 +415,54 @@ class LabelledMixin:
         return float(roc_auc_score(same, -dist))
 
 
-def validate_labelled(estimator, X, y, **kwargs):
+def dispatched(X):
+    """Whether a ``fit`` keeps ``X`` in its own array namespace: scikit-learn's
+    ``array_api_dispatch`` is on (``sklearn.set_config``, which needs
+    ``SCIPY_ARRAY_API=1``) and ``X`` is an array of another library than
+    NumPy (PyTorch, CuPy, array-api-strict).  Lists and pandas frames are
+    read as NumPy."""
+    from sklearn import get_config
+
+    return (bool(get_config().get("array_api_dispatch", False))
+            and not is_numpy(X) and not isinstance(X, (list, tuple))
+            and not hasattr(X, "iloc"))
+
+
+def _take_rows(X, idx):
+    """``X[idx]`` for a NumPy or array-API ``X`` (integer rows)."""
+    if is_numpy(X):
+        return X[idx]
+    xp, _ = namespace(X)
+    return xp.take(X, xp.asarray(np.asarray(idx), device=device_of(X)), axis=0)
+
+
+def _validate_device(estimator, X, y):
+    """What :func:`validate_data` checks, for an ``X`` kept on its device:
+    2-D, non-empty, at least 2 samples; ``n_features_in_`` set; ``y`` (small)
+    read on the host.  Finiteness and float64 are the data class's
+    (checked on the device)."""
+    if getattr(X, "ndim", None) != 2:
+        raise ValueError(f"X: expected a 2-D array, got {getattr(X, 'ndim', None)} "
+                         "dimensions.")
+    n, d = X.shape
+    if n < 2 or d < 1:
+        raise ValueError(f"X: expected at least 2 samples and 1 feature, got shape "
+                         f"({n}, {d}).")
+    y = np.asarray(to_numpy(y)).reshape(-1) if not isinstance(y, list) else np.asarray(y)
+    if y.shape[0] != n:
+        raise ValueError(f"y: {y.shape[0]} labels for {n} samples.")
+    estimator.n_features_in_ = int(d)
+    return X, y
+
+
+def validate_labelled(estimator, X, y, *, keep_namespace=False, **kwargs):
     """Validate the ``(X, y)`` of a ``fit(X, y)`` learner on class labels.
 
     :func:`~sklearn.utils.validation.validate_data` (float64, keyword
     arguments passed on), classification targets and at least two classes,
+    ``keep_namespace=True`` (learners whose fast path has an array-API back
+    end): under scikit-learn's ``array_api_dispatch``, ``X`` of another
+    array library is returned as it is (see :func:`dispatched`);
     each error naming its argument.  Keeps on ``estimator`` the reference
     set of :meth:`LabelledMixin.score` (private attributes): the samples,
     or a class-stratified sample of :data:`MAX_SCORE_REFERENCE` of them
@@ -433,7 +477,10 @@ def validate_labelled(estimator, X, y, **kwargs):
     codes : ndarray of shape (n_samples,)
         ``classes[codes] == y``.
     """
-    X, y = validate_data(estimator, X, y, dtype=np.float64, **kwargs)
+    if keep_namespace and dispatched(X):
+        X, y = _validate_device(estimator, X, y)
+    else:
+        X, y = validate_data(estimator, X, y, dtype=np.float64, **kwargs)
     try:
         check_classification_targets(y)
     except ValueError as exc:  # scikit-learn's message does not name y
@@ -445,7 +492,7 @@ def validate_labelled(estimator, X, y, **kwargs):
     codes = codes.reshape(-1)
     ref = _reference_indices(codes, MAX_SCORE_REFERENCE,
                              getattr(estimator, "random_state", None))
-    estimator._score_reference_X = np.array(X[ref], dtype=np.float64)
+    estimator._score_reference_X = np.array(to_numpy(_take_rows(X, ref)), dtype=np.float64)
     estimator._score_reference_y = np.array(y[ref])
     return X, y, classes, codes
 

@@ -472,6 +472,13 @@ class SLRData(Samples):
         """Whether the data are NumPy arrays (no transfers)."""
         return self.xp is np
 
+    def backend_info(self):
+        """``{"backend": namespace name, "device": ..., "transfers": counts}``
+        for a result's ``info``."""
+        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
+                "device": str(device_of(self.U)),
+                "transfers": self.transfers.as_dict()}
+
     def _dev(self, a):
         """A host array on the data's device (counted)."""
         if self.on_host:
@@ -682,7 +689,7 @@ class SLRData(Samples):
         f, n_active = 0.0, 0
         for rows, cols, same in self._upper_blocks():
             _tick(deadline)
-            rho, act = self._hinge(left[rows] @ right[:, cols], same)
+            rho, act = self._hinge(left[rows, :] @ right[:, cols], same)
             b = rho.shape[0]
             f += self._upper_weighted(rho * rho, b)
             n_active += self._upper_count(act, b)
@@ -712,7 +719,7 @@ class SLRData(Samples):
             return self._upper_value(XM, Xs.T)[0]
         f = 0.0
         for rows, same in self._blocks():
-            a = xp.maximum(self._args(XM[rows] @ Xs.T, same), 0.0)
+            a = xp.maximum(self._args(XM[rows, :] @ Xs.T, same), 0.0)
             f += xp.sum(a * a)
         return float(f)
 
@@ -764,14 +771,14 @@ class SLRData(Samples):
             Gq = self._zeros((Q.shape[1], Q.shape[1]))
         for rows, same in self._blocks():
             _tick(deadline)
-            rho, act = self._hinge(U[rows] @ W, same)
+            rho, act = self._hinge(U[rows, :] @ W, same)
             f += xp.sum(rho * rho)
             n_active += xp.count_nonzero(act)
             if grad:
                 Lam = self._signed(rho, same, 2.0)  # (b, n)
-                G += U[rows].T @ (Lam @ U)
+                G += U[rows, :].T @ (Lam @ U)
             if hessian:
-                Gq += Q[rows].T @ (self._as_float(act) @ Q)
+                Gq += Q[rows, :].T @ (self._as_float(act) @ Q)
         H = self._hessian_from_gram(self._host(Gq)) if hessian else None
         return (float(f), self._host(G) if grad else None, H, int(n_active))
 
@@ -876,14 +883,14 @@ class SLRData(Samples):
         corr = self._zeros(Z.shape) if dual_mask is not None else None
         for k, (rows, cols, same) in enumerate(self._upper_blocks()):
             _tick(deadline)
-            Ub = U[rows]
+            Ub = U[rows, :]
             b = Ub.shape[0]
             rho, act = self._hinge(Ub @ W[:, cols], same)  # (b, n - start)
             f += self._upper_weighted(rho * rho, b)
             n_active += self._upper_count(act, b)
             Lam = self._signed(rho, same, 2.0)
             Lam[:, :b] *= 0.5  # the diagonal block is summed once in T + T^T
-            T += Ub.T @ (Lam @ U[cols])
+            T += Ub.T @ (Lam @ U[cols, :])
             masks.append(act)
             if dual_mask is not None:
                 keep = dual_mask[k]
@@ -899,9 +906,9 @@ class SLRData(Samples):
                 if self.on_host:
                     bi, bj = np.nonzero(act & ~keep)
                     if bi.size * Z.shape[0] <= b * U.shape[0]:
-                        corr += (Ub[bi] * Lam[bi, bj][:, None]).T @ U[cols][bj]
+                        corr += (Ub[bi] * Lam[bi, bj][:, None]).T @ U[cols, :][bj]
                         continue
-                corr += Ub.T @ (xp.where(keep, 0.0, Lam) @ U[cols])
+                corr += Ub.T @ (xp.where(keep, 0.0, Lam) @ U[cols, :])
         T = self._host(T)
         G = T + T.T
         dual = None
@@ -930,10 +937,10 @@ class SLRData(Samples):
         T = self._zeros(D.shape)
         for k, (rows, cols, _) in enumerate(self._upper_blocks()):
             _tick(deadline)
-            Ub = U[rows]
+            Ub = U[rows, :]
             dK = self._masked(Ub @ W[:, cols], masks[k])
             dK[:, :Ub.shape[0]] *= 0.5  # the diagonal block, once in T + T^T
-            part = Ub.T @ (dK @ U[cols])
+            part = Ub.T @ (dK @ U[cols, :])
             T += part if not single else (part.astype(np.float64) if self.on_host
                                           else xp.astype(part, xp.float64))
         T = self._host(T)
@@ -1005,9 +1012,9 @@ class SLRData(Samples):
         step = self._zeros(Z.shape)
         for rows, same in self._blocks():
             _tick(deadline)
-            rho, _ = self._hinge(U[rows] @ W, same)
+            rho, _ = self._hinge(U[rows, :] @ W, same)
             f += xp.sum(rho * rho)
-            step += U[rows].T @ (self._signed(rho, same, -1.0) @ U)
+            step += U[rows, :].T @ (self._signed(rho, same, -1.0) @ U)
         return float(f), Z + self._host(step)
 
     # -- certificate -------------------------------------------------------------
@@ -1038,14 +1045,14 @@ class SLRData(Samples):
         sq, lin = 0.0, 0.0
         E = self._zeros(Z.shape)
         for rows, same in self._blocks():
-            a0 = self._args(U[rows] @ W0, same)
-            a1 = self._args(U[rows] @ W1, same)
+            a0 = self._args(U[rows, :] @ W0, same)
+            a1 = self._args(U[rows, :] @ W1, same)
             rho1 = xp.where(a0 > 0, xp.maximum(a1, 0.0), 0.0)
             Lam = xp.where(same, -2.0 * rho1, 2.0 * rho1)
             sq += xp.sum(Lam * Lam)
             lin += (self.delta2 * xp.sum(Lam)
                     + (self.delta1 - self.delta2) * xp.sum(xp.where(same, Lam, 0.0)))
-            E += U[rows].T @ (Lam @ U)
+            E += U[rows, :].T @ (Lam @ U)
         E = self._host(E)
         return self.dual_bound_from({"sq": float(sq), "lin": float(lin),
                                      "E": 0.5 * (E + E.T)}, Z1)
@@ -1062,7 +1069,7 @@ class SLRData(Samples):
         un = xp.linalg.vector_norm(U, axis=1)
         ii, jj, count = [], [], 0
         for rows, same in self._blocks():
-            a = self._args(U[rows] @ W, same)
+            a = self._args(U[rows, :] @ W, same)
             near = (a > 0) & (a <= rho * un[rows][:, None] * un[None, :])
             count += int(xp.count_nonzero(near))
             if count <= _FEW_TERMS:
@@ -1077,9 +1084,9 @@ class SLRData(Samples):
         Q = self._sym_features()
         Gq = self._zeros((Q.shape[1], Q.shape[1]))
         for rows, same in self._blocks():
-            a = self._args(U[rows] @ W, same)
+            a = self._args(U[rows, :] @ W, same)
             keep = a > rho * un[rows][:, None] * un[None, :]
-            Gq += Q[rows].T @ (self._as_float(keep) @ Q)
+            Gq += Q[rows, :].T @ (self._as_float(keep) @ Q)
         return self._hessian_from_gram(self._host(Gq))
 
     def _ball_bound(self, Z, f, g, H):

@@ -216,7 +216,9 @@ default="newton"
 
     def _prepare(self, X, y):
         """Validate :meth:`fit`'s input: ``(X, codes, classes, delta1, delta2)``."""
-        X, y, classes, codes = validate_labelled(self, X, y)
+        # Newton's passes run on X's namespace (array_api_dispatch)
+        X, y, classes, codes = validate_labelled(self, X, y,
+                                                 keep_namespace=self.solver == "newton")
         delta1, delta2 = check_thresholds(self.delta1, self.delta2)
         n, d = X.shape
         if self.n_sketch is not None and self.n_sketch > n:

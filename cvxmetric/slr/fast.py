@@ -273,7 +273,8 @@ class AdaptiveRegression(_SLRSolver):
     def finalize(self, Z, state, data):
         lower = state.lower if state.checked_at == state.iter_num else None
         M, cert, parts = self._certificate(data, Z, lower=lower)
-        info = {"history": state.history + [cert.objective], "bounds": parts,
+        info = {**data.backend_info(), "history": state.history + [cert.objective],
+                "bounds": parts,
                 "Z": Z}
         return M, cert, info
 
@@ -564,12 +565,12 @@ class SemismoothNewton(_SLRSolver):
 
         Returns ``None`` when it does not apply, else ``(Z_ip, n_ip)``:
         its point (``None`` when it failed) and iteration count.  Needs the
-        ``p x p`` system (``data.dense_hessian``) and ``n^2 <=
-        IPM_MAX_PAIRS``.
+        ``p x p`` system (``data.dense_hessian``), ``n^2 <=
+        IPM_MAX_PAIRS`` and NumPy data (it forms the pairs on the host).
         """
         if (self.interior_after is None or state.interior is not None
                 or state.iter_num < self.interior_after
-                or not data.dense_hessian
+                or not data.dense_hessian or not data.on_host
                 or data.n_samples ** 2 > IPM_MAX_PAIRS):
             return None
         try:
@@ -690,7 +691,7 @@ class SemismoothNewton(_SLRSolver):
         if lower is not None and "objective_Z" not in lower[1]:
             lower = (lower[0], {**lower[1], "objective_Z": float(state.f)})
         M, cert, parts = self._certificate(data, Z, lower=lower)
-        info = {"history": state.history, "bounds": parts, "Z": Z,
+        info = {**data.backend_info(), "history": state.history, "bounds": parts, "Z": Z,
                 "n_active": state.n_active, "last_step": state.step,
                 "hessian": "cg" if self._use_cg(data) else "dense"}
         if self._use_cg(data):
