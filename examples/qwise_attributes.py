@@ -336,6 +336,7 @@ def plot_sweep(sweep, Bs):
             ax.errorbar(Bs, mean, yerr=std, capsize=2, label=m, **style(i))
         ax.set_xlabel("B (class pairs per attribute)")
         ax.set_xlim(0, Bs[-1] + 2)
+        ax.set_xticks(Bs)
         ax.set_title(f"{setting} orderings")
         ax.grid(alpha=0.3)
     np.atleast_1d(axes)[0].set_ylim(0, 100)

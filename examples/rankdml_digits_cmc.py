@@ -129,6 +129,7 @@ def cmc_figure(result, title):
         ranks = range(1, c.shape[1] + 1)
         ax.plot(ranks, 100 * c.mean(axis=0), label=name, **style(i))
     ax.set_xlim(0, c.shape[1] + 0.5)
+    ax.set_xticks([1] + list(range(5, c.shape[1] + 1, 5)))
     ax.set_ylim(0, 100)
     ax.set_xlabel("rank r")
     ax.set_ylabel("queries with their image in the top r (%)")

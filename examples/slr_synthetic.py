@@ -250,7 +250,7 @@ def _figure(table1, fig2, fig3, by_rank, rank, d):
         ax.set_xlabel(xlabel)
         ax.set_ylabel("mAP (%)")
         ax.set_title(title)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="best")
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.suptitle(f"SLR on synthetic classes (d = {d}; split 0 for the curves)")

@@ -52,13 +52,19 @@ def test_every_example_is_listed():
 
 
 def _tracked_changes():
-    """``git status`` of docs/ and examples/ (None outside a git checkout)."""
+    """New files under docs/ and examples/, and changes of the tracked
+    figures of docs/img (None outside a git checkout): what an example
+    could write (edits of the sources meanwhile are not its doing)."""
     try:
-        proc = subprocess.run(["git", "status", "--porcelain", "--", "docs", "examples"],
+        proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all",
+                               "--", "docs", "examples"],
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
     except OSError:
         return None
-    return proc.stdout if proc.returncode == 0 else None
+    if proc.returncode != 0:
+        return None
+    return sorted(line for line in proc.stdout.splitlines()
+                  if line.startswith("??") or "docs/img/" in line)
 
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
