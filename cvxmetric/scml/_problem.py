@@ -342,23 +342,6 @@ class SCMLData:
                              "rescale X or the basis.")
         return out
 
-    @property
-    def pairs(self):
-        """The distinct pairs of the triplets: ``(pairs, near, far)`` with
-        ``pairs`` an (P, 2) array of sample indices and ``near``, ``far``
-        (T,) the indices into it of each triplet's ``(t, t+)`` and ``(t,
-        t-)``.  Triplets share pairs (metric-learn's k-NN triplets: 3 x 10
-        per sample from 3 + 10 pairs), so distances computed per pair cost
-        a fraction of those computed per triplet."""
-        if getattr(self, "_pairs", None) is None:
-            t = self.triplets
-            both = np.vstack([t[:, [0, 1]], t[:, [0, 2]]])
-            both.sort(axis=1)  # D(x, z) = D(z, x)
-            pairs, inv = np.unique(both, axis=0, return_inverse=True)
-            inv = inv.reshape(-1)
-            self._pairs = (pairs, inv[:self.n_triplets], inv[self.n_triplets:])
-        return self._pairs
-
     def _pair_squares(self, pairs, cols):
         """``(b_i^T (x - z))^2`` for the pairs ``pairs`` and the basis
         vectors ``cols`` (len(pairs), len(cols))."""
