@@ -342,30 +342,80 @@ class SCMLData:
                              "rescale X or the basis.")
         return out
 
-    def margins(self, w):
-        """``1 + C w`` over every triplet, from the columns where ``w != 0``
-        (per block of triplets: ``C`` itself is never formed)."""
-        w = self.check_weights(w)
-        nz = np.flatnonzero(w)
-        out = np.ones(self.n_triplets)
-        if nz.size == 0:
-            return out
-        if self._C is not None:
-            return out + self._C[:, nz] @ w[nz]
-        step = max(1, BLOCK_ENTRIES // nz.size)
-        for s in range(0, self.n_triplets, step):
-            rows = np.arange(s, min(self.n_triplets, s + step))
-            out[rows] += self.block(rows, nz) @ w[nz]
+    def _pair_squares(self, pairs, cols):
+        """``(b_i^T (x - z))^2`` for the pairs ``pairs`` and the basis
+        vectors ``cols`` (len(pairs), len(cols))."""
+        XB = self.XB[:, cols]
+        diff = XB[pairs[:, 0]] - XB[pairs[:, 1]]
+        out = diff * diff
+        if not np.all(np.isfinite(out)):
+            raise ValueError("X: the squared projections on the basis overflow; "
+                             "rescale X or the basis.")
         return out
 
+    @property
+    def pairs(self):
+        """The distinct pairs the triplets compare: ``(pairs, near, far)``,
+        ``pairs`` a (P, 2) array of sample indices and ``near``, ``far`` the
+        row of ``pairs`` of each triplet's ``(t, t+)`` and ``(t, t-)``.
+        Triplets share pairs (metric-learn's k-NN triplets: ``n k_g``
+        near and ``n k_i`` far pairs for ``n k_g k_i`` triplets), so a
+        distance per pair is cheaper than a row of ``C`` per triplet."""
+        if getattr(self, "_pairs", None) is None:
+            t, n = self.triplets, self.X.shape[0]
+            codes = np.concatenate([t[:, 0] * n + t[:, 1], t[:, 0] * n + t[:, 2]])
+            uniq, inv = np.unique(codes, return_inverse=True)
+            T = self.n_triplets
+            self._pairs = (np.column_stack([uniq // n, uniq % n]), inv[:T], inv[T:])
+        return self._pairs
+
+    def margins(self, w):
+        """``1 + C w`` over every triplet: ``1 + D_w(t, t+) - D_w(t, t-)``
+        from the distances ``D_w`` of the distinct pairs (:attr:`pairs`),
+        over the columns where ``w != 0``, or through ``M`` when they
+        outnumber the features (per block of pairs: ``C`` itself is never
+        formed)."""
+        w = self.check_weights(w)
+        nz = np.flatnonzero(w)
+        if nz.size == 0:
+            return np.ones(self.n_triplets)
+        if self._C is not None:
+            return 1.0 + self._C[:, nz] @ w[nz]
+        pairs, near, far = self.pairs
+        # more nonzero weights than features: through M = B^T diag(w) B
+        # (d^2 per pair rather than nnz(w))
+        dense = nz.size > self.n_features
+        Z = self.X if dense else self.XB[:, nz]
+        M = self.metric(w) if dense else None
+        dist = np.empty(pairs.shape[0])
+        step = max(1, BLOCK_ENTRIES // Z.shape[1])
+        for s in range(0, pairs.shape[0], step):
+            p = pairs[s:s + step]
+            diff = Z[p[:, 0]] - Z[p[:, 1]]
+            dist[s:s + step] = np.sum((diff @ M) * diff, axis=1) if dense else (
+                (diff * diff) @ w[nz])
+        if not np.all(np.isfinite(dist)):
+            raise ValueError("X: the squared projections on the basis overflow; "
+                             "rescale X or the basis.")
+        return 1.0 + (dist[near] - dist[far])
+
     def reduced_costs(self, a):
-        """``beta + C^T a / T`` from the triplets where ``a != 0``."""
-        nz = np.flatnonzero(a)
+        """``beta + C^T a / T`` from the triplets where ``a != 0``: the
+        multipliers summed per distinct pair (:attr:`pairs`), ``+`` on the
+        near pairs and ``-`` on the far ones."""
+        a = np.asarray(a, dtype=float)
+        if self._C is not None:
+            nz = np.flatnonzero(a)
+            return self.beta + (a[nz] @ self._C[nz]) / self.n_triplets
+        pairs, near, far = self.pairs
+        P = pairs.shape[0]
+        weight = np.bincount(near, a, P) - np.bincount(far, a, P)
+        nz = np.flatnonzero(weight)
         q = np.zeros(self.n_basis)
         step = max(1, BLOCK_ENTRIES // self.n_basis)
         for s in range(0, nz.size, step):
             rows = nz[s:s + step]
-            q += a[rows] @ self.block(rows)
+            q += weight[rows] @ self._pair_squares(pairs[rows], slice(None))
         return self.beta + q / self.n_triplets
 
     # -- the metric ------------------------------------------------------------

@@ -6,6 +6,8 @@ import pytest
 
 from cvxmetric._tolerances import tolerance
 from cvxmetric.scml import SCMLData, SCMLStochastic, SCMLWorkingSet, solve_exact
+from cvxmetric.scml.exact import simplex_multipliers
+from cvxmetric.scml.fast import RestrictedDual
 
 
 def blobs(n_per_class=12, n_classes=3, d=4, seed=0):
@@ -28,6 +30,49 @@ def test_working_set_reaches_the_exact_optimum(basis, beta):
     assert len(fast.info["working_set_rounds"]) >= 2
     assert fast.info["working_set"] <= data.n_triplets
     np.testing.assert_allclose(fast.M, data.metric(fast.info["w"]))
+
+
+@pytest.mark.parametrize("drop_margin", [0.0, None])
+def test_dropping_triplets_keeps_the_optimum(drop_margin):
+    """Triplets leave the set (margin below -drop_margin, multiplier at 0)
+    or never do; the certified optimum is the exact one either way."""
+    X, y = blobs(seed=2)
+    data = SCMLData.from_labels(X, y, beta=1e-4, n_basis=30, random_state=0)
+    exact = solve_exact(data)
+    fast = SCMLWorkingSet(init_size=40, max_add=20, max_add_cols=5,
+                          drop_margin=drop_margin).run(data)
+    assert fast.status == "optimal" and fast.certificate.passed
+    assert fast.objective == pytest.approx(exact.objective, rel=tolerance("scml", "fast"),
+                                           abs=tolerance("scml", "fast"))
+    dropped = sum(r["dropped"] for r in fast.info["working_set_rounds"])
+    assert (dropped > 0) == (drop_margin is not None)
+
+
+def test_restricted_dual_is_the_restricted_lp_warm_started():
+    """The persistent HiGHS model, grown and shrunk, solves the same
+    restricted LP as a solve from scratch (scipy's linprog)."""
+    X, y = blobs(seed=4)
+    data = SCMLData.from_labels(X, y, beta=1e-5, n_basis=20, random_state=0)
+    rng = np.random.RandomState(0)
+    order = rng.permutation(data.n_triplets)
+    lp = RestrictedDual(data, 1e-10)
+    lp.add(np.sort(order[:30]), np.arange(8))
+    w, a = lp.solve()
+    lp.add(np.sort(order[30:60]), np.arange(8, 20))
+    w, a = lp.solve()
+    lp.drop(data.margins(w), 0.0)
+    lp.add(np.sort(order[60:90]))
+    w, a = lp.solve()
+    rows, cols = np.sort(lp.rows), np.sort(lp.cols)
+    w_ref, a_ref = simplex_multipliers(data, rows, cols)
+    assert a.mean() == pytest.approx(a_ref.mean(), rel=1e-9, abs=1e-12)
+    # w and a are a primal-dual pair of the restricted LP: equal objectives
+    hinge = np.maximum(0.0, data.margins(w)[rows])
+    assert np.any(w > 0)
+    assert (hinge.sum() / data.n_triplets + data.beta * w.sum()
+            == pytest.approx(a.sum() / data.n_triplets, rel=1e-9))
+    assert np.all(a[~np.isin(np.arange(data.n_triplets), rows)] == 0)
+    assert np.all(w[~np.isin(np.arange(data.n_basis), cols)] == 0)
 
 
 def test_stochastic_is_metric_learns_update_and_is_reported():

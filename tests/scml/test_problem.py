@@ -43,6 +43,28 @@ def test_distance_differences_and_objective(data):
     assert data.objective(np.zeros(data.n_basis)) == 1.0
 
 
+def test_margins_from_the_distinct_pairs_are_one_plus_C_w():
+    """``margins`` never forms ``C``: distances of the distinct pairs, by
+    the nonzero columns (few weights) or through ``M`` (more weights than
+    features); both are ``1 + C w``."""
+    X, y = blobs(seed=3)
+    fresh = SCMLData.from_labels(X, y, k_genuine=2, k_impostor=4, random_state=0)
+    pairs, near, far = fresh.pairs
+    t = fresh.triplets
+    np.testing.assert_array_equal(pairs[near], t[:, [0, 1]])
+    np.testing.assert_array_equal(pairs[far], t[:, [0, 2]])
+    assert pairs.shape[0] < 2 * fresh.n_triplets  # the triplets share pairs
+    rng = np.random.RandomState(4)
+    sparse = np.zeros(fresh.n_basis)
+    sparse[[1, 5]] = rng.rand(2)
+    dense = rng.rand(fresh.n_basis)
+    assert fresh._C is None and dense.size > fresh.n_features
+    got = [fresh.margins(sparse), fresh.margins(dense)]
+    assert fresh._C is None
+    for w, m in zip((sparse, dense), got):
+        np.testing.assert_allclose(m, 1 + fresh.C @ w, rtol=1e-12, atol=1e-12)
+
+
 def test_exact_is_certified_and_the_bound_is_below_every_point(data, solved):
     cert = solved.certificate
     assert solved.status == "optimal" and cert.passed and cert.rel_gap <= EXACT_GAP
