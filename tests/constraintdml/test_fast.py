@@ -94,6 +94,26 @@ def test_view_value_gradient_and_hessian(hard, diagonal):
     assert v @ Hv >= -1e-12 * max(1.0, np.abs(Hv).max())
 
 
+@pytest.mark.parametrize(("hard", "diagonal"), VARIANTS, ids=IDS)
+def test_explicit_hessian_matches_the_operator(hard, diagonal):
+    """``hess_matrix`` (the exact Newton direction's ``H_FF``) equals the
+    matrix-free operator column by column, at a point where ``Y`` has
+    positive and negative eigenvalues (entries)."""
+    data = _random_data(5, hard, diagonal, n=15, d=5, P=40)
+    rng = np.random.RandomState(6)
+    u = data.clip(rng.rand(data.n_pairs))
+    W = np.flatnonzero(data.upper > data.lower)
+    view = DualView(data, W, u)
+    pt = view.evaluate(u[W])
+    assert np.any(pt.w > 0) and np.any(pt.w < 0)
+    F = rng.rand(len(W)) < 0.6
+    H = view.hess_matrix(pt, F)
+    op = view.hess_operator(pt)
+    cols = np.array([op(np.where(np.arange(len(W)) == j, 1.0, 0.0))[F]
+                     for j in np.flatnonzero(F)]).T
+    np.testing.assert_allclose(H, cols, rtol=1e-12, atol=1e-12 * np.abs(cols).max())
+
+
 @pytest.mark.parametrize("diagonal", [False, True], ids=["full", "diagonal"])
 def test_lipschitz_bound_brackets_the_norm(diagonal):
     data = _random_data(5, False, diagonal)
@@ -154,6 +174,24 @@ def test_fast_matches_exact_on_retrieval_data(hard, diagonal, lam):
         np.testing.assert_array_equal(fast.M, np.diag(fast.info["a"]))
     assert fast.info["theta"].shape == (len(data.cannot),)
     assert ("beta" in fast.info) == (not hard)
+
+
+@pytest.mark.parametrize(("hard", "diagonal"), VARIANTS, ids=IDS)
+def test_conjugate_gradient_directions_reach_the_same_optimum(hard, diagonal,
+                                                              monkeypatch):
+    """The Newton directions by conjugate gradients (the large working sets'
+    path; small ones factor the explicit Hessian) certify the same optimum."""
+    import cvxmetric.constraintdml.fast as fast_module
+
+    X, pairs, labels = query_gallery(15, 10, 4, 5, random_state=7)
+    data = ConstraintData.from_pairs(X, pairs, labels, hard=hard, diagonal=diagonal,
+                                     lam=0.3)
+    direct, exact = check_fast_against_exact(data)
+    monkeypatch.setattr(fast_module, "_DIRECT_CG_STEPS", 0)
+    cg = ConstraintDualSolver().run(data)
+    assert cg.status == "optimal" and cg.info["n_hessvec"] > 0
+    assert direct.info["n_hessvec"] == 0 or direct.info["n_newton"] == 0
+    assert _rel(cg.objective, exact.objective) <= FAST
 
 
 @pytest.mark.parametrize(("hard", "diagonal"), VARIANTS, ids=IDS)
