@@ -186,6 +186,22 @@ class Transfers:
                 "to_device": self.to_device_count,
                 "to_device_bytes": self.to_device_bytes}
 
+    def gathered(self, *arrays):
+        """Count arrays that arrived on the host by another road (a Dask
+        ``compute``); returns them."""
+        for a in arrays:
+            self.to_host_count += 1
+            self.to_host_bytes += int(np.asarray(a).nbytes)
+        return arrays
+
+    def since(self, earlier=None):
+        """The counts made after ``earlier`` (an :meth:`as_dict` snapshot;
+        ``None``: all of them) -- one run's share of a shared counter."""
+        now = self.as_dict()
+        if earlier is None:
+            return now
+        return {k: v - earlier.get(k, 0) for k, v in now.items()}
+
 
 def loaded_backends():
     """The optional array libraries imported so far (for tests of the rule

@@ -1104,3 +1104,81 @@ class QuadrupletsClassifierMixin(_OrderedTuplesMixin):
         """Fraction of the quadruplets the learned metric satisfies
         (strictly); ``y`` must be None."""
         return super().score(quadruplets, y)
+
+
+# -- array inputs (scikit-learn's ``array_api_dispatch``) ---------------------------
+
+def dispatched_array(X):
+    """Whether ``fit`` keeps ``X`` in its own namespace.
+
+    True when scikit-learn's ``array_api_dispatch`` is on
+    (``sklearn.set_config(array_api_dispatch=True)`` or
+    ``sklearn.config_context``) and ``X`` is an array of another library
+    than NumPy (PyTorch, CuPy, ``array-api-strict``, ``dask.array``).
+    Otherwise ``fit`` validates ``X`` as scikit-learn does (converted to
+    NumPy where the library allows it, refused where it does not, e.g. a
+    tensor on a GPU).  Decided from the types and the configuration alone:
+    nothing is imported.
+    """
+    from sklearn import get_config
+
+    from . import _backend
+    if not get_config().get("array_api_dispatch", False) or _backend.is_numpy(X):
+        return False
+    return (_backend.is_dask(X) or hasattr(X, "__array_namespace__")
+            or type(X).__module__.split(".", 1)[0] in ("torch", "cupy"))
+
+
+def validate_labelled_array(estimator, X, y):
+    """:func:`validate_labelled` for a dispatched array ``X`` (see
+    :func:`dispatched_array`), validated without converting it.
+
+    ``X`` stays an array of its library: 2-d with at least one sample and
+    one feature, floating or integer (cast to float64 where it is; its
+    finiteness is checked there by the solver's data).  ``y`` (small) comes
+    to the host.  ``n_features_in_`` and the reference set of
+    :meth:`LabelledMixin.score` (NumPy, on the host) are stored.
+
+    Returns
+    -------
+    X : array of X's library, float64
+    y, classes, codes : ndarray
+    """
+    from . import _backend
+    shape = tuple(X.shape)
+    if len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
+        raise ValueError(f"X: expected a non-empty 2-d array, got shape {shape}.")
+    if not _backend.is_dask(X):
+        xp, _ = _backend.namespace(X)
+        if not (xp.isdtype(X.dtype, "real floating") or xp.isdtype(X.dtype, "integral")):
+            raise ValueError(f"X: expected real numbers, got dtype {X.dtype}.")
+        X = _backend.float64(X, xp)
+    y = _backend.to_numpy(y) if not isinstance(y, np.ndarray) else y
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != shape[0]:
+        raise ValueError(f"y: expected shape ({shape[0]},), got {y.shape}.")
+    try:
+        check_classification_targets(y)
+    except ValueError as exc:
+        raise ValueError(f"y: {exc}") from None
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(
+            f"y: {type(estimator).__name__} needs at least 2 classes, got 1 class.")
+    codes = codes.reshape(-1)
+    estimator.n_features_in_ = shape[1]
+    ref = _reference_indices(codes, MAX_SCORE_REFERENCE,
+                             getattr(estimator, "random_state", None))
+    # the reference rows only (at most MAX_SCORE_REFERENCE) come to the host
+    estimator._score_reference_X = np.array(
+        _backend.to_numpy(X[np.sort(ref).tolist(), :] if _backend.is_dask(X)
+                          else _take_rows(X, ref)), dtype=np.float64)
+    estimator._score_reference_y = np.array(y[np.sort(ref)])
+    return X, y, classes, codes
+
+
+def _take_rows(X, idx):
+    from . import _backend
+    xp, _ = _backend.namespace(X)
+    order = np.sort(np.asarray(idx))
+    return xp.take(X, xp.asarray(order, device=_backend.device_of(X)), axis=0)

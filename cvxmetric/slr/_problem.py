@@ -360,6 +360,30 @@ class SLRData(Samples):
     scale: float = 1.0
     _cache: dict = field(default_factory=dict, repr=False)
 
+    #: whether ``U`` and ``X`` are NumPy arrays on the host (False for
+    #: :class:`~cvxmetric.slr._xp.SLRArrayData`)
+    on_host = True
+    #: the counted host/device moves (``None`` on the host)
+    transfers = None
+
+    @classmethod
+    def from_arrays(cls, X, y, **kwargs):
+        """:meth:`from_labels` in the namespace of ``X``.
+
+        NumPy input (or anything that is not an array of another library)
+        gives :meth:`from_labels`; a PyTorch/CuPy/``array-api-strict``
+        array or a ``dask.array`` gives an
+        :class:`~cvxmetric.slr._xp.SLRArrayData` whose passes run there
+        (the namespace is chosen here, once).  Same keywords as
+        :meth:`from_labels`.
+        """
+        from .._backend import is_dask, is_numpy
+        if is_numpy(X) or not (is_dask(X) or hasattr(X, "__array_namespace__")
+                               or type(X).__module__.startswith("torch")):
+            return cls.from_labels(X, y, **kwargs)
+        from ._xp import SLRArrayData
+        return SLRArrayData.build(X, y, **kwargs)
+
     @classmethod
     def from_labels(cls, X, y, *, delta1=1.0, delta2=0.0, rank_tol=None,
                     block=DEFAULT_BLOCK):

@@ -536,6 +536,7 @@ class SemismoothNewton(_SLRSolver):
 
     def init_state(self, data, init=None):
         # Eq. 3 with the target D (delta1 / delta2): the least-squares fit
+        _mark_transfers(data)
         Z = self._start(data, init, None)
         try:
             if Z is None:
@@ -569,7 +570,7 @@ class SemismoothNewton(_SLRSolver):
         """
         if (self.interior_after is None or state.interior is not None
                 or state.iter_num < self.interior_after
-                or not data.dense_hessian
+                or not data.dense_hessian or not data.on_host
                 or data.n_samples ** 2 > IPM_MAX_PAIRS):
             return None
         try:
@@ -696,7 +697,20 @@ class SemismoothNewton(_SLRSolver):
         if self._use_cg(data):
             info["hessian_products"] = state.n_cg
         info["interior_point_iterations"] = state.interior
+        _add_transfers(data, info)
         return M, cert, info
+
+
+def _add_transfers(data, info):
+    """The run's host/device moves (from the snapshot :func:`_mark_transfers`
+    took at its start) as ``info["transfers"]``; nothing on the host."""
+    if data.transfers is not None:
+        info["transfers"] = data.transfers.since(data._cache.get("transfers_at_start"))
+
+
+def _mark_transfers(data):
+    if data.transfers is not None:
+        data._cache["transfers_at_start"] = data.transfers.as_dict()
 
 
 def warm_start(data):
