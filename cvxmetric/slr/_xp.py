@@ -109,7 +109,8 @@ def rows_hess_vec(xp, ctx, lo, hi, b, WD, masks=None, W0=None):
     U = ctx[0]
     T = 0.0
     for k, (i0, i1) in enumerate(_blocks(lo, hi, b)):
-        m = masks[k] if masks is not None else rows_mask(xp, ctx, i0, i1, W0)
+        m = (xp.astype(masks[k], U.dtype) if masks is not None
+             else rows_mask(xp, ctx, i0, i1, W0))
         T = T + U[i0:i1, :].T @ ((U[i0:i1, :] @ WD) * m @ U)
     return T
 
@@ -178,8 +179,9 @@ class _DeviceEngine:
         return fn(self.xp, self.ctx(with_q), 0, n, self.b, *args, **kw)
 
     def masks(self, W0):
+        # booleans (n^2 bytes in all), made float inside each product
         n = self.U.shape[0]
-        return [rows_mask(self.xp, self.ctx(), i0, i1, W0)
+        return [rows_mask(self.xp, self.ctx(), i0, i1, W0) > 0
                 for i0, i1 in _blocks(0, n, self.b)]
 
 

@@ -140,3 +140,24 @@ def test_estimator_follows_array_api_dispatch():
                          text=True, env=env, timeout=300, check=False)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().endswith("ok")
+
+
+@pytest.mark.array_api
+def test_gpu_script_runs_on_the_cpu_in_quick_mode(capsys):
+    """benchmarks/gpu.py --device cpu --quick: SLR certified on torch and
+    NumPy, the methods without an array-API path skipped cleanly."""
+    import importlib.util
+    from pathlib import Path
+
+    pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu.py"
+    spec = importlib.util.spec_from_file_location("gpu_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--device", "cpu", "--quick"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    slr = [ln for ln in lines if ln.startswith("slr-newton")]
+    assert len(slr) == 2 and all("optimal" in ln for ln in slr)
+    assert "torch:cpu" in slr[0] and "numpy" in slr[1]
+    assert sum("skipped" in ln for ln in lines) == len(mod.METHODS) - 1
