@@ -17,8 +17,8 @@ same problem is then solved by the NumPy path, and both certified gaps,
 objectives and times are printed.
 
 Quick settings (the default, ``n = 2000``, ``d = 100``) take well under a
-minute on 2 cores; ``--n`` sets the size (``--n 20000`` on a 2-core
-machine with 8 GB: every pass is then ``4 10^8`` pairs).  Needs the
+minute on 2 cores; ``--n`` sets the size, ``--full`` is ``--n 20000``
+(every pass is then ``4 10^8`` pairs).  Needs the
 ``[dask]`` extra (``pip install cvxmetric[dask]``).
 """
 
@@ -46,9 +46,12 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--scheduler", default=None,
                         help="address of an existing scheduler (default: a LocalCluster)")
+    parser.add_argument("--full", action="store_true", help="n = 20 000")
     parser.add_argument("--no-numpy", action="store_true",
                         help="skip the NumPy comparison")
     args = parser.parse_args(argv)
+    if args.full:
+        args.n = 20000
 
     import dask.array as da
     from distributed import Client, LocalCluster

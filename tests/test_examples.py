@@ -31,8 +31,11 @@ EXPECTED = {
     "qwise_webpages.py": "Table 1 (synthetic page)",
     "qwise_taxonomy.py": "Table 6-like: Eq. 24 hierarchy accuracy, 10-NN",
     "qwise_attributes.py": "Gaussian-model accuracy (%)",
+    "slr_dask.py": "certified gap",
 }
 FAST = {"metric_learn_migration.py"}
+#: name -> the optional module it needs (skipped without it).
+NEEDS = {"slr_dask.py": "distributed"}
 
 #: Seconds after which a run counts as hung (ten times the idle budget).
 TIMEOUT = 600
@@ -45,6 +48,8 @@ def test_every_example_is_listed():
 @pytest.mark.parametrize("name", [
     pytest.param(n, marks=() if n in FAST else pytest.mark.slow) for n in EXPECTED])
 def test_example_runs_with_its_defaults(name):
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name])
     proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True,
                           text=True, timeout=TIMEOUT, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
