@@ -434,15 +434,7 @@ def validate_labelled(estimator, X, y, **kwargs):
         ``classes[codes] == y``.
     """
     X, y = validate_data(estimator, X, y, dtype=np.float64, **kwargs)
-    try:
-        check_classification_targets(y)
-    except ValueError as exc:  # scikit-learn's message does not name y
-        raise ValueError(f"y: {exc}") from None
-    classes, codes = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        raise ValueError(
-            f"y: {type(estimator).__name__} needs at least 2 classes, got 1 class.")
-    codes = codes.reshape(-1)
+    classes, codes = _class_codes(estimator, y)
     ref = _reference_indices(codes, MAX_SCORE_REFERENCE,
                              getattr(estimator, "random_state", None))
     estimator._score_reference_X = np.array(X[ref], dtype=np.float64)
@@ -1157,15 +1149,7 @@ def validate_labelled_array(estimator, X, y):
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != shape[0]:
         raise ValueError(f"y: expected shape ({shape[0]},), got {y.shape}.")
-    try:
-        check_classification_targets(y)
-    except ValueError as exc:
-        raise ValueError(f"y: {exc}") from None
-    classes, codes = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        raise ValueError(
-            f"y: {type(estimator).__name__} needs at least 2 classes, got 1 class.")
-    codes = codes.reshape(-1)
+    classes, codes = _class_codes(estimator, y)
     estimator.n_features_in_ = shape[1]
     ref = _reference_indices(codes, MAX_SCORE_REFERENCE,
                              getattr(estimator, "random_state", None))
@@ -1175,6 +1159,20 @@ def validate_labelled_array(estimator, X, y):
                           else _take_rows(X, ref)), dtype=np.float64)
     estimator._score_reference_y = np.array(y[np.sort(ref)])
     return X, y, classes, codes
+
+
+def _class_codes(estimator, y):
+    """``(classes, codes)`` of class labels ``y``: at least two classes,
+    errors naming ``y``."""
+    try:
+        check_classification_targets(y)
+    except ValueError as exc:  # scikit-learn's message does not name y
+        raise ValueError(f"y: {exc}") from None
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(
+            f"y: {type(estimator).__name__} needs at least 2 classes, got 1 class.")
+    return classes, codes.reshape(-1)
 
 
 def _take_rows(X, idx):

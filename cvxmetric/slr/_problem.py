@@ -921,6 +921,11 @@ class SLRData(Samples):
         if not np.all(np.isfinite(dz)) or p == 0:
             return -np.inf
         Z1 = Z + smat(dz, self.rank)
+        return self.dual_bound_from(self._dual_quantities(Z, Z1), Z1)
+
+    def _dual_quantities(self, Z, Z1):
+        """``sq, lin, E`` of ``Lambda_1 = -2 s [a(Z1)]_+`` on the active set
+        of ``Z`` (one pass; see :meth:`dual_bound_from`)."""
         U = self.U
         W0, W1 = Z @ U.T, Z1 @ U.T
         sq, lin = 0.0, 0.0
@@ -934,7 +939,7 @@ class SLRData(Samples):
             sq += float(np.sum(Lam * Lam))
             lin += float(np.sum(Lam * D))
             E += U[rows].T @ (Lam @ U)
-        return self.dual_bound_from({"sq": sq, "lin": lin, "E": 0.5 * (E + E.T)}, Z1)
+        return {"sq": sq, "lin": lin, "E": 0.5 * (E + E.T)}
 
     def _hessian_robust(self, Z, H, rho):
         """Hessian of the terms with ``a_ij > rho ||u_i|| ||u_j||`` at ``Z``.

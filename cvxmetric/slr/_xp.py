@@ -25,7 +25,6 @@ point that defined them (one more block product, no state on the workers).
 from itertools import pairwise
 
 import numpy as np
-import scipy.linalg
 
 from .. import _backend
 from .._settings import SLR_DEFAULT_BLOCK as DEFAULT_BLOCK
@@ -33,10 +32,8 @@ from .._tolerances import certificate_tolerance
 from ._problem import (
     SLRData,
     _encode_labels,
-    _singular_shift,
     _tick,
     check_thresholds,
-    smat,
 )
 
 __all__ = ["SLRArrayData"]
@@ -397,23 +394,10 @@ class SLRArrayData(SLRData):
         u = C.sum(axis=0)
         return self.delta2 * np.outer(u, u) + (self.delta1 - self.delta2) * (C.T @ C)
 
-    def _dual_bound(self, Z, H, g):
-        """Bound 2 of :mod:`._problem`: the dense Newton step on the host,
-        its dual quantities by one pass on the device."""
-        try:
-            c = scipy.linalg.cho_factor(H, check_finite=False)
-        except np.linalg.LinAlgError:
-            try:
-                c = scipy.linalg.cho_factor(H + _singular_shift(H), check_finite=False)
-            except np.linalg.LinAlgError:
-                return -np.inf
-        dz = -scipy.linalg.cho_solve(c, g, check_finite=False)
-        if not np.all(np.isfinite(dz)) or g.shape[0] == 0:
-            return -np.inf
-        Z1 = Z + smat(dz, self.rank)
+    def _dual_quantities(self, Z, Z1):
         at = _Masks()
         at.Z = Z
-        return self.dual_bound_from(self._dual_parts(at, Z1, None), Z1)
+        return self._dual_parts(at, Z1, None)
 
     def _hessian_robust(self, Z, H, rho):
         e = self.engine
