@@ -41,18 +41,18 @@ def slr_newton(torch, device, quick):
     from cvxmetric.bench.slr import make_synthetic_classes
     from cvxmetric.slr import SemismoothNewton, SLRData
 
-    if not hasattr(SLRData, "from_arrays"):
+    if not hasattr(SLRData, "backend_info"):
         return _skip("slr-newton", "no array-API path")
     # warm-up (CUDA context, kernels, array-api-compat), not reported
     Xw, yw = make_synthetic_classes(200, 10, 4, random_state=0)
-    SemismoothNewton().run(SLRData.from_arrays(torch.asarray(Xw, device=device), yw))
+    SemismoothNewton().run(SLRData.from_labels(torch.asarray(Xw, device=device), yw))
     for n, d, with_numpy in SLR_SIZES["quick" if quick else "full"]:
         X, y = make_synthetic_classes(n, d, 50 if n > 1000 else 5, random_state=0)
         size = f"n={n} d={d}"
         Xt = torch.asarray(X, device=device)
         _sync(torch, device)
         t0 = time.perf_counter()
-        res = SemismoothNewton().run(SLRData.from_arrays(Xt, y, block=DEVICE_BLOCK))
+        res = SemismoothNewton().run(SLRData.from_labels(Xt, y, block=DEVICE_BLOCK))
         _sync(torch, device)
         t = res.info.get("transfers", {})
         _line("slr-newton", size, f"torch:{device}", time.perf_counter() - t0,

@@ -105,6 +105,22 @@ def namespace(*arrays):
     return xp, False
 
 
+def check_host_input(x, name, what):
+    """Refuse an array of another namespace where ``what`` runs on NumPy
+    only, rather than converting it silently (lists and NumPy pass).
+
+    Raises
+    ------
+    TypeError
+        Naming ``name`` and ``what``.
+    """
+    if is_numpy(x) or isinstance(x, (list, tuple)):
+        return
+    raise TypeError(f"{name}: {what} runs on NumPy arrays only; got a "
+                    f"{_module_of(x)} array. Convert it with numpy.asarray, or use a "
+                    f"method with an array-API back end (docs/backends.md).")
+
+
 def device_of(x):
     """The device holding ``x`` (``"cpu"`` for NumPy)."""
     if is_numpy(x):

@@ -36,6 +36,7 @@ from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._backend import device_of, is_numpy, namespace, to_numpy
 from ._docs import fill_doc
 from ._settings import _SCORE_CHUNK, MAX_SCORE_PAIRS, MAX_SCORE_REFERENCE
 from ._solver import FitScopeMixin
@@ -414,11 +415,54 @@ class LabelledMixin:
         return float(roc_auc_score(same, -dist))
 
 
-def validate_labelled(estimator, X, y, **kwargs):
+def dispatched(X):
+    """Whether a ``fit`` keeps ``X`` in its own array namespace: scikit-learn's
+    ``array_api_dispatch`` is on (``sklearn.set_config``, which needs
+    ``SCIPY_ARRAY_API=1``) and ``X`` is an array of another library than
+    NumPy (PyTorch, CuPy, array-api-strict).  Lists and pandas frames are
+    read as NumPy."""
+    from sklearn import get_config
+
+    return (bool(get_config().get("array_api_dispatch", False))
+            and not is_numpy(X) and not isinstance(X, (list, tuple))
+            and not hasattr(X, "iloc"))
+
+
+def _take_rows(X, idx):
+    """``X[idx]`` for a NumPy or array-API ``X`` (integer rows)."""
+    if is_numpy(X):
+        return X[idx]
+    xp, _ = namespace(X)
+    return xp.take(X, xp.asarray(np.asarray(idx), device=device_of(X)), axis=0)
+
+
+def _validate_device(estimator, X, y):
+    """What :func:`validate_data` checks, for an ``X`` kept on its device:
+    2-D, non-empty, at least 2 samples; ``n_features_in_`` set; ``y`` (small)
+    read on the host.  Finiteness and float64 are the data class's
+    (checked on the device)."""
+    if getattr(X, "ndim", None) != 2:
+        raise ValueError(f"X: expected a 2-D array, got {getattr(X, 'ndim', None)} "
+                         "dimensions.")
+    n, d = X.shape
+    if n < 2 or d < 1:
+        raise ValueError(f"X: expected at least 2 samples and 1 feature, got shape "
+                         f"({n}, {d}).")
+    y = np.asarray(to_numpy(y)).reshape(-1) if not isinstance(y, list) else np.asarray(y)
+    if y.shape[0] != n:
+        raise ValueError(f"y: {y.shape[0]} labels for {n} samples.")
+    estimator.n_features_in_ = int(d)
+    return X, y
+
+
+def validate_labelled(estimator, X, y, *, keep_namespace=False, **kwargs):
     """Validate the ``(X, y)`` of a ``fit(X, y)`` learner on class labels.
 
     :func:`~sklearn.utils.validation.validate_data` (float64, keyword
     arguments passed on), classification targets and at least two classes,
+    ``keep_namespace=True`` (learners whose fast path has an array-API back
+    end): under scikit-learn's ``array_api_dispatch``, ``X`` of another
+    array library is returned as it is (see :func:`dispatched`);
     each error naming its argument.  Keeps on ``estimator`` the reference
     set of :meth:`LabelledMixin.score` (private attributes): the samples,
     or a class-stratified sample of :data:`MAX_SCORE_REFERENCE` of them
@@ -433,11 +477,22 @@ def validate_labelled(estimator, X, y, **kwargs):
     codes : ndarray of shape (n_samples,)
         ``classes[codes] == y``.
     """
-    X, y = validate_data(estimator, X, y, dtype=np.float64, **kwargs)
-    classes, codes = _class_codes(estimator, y)
+    if keep_namespace and dispatched(X):
+        X, y = _validate_device(estimator, X, y)
+    else:
+        X, y = validate_data(estimator, X, y, dtype=np.float64, **kwargs)
+    try:
+        check_classification_targets(y)
+    except ValueError as exc:  # scikit-learn's message does not name y
+        raise ValueError(f"y: {exc}") from None
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(
+            f"y: {type(estimator).__name__} needs at least 2 classes, got 1 class.")
+    codes = codes.reshape(-1)
     ref = _reference_indices(codes, MAX_SCORE_REFERENCE,
                              getattr(estimator, "random_state", None))
-    estimator._score_reference_X = np.array(X[ref], dtype=np.float64)
+    estimator._score_reference_X = np.array(to_numpy(_take_rows(X, ref)), dtype=np.float64)
     estimator._score_reference_y = np.array(y[ref])
     return X, y, classes, codes
 
@@ -1096,87 +1151,3 @@ class QuadrupletsClassifierMixin(_OrderedTuplesMixin):
         """Fraction of the quadruplets the learned metric satisfies
         (strictly); ``y`` must be None."""
         return super().score(quadruplets, y)
-
-
-# -- array inputs (scikit-learn's ``array_api_dispatch``) ---------------------------
-
-def dispatched_array(X):
-    """Whether ``fit`` keeps ``X`` in its own namespace.
-
-    True when scikit-learn's ``array_api_dispatch`` is on
-    (``sklearn.set_config(array_api_dispatch=True)`` or
-    ``sklearn.config_context``) and ``X`` is an array of another library
-    than NumPy (PyTorch, CuPy, ``array-api-strict``, ``dask.array``).
-    Otherwise ``fit`` validates ``X`` as scikit-learn does (converted to
-    NumPy where the library allows it, refused where it does not, e.g. a
-    tensor on a GPU).  Decided from the types and the configuration alone:
-    nothing is imported.
-    """
-    from sklearn import get_config
-
-    from . import _backend
-    if not get_config().get("array_api_dispatch", False) or _backend.is_numpy(X):
-        return False
-    return (_backend.is_dask(X) or hasattr(X, "__array_namespace__")
-            or type(X).__module__.split(".", 1)[0] in ("torch", "cupy"))
-
-
-def validate_labelled_array(estimator, X, y):
-    """:func:`validate_labelled` for a dispatched array ``X`` (see
-    :func:`dispatched_array`), validated without converting it.
-
-    ``X`` stays an array of its library: 2-d with at least one sample and
-    one feature, floating or integer (cast to float64 where it is; its
-    finiteness is checked there by the solver's data).  ``y`` (small) comes
-    to the host.  ``n_features_in_`` and the reference set of
-    :meth:`LabelledMixin.score` (NumPy, on the host) are stored.
-
-    Returns
-    -------
-    X : array of X's library, float64
-    y, classes, codes : ndarray
-    """
-    from . import _backend
-    shape = tuple(X.shape)
-    if len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
-        raise ValueError(f"X: expected a non-empty 2-d array, got shape {shape}.")
-    if not _backend.is_dask(X):
-        xp, _ = _backend.namespace(X)
-        if not (xp.isdtype(X.dtype, "real floating") or xp.isdtype(X.dtype, "integral")):
-            raise ValueError(f"X: expected real numbers, got dtype {X.dtype}.")
-        X = _backend.float64(X, xp)
-    y = _backend.to_numpy(y) if not isinstance(y, np.ndarray) else y
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != shape[0]:
-        raise ValueError(f"y: expected shape ({shape[0]},), got {y.shape}.")
-    classes, codes = _class_codes(estimator, y)
-    estimator.n_features_in_ = shape[1]
-    ref = _reference_indices(codes, MAX_SCORE_REFERENCE,
-                             getattr(estimator, "random_state", None))
-    # the reference rows only (at most MAX_SCORE_REFERENCE) come to the host
-    estimator._score_reference_X = np.array(
-        _backend.to_numpy(X[np.sort(ref).tolist(), :] if _backend.is_dask(X)
-                          else _take_rows(X, ref)), dtype=np.float64)
-    estimator._score_reference_y = np.array(y[np.sort(ref)])
-    return X, y, classes, codes
-
-
-def _class_codes(estimator, y):
-    """``(classes, codes)`` of class labels ``y``: at least two classes,
-    errors naming ``y``."""
-    try:
-        check_classification_targets(y)
-    except ValueError as exc:  # scikit-learn's message does not name y
-        raise ValueError(f"y: {exc}") from None
-    classes, codes = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        raise ValueError(
-            f"y: {type(estimator).__name__} needs at least 2 classes, got 1 class.")
-    return classes, codes.reshape(-1)
-
-
-def _take_rows(X, idx):
-    from . import _backend
-    xp, _ = _backend.namespace(X)
-    order = np.sort(np.asarray(idx))
-    return xp.take(X, xp.asarray(order, device=_backend.device_of(X)), axis=0)

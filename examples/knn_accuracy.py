@@ -25,6 +25,11 @@ accuracies agree up to ties between neighbours.
     python examples/knn_accuracy.py              # 3 folds, 1 shuffle (< 1 min)
     python examples/knn_accuracy.py --full       # 5 folds x 5 shuffles, mean +- std
     python examples/knn_accuracy.py --datasets iris,wine --folds 5 --seeds 3
+    python examples/knn_accuracy.py --quick      # iris, wine, breast_cancer, 3 folds (seconds)
+    python examples/knn_accuracy.py --figures DIR  # the figure as DIR/knn_accuracy.png
+
+The figure (shown by default; ``--no-figures``: the table only, without
+matplotlib) draws the accuracies as bars, one colour and hatch per metric.
 """
 
 import argparse
@@ -46,6 +51,13 @@ from cvxmetric import (
     QwiseSupervised,
     RankDMLSupervised,
 )
+from cvxmetric.experiments._figures import (
+    add_figure_options,
+    bar_style,
+    finish,
+    parse_example_args,
+    pyplot,
+)
 
 K = 5
 
@@ -55,6 +67,9 @@ DATASETS = {
     "breast_cancer": load_breast_cancer,
     "digits_pca30": load_digits,
 }
+
+#: The data sets of ``--quick``.
+QUICK_DATA = ("iris", "wine", "breast_cancer")
 
 METHODS = ("euclidean", "qwise", "mmc", "rankdml", "constraintdml", "slr")
 
@@ -160,15 +175,22 @@ def main(argv=None):
     parser.add_argument("--full", action="store_true",
                         help="5 folds and 5 shuffles of them (seeds 0-4) instead "
                              "of 3 folds and 1 shuffle (about 10 minutes)")
+    parser.add_argument("--quick", action="store_true",
+                        help="iris, wine and breast_cancer (the gallery; seconds)")
     parser.add_argument("--folds", type=int, default=None)
     parser.add_argument("--seeds", type=int, default=None,
                         help="number of shuffles of the folds (seeds 0..n-1)")
-    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--datasets", default=None,
+                        help="comma-separated (default: all; --quick: "
+                             + ",".join(QUICK_DATA) + ")")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--solver", choices=("fast", "exact"), default="fast")
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS threads (0: the library default)")
-    args = parser.parse_args(argv)
+    add_figure_options(parser)
+    args = parse_example_args(parser, argv, "knn_accuracy.py")
+    if args.datasets is None:
+        args.datasets = ",".join(QUICK_DATA if args.quick else DATASETS)
     n_seeds = args.seeds or (5 if args.full else 1)
     n_folds = args.folds or (5 if args.full else 3)
     datasets = [d.strip() for d in args.datasets.split(",")]
@@ -192,7 +214,35 @@ def main(argv=None):
         f"{m} {sum(table[d, m][2] for d in datasets):.1f}" for m in methods
         if m != "euclidean"))
     print(f"total {time.perf_counter() - t0:.1f} s")
+    if not args.no_figures:
+        finish({"knn_accuracy": figure(table, datasets, methods, n_folds, n_seeds)},
+               args)
     return table
+
+
+def figure(table, datasets, methods, n_folds, n_seeds):
+    """5-NN accuracy per data set and metric, bars from 0 (error bars: the
+    spread over the shuffles)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 * len(datasets) + 3), 4.4))
+    x = np.arange(len(datasets))
+    width = 0.8 / len(methods)
+    for i, m in enumerate(methods):
+        accs = [table[d, m][0] for d in datasets]
+        ax.bar(x + (i - (len(methods) - 1) / 2) * width,
+               [100 * np.mean(a) for a in accs], width,
+               yerr=[100 * np.std(a) for a in accs] if n_seeds > 1 else None,
+               capsize=2, label=m, **bar_style(i))
+    ax.set_xticks(x)
+    ax.set_xticklabels(datasets)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("5-NN accuracy over the test folds (%)")
+    ax.set_title(f"5-NN under each learned metric, {n_folds}-fold CV, "
+                 f"{n_seeds} shuffle(s)")
+    ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.1))
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return fig
 
 
 if __name__ == "__main__":

@@ -56,10 +56,13 @@ instead (A: digits 0-4, B: digits 5-9, ``--per-class`` digits per class,
 bags of 1-3): there a metric learned on five digit classes ranks pairs of
 the five others worse than L2.
 
-``--figures DIR`` writes DIR/ldml_map_rank.png (Fig. 4 and Table 1) and
-DIR/ldml_naming.png (Fig. 5); ``--full`` writes them to ``docs/img``
-unless told otherwise (``--no-figures`` to skip); they need matplotlib
-(``pip install cvxmetric[plot]``) and are skipped with a note without it.
+The two figures, Fig. 4 with Table 1 (mAP against the rank) and Fig. 5
+(naming), are shown by default (``--no-figures``: the tables only,
+without matplotlib); ``--figures DIR`` writes them to
+DIR/ldml_map_rank.png and DIR/ldml_naming.png (the documentation's
+copies: ``--replot full.json --figures docs/img`` from a ``--full --json
+full.json`` run).  ``--quick`` (the gallery's run, about 10 s): 60 people
+per set, ranks 2, 4, 8, 16, 8-point naming curves.
 ``--replot PATH`` prints the tables and draws the figures of a file written
 by ``--json``, without fitting anything.  BLAS runs single-threaded
 (``--threads``).  Durations measured on the 2-core development machine
@@ -79,10 +82,20 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from cvxmetric import LDMLStar, LDMLSupervised, MildML
+from cvxmetric.experiments._figures import (
+    add_figure_options,
+    finish,
+    parse_example_args,
+    pyplot,
+    style,
+)
+from cvxmetric.experiments.ldml.evaluation import (
+    naming_curve,
+    verification_ap,
+    verification_pairs,
+)
 from cvxmetric.ldml import digit_people_bags, digits_bags
-from cvxmetric.experiments.ldml.evaluation import naming_curve, verification_ap, verification_pairs
 
-ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = {"a": "instances", "b": "bags", "c": "noisy"}
 #: Row order of the Fig. 4 table (LDML (b)/(c): one Euclidean clustering).
 FIG4_ROWS = ("L2", "PCA", "LDML (a)", "LDML (b)", "MildML (b)", "LDML (c)",
@@ -284,78 +297,62 @@ def print_naming(args, curves):
                          + ["best (n)"], rows))
 
 
-STYLE = {"L2": ("0.4", ":", "o"), "PCA": ("0.55", "--", "s"),
-         "LDML (a)": ("tab:blue", "-", "o"), "LDML (b)": ("tab:green", "-", "^"),
-         "MildML (b)": ("tab:green", "--", "v"), "LDML (c)": ("tab:red", "-", "^"),
-         "MildML (c)": ("tab:red", "--", "v"), "LDML* (b)": ("tab:olive", ":", "x"),
-         "LDML* (c)": ("tab:pink", ":", "x")}
+#: each verification row its own colour, marker and line style
+STYLE = {name: style(i) for i, name in enumerate(
+    ("L2", "PCA", "LDML (a)", "LDML (b)", "MildML (b)", "LDML (c)", "MildML (c)",
+     "LDML* (b)", "LDML* (c)"))}
 
 
-def figures(args, res, curves, folder):
-    try:
-        import matplotlib
-    except ImportError:
-        print("\nfigures skipped: matplotlib is not installed "
-              "(pip install cvxmetric[plot])")
-        return []
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+def figures(args, res, curves):
+    """Fig. 4 and Table 1 (mAP against the rank); Fig. 5 (naming)."""
+    plt = pyplot()
     what = "people" if args.data == "people" else "digit classes"
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     for ax, names, title in ((axes[0], FIG4_ROWS, "Fig. 4: L2, PCA, LDML, MildML"),
                              (axes[1], ("L2", "LDML (a)") + TABLE1_ROWS,
                               "Table 1: LDML against LDML*")):
         for name in names:
-            color, ls, marker = STYLE[name]
             m = 100 * np.asarray(res["map"][name])
-            ax.plot(args.ranks, m, ls, color=color, marker=marker, ms=4, lw=1.6,
-                    label=name)
+            ax.plot(args.ranks, m, ms=5, lw=1.6, label=name, **STYLE[name])
             if len(args.seed_list) > 1:
                 s = 100 * np.asarray(res["std"][name])
-                ax.fill_between(args.ranks, m - s, m + s, color=color, alpha=0.08, lw=0)
+                ax.fill_between(args.ranks, m - s, m + s, color=STYLE[name]["color"],
+                                alpha=0.08, lw=0)
         ax.set_xscale("log", base=2)
         ax.set_xticks(args.ranks)
         ax.set_xticklabels([str(d) for d in args.ranks])
-        ax.set_xlabel("metric rank d")
+        ax.set_xlabel("metric rank d (log scale)")
         ax.set_ylabel("verification mAP (%)")
+        ax.set_ylim(0, 100)
         ax.set_title(f"{title} (train on A, test on B and back; {what})", fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, ncol=2)
+        ax.legend(fontsize=7, ncol=2, loc="lower right")
     fig.tight_layout()
-    p1 = folder / "ldml_map_rank.png"
-    fig.savefig(p1, dpi=110)
-    plt.close(fig)
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    colors = {"PCA": "0.5", "LDML (a)": "tab:blue", "MildML (c)": "tab:red"}
+    fig_naming, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for ax, name_set, cset in zip(axes, "AB", curves):
         other = "B" if name_set == "A" else "A"
-        for name, c in cset.items():
+        for i, (name, c) in enumerate(cset.items()):
             # points in order of the count (the count need not grow with b)
             order = np.argsort(c["n_named"], kind="stable")
             ax.plot(np.asarray(c["n_named"])[order],
-                    100 * np.asarray(c["precision"])[order], "-o", ms=3,
-                    color=colors[name], label=name)
+                    100 * np.asarray(c["precision"])[order], ms=4, label=name,
+                    **style(i))
+        ax.set_ylim(0, 100)
+        ax.set_xlim(0, None)
         # Eq. 11 gives a lone member of a class the gain b > 0: at any b > 0
         # every name of the captions keeps at least one photo
         ax.axvline(c["n_names"], color="0.6", lw=0.8, ls=":")
-        ax.text(c["n_names"], ax.get_ylim()[0], " about one photo per caption name", fontsize=7,
+        ax.text(c["n_names"], 2, " about one photo per caption name", fontsize=7,
                 color="0.4", rotation=90, va="bottom", ha="right")
         ax.set_xlabel(f"number of named photos (of {c['n_nameable']} nameable)")
         ax.set_ylabel("precision (%)")
         ax.set_title(f"({'ab'[name_set == 'B']}) naming set {name_set}, metrics "
                      f"learned on set {other}, d = {args.naming_rank}", fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    p2 = folder / "ldml_naming.png"
-    fig.savefig(p2, dpi=110)
-    plt.close(fig)
-    print(f"\nfigures: {p1}, {p2}")
-    return [str(p1), str(p2)]
+        ax.legend(fontsize=8, loc="lower left")
+    fig_naming.tight_layout()
+    return {"ldml_map_rank": fig, "ldml_naming": fig_naming}
 
 
 # ---------------------------------------------------------------------------
@@ -395,9 +392,10 @@ def main(argv=None):
                         help="rank of the Fig. 5 metrics (default: the largest rank)")
     parser.add_argument("--naming-points", type=int, default=None,
                         help="points of each naming curve (default 12; --full 40)")
-    parser.add_argument("--figures", default=None, metavar="DIR",
-                        help="write the two figures to DIR (--full: docs/img)")
-    parser.add_argument("--no-figures", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="60 people per set, ranks 2-16, 8-point naming curves (the "
+                             "gallery)")
+    add_figure_options(parser)
     parser.add_argument("--replot", default=None, metavar="PATH",
                         help="print the tables and draw the figures of a --json file "
                              "(no fitting)")
@@ -405,15 +403,14 @@ def main(argv=None):
                         help="write the numbers to this JSON file")
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS threads (0: the library default)")
-    args = parser.parse_args(argv)
+    args = parse_example_args(parser, argv, "ldml_bags.py")
     if args.replot:
         return _replot(args)
     full = args.full
-    if args.figures is None and full:
-        args.figures = str(ROOT / "docs" / "img")
-    args.people = args.people or (300 if full else 120)
+    args.people = args.people or (300 if full else 60 if args.quick else 120)
     args.max_bag = args.max_bag or (4 if args.data == "people" else 3)
-    args.ranks = args.ranks or ([2, 4, 8, 16, 32] if full else [4, 16])
+    args.ranks = args.ranks or ([2, 4, 8, 16, 32] if full else [2, 4, 8, 16]
+                                if args.quick else [4, 16])
     n_seeds = args.seeds or (2 if full else 1)
     args.seed_list = [args.seed + k for k in range(n_seeds)]
     args.max_iter = args.max_iter or (50 if full else 20)
@@ -421,7 +418,7 @@ def main(argv=None):
     args.naming_rank = args.naming_rank or max(args.ranks)
     if args.naming_rank not in args.ranks:
         parser.error(f"--naming-rank {args.naming_rank} is not among --ranks {args.ranks}")
-    args.naming_points = args.naming_points or (40 if full else 12)
+    args.naming_points = args.naming_points or (40 if full else 8 if args.quick else 12)
     with threadpool_limits(limits=args.threads or None, user_api="blas"), \
             warnings.catch_warnings():
         # the gradient runs stop at max_iter on purpose (lam = 0: the
@@ -469,13 +466,13 @@ def _run(args):
     }
     print_tables(args, results)
     print_naming(args, curves)
-    written = ([] if args.no_figures or not args.figures
-               else figures(args, results, curves, args.figures))
+    written = [] if args.no_figures else finish(figures(args, results, curves), args)
     total = time.perf_counter() - t_start
     print(f"\ntotal {total:.1f} s")
     if args.json:
         out = {"settings": {k: v for k, v in vars(args).items()
-                            if k not in ("json", "figures", "no_figures", "threads")},
+                            if k not in ("json", "figures", "no_figures", "threads",
+                                         "quick")},
                "verification": results,
                "naming": {"rank": args.naming_rank, "sets": dict(zip("AB", curves))},
                "figures": written, "seconds": round(total, 1)}
@@ -493,8 +490,8 @@ def _replot(args):
           f"max_iter = {run.max_iter}")
     print_tables(run, saved["verification"])
     print_naming(run, curves)
-    if args.figures and not args.no_figures:
-        figures(run, saved["verification"], curves, args.figures)
+    if not args.no_figures:
+        finish(figures(run, saved["verification"], curves), args)
     return 0
 
 

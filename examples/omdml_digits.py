@@ -22,34 +22,47 @@ modality weights theta and online mistake rates.
     python examples/omdml_digits.py --quick            # 900 images, 2000 triplets
     python examples/omdml_digits.py --full             # 5 splits, mean +- std
     python examples/omdml_digits.py --lmnn-time 0      # every LMNN fit certified
-    python examples/omdml_digits.py --figures docs/img # also the two figures
+    python examples/omdml_digits.py --figures DIR      # the two figures as PNGs in DIR
 
 Each LMNN fit stops after ``--lmnn-time`` seconds (60 by default) with the
 status it reached; the line under Table 2 says how many were certified.
 Run to certification (``--lmnn-time 0``), the one split takes 50 s on the
 2-core machine, every fit certified, so the default budget does not bind.
 
-``--figures DIR`` writes DIR/omdml_topk.png (top-K precision curves, the
-paper's Fig. 2) and DIR/omdml_mistakes.png (online cumulative mistake rate
-of OMDML and LOMDML and of LOMDML on each single modality, the paper's
-Fig. 3); it needs matplotlib (``pip install cvxmetric[plot]``).  BLAS runs
+The two figures, shown by default (``--no-figures``: the tables only;
+they need matplotlib, ``pip install cvxmetric[plot]``): the top-K
+precision curves (the paper's Fig. 2) and the online cumulative mistake
+rate of OMDML and LOMDML and of LOMDML on each single modality (the
+paper's Fig. 3).  ``--figures DIR`` writes them to DIR/omdml_topk.png and
+DIR/omdml_mistakes.png (the documentation's copies:
+``--figures docs/img``).  ``--quick`` (the gallery's run, about 10 s):
+900 images, 2000 triplets, LMNN fits stopped after 2 s.  BLAS runs
 single-threaded (``--threads``): every product here is small.  Durations
 measured on the 2-core development machine.
 """
 
 import argparse
-import importlib.util
 import time
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 import cvxmetric
-from cvxmetric.constraints import triplets_from_labels
-from cvxmetric.experiments.omdml.baselines import (BASELINES, FUSIONS, evaluate, retrieval_scores,
-                                        squared_distances)
-from cvxmetric.experiments.omdml.views import digits_views, retrieval_split, scale_views
 from cvxmetric.bench.slr import text_table
+from cvxmetric.constraints import triplets_from_labels
+from cvxmetric.experiments._figures import (
+    add_figure_options,
+    finish,
+    parse_example_args,
+    pyplot,
+    style,
+)
+from cvxmetric.experiments.omdml.baselines import (
+    evaluate,
+    retrieval_scores,
+    squared_distances,
+)
+from cvxmetric.experiments.omdml.views import digits_views, retrieval_split, scale_views
 
 #: OMDML's and LOMDML's settings.  LOMDML's rank is the smallest view's
 #: dimension (14, the moments): the paper's r = 50 is above most of the
@@ -113,25 +126,21 @@ def _run_split(views_raw, y, seed, args, learners, ks):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="900 images, 2000 triplets (for the tests)")
+                        help="900 images, 2000 triplets, LMNN fits of 2 s at most (the gallery)")
     parser.add_argument("--full", action="store_true",
                         help="5 random splits, mean +- std")
     parser.add_argument("--splits", type=int, default=None)
     parser.add_argument("--triplets", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--figures", default=None, metavar="DIR",
-                        help="write omdml_topk.png and omdml_mistakes.png there")
-    parser.add_argument("--lmnn-time", type=float, default=60.0,
+    add_figure_options(parser)
+    parser.add_argument("--lmnn-time", type=float, default=None,
                         help="wall-clock budget of each LMNN fit, seconds (0: until "
-                             "certified)")
+                             "certified; default 60, --quick 5)")
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS threads (0: the library default)")
-    args = parser.parse_args(argv)
-    if args.quick and args.full:
-        parser.error("--quick and --full exclude each other")
-    if args.figures is not None and importlib.util.find_spec("matplotlib") is None:
-        parser.error("--figures needs matplotlib (pip install matplotlib); "
-                     "nothing was run")
+    args = parse_example_args(parser, argv, "omdml_digits.py")
+    if args.lmnn_time is None:
+        args.lmnn_time = 2.0 if args.quick else 60.0
     with threadpool_limits(limits=args.threads or None, user_api="blas"):
         return _run(args)
 
@@ -191,8 +200,8 @@ def _run(args):
                          + [f"{h[-1] / len(h):.3f}"])
         print(text_table(["Alg."] + list(names) + ["mistake rate"], trows))
 
-    if args.figures:
-        _figures(args.figures, runs[0], names, learners, ks, args.seed)
+    if not args.no_figures:
+        finish(_figures(runs[0], names, learners, ks, args.seed), args)
     print(f"\ntotal {time.perf_counter() - t_start:.1f} s")
     return 0
 
@@ -209,68 +218,52 @@ def _print_statuses(runs):
         print("certified optimal fits (per row, all splits): " + ", ".join(lines))
 
 
-def _figures(folder, run, names, learners, ks, seed):
-    """The top-K precision curves and the online mistake rates, as PNGs."""
-    from pathlib import Path
-
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+def _figures(run, names, learners, ks, seed):
+    """The top-K precision curves and the online mistake rates."""
+    plt = pyplot()
     _, ev, multi, _, (vtr, trip) = run
     ks = np.asarray(ks)
-    colors = dict(zip(BASELINES, ("0.55", "tab:green", "tab:orange", "tab:purple")))
-    # every series its own (colour, marker, line style): colour = method,
-    # marker and style = fusion; markers every 10 K so the curves stay legible
-    styles = dict(zip(FUSIONS, (":", "--", "-.")))
-    markers = dict(zip(FUSIONS, ("o", "s", "^")))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, curve in ev.topk.items():
-        method, fusion = name.split("-")
-        ax.plot(ks, curve, styles[fusion], color=colors[method], lw=1.2,
-                marker=markers[fusion], markevery=(len(ks) // 20, 10), ms=4,
-                label=name)
-    for name, color, marker in (("OMDML", "tab:blue", "D"), ("LOMDML", "tab:red", "*")):
-        if name in multi:
-            ax.plot(ks, multi[name]["topk"], "-", color=color, lw=2.2,
-                    marker=marker, markevery=(0, 10), ms=6, label=name)
+    curves = list(ev.topk.items()) + [(n, multi[n]["topk"]) for n in ("OMDML", "LOMDML")
+                                      if n in multi]
+    fig_topk, ax = plt.subplots(figsize=(7, 4.5))
+    # every series its own colour, marker and line style; markers every 10 K
+    # (shifted per series) so the curves stay legible
+    for i, (name, curve) in enumerate(curves):
+        bold = name in multi
+        ax.plot(ks, curve, lw=2.2 if bold else 1.1, ms=6 if bold else 4,
+                markevery=(i % 10, 10), label=name, **style(i))
     ax.set_xlabel("K (top-K retrieved training images)")
     ax.set_ylabel("precision at K")
+    ax.set_ylim(0, 1)
+    ax.set_xlim(0, ks[-1])
     ax.set_title("digits, 5 modalities: top-K precision on the test queries")
     ax.grid(alpha=0.3)
     ax.legend(ncol=3, fontsize=7, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(folder / "omdml_topk.png", dpi=110)
-    plt.close(fig)
+    fig_topk.tight_layout()
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig_mis, ax = plt.subplots(figsize=(7, 4.5))
     t = np.arange(1, len(trip) + 1)
-    for name, color in (("OMDML", "tab:blue"), ("LOMDML", "tab:red")):
-        if name in multi:
-            ax.plot(t, multi[name]["history"] / t, color=color, lw=2.2, label=name)
-    single = _single_modal_mistakes(learners, vtr, trip, seed)
-    # colours apart from OMDML's blue and LOMDML's red
-    for nm, h, c in zip(names, single, ("tab:gray", "tab:orange", "tab:green",
-                                        "tab:purple", "tab:brown")):
-        ax.plot(t, h / t, "--", color=c, lw=1.0, label=f"LOMDML on {nm} only")
+    series = [(n, multi[n]["history"]) for n in ("OMDML", "LOMDML") if n in multi]
+    series += [(f"LOMDML on {nm} only", h) for nm, h in
+               zip(names, _single_modal_mistakes(learners, vtr, trip, seed))]
+    for i, (name, h) in enumerate(series):
+        ax.plot(t, h / t, lw=2.2 if i < 2 else 1.0, ms=5,
+                markevery=np.unique(np.geomspace(1, len(t), 12).astype(int)) - 1,
+                label=name, **style(i))
     if not multi:
         ax.text(0.5, 0.5, "cvxmetric.OMDML not available", ha="center",
                 transform=ax.transAxes)
     # log t: the first hundred triplets, where the rates differ most, are
     # visible next to the plateau
     ax.set_xscale("log")
-    ax.set_xlabel("t (triplets seen)")
+    ax.set_xlabel("t (triplets seen, log scale)")
     ax.set_ylabel("cumulative mistake rate")
     ax.set_title("digits: online cumulative mistake rate (mistakes / t)")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(folder / "omdml_mistakes.png", dpi=110)
-    plt.close(fig)
-    print(f"figures: {folder / 'omdml_topk.png'}, {folder / 'omdml_mistakes.png'}")
+    fig_mis.tight_layout()
+    return {"omdml_topk": fig_topk, "omdml_mistakes": fig_mis}
 
 
 if __name__ == "__main__":

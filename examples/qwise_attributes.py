@@ -56,7 +56,8 @@ Settings (the columns): ``clean`` (``tau = 0.25``, all class pairs),
 ``tau = 1`` declares ties between classes that differ).
 
     python examples/qwise_attributes.py          # N = 20, 3 seeds
-    python examples/qwise_attributes.py --full   # N = 30, 10 seeds, B sweep, figure
+    python examples/qwise_attributes.py --full   # N = 30, 10 seeds, B sweep
+    python examples/qwise_attributes.py --quick  # 1 seed, no LMNN, B = 1, 5, 20 (seconds)
     python examples/qwise_attributes.py --json out.json
     python examples/qwise_attributes.py --seeds 2 --first-seed 4 --json s4.json
     python examples/qwise_attributes.py --merge s0.json s2.json s4.json
@@ -64,14 +65,20 @@ Settings (the columns): ``clean`` (``tau = 0.25``, all class pairs),
 ``--first-seed`` and ``--merge`` split the seeds over processes and print
 the tables of their ``--json`` files together.
 
-``--full`` (or ``--plot``) also sweeps ``B`` on the clean and noisy
-annotations (Fig. 11) and writes docs/img/qwise_attributes.png (needs
-matplotlib).  BLAS runs single-threaded (``--threads``).  Durations on the
+``--full`` (or ``--sweep``) also sweeps ``B`` on the clean and noisy
+annotations (Fig. 11).  The figures, shown by default (``--no-figures``:
+the tables only, without matplotlib): the table as bars and, with the
+sweep, Fig. 11; ``--figures DIR`` writes them to
+DIR/qwise_attributes_table.png and DIR/qwise_attributes.png (the
+documentation's Fig. 11: ``--sweep --figures docs/img``).  ``--quick``
+(the gallery's run, about 15 s): one seed, no LMNN rows, the B sweep at
+B = 1, 5 and 20.  BLAS runs
+single-threaded (``--threads``).  Durations on the
 2-core development machine next to other jobs: the default run 74 s of
 CPU (365 s of wall time under a load of 12-15; without the LMNN rows,
 ``--no-lmnn``, 15-25 s), ``--seeds 10 --n-train 30`` (the table of
 ``--full``) as five processes of two seeds 1 013-1 163 s each under a load
-of 10-19 (without the LMNN rows 181 s in one process), ``--plot`` (the B
+of 10-19 (without the LMNN rows 181 s in one process), ``--sweep`` (the B
 sweep at the default N = 20, 3 seeds, no LMNN) 68 s; ``--full`` runs both
 at N = 30 with 10 seeds.
 """
@@ -90,6 +97,14 @@ from threadpoolctl import threadpool_limits
 
 from cvxmetric import LMNN
 from cvxmetric.constraints import informative
+from cvxmetric.experiments._figures import (
+    add_figure_options,
+    bar_style,
+    finish,
+    pyplot,
+    require_matplotlib,
+    style,
+)
 from cvxmetric.experiments.qwise.attributes import (
     AttributeGaussianClassifier,
     AttributeOrdering,
@@ -99,8 +114,6 @@ from cvxmetric.experiments.qwise.attributes import (
     usable_class_pairs,
 )
 from cvxmetric.qwise_vector.estimator import QwiseVector
-
-ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLERS = {"pairwise": pairwise_constraints, "qwsl": qwsl_constraints,
             "oqwsl": oqwsl_constraints}
@@ -130,6 +143,9 @@ LMNN_BASES = {
 #: the rows LMNN adds to the table
 LMNN_ROWS = (("LMNN (pixels)", "LMNN-G (pixels)")
              + tuple(f"{b} + LMNN{g}" for b in LMNN_BASES for g in ("", "-G")))
+
+#: ``--quick``'s B sweep
+QUICK_BS = (1, 5, 20)
 
 #: setting -> (tau, sigma, B)
 SETTINGS = {
@@ -307,27 +323,73 @@ def paired_tables(results, settings, baseline="pairwise (RA baseline)"):
                  "to RA + LMNN")
 
 
-def plot_sweep(sweep, Bs, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot_sweep(sweep, Bs):
+    """Fig. 11: accuracy against B, one panel per annotation."""
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(sweep), figsize=(5.5 * len(sweep), 4), sharey=True)
     for ax, (setting, res) in zip(np.atleast_1d(axes), sweep.items()):
-        for m, curve in res.items():
+        for i, (m, curve) in enumerate(res.items()):
             if all(np.all(np.isnan(curve[b])) for b in Bs):
                 continue  # no usable class pair in these orderings
             mean = [100 * np.nanmean(curve[b]) for b in Bs]
             std = [100 * np.nanstd(curve[b]) for b in Bs]
-            ax.errorbar(Bs, mean, yerr=std, marker="o", capsize=2, label=m)
+            ax.errorbar(Bs, mean, yerr=std, capsize=2, label=m, **style(i))
         ax.set_xlabel("B (class pairs per attribute)")
+        ax.set_xlim(0, Bs[-1] + 2)
+        ax.set_xticks(Bs)
         ax.set_title(f"{setting} orderings")
         ax.grid(alpha=0.3)
+    np.atleast_1d(axes)[0].set_ylim(0, 100)
     np.atleast_1d(axes)[0].set_ylabel("mean per-class accuracy (%)")
-    np.atleast_1d(axes)[0].legend(fontsize=8)
+    np.atleast_1d(axes)[0].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    print(f"wrote {path}")
+    return fig
+
+
+def plot_table(results, n_train, n_seeds):
+    """The table: each method's accuracy in each setting (bars from 0)."""
+    plt = pyplot()
+    settings = list(results)
+    rows = list(next(iter(results.values())))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 2.0))
+    width = 0.8 / len(settings)
+    for i, s in enumerate(settings):
+        means = [100 * np.nanmean(results[s][m]) if np.any(~np.isnan(results[s][m]))
+                 else 0.0 for m in rows]
+        ax.barh(np.arange(len(rows)) + (i - (len(settings) - 1) / 2) * width, means,
+                width, label={"B=5": "clean orderings, B = 5"}.get(s, f"{s} orderings"),
+                **bar_style(i))
+    ax.set_yticks(np.arange(len(rows)))
+    ax.set_yticklabels(rows, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("mean per-class accuracy on the test images (%; 0: no usable "
+                  "class pair)")
+    ax.set_title(f"Relative attributes on the digits: N = {n_train}, {n_seeds} seed(s)")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
+    ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    return fig
+
+
+def run_sweep(X, y, measures, seeds, n_train, C_q, Bs=(1, 3, 5, 10, 20, 45)):
+    """The B sweep on the clean and noisy orderings (Fig. 11)."""
+    Bs = list(Bs)
+    chosen = ["pairwise (RA baseline)", "QWSL-1", "QWSL-2", "OQWSL-1", "OQWSL-2"]
+    sweep = {}
+    for setting in ("clean", "noisy"):
+        tau, sigma, _ = SETTINGS[setting]
+        per_b = {b: run_setting(X, y, measures, tau, sigma, b, chosen, seeds,
+                                n_train, C_q) for b in Bs}
+        sweep[setting] = {m: {b: per_b[b][m] for b in Bs} for m in chosen}
+        print(f"\nB sweep, {setting} orderings (B capped at the usable pairs)")
+        print(f"{'method':24s}" + "".join(f"{b:>8d}" for b in Bs))
+        for m in chosen:
+            print(f"{m:24s}" + "".join(
+                f"{100 * np.nanmean(sweep[setting][m][b]):8.1f}"
+                if not np.all(np.isnan(sweep[setting][m][b])) else f"{'n/a':>8s}"
+                for b in Bs))
+    return sweep, Bs
 
 
 def merge(paths):
@@ -350,12 +412,16 @@ def merge(paths):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true",
-                        help="N = 30, 10 seeds, the B sweep and the figure")
-    parser.add_argument("--plot", action="store_true", help="the B sweep and the figure")
+                        help="N = 30, 10 seeds, and the B sweep")
+    parser.add_argument("--quick", action="store_true",
+                        help="1 seed, no LMNN rows, the B sweep at B = 1, 5, 20 "
+                             "(the gallery; seconds)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="also the B sweep (Fig. 11) and its figure")
     parser.add_argument("--n-train", type=int, default=None,
                         help="training images per class (default 20; --full 30)")
     parser.add_argument("--seeds", type=int, default=None,
-                        help="random splits (default 3; --full 10)")
+                        help="random splits (default 3; --full 10; --quick 1)")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="the first split's seed (runs of several processes)")
     parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
@@ -367,12 +433,17 @@ def main(argv=None):
     parser.add_argument("--json", default=None, metavar="PATH")
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS threads (0: the library default)")
+    add_figure_options(parser)
     args = parser.parse_args(argv)
+    if args.quick and args.full:
+        parser.error("--quick and --full exclude each other")
     n_train = args.n_train or (30 if args.full else 20)
     if args.merge:
         return merge(args.merge)
-    seeds = list(range(args.first_seed,
-                       args.first_seed + (args.seeds or (10 if args.full else 3))))
+    require_matplotlib(args, "qwise_attributes.py")
+    n_seeds = args.seeds or (10 if args.full else 1 if args.quick else 3)
+    seeds = list(range(args.first_seed, args.first_seed + n_seeds))
+    lmnn = not (args.no_lmnn or args.quick)
     X, y = load_digits(return_X_y=True)
     measures = digit_measures(X)
     X = X / 16.0
@@ -383,35 +454,21 @@ def main(argv=None):
             print(f"  {k:7s} {class_ordering(v, y, 0.25)}")
         cache = {}
         results = {s: run_setting(X, y, measures, tau, sigma, B, list(METHODS), seeds,
-                                  n_train, args.C_q, lmnn=not args.no_lmnn, cache=cache)
+                                  n_train, args.C_q, lmnn=lmnn, cache=cache)
                    for s, (tau, sigma, B) in SETTINGS.items()}
         print(f"\nN = {n_train} training images per class, {len(seeds)} seeds, "
-              f"C_q = {args.C_q}")
+              f"C_q = {args.C_q}" + ("" if lmnn else ", no LMNN rows"))
         print_table(results, list(SETTINGS))
         paired_tables(results, list(SETTINGS))
-        sweep, Bs = None, [1, 3, 5, 10, 20, 45]
-        if args.full or args.plot:
-            chosen = ["pairwise (RA baseline)", "QWSL-1", "QWSL-2", "OQWSL-1", "OQWSL-2"]
-            sweep = {}
-            for setting in ("clean", "noisy"):
-                tau, sigma, _ = SETTINGS[setting]
-                per_b = {b: run_setting(X, y, measures, tau, sigma, b, chosen, seeds,
-                                        n_train, args.C_q) for b in Bs}
-                sweep[setting] = {m: {b: per_b[b][m] for b in Bs} for m in chosen}
-                print(f"\nB sweep, {setting} orderings (B capped at the usable pairs)")
-                head = f"{'method':24s}" + "".join(f"{b:>8d}" for b in Bs)
-                print(head)
-                for m in chosen:
-                    print(f"{m:24s}" + "".join(
-                        f"{100 * np.nanmean(sweep[setting][m][b]):8.1f}"
-                        if not np.all(np.isnan(sweep[setting][m][b])) else f"{'n/a':>8s}"
-                        for b in Bs))
+        sweep, Bs = (run_sweep(X, y, measures, seeds, n_train, args.C_q,
+                               **({"Bs": QUICK_BS} if args.quick else {}))
+                     if args.full or args.sweep or args.quick else (None, None))
     print(f"\n{time.perf_counter() - t0:.1f} s")
-    if sweep is not None:
-        try:
-            plot_sweep(sweep, Bs, ROOT / "docs" / "img" / "qwise_attributes.png")
-        except ImportError:
-            print("matplotlib is not installed; no figure")
+    if not args.no_figures:
+        figs = {"qwise_attributes_table": plot_table(results, n_train, len(seeds))}
+        if sweep is not None:
+            figs["qwise_attributes"] = plot_sweep(sweep, Bs)
+        finish(figs, args)
     if args.json:
         out = {"n_train": n_train, "seeds": seeds, "C_q": args.C_q,
                "table": {s: {m: v.tolist() for m, v in r.items()}

@@ -58,12 +58,15 @@ chosen for all methods (``Qwise(regularizer="similar")`` is that reading,
 untuned here).
 
     python examples/qwise_taxonomy.py            # 3 seeds, 6 000 constraints
-    python examples/qwise_taxonomy.py --full     # 20 seeds, 20 000 constraints, figure
+    python examples/qwise_taxonomy.py --full     # 20 seeds, 20 000 constraints
+    python examples/qwise_taxonomy.py --quick    # 600 images, 1 seed, 1 500 constraints (seconds)
     python examples/qwise_taxonomy.py --noise 0  # the clean digits
     python examples/qwise_taxonomy.py --json out.json
 
-``--full`` (or ``--plot``) writes ``docs/img/qwise_taxonomy.png`` (bars of
-both accuracies at 10-NN); it needs matplotlib.  BLAS runs single-threaded
+The figure (bars of both accuracies at 10-NN) is shown by default
+(``--no-figures``: the tables only, without matplotlib); ``--figures DIR``
+writes it to DIR/qwise_taxonomy.png (the documentation's copy:
+``--full --figures docs/img``).  BLAS runs single-threaded
 (``--threads``).  Durations measured on the 2-core development machine next
 to other jobs: the default run 42 s of CPU (256 s of wall time under a load
 of 12-15), ``--full`` 2 612 s under a load of 10-19, LMNN's 20 fits 95 s
@@ -87,8 +90,15 @@ from threadpoolctl import threadpool_limits
 
 from cvxmetric import LMNN, Qwise, QwiseVector
 from cvxmetric.constraints import triplets_from_labels
-from cvxmetric.metrics import hierarchy_accuracy, knn_predict
+from cvxmetric.experiments._figures import (
+    add_figure_options,
+    bar_style,
+    finish,
+    parse_example_args,
+    pyplot,
+)
 from cvxmetric.experiments.qwise.taxonomy import taxonomy_quadruplets
+from cvxmetric.metrics import hierarchy_accuracy, knn_predict
 
 TREES = {
     "shape": {0: "loop", 6: "loop", 8: "loop", 9: "loop",
@@ -104,7 +114,8 @@ METHODS = ("euclidean", "lmnn full") + tuple(f"{c} {m}" for c in CONSTRAINTS
 K_VALUES = (10, 1)
 N_NEIGHBOURS = 5  # the k of Sec. 6.1's neighbour sampling
 LMNN_K = 3  # LMNN's target neighbours: its default, and the package's
-FIGURE = Path(__file__).resolve().parents[1] / "docs" / "img" / "qwise_taxonomy.png"
+#: ``--quick``: images kept (stratified), seeds, constraints per method.
+QUICK = {"images": 600, "seeds": 1, "n_quads": 1500}
 
 
 def _features(X, y, seed, args):
@@ -199,36 +210,34 @@ def _paired(results):
     return "\n".join(lines)
 
 
-def _figure(summary, path, tree):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _figure(summary, tree, n_seeds):
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 4))
     x = np.arange(len(METHODS))
-    for off, (which, label) in zip((-0.2, 0.2), ((0, "standard accuracy (Table 5)"),
-                                                  (1, "Eq. 24 hierarchy accuracy (Table 6)"))):
+    for i, (off, (which, label)) in enumerate(zip(
+            (-0.2, 0.2), ((0, "standard accuracy (Table 5)"),
+                          (1, "Eq. 24 hierarchy accuracy (Table 6)")))):
         mean = [summary[m]["10"][which][0] for m in METHODS]
         std = [summary[m]["10"][which][1] for m in METHODS]
-        ax.bar(x + off, mean, 0.4, yerr=std, capsize=3, label=label)
+        ax.bar(x + off, mean, 0.4, yerr=std if n_seeds > 1 else None, capsize=3,
+               label=label, **bar_style(i))
     ax.set_ylim(0, 100)  # accuracies: bars start at 0 so heights compare
     ax.set_xticks(x)
     ax.set_xticklabels([m.replace(" ", "\n", 1) if m != "euclidean" else m
                         for m in METHODS], fontsize=8)
     ax.set_ylabel("10-NN accuracy on the test half (%)")
     ax.set_title(f"Digits, {tree} taxonomy: metrics from class labels vs "
-                 f"taxonomy quadruplets")
-    ax.legend(loc="lower right", fontsize=8)
+                 f"taxonomy quadruplets ({n_seeds} seed(s))")
+    ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.22))
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--full", action="store_true",
-                   help="20 seeds and 20 000 constraints, write the figure")
+    p.add_argument("--full", action="store_true", help="20 seeds and 20 000 constraints")
+    p.add_argument("--quick", action="store_true",
+                   help="600 images, 1 seed, 1 500 constraints (the gallery)")
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--n-quads", type=int, default=None,
                    help="constraints per method (Qwise: half of each type)")
@@ -240,16 +249,19 @@ def main(argv=None):
     p.add_argument("--regularizer", default="frobenius",
                    choices=("trace", "frobenius"),
                    help="Omega(M) of the full-matrix fits")
-    p.add_argument("--plot", action="store_true", help="write the figure")
+    add_figure_options(p)
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args(argv)
+    args = parse_example_args(p, argv, "qwise_taxonomy.py")
     if args.seeds is None:
-        args.seeds = 20 if args.full else 3
+        args.seeds = 20 if args.full else QUICK["seeds"] if args.quick else 3
     if args.n_quads is None:
-        args.n_quads = 20000 if args.full else 6000
+        args.n_quads = 20000 if args.full else QUICK["n_quads"] if args.quick else 6000
 
     X, y = load_digits(return_X_y=True)
+    if args.quick:
+        X, _, y, _ = train_test_split(X, y, train_size=QUICK["images"], stratify=y,
+                                      random_state=0)
     t0 = time.perf_counter()
     results, times = [], []
     with threadpool_limits(args.threads), warnings.catch_warnings():
@@ -260,7 +272,7 @@ def main(argv=None):
             times.append(ft)
     wall = time.perf_counter() - t0
 
-    print(f"digits, tree {args.tree} {TREES[args.tree]}, noise {args.noise}, "
+    print(f"digits ({len(y)} images), tree {args.tree} {TREES[args.tree]}, noise {args.noise}, "
           f"PCA {args.dims}, {args.n_quads} constraints, C_q {args.C}, "
           f"{args.regularizer}")
     for k in K_VALUES:
@@ -278,12 +290,8 @@ def main(argv=None):
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
                                          "summary": summary, "fit_time": mean_fit,
                                          "wall": wall}, indent=1))
-    if args.full or args.plot:
-        try:
-            _figure(summary, FIGURE, args.tree)
-            print(f"figure: {FIGURE}")
-        except ImportError:
-            print("figure skipped: matplotlib is not installed")
+    if not args.no_figures:
+        finish({"qwise_taxonomy": _figure(summary, args.tree, args.seeds)}, args)
 
 
 if __name__ == "__main__":

@@ -43,12 +43,15 @@ the hyperlink sets (non-negative SVM weights).  Fig. 8: its accuracy
 against the grid resolution ``m``.
 
     python examples/qwise_webpages.py               # 3 seeds x 2 splits, 20 days (~10 s)
-    python examples/qwise_webpages.py --full        # 5 seeds x 10 splits, 50 days; figures
+    python examples/qwise_webpages.py --full        # 5 seeds x 10 splits, 50 days
+    python examples/qwise_webpages.py --quick       # 2 seeds x 2 splits, 20 days (seconds)
     python examples/qwise_webpages.py --json r.json # also the numbers as JSON
 
-``--full`` (or ``--plot``) writes docs/img/qwise_importance.png (Fig. 5:
-page and learned weights) and docs/img/qwise_grid.png (Fig. 8), with
-matplotlib.  BLAS runs single-threaded (``--threads``).  Durations on the
+The two figures, Fig. 5 (page and learned weights) and Fig. 8, are shown
+by default (``--no-figures``: the tables only, without matplotlib);
+``--figures DIR`` writes them to DIR/qwise_importance.png and
+DIR/qwise_grid.png (the documentation's copies:
+``--full --figures docs/img``).  BLAS runs single-threaded (``--threads``).  Durations on the
 2-core development machine next to other jobs: the default run 10-23 s,
 ``--full`` 2.5-4 minutes (220 s next to another job).
 """
@@ -61,10 +64,13 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from cvxmetric.metrics import ap_dissimilar, ap_similar, mean_class_accuracy
-from cvxmetric.qwise import make_page_versions
-from cvxmetric.qwise.estimator import Qwise
-from cvxmetric.qwise_vector.estimator import QwiseVector
+from cvxmetric.experiments._figures import (
+    add_figure_options,
+    finish,
+    parse_example_args,
+    pyplot,
+    style,
+)
 from cvxmetric.experiments.qwise.temporal import (
     jaccard_distances,
     region_distances,
@@ -73,8 +79,11 @@ from cvxmetric.experiments.qwise.temporal import (
     temporal_quadruplets,
     unsupervised_change_detector,
 )
+from cvxmetric.metrics import ap_dissimilar, ap_similar, mean_class_accuracy
+from cvxmetric.qwise import make_page_versions
+from cvxmetric.qwise.estimator import Qwise
+from cvxmetric.qwise_vector.estimator import QwiseVector
 
-ROOT = Path(__file__).resolve().parents[1]
 TRAIN = 120  # 5 days of hourly versions
 METHODS = ("Euclidean", "Triplet-based", "Qwise D_w", "Qwise D_M", "Qwise D_w + labels")
 FUSION = ("visual (D_w)", "visual + structural (D_w, D_H)")
@@ -237,7 +246,12 @@ def run(args):
         "grid": {str(g): {"Euclidean": gr[:, j, 0].tolist(), "Qwise D_w": gr[:, j, 1].tolist()}
                  for j, g in enumerate(args.grids)},
     }
-    written = figures(args, first, gr) if args.figures else []
+    pages, w = first
+    news = pages.cell_fraction("news", args.grid) > 0.5
+    print(f"\nimportance (Sec. 5.4), first run: news cells mean weight "
+          f"{np.mean(np.asarray(w)[news]):.3g}, other cells "
+          f"{np.mean(np.asarray(w)[~news]):.3g}")
+    written = [] if args.no_figures else finish(figures(args, first, gr), args)
     total = time.perf_counter() - t0
     print(f"\ntotal {total:.1f} s")
     if args.json:
@@ -250,17 +264,10 @@ def run(args):
 
 
 def figures(args, first, gr):
-    try:
-        import matplotlib
-    except ImportError:
-        print("\nfigures skipped: matplotlib is not installed")
-        return []
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Fig. 5 (a version and the learned weights) and Fig. 8."""
     from matplotlib.colors import to_rgba
 
-    folder = Path(args.figures)
-    folder.mkdir(parents=True, exist_ok=True)
+    plt = pyplot()
     pages, w = first
     m = args.grid
     img = pages.images[0]
@@ -284,37 +291,30 @@ def figures(args, first, gr):
         ax.set_xticks([])
         ax.set_yticks([])
     fig.tight_layout()
-    p1 = folder / "qwise_importance.png"
-    fig.savefig(p1, dpi=120)
-    plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    for j, (name, style) in enumerate((("Euclidean", "o--"), ("Qwise D_w", "s-"))):
+    fig_grid, ax = plt.subplots(figsize=(4.5, 3.2))
+    for j, name in enumerate(("Euclidean", "Qwise D_w")):
         mean, std = 100 * gr[:, :, j].mean(0), 100 * gr[:, :, j].std(0)
-        ax.errorbar(args.grids, mean, yerr=std, fmt=style, capsize=3, label=name)
-    ax.axhline(50, color="0.6", lw=0.8, ls=":")
+        ax.errorbar(args.grids, mean, yerr=std, capsize=3, label=name, **style(j))
+    ax.axhline(50, color="0.6", lw=0.8, ls=":", label="chance (50 %)")
+    ax.set_ylim(0, 100)
     ax.set_xlabel("grid resolution m (m x m regions)")
     ax.set_ylabel("test accuracy (%)")
     ax.set_xticks(args.grids)
     ax.set_title("unsupervised change detection (k = %d)" % args.k, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    p2 = folder / "qwise_grid.png"
-    fig.savefig(p2, dpi=120)
-    plt.close(fig)
-    print(f"\nfigures: {p1}, {p2}")
-    # the importance check of Sec. 5.4, printed with the figure
-    news = pages.cell_fraction("news", m) > 0.5
-    print(f"news cells: mean weight {np.mean(np.asarray(w)[news]):.3g}, other cells "
-          f"{np.mean(np.asarray(w)[~news]):.3g}")
-    return [str(p1), str(p2)]
+    ax.legend(fontsize=8, loc="lower right")
+    fig_grid.tight_layout()
+    return {"qwise_importance": fig, "qwise_grid": fig_grid}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true",
-                        help="5 seeds x 10 splits over 50 days, and the figures")
-    parser.add_argument("--seeds", type=int, default=None, help="pages (default 3, full 5)")
+                        help="5 seeds x 10 splits over 50 days")
+    parser.add_argument("--quick", action="store_true",
+                        help="2 seeds x 2 splits over 20 days (the gallery)")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="pages (default 3, --full 5, --quick 2)")
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--days", type=int, default=None, help="default 20, full 50")
     parser.add_argument("--splits", type=int, default=None,
@@ -326,14 +326,12 @@ def main(argv=None):
     parser.add_argument("--k", type=int, default=25, help="pseudo-labelled pairs per class")
     parser.add_argument("--labelled", type=int, default=20,
                         help="labelled training pairs per class of the '+ labels' row")
-    parser.add_argument("--plot", action="store_true", help="write the figures")
-    parser.add_argument("--figures", default=None, metavar="DIR",
-                        help="folder of the figures (default docs/img with --full/--plot)")
+    add_figure_options(parser)
     parser.add_argument("--json", default=None, metavar="PATH")
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS threads (0: the library default)")
-    args = parser.parse_args(argv)
-    n_seeds = args.seeds or (5 if args.full else 3)
+    args = parse_example_args(parser, argv, "qwise_webpages.py")
+    n_seeds = args.seeds or (5 if args.full else 2 if args.quick else 3)
     args.seed_list = [args.seed + i for i in range(n_seeds)]
     args.days = args.days or (50 if args.full else 20)
     args.splits = args.splits or (10 if args.full else 2)
@@ -344,8 +342,6 @@ def main(argv=None):
         parser.error(f"--splits {args.splits} with --days {args.days}: each split trains "
                      f"on its own 5 days and tests on the others (need 1 <= 5 splits "
                      f"<= days and days >= 10)")
-    if args.figures is None and (args.full or args.plot):
-        args.figures = str(ROOT / "docs" / "img")
     with threadpool_limits(limits=args.threads or None, user_api="blas"):
         return run(args)
 

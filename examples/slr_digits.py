@@ -8,7 +8,11 @@ thresholds delta1 = 1, delta2 = 0 are on the scale of x_i^T x_j at
 Algorithm 1's start M_0 = I.
 
     python examples/slr_digits.py            # 5 splits, every table (1 min; 45 s of it the five certified LMNN fits)
-    python examples/slr_digits.py --quick    # 900 images, 1 split, short sweeps
+    python examples/slr_digits.py --quick    # 900 images, 1 split, short sweeps, LMNN 5 s
+    python examples/slr_digits.py --figures DIR   # the figure as DIR/slr_digits.png
+
+The figure (shown by default; ``--no-figures``: the tables only, without
+matplotlib) draws Table 1 as bars and the Fig. 2 and Fig. 3 sweeps.
 
 BLAS runs single-threaded (``--threads``): every product here is small
 (d = 64) and threading only adds overhead (measured 5-40x on 2 busy cores).
@@ -32,6 +36,14 @@ from sklearn.datasets import load_digits
 from threadpoolctl import threadpool_limits
 
 from cvxmetric.bench.slr import retrieval_map, text_table, train_test_split_indices
+from cvxmetric.experiments._figures import (
+    add_figure_options,
+    bar_style,
+    finish,
+    parse_example_args,
+    pyplot,
+    style,
+)
 from cvxmetric.experiments._lmnn import summary as lmnn_summary
 from cvxmetric.experiments.slr.baselines import lmnn_baseline, slr_fixed, slr_whole
 from cvxmetric.slr.lowrank import lowrank_slr
@@ -90,14 +102,19 @@ LMNN_TIME = 60.0
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="one split and short sweeps (for the tests)")
+                        help="900 images, one split, short sweeps, LMNN fits of "
+                             "5 s at most (the gallery)")
     parser.add_argument("--splits", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--lmnn-time", type=float, default=LMNN_TIME,
-                        help="wall-clock budget of each LMNN fit, seconds (0: none)")
+    parser.add_argument("--lmnn-time", type=float, default=None,
+                        help="wall-clock budget of each LMNN fit, seconds (0: none; "
+                             f"default {LMNN_TIME:g}, --quick 5)")
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS threads (0: the library default)")
-    args = parser.parse_args(argv)
+    add_figure_options(parser)
+    args = parse_example_args(parser, argv, "slr_digits.py")
+    if args.lmnn_time is None:
+        args.lmnn_time = 5.0 if args.quick else LMNN_TIME
     with threadpool_limits(limits=args.threads or None, user_api="blas"):
         return _run(args)
 
@@ -115,14 +132,25 @@ def _run(args):
         splits.append((X[tr], y[tr], X[te], y[te]))
     n_train = len(splits[0][1])
     print(f"digits: n = {n} ({n_train} train / {n - n_train} test), d = {d}, "
-          f"10 classes, {n_splits} split(s)\n")
-
-    # --- Table 1: mAP per method ------------------------------------------
+          f"10 classes, {n_splits} split(s)"
+          + (f", LMNN fits stopped after {args.lmnn_time:g} s" if args.lmnn_time else "")
+          + "\n")
     rank, m = 16, 300
+    table1 = _table1(args, splits, rank, m)
+    fig2 = _fig2(args, splits[0], rank)
+    fig3 = _fig3(args, splits[0], rank, n_train)
+    _ranks(args, splits[0])
+    if not args.no_figures:
+        finish({"slr_digits": _figure(table1, fig2, fig3, n_splits, rank)}, args)
+    return 0
+
+
+def _table1(args, splits, rank, m):
+    """Table 1: mAP per method; name -> the mAP (%) of each split."""
     lmnn_fits = []
     methods = _methods(rank, m, 2000 if args.quick else 20000, lmnn_fits,
                        args.lmnn_time or None)
-    rows = []
+    rows, out = [], {}
     for name, fit in methods.items():
         maps, secs = [], []
         for k, split in enumerate(splits):
@@ -130,67 +158,121 @@ def _run(args):
             M, factors = fit(split[0], split[1], args.seed + k)
             secs.append(time.perf_counter() - t0)
             maps.append(100 * _score(split, M, factors, name))
+        out[name] = np.array(maps)
         rows.append([name, f"{np.mean(maps):.1f} +- {np.std(maps):.1f}",
                      f"{np.mean(secs):.2f}"])
     print("Table 1 (digits): mAP (%) of ranking the training set")
     print(text_table(["method", "mAP (%)", "seconds"], rows))
     print(lmnn_summary(lmnn_fits))
+    return out
 
-    # --- Fig. 2: mAP versus iterations, adaptive vs fixed target -----------
-    split = splits[0]
-    Ts = (1, 2) if args.quick else (1, 2, 3, 5, 10)
-    rows = []
+
+def _lr_map(split, res):
+    return 100 * _score(split, None, (res.info["L"], res.info["R"]), "")
+
+
+def _fig2(args, split, rank):
+    """Fig. 2: mAP versus iterations T, adaptive vs fixed target."""
+    Ts = (1, 2, 3, 5) if args.quick else (1, 2, 3, 5, 10)
+    rows, out = [], {"T": Ts, "SLR": [], "SLR-Fixed": []}
     for T in Ts:
         a = lowrank_slr(split[0], split[1], rank, n_iter=T, random_state=args.seed)
         f = slr_fixed(split[0], split[1], rank, n_iter=T, random_state=args.seed,
                       evaluate=False)
-        rows.append([str(T),
-                     f"{100 * _score(split, None, (a.info['L'], a.info['R']), ''):.1f}",
-                     f"{a.objective:.4g}",
-                     f"{100 * _score(split, None, (f.info['L'], f.info['R']), ''):.1f}"])
-    whole = 100 * _score(split, slr_whole(split[0], split[1], evaluate=False).M,
-                         None, "")
+        out["SLR"].append(_lr_map(split, a))
+        out["SLR-Fixed"].append(_lr_map(split, f))
+        rows.append([str(T), f"{out['SLR'][-1]:.1f}", f"{a.objective:.4g}",
+                     f"{out['SLR-Fixed'][-1]:.1f}"])
+    out["whole"] = 100 * _score(split, slr_whole(split[0], split[1], evaluate=False).M,
+                                None, "")
     print(f"\nFig. 2 (digits, split 0, r = {rank}): mAP (%) versus iterations T "
-          f"(SLR-Whole: {whole:.1f})")
+          f"(SLR-Whole: {out['whole']:.1f})")
     print(text_table(["T", "SLR mAP", "SLR Eq. 4", "SLR-Fixed mAP"], rows))
+    return out
 
-    # --- Fig. 3: compression (m) and rank -----------------------------------
-    ms = (100, 300) if args.quick else (100, 200, 300, 600, n_train)
-    rows = []
+
+def _fig3(args, split, rank, n_train):
+    """Fig. 3: mAP and seconds versus the compressed size m."""
+    ms = (50, 100, 200, 300, 600) if args.quick else (100, 200, 300, 600, n_train)
+    rows, out = [], {"m": ms, "Alg. 2 columns": [], "Alg. 2 Gaussian": [],
+                     f"SLR-C (r={rank})": []}
     for mm in ms:
         row = [str(mm)]
-        for kind in ("columns", "gaussian"):
+        fits = [(kind, lambda k=kind, m=mm: randomized_slr(
+            split[0], split[1], m, k, random_state=args.seed, evaluate=False))
+            for kind in ("columns", "gaussian")]
+        fits.append(("slr", lambda m=mm: lowrank_slr(
+            split[0], split[1], rank, n_sketch=m, random_state=args.seed,
+            evaluate=False)))
+        for key, (_, fit) in zip(list(out)[1:], fits):
             t0 = time.perf_counter()
-            res = randomized_slr(split[0], split[1], mm, kind, random_state=args.seed,
-                                 evaluate=False)
+            res = fit()
             dt = time.perf_counter() - t0
-            row += [f"{100 * _score(split, None, (res.info['L'], res.info['R']), ''):.1f}",
-                    f"{dt:.2f}"]
-        t0 = time.perf_counter()
-        res = lowrank_slr(split[0], split[1], rank, n_sketch=mm, random_state=args.seed,
-                          evaluate=False)
-        dt = time.perf_counter() - t0
-        row += [f"{100 * _score(split, None, (res.info['L'], res.info['R']), ''):.1f}",
-                f"{dt:.2f}"]
+            out[key].append(_lr_map(split, res))
+            row += [f"{out[key][-1]:.1f}", f"{dt:.2f}"]
         rows.append(row)
     print("\nFig. 3 (digits, split 0): mAP (%) and seconds versus the compressed "
           f"size m (Alg. 2: T = 10, full rank; SLR-C: Alg. 3, r = {rank})")
     print(text_table(["m", "Alg.2-C mAP", "s", "Alg.2-G mAP", "s", "SLR-C mAP", "s"],
                      rows))
+    return out
 
+
+def _ranks(args, split):
     ranks = (4, 16) if args.quick else (2, 4, 8, 16, 32, 64)
     rows = []
     for r in ranks:
         t0 = time.perf_counter()
         res = lowrank_slr(split[0], split[1], r, random_state=args.seed)
         dt = time.perf_counter() - t0
-        rows.append([str(r),
-                     f"{100 * _score(split, None, (res.info['L'], res.info['R']), ''):.1f}",
-                     f"{res.objective:.4g}", f"{dt:.2f}"])
+        rows.append([str(r), f"{_lr_map(split, res):.1f}", f"{res.objective:.4g}",
+                     f"{dt:.2f}"])
     print("\nAlgorithm 3 (digits, split 0, T = 10): mAP (%), Eq. 4 and seconds "
           "versus the rank r")
     print(text_table(["rank", "mAP", "Eq. 4", "seconds"], rows))
-    return 0
+
+
+def _figure(table1, fig2, fig3, n_splits, rank):
+    """Table 1 as bars, Fig. 2 and Fig. 3 as curves (mAP from 0: the
+    methods' differences are read against the whole scale)."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.4),
+                             gridspec_kw={"width_ratios": [1.6, 1, 1]})
+    ax = axes[0]
+    names = list(table1)
+    for i, name in enumerate(names):
+        v = table1[name]
+        ax.barh(i, v.mean(), xerr=v.std() if n_splits > 1 else None, capsize=3,
+                **bar_style(i))
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("mAP (%)")
+    ax.set_title(f"Table 1: mAP, {n_splits} split(s)")
+    ax = axes[1]
+    for i, key in enumerate(("SLR", "SLR-Fixed")):
+        ax.plot(fig2["T"], fig2[key], label=f"{key} (r={rank})", **style(i))
+    ax.axhline(fig2["whole"], color="0.3", linestyle=":", label="SLR-Whole")
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("iterations T")
+    ax.set_ylabel("mAP (%)")
+    ax.set_title("Fig. 2: adaptive vs fixed target")
+    ax.legend(fontsize=8, loc="lower right")
+    ax = axes[2]
+    for i, key in enumerate(list(fig3)[1:]):
+        ax.plot(fig3["m"], fig3[key], label=key, **style(i + 2))
+    ax.set_ylim(0, 100)
+    ax.set_xlim(0, None)
+    ax.set_xlabel("compressed size m")
+    ax.set_ylabel("mAP (%)")
+    ax.set_title("Fig. 3: compression")
+    ax.legend(fontsize=8, loc="lower right")
+    for a in axes:
+        a.grid(alpha=0.3)
+    fig.suptitle("SLR on the digits (split 0 for the curves)")
+    fig.tight_layout()
+    return fig
 
 
 if __name__ == "__main__":

@@ -352,7 +352,7 @@ def _solve(spec, X, y, seed):
             import dask.array as da
 
             X = da.from_array(X, chunks=(-(-X.shape[0] // 4), X.shape[1]))
-        res = SemismoothNewton().run(SLRData.from_arrays(X, y))
+        res = SemismoothNewton().run(SLRData.from_labels(X, y))
         return res.M, None, res
     raise ValueError(f"method: unknown {name!r}.")
 

@@ -100,6 +100,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
+from .._backend import Transfers, device_of, float64, is_dask, namespace
 from .._data import Samples
 from .._settings import (
     _FEW_TERMS,
@@ -346,6 +347,17 @@ class SLRData(Samples):
         that data at any representable scale neither overflow nor
         underflow; matrices are returned in the units of ``X``
         (``M = M_internal / scale^2``, see :meth:`M_of_Z`).
+    xp : module
+        The array namespace of ``X`` (:mod:`cvxmetric._backend`): ``numpy``,
+        or the namespace of a PyTorch / CuPy / array-api-strict input.
+        ``X`` and ``U`` stay on its device, and so do the passes over the
+        pairs (the ``O(n^2 r)`` work), in float64; ``s``, ``V``, ``y``,
+        ``Z``, gradients and Hessians (``r x r``, ``p x p``) are NumPy on
+        the host.
+    yd : array
+        ``y`` on the device of ``X`` (``y`` itself for NumPy).
+    transfers : Transfers
+        The counted moves between host and device.
     """
 
     X: np.ndarray
@@ -358,31 +370,14 @@ class SLRData(Samples):
     V: np.ndarray
     block_rows: int
     scale: float = 1.0
+    xp: object = np
+    yd: object = None
+    transfers: Transfers = field(default_factory=Transfers, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
-    #: whether ``U`` and ``X`` are NumPy arrays on the host (False for
-    #: :class:`~cvxmetric.slr._xp.SLRArrayData`)
-    on_host = True
-    #: the counted host/device moves (``None`` on the host)
-    transfers = None
-
-    @classmethod
-    def from_arrays(cls, X, y, **kwargs):
-        """:meth:`from_labels` in the namespace of ``X``.
-
-        NumPy input (or anything that is not an array of another library)
-        gives :meth:`from_labels`; a PyTorch/CuPy/``array-api-strict``
-        array or a ``dask.array`` gives an
-        :class:`~cvxmetric.slr._xp.SLRArrayData` whose passes run there
-        (the namespace is chosen here, once).  Same keywords as
-        :meth:`from_labels`.
-        """
-        from .._backend import is_dask, is_numpy
-        if is_numpy(X) or not (is_dask(X) or hasattr(X, "__array_namespace__")
-                               or type(X).__module__.startswith("torch")):
-            return cls.from_labels(X, y, **kwargs)
-        from ._xp import SLRArrayData
-        return SLRArrayData.build(X, y, **kwargs)
+    def __post_init__(self):
+        if self.yd is None:
+            self.yd = self.y
 
     @classmethod
     def from_labels(cls, X, y, *, delta1=1.0, delta2=0.0, rank_tol=None,
@@ -403,6 +398,14 @@ class SLRData(Samples):
         block : int
             Entries per row block of a pass.
         """
+        if is_dask(X):
+            # one task per row chunk, not the generic passes' graph per block
+            from ._dask import SLRDaskData
+            return SLRDaskData.from_dask(X, y, delta1=delta1, delta2=delta2,
+                                         rank_tol=rank_tol, block=block)
+        xp, numpy_like = namespace(X)
+        if not numpy_like:
+            return cls._from_device(X, y, xp, delta1, delta2, rank_tol, block)
         X = check_samples(X, "X")
         n, d = X.shape
         codes, classes = _encode_labels(y, n)
@@ -429,6 +432,111 @@ class SLRData(Samples):
             V=np.ascontiguousarray(Vt[:r].T), block_rows=max(1, block // n),
             scale=scale, _cache={"Xs": Xs},
         )
+
+    @classmethod
+    def _from_device(cls, X, y, xp, delta1, delta2, rank_tol, block):
+        """:meth:`from_labels` for an array of another namespace: the SVD
+        on its device (``U`` stays there), ``s`` and ``V`` to the host."""
+        transfers = Transfers()
+        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"X: expected a non-empty 2-D array, got shape "
+                             f"{tuple(X.shape)}.")
+        X = float64(X, xp)
+        if not bool(xp.all(xp.isfinite(X))):
+            raise ValueError("X: contains NaN or infinite values.")
+        n, d = X.shape
+        if not isinstance(y, np.ndarray) and not isinstance(y, (list, tuple)):
+            y = transfers.to_host(y)
+        codes, classes = _encode_labels(y, n)
+        delta1, delta2 = check_thresholds(delta1, delta2)
+        top = float(xp.max(xp.abs(X)))
+        if top == 0.0:
+            raise ValueError("X: all samples are zero; x_i^T M x_j is 0 for every M.")
+        scale = float(2.0 ** np.floor(np.log2(top)))
+        Xs = X / scale
+        U, s, Vt = xp.linalg.svd(Xs, full_matrices=False)
+        s = transfers.to_host(s)
+        tol = rank_tol if rank_tol is not None else max(n, d) * np.finfo(float).eps
+        r = int(np.sum(s > tol * s[0]))
+        block = int(block)
+        if block < 1:
+            raise ValueError(f"block: must be >= 1, got {block}.")
+        return cls(
+            X=X, y=codes, classes=classes, delta1=delta1, delta2=delta2,
+            U=U[:, :r], s=s[:r].copy(),
+            V=np.ascontiguousarray(transfers.to_host(Vt[:r, :]).T),
+            block_rows=max(1, block // n), scale=scale, xp=xp,
+            yd=transfers.to_device(codes, xp, device_of(X)), transfers=transfers,
+            _cache={"Xs": Xs},
+        )
+
+    # -- host and device -------------------------------------------------------
+
+    @property
+    def on_host(self):
+        """Whether the data are NumPy arrays (no transfers)."""
+        return self.xp is np
+
+    def backend_info(self):
+        """``{"backend": namespace name, "device": ..., "transfers": counts}``
+        for a result's ``info``."""
+        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
+                "device": str(device_of(self.U)),
+                "transfers": self.transfers.as_dict()}
+
+    def _dev(self, a):
+        """A host array on the data's device (counted)."""
+        if self.on_host:
+            return a
+        return self.transfers.to_device(a, self.xp, device_of(self.U))
+
+    def _host(self, x):
+        """A device array on the host, as NumPy (counted)."""
+        return self.transfers.to_host(x)
+
+    def _zeros(self, shape):
+        """float64 zeros on the data's device."""
+        if self.on_host:
+            return np.zeros(shape)
+        return self.xp.zeros(shape, dtype=self.xp.float64, device=device_of(self.U))
+
+    def _as_float(self, mask):
+        """A boolean mask as float64 (numpy's ``astype`` for NumPy, whose
+        declared minimum predates ``numpy.astype``)."""
+        if self.on_host:
+            return mask.astype(float)
+        return self.xp.astype(mask, self.xp.float64)
+
+    # The block kernels: in place on NumPy (a pass is memory-bound outside
+    # its two products), new arrays elsewhere (the array API has no ``out=``).
+
+    def _hinge(self, K, same):
+        """``(rho, act)`` of a block ``K``: ``rho = [a]_+``, ``act = a > 0``
+        with ``a = b - s K`` (overwrites ``K`` on NumPy)."""
+        if self.on_host:
+            K -= self.delta2
+            np.subtract(self.delta1 - self.delta2, K, out=K, where=same)
+            act = K > 0
+            np.maximum(K, 0.0, out=K)
+            return K, act
+        a = self._args(K, same)
+        return self.xp.maximum(a, 0.0), a > 0
+
+    def _signed(self, rho, same, c):
+        """``c s rho`` (``s = -1`` on same-class pairs; overwrites ``rho``
+        on NumPy)."""
+        if self.on_host:
+            rho *= c
+            np.negative(rho, out=rho, where=same)
+            return rho
+        return self.xp.where(same, -c * rho, c * rho)
+
+    def _masked(self, x, mask):
+        """``x`` where ``mask``, else 0 (overwrites ``x`` on NumPy)."""
+        if self.on_host:
+            x *= mask
+            return x
+        return self.xp.where(mask, x, 0.0)
 
     # -- sizes -----------------------------------------------------------------
 
@@ -528,21 +636,26 @@ class SLRData(Samples):
         U^T 1`` and ``C`` (n_classes, r) the class sums of ``U``'s rows:
         ``O(n r^2)``, no pass over the pairs.
         """
+        xp, U = self.xp, self.U
         if Y is not None:
-            Y = np.asarray(Y, dtype=float)
-            return self.U.T @ Y @ self.U
+            Y = self._dev(np.asarray(Y, dtype=float))
+            return self._host(U.T @ Y @ U)
         _tick(deadline)
-        C = np.zeros((self.n_classes, self.rank))
-        np.add.at(C, self.y, self.U)
+        if self.on_host:
+            C = np.zeros((self.n_classes, self.rank))
+            np.add.at(C, self.y, U)
+        else:  # the class sums as one product with the (n, C) indicators
+            codes = self._dev(np.arange(self.n_classes))
+            C = self._host(self._as_float(self.yd[:, None] == codes[None, :]).T @ U)
         u = C.sum(axis=0)
         return self.delta2 * np.outer(u, u) + (self.delta1 - self.delta2) * (C.T @ C)
 
     def _blocks(self):
         """Row blocks: ``(slice, same)`` with ``same`` (b, n) the class mask."""
-        n, b = self.n_samples, self.block_rows
+        n, b, y = self.n_samples, self.block_rows, self.yd
         for start in range(0, n, b):
             rows = slice(start, min(n, start + b))
-            yield rows, self.y[rows, None] == self.y[None, :]
+            yield rows, y[rows][:, None] == y[None, :]
 
     def _upper_blocks(self):
         """Row blocks of the upper block triangle: ``(rows, cols, same)``.
@@ -555,57 +668,65 @@ class SLRData(Samples):
         diagonal block and 1 on it, sees every term at half the cost of
         :meth:`_blocks`.
         """
-        n, b = self.n_samples, self.block_rows
+        n, b, y = self.n_samples, self.block_rows, self.yd
         for start in range(0, n, b):
             rows = slice(start, min(n, start + b))
             cols = slice(start, n)
-            yield rows, cols, self.y[rows, None] == self.y[None, cols]
+            yield rows, cols, y[rows][:, None] == y[None, cols]
 
-    @staticmethod
-    def _upper_weighted(x, b):
+    def _upper_weighted(self, x, b):
         """``sum`` of a block of :meth:`_upper_blocks` over all ``n^2`` terms
         it stands for: weight 2 off its first ``b`` columns (the diagonal
-        block), 1 on them."""
-        return 2.0 * float(np.sum(x)) - float(np.sum(x[:, :b]))
+        block), 1 on them.  A device scalar (summed on the host at the end
+        of a pass: one synchronisation per pass, not per block)."""
+        xp = self.xp
+        return 2.0 * xp.sum(x) - xp.sum(x[:, :b])
+
+    def _upper_count(self, act, b):
+        """:meth:`_upper_weighted` of a boolean block: a device integer."""
+        xp = self.xp
+        return 2 * xp.count_nonzero(act) - xp.count_nonzero(act[:, :b])
 
     def _upper_value(self, left, right, deadline=None):
         """``(f, n_active)`` of Eq. 4 at the symmetric ``K = left @ right``
         (``left`` (n, k), ``right`` (k, n)), over the upper block triangle."""
+        xp = self.xp
         f, n_active = 0.0, 0
         for rows, cols, same in self._upper_blocks():
             _tick(deadline)
-            rho = np.maximum(self._args(left[rows] @ right[:, cols], same), 0.0)
+            rho, act = self._hinge(left[rows, :] @ right[:, cols], same)
             b = rho.shape[0]
             f += self._upper_weighted(rho * rho, b)
-            n_active += int(self._upper_weighted(rho > 0, b))
-        return f, n_active
+            n_active += self._upper_count(act, b)
+        return float(f), int(n_active)
 
     def _U32(self):
         """``U`` in float32 (cached): the Hessian products of inexact CG."""
         U32 = self._cache.get("U32")
         if U32 is None:
-            U32 = self._cache["U32"] = self.U.astype(np.float32)
+            U32 = self._cache["U32"] = (self.U.astype(np.float32) if self.on_host
+                                        else self.xp.astype(self.U, self.xp.float32))
         return U32
 
     def _args(self, K, same):
         """Hinge arguments ``a = b - s K`` of a block."""
-        return np.where(same, self.delta1 - K, K - self.delta2)
+        return self.xp.where(same, self.delta1 - K, K - self.delta2)
 
     # -- objective, gradient, Hessian ---------------------------------------
 
     def objective(self, M):
         """Eq. 4 at ``M`` (d, d), recomputed from ``X M X^T``."""
-        Xs = self.Xs
-        XM = Xs @ self._internal_M(M)  # (n, d); X M X^T = Xs (scale^2 M) Xs^T
+        xp, Xs = self.xp, self.Xs
+        # X M X^T = Xs (scale^2 M) Xs^T
+        XM = Xs @ self._dev(self._internal_M(M))  # (n, d)
         if np.array_equal(M, M.T):
             # K = X M X^T is symmetric: the upper block triangle suffices
             return self._upper_value(XM, Xs.T)[0]
         f = 0.0
         for rows, same in self._blocks():
-            K = XM[rows] @ Xs.T
-            a = np.maximum(self._args(K, same), 0.0)
-            f += float(np.sum(a * a))
-        return f
+            a = xp.maximum(self._args(XM[rows, :] @ Xs.T, same), 0.0)
+            f += xp.sum(a * a)
+        return float(f)
 
     def objective_Z(self, Z):
         """Eq. 4 at ``X M X^T = U Z U^T``."""
@@ -614,8 +735,8 @@ class SLRData(Samples):
     def eq1_objective(self, M, Y=None):
         """Eq. 1, ``||X M X^T - Y||_F^2`` (``Y`` default :meth:`target`)."""
         Y = self.target() if Y is None else np.asarray(Y, dtype=float)
-        R = self.Xs @ self._internal_M(M) @ self.Xs.T - Y
-        return float(np.sum(R * R))
+        R = self.Xs @ self._dev(self._internal_M(M)) @ self.Xs.T - self._dev(Y)
+        return float(self.xp.sum(R * R))
 
     def evaluate(self, Z, *, grad=False, hessian=False, deadline=None):
         """One pass: ``f(Z)``, and optionally the gradient and the Hessian.
@@ -641,39 +762,42 @@ class SLRData(Samples):
         n_active : int
             Number of terms with ``a_ij > 0``.
         """
-        U = self.U
-        W = Z @ U.T  # (r, n): K_B = U_B W
+        xp, U = self.xp, self.U
+        W = self._dev(Z) @ U.T  # (r, n): K_B = U_B W
         if not (grad or hessian) and np.array_equal(Z, Z.T):
             # the value alone at a symmetric Z: half the terms suffice
             f, n_active = self._upper_value(U, W, deadline)
             return f, None, None, n_active
         f, n_active = 0.0, 0
-        G = np.zeros_like(Z) if grad else None
+        G = self._zeros(Z.shape) if grad else None
         Gq = None
         if hessian:
             Q = self._sym_features()
-            Gq = np.zeros((Q.shape[1], Q.shape[1]))
+            Gq = self._zeros((Q.shape[1], Q.shape[1]))
         for rows, same in self._blocks():
             _tick(deadline)
-            a = self._args(U[rows] @ W, same)
-            act = a > 0
-            rho = np.where(act, a, 0.0)
-            f += float(np.sum(rho * rho))
-            n_active += int(np.count_nonzero(act))
+            rho, act = self._hinge(U[rows, :] @ W, same)
+            f += xp.sum(rho * rho)
+            n_active += xp.count_nonzero(act)
             if grad:
-                Lam = np.where(same, -2.0 * rho, 2.0 * rho)  # (b, n)
-                G += U[rows].T @ (Lam @ U)
+                Lam = self._signed(rho, same, 2.0)  # (b, n)
+                G += U[rows, :].T @ (Lam @ U)
             if hessian:
-                Gq += Q[rows].T @ (act.astype(float) @ Q)
-        H = self._hessian_from_gram(Gq) if hessian else None
-        return f, G, H, n_active
+                Gq += Q[rows, :].T @ (self._as_float(act) @ Q)
+        H = self._hessian_from_gram(self._host(Gq)) if hessian else None
+        return (float(f), self._host(G) if grad else None, H, int(n_active))
 
     def _sym_features(self):
         """``Q`` (n, p): ``Q_i[(x, y)] = u_ix u_iy`` for ``x <= y``."""
         Q = self._cache.get("Q")
         if Q is None:
             a, b = np.triu_indices(self.rank)
-            Q = np.ascontiguousarray(self.U[:, a] * self.U[:, b])
+            if self.on_host:
+                Q = np.ascontiguousarray(self.U[:, a] * self.U[:, b])
+            else:
+                xp = self.xp
+                Q = (xp.take(self.U, self._dev(a), axis=1)
+                     * xp.take(self.U, self._dev(b), axis=1))
             self._cache["Q"] = Q
         return Q
 
@@ -707,11 +831,16 @@ class SLRData(Samples):
         return ww * (Gq[ac, be] + Gq[ae, bc])
 
     def pair_features(self, i, j):
-        """``phi_ij`` (k, p) for index arrays ``i``, ``j`` of length k."""
+        """``phi_ij`` (k, p) for index arrays ``i``, ``j`` of length k (on
+        the data's device)."""
+        xp = self.xp
         a, b = np.triu_indices(self.rank)
-        Ui, Uj = self.U[i], self.U[j]
-        w = np.where(a == b, 0.5, 1.0 / _SQRT2)
-        return w * (Ui[:, a] * Uj[:, b] + Ui[:, b] * Uj[:, a])
+        Ui = xp.take(self.U, self._dev(np.asarray(i)), axis=0)
+        Uj = xp.take(self.U, self._dev(np.asarray(j)), axis=0)
+        w = self._dev(np.where(a == b, 0.5, 1.0 / _SQRT2))
+        a, b = self._dev(a), self._dev(b)
+        return w * (xp.take(Ui, a, axis=1) * xp.take(Uj, b, axis=1)
+                    + xp.take(Ui, b, axis=1) * xp.take(Uj, a, axis=1))
 
     # -- matrix-free passes ------------------------------------------------------
 
@@ -732,7 +861,7 @@ class SLRData(Samples):
         ----------
         Z : ndarray of shape (r, r)
             Symmetric.
-        dual_mask : list of ndarray of bool, optional
+        dual_mask : list of bool arrays, optional
             Active masks (per upper block) of an earlier point ``Z_0``: also
             return the dual quantities of ``Lambda_1 = -2 s [a(Z)]_+``
             restricted to them (see :meth:`dual_bound_from`).
@@ -743,65 +872,56 @@ class SLRData(Samples):
         f : float
         G : ndarray of shape (r, r)
         n_active : int
-        masks : list of ndarray of bool
-            ``a_ij > 0`` per upper block (``n^2 / 2`` bytes in all).
+        masks : list of bool arrays
+            ``a_ij > 0`` per upper block (``n^2 / 2`` bytes in all), on the
+            data's device.
         dual : dict or None
             ``sq = ||Lambda_1||^2``, ``lin = <Lambda_1, D>``, ``E = U^T
             Lambda_1 U``.
         """
-        U = self.U
-        W = Z @ U.T
-        r = self.rank
+        xp, U = self.xp, self.U
+        W = self._dev(Z) @ U.T
         f, n_active = 0.0, 0
-        T = np.zeros_like(Z)  # G = T + T^T
+        T = self._zeros(Z.shape)  # G = T + T^T
         masks = []
         sq = lin = 0.0
-        corr = np.zeros_like(Z) if dual_mask is not None else None
+        corr = self._zeros(Z.shape) if dual_mask is not None else None
         for k, (rows, cols, same) in enumerate(self._upper_blocks()):
             _tick(deadline)
-            Ub = U[rows]
+            Ub = U[rows, :]
             b = Ub.shape[0]
-            # in place on the block (the passes are memory-bound outside
-            # the two products): rho = [b - s K]_+, Lam = -2 s rho
-            rho = Ub @ W[:, cols]  # (b, n - start), K
-            rho -= self.delta2
-            np.subtract(self.delta1 - self.delta2, rho, out=rho, where=same)
-            act = rho > 0
-            np.maximum(rho, 0.0, out=rho)
-            flat = rho.ravel()
-            # weight 2 off the diagonal block, 1 on it
-            f += 2.0 * float(flat @ flat) - float(np.sum(rho[:, :b] ** 2))
-            n_active += int(self._upper_weighted(act, b))
-            Lam = rho
-            Lam *= 2.0
-            np.negative(Lam, out=Lam, where=same)
+            rho, act = self._hinge(Ub @ W[:, cols], same)  # (b, n - start)
+            f += self._upper_weighted(rho * rho, b)
+            n_active += self._upper_count(act, b)
+            Lam = self._signed(rho, same, 2.0)
             Lam[:, :b] *= 0.5  # the diagonal block is summed once in T + T^T
-            T += Ub.T @ (Lam @ U[cols])
+            T += Ub.T @ (Lam @ U[cols, :])
             masks.append(act)
             if dual_mask is not None:
                 keep = dual_mask[k]
-                Lam1 = np.where(keep, Lam, 0.0)  # halved on the diagonal block
-                D = np.where(same, self.delta1, self.delta2)
+                Lam1 = xp.where(keep, Lam, 0.0)  # halved on the diagonal block
                 # ||Lambda_1||^2 and <Lambda_1, D> over all n^2 terms: twice
                 # the upper block (diagonal block halved: x 4 then x 1)
-                sq += 2.0 * float(np.sum(Lam1 * Lam1)) + 2.0 * float(
-                    np.sum(Lam1[:, :b] * Lam1[:, :b]))
-                lin += 2.0 * float(np.sum(Lam1 * D))
+                sq += 2.0 * xp.sum(Lam1 * Lam1) + 2.0 * xp.sum(Lam1[:, :b] * Lam1[:, :b])
+                lin += 2.0 * (self.delta2 * xp.sum(Lam1)
+                              + (self.delta1 - self.delta2) * xp.sum(xp.where(same, Lam1, 0.0)))
                 # U^T Lambda_1 U = G - U^T (Lambda on new activations) U: few
                 # entries once the active set settles, summed sparsely then
-                bi, bj = np.nonzero(act & ~keep)
-                if bi.size:
-                    vals = Lam[bi, bj]
-                    if bi.size * r <= Ub.shape[0] * U.shape[0]:
-                        corr += (Ub[bi] * vals[:, None]).T @ U[cols][bj]
-                    else:
-                        corr += Ub.T @ (np.where(keep, 0.0, Lam) @ U[cols])
+                # (on NumPy; the array API has no gather of pairs)
+                if self.on_host:
+                    bi, bj = np.nonzero(act & ~keep)
+                    if bi.size * Z.shape[0] <= b * U.shape[0]:
+                        corr += (Ub[bi] * Lam[bi, bj][:, None]).T @ U[cols, :][bj]
+                        continue
+                corr += Ub.T @ (xp.where(keep, 0.0, Lam) @ U[cols, :])
+        T = self._host(T)
         G = T + T.T
         dual = None
         if dual_mask is not None:
+            corr = self._host(corr)
             E = G - (corr + corr.T)
-            dual = {"sq": sq, "lin": lin, "E": E}
-        return f, G, n_active, masks, dual
+            dual = {"sq": float(sq), "lin": float(lin), "E": E}
+        return float(f), G, int(n_active), masks, dual
 
     def hess_vec(self, D, masks, *, deadline=None, dtype=np.float64):
         """Generalised Hessian times a symmetric ``D``: ``2 U^T (m o (U D U^T)) U``.
@@ -813,17 +933,22 @@ class SLRData(Samples):
         result in float64): for inexact Newton systems solved to a looser
         relative residual.
         """
+        xp = self.xp
         single = np.dtype(dtype) == np.float32
         U = self._U32() if single else self.U
-        W = (D @ self.U.T).astype(U.dtype, copy=False)
-        T = np.zeros_like(D)
+        W = self._dev(D) @ self.U.T
+        if single:
+            W = W.astype(np.float32) if self.on_host else xp.astype(W, xp.float32)
+        T = self._zeros(D.shape)
         for k, (rows, cols, _) in enumerate(self._upper_blocks()):
             _tick(deadline)
-            Ub = U[rows]
-            dK = Ub @ W[:, cols]
-            dK *= masks[k]
+            Ub = U[rows, :]
+            dK = self._masked(Ub @ W[:, cols], masks[k])
             dK[:, :Ub.shape[0]] *= 0.5  # the diagonal block, once in T + T^T
-            T += Ub.T @ (dK @ U[cols])
+            part = Ub.T @ (dK @ U[cols, :])
+            T += part if not single else (part.astype(np.float64) if self.on_host
+                                          else xp.astype(part, xp.float64))
+        T = self._host(T)
         T = T + T.T
         return T + T.T
 
@@ -886,27 +1011,22 @@ class SLRData(Samples):
         ``Pi_B(K) = K + s [a]_+`` (clip to the box of targets), and in
         coordinates ``Z+ = Z + U^T (s [a]_+) U = Z - grad f(Z) / 2``.
         """
-        U = self.U
-        W = Z @ U.T
+        xp, U = self.xp, self.U
+        W = self._dev(Z) @ U.T
         f = 0.0
-        step = np.zeros_like(Z)
+        step = self._zeros(Z.shape)
         for rows, same in self._blocks():
             _tick(deadline)
-            a = self._args(U[rows] @ W, same)
-            rho = np.maximum(a, 0.0)
-            f += float(np.sum(rho * rho))
-            step += U[rows].T @ (np.where(same, rho, -rho) @ U)
-        return f, Z + step
+            rho, _ = self._hinge(U[rows, :] @ W, same)
+            f += xp.sum(rho * rho)
+            step += U[rows, :].T @ (self._signed(rho, same, -1.0) @ U)
+        return float(f), Z + self._host(step)
 
     # -- certificate -------------------------------------------------------------
 
-    def _dual_bound(self, Z, H, g):
-        """Bound 2 of the module docstring, or ``-inf`` when not available.
-
-        ``Lambda_1`` (clipped to its sign) is always dual feasible up to the
-        residual ``E = U^T Lambda_1 U``, accounted for as in
-        :meth:`dual_bound_from`.
-        """
+    def _newton_point(self, Z, H, g):
+        """``Z + dZ`` with ``H dZ = -g`` (the Newton step of bound 2), or
+        ``None`` when it cannot be formed."""
         p = g.shape[0]
         # any step gives a valid bound (the residual E is accounted for); a
         # singular H is regularised so that its null directions stay put
@@ -916,30 +1036,38 @@ class SLRData(Samples):
             try:
                 c, low = scipy.linalg.cho_factor(H + _singular_shift(H), check_finite=False)
             except np.linalg.LinAlgError:
-                return -np.inf
+                return None
         dz = -scipy.linalg.cho_solve((c, low), g, check_finite=False)
         if not np.all(np.isfinite(dz)) or p == 0:
-            return -np.inf
-        Z1 = Z + smat(dz, self.rank)
-        return self.dual_bound_from(self._dual_quantities(Z, Z1), Z1)
+            return None
+        return Z + smat(dz, self.rank)
 
-    def _dual_quantities(self, Z, Z1):
-        """``sq, lin, E`` of ``Lambda_1 = -2 s [a(Z1)]_+`` on the active set
-        of ``Z`` (one pass; see :meth:`dual_bound_from`)."""
-        U = self.U
-        W0, W1 = Z @ U.T, Z1 @ U.T
+    def _dual_bound(self, Z, H, g):
+        """Bound 2 of the module docstring, or ``-inf`` when not available.
+
+        ``Lambda_1`` (clipped to its sign) is always dual feasible up to the
+        residual ``E = U^T Lambda_1 U``, accounted for as in
+        :meth:`dual_bound_from`.
+        """
+        Z1 = self._newton_point(Z, H, g)
+        if Z1 is None:
+            return -np.inf
+        xp, U = self.xp, self.U
+        W0, W1 = self._dev(Z) @ U.T, self._dev(Z1) @ U.T
         sq, lin = 0.0, 0.0
-        E = np.zeros_like(Z)
+        E = self._zeros(Z.shape)
         for rows, same in self._blocks():
-            a0 = self._args(U[rows] @ W0, same)
-            a1 = self._args(U[rows] @ W1, same)
-            rho1 = np.where(a0 > 0, np.maximum(a1, 0.0), 0.0)
-            Lam = np.where(same, -2.0 * rho1, 2.0 * rho1)
-            D = np.where(same, self.delta1, self.delta2)
-            sq += float(np.sum(Lam * Lam))
-            lin += float(np.sum(Lam * D))
-            E += U[rows].T @ (Lam @ U)
-        return {"sq": sq, "lin": lin, "E": 0.5 * (E + E.T)}
+            a0 = self._args(U[rows, :] @ W0, same)
+            a1 = self._args(U[rows, :] @ W1, same)
+            rho1 = xp.where(a0 > 0, xp.maximum(a1, 0.0), 0.0)
+            Lam = xp.where(same, -2.0 * rho1, 2.0 * rho1)
+            sq += xp.sum(Lam * Lam)
+            lin += (self.delta2 * xp.sum(Lam)
+                    + (self.delta1 - self.delta2) * xp.sum(xp.where(same, Lam, 0.0)))
+            E += U[rows, :].T @ (Lam @ U)
+        E = self._host(E)
+        return self.dual_bound_from({"sq": float(sq), "lin": float(lin),
+                                     "E": 0.5 * (E + E.T)}, Z1)
 
     def _hessian_robust(self, Z, H, rho):
         """Hessian of the terms with ``a_ij > rho ||u_i|| ||u_j||`` at ``Z``.
@@ -948,30 +1076,30 @@ class SLRData(Samples):
         as ``H`` minus the few terms in ``(0, rho ||u_i|| ||u_j||]`` when they
         are few, else by a masked pass.
         """
-        U = self.U
-        W = Z @ U.T
-        un = np.linalg.norm(U, axis=1)
+        xp, U = self.xp, self.U
+        W = self._dev(Z) @ U.T
+        un = xp.linalg.vector_norm(U, axis=1)
         ii, jj, count = [], [], 0
         for rows, same in self._blocks():
-            a = self._args(U[rows] @ W, same)
-            near = (a > 0) & (a <= rho * un[rows, None] * un[None, :])
-            count += int(np.count_nonzero(near))
+            a = self._args(U[rows, :] @ W, same)
+            near = (a > 0) & (a <= rho * un[rows][:, None] * un[None, :])
+            count += int(xp.count_nonzero(near))
             if count <= _FEW_TERMS:
-                bi, bj = np.nonzero(near)
-                ii.append(bi + rows.start)
-                jj.append(bj)
+                bi, bj = xp.nonzero(near)
+                ii.append(self._host(bi) + rows.start)
+                jj.append(self._host(bj))
         if count == 0:
             return H
         if count <= _FEW_TERMS:
             Phi = self.pair_features(np.concatenate(ii), np.concatenate(jj))
-            return H - 2.0 * (Phi.T @ Phi)
+            return H - 2.0 * self._host(Phi.T @ Phi)
         Q = self._sym_features()
-        Gq = np.zeros((Q.shape[1], Q.shape[1]))
+        Gq = self._zeros((Q.shape[1], Q.shape[1]))
         for rows, same in self._blocks():
-            a = self._args(U[rows] @ W, same)
-            keep = a > rho * un[rows, None] * un[None, :]
-            Gq += Q[rows].T @ (keep.astype(float) @ Q)
-        return self._hessian_from_gram(Gq)
+            a = self._args(U[rows, :] @ W, same)
+            keep = a > rho * un[rows][:, None] * un[None, :]
+            Gq += Q[rows, :].T @ (self._as_float(keep) @ Q)
+        return self._hessian_from_gram(self._host(Gq))
 
     def _ball_bound(self, Z, f, g, H):
         """Bound 3 of the module docstring, or ``-inf`` when not available."""
@@ -1053,9 +1181,9 @@ class SLRData(Samples):
         err = parts.get("representation_error", 0.0)
         if not err > _GAP:
             return
-        Xs = self.Xs
-        spread = float(np.max(np.std(Xs, axis=0)))
-        offset = float(np.max(np.abs(np.mean(Xs, axis=0))))
+        xp, Xs = self.xp, self.Xs
+        spread = float(xp.max(xp.std(Xs, axis=0)))
+        offset = float(xp.max(xp.abs(xp.mean(Xs, axis=0))))
         ratio = offset / spread if spread > 0 else np.inf
         cond = float(self.s[0] / self.s[-1])
         raise ValueError(

@@ -55,12 +55,10 @@ from .._base import (
     SOLVER_OPTION_CONSTRAINTS,
     BilinearMixin,
     LabelledMixin,
-    dispatched_array,
     given_options,
     solver_names,
     store_arguments,
     validate_labelled,
-    validate_labelled_array,
 )
 from .._docs import fill_doc
 from .._solver import conic_verbose
@@ -149,19 +147,6 @@ default="newton"
     n_features_in_ : int
     {feature_names_in_}
 
-    Notes
-    -----
-    Array inputs: with scikit-learn's ``array_api_dispatch`` on
-    (``sklearn.config_context(array_api_dispatch=True)``), ``fit`` takes a
-    PyTorch/CuPy/``array-api-strict`` array or a ``dask.array`` as ``X``
-    and ``solver="newton"`` runs its passes over the pairs there (other
-    solvers refuse such an ``X`` by name); float32 input is cast to float64
-    on its device, where the certificate is computed.  The fitted
-    attributes are NumPy arrays on the host whatever the input (they are
-    ``d x d`` at most), and so are the outputs of ``pair_score`` and
-    ``pairwise_similarity``.  Without dispatch, ``X`` is validated as
-    scikit-learn does (converted to NumPy where its library allows).
-
     Examples
     --------
     >>> from sklearn.datasets import load_iris
@@ -231,15 +216,9 @@ default="newton"
 
     def _prepare(self, X, y):
         """Validate :meth:`fit`'s input: ``(X, codes, classes, delta1, delta2)``."""
-        if dispatched_array(X):
-            if self.solver != "newton":
-                raise ValueError(
-                    f"X: solver={self.solver!r} runs on NumPy arrays only; with "
-                    f"array_api_dispatch on, a {type(X).__module__.split('.')[0]} "
-                    f"array runs solver='newton' (or pass a NumPy array).")
-            X, y, classes, codes = validate_labelled_array(self, X, y)
-        else:
-            X, y, classes, codes = validate_labelled(self, X, y)
+        # Newton's passes run on X's namespace (array_api_dispatch)
+        X, y, classes, codes = validate_labelled(self, X, y,
+                                                 keep_namespace=self.solver == "newton")
         delta1, delta2 = check_thresholds(self.delta1, self.delta2)
         n, d = X.shape
         if self.n_sketch is not None and self.n_sketch > n:
@@ -264,8 +243,7 @@ default="newton"
                 f"paper's T); set n_iter instead (max_iter caps 'newton').")
 
         def data():
-            # a dispatched array (see _prepare) keeps its namespace
-            return SLRData.from_arrays(X, codes, delta1=delta1, delta2=delta2)
+            return SLRData.from_labels(X, codes, delta1=delta1, delta2=delta2)
 
         return self._run_solver({
             "newton": lambda: SemismoothNewton(

@@ -273,7 +273,8 @@ class AdaptiveRegression(_SLRSolver):
     def finalize(self, Z, state, data):
         lower = state.lower if state.checked_at == state.iter_num else None
         M, cert, parts = self._certificate(data, Z, lower=lower)
-        info = {"history": state.history + [cert.objective], "bounds": parts,
+        info = {**data.backend_info(), "history": state.history + [cert.objective],
+                "bounds": parts,
                 "Z": Z}
         return M, cert, info
 
@@ -536,7 +537,6 @@ class SemismoothNewton(_SLRSolver):
 
     def init_state(self, data, init=None):
         # Eq. 3 with the target D (delta1 / delta2): the least-squares fit
-        _mark_transfers(data)
         Z = self._start(data, init, None)
         try:
             if Z is None:
@@ -565,8 +565,8 @@ class SemismoothNewton(_SLRSolver):
 
         Returns ``None`` when it does not apply, else ``(Z_ip, n_ip)``:
         its point (``None`` when it failed) and iteration count.  Needs the
-        ``p x p`` system (``data.dense_hessian``) and ``n^2 <=
-        IPM_MAX_PAIRS``.
+        ``p x p`` system (``data.dense_hessian``), ``n^2 <=
+        IPM_MAX_PAIRS`` and NumPy data (it forms the pairs on the host).
         """
         if (self.interior_after is None or state.interior is not None
                 or state.iter_num < self.interior_after
@@ -691,26 +691,13 @@ class SemismoothNewton(_SLRSolver):
         if lower is not None and "objective_Z" not in lower[1]:
             lower = (lower[0], {**lower[1], "objective_Z": float(state.f)})
         M, cert, parts = self._certificate(data, Z, lower=lower)
-        info = {"history": state.history, "bounds": parts, "Z": Z,
+        info = {**data.backend_info(), "history": state.history, "bounds": parts, "Z": Z,
                 "n_active": state.n_active, "last_step": state.step,
                 "hessian": "cg" if self._use_cg(data) else "dense"}
         if self._use_cg(data):
             info["hessian_products"] = state.n_cg
         info["interior_point_iterations"] = state.interior
-        _add_transfers(data, info)
         return M, cert, info
-
-
-def _add_transfers(data, info):
-    """The run's host/device moves (from the snapshot :func:`_mark_transfers`
-    took at its start) as ``info["transfers"]``; nothing on the host."""
-    if data.transfers is not None:
-        info["transfers"] = data.transfers.since(data._cache.get("transfers_at_start"))
-
-
-def _mark_transfers(data):
-    if data.transfers is not None:
-        data._cache["transfers_at_start"] = data.transfers.as_dict()
 
 
 def warm_start(data):

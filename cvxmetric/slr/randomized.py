@@ -77,6 +77,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from .._backend import check_host_input
 from .._settings import (
     ESTIMATE_ROWS,
     OBJECTIVE_MAX_N,
@@ -115,6 +116,7 @@ def _check_int(value, name, low, high=None):
 
 def _check_problem(X, y, delta1, delta2):
     """``(X, codes, delta1, delta2)`` validated as :class:`~.SLRData` does."""
+    check_host_input(X, "X", "SLR's sketched algorithms")
     X = check_samples(X, "X")
     codes, _ = _encode_labels(y, X.shape[0])
     delta1, delta2 = check_thresholds(delta1, delta2)

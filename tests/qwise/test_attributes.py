@@ -332,7 +332,7 @@ def test_gaussian_classifier_bad_inputs():
 def test_example_small_run():
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "qwise_attributes.py"), "--seeds", "1",
-         "--n-train", "10"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+         "--n-train", "10", "--no-figures"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
     assert "Gaussian-model accuracy (%)" in out

@@ -331,7 +331,7 @@ def test_example_small_run(tmp_path):
     # so every fit, LMNN's included, ended certified
     out = subprocess.run(
         [sys.executable, str(EXAMPLE), "--seeds", "1", "--n-quads", "1000",
-         "--dims", "6", "--json", str(tmp_path / "r.json")],
+         "--dims", "6", "--no-figures", "--json", str(tmp_path / "r.json")],
         capture_output=True, text=True, timeout=300, check=True).stdout
     assert "Table 6-like: Eq. 24 hierarchy accuracy, 10-NN" in out
     assert "paired: qwise minus triplets (neighbours)" in out

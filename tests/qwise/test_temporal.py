@@ -379,7 +379,7 @@ def test_unsupervised_detector():
 def test_example_runs_small(tmp_path):
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "qwise_webpages.py"), "--seeds", "1",
-         "--splits", "1", "--days", "10", "--grids", "4,8", "--json",
+         "--splits", "1", "--days", "10", "--grids", "4,8", "--no-figures", "--json",
          str(tmp_path / "r.json")],
         capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr

@@ -538,7 +538,7 @@ def _load_example():
 def test_example_quick_run():
     mod = _load_example()
     out = io.StringIO()
-    res = mod.main(["--quick"], out=out)
+    res = mod.main(["--quick", "--no-figures"], out=out)
     text = out.getvalue()
     names = list(mod.make_methods())
     assert list(res.cmc) == names

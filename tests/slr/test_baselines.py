@@ -140,7 +140,7 @@ def test_run_bench_rows(monkeypatch):
 def test_example_quick(script):
     # the LMNN column on a short budget (its status is printed either way)
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / script), "--quick",
-                           "--lmnn-time", "10"],
+                           "--lmnn-time", "10", "--no-figures"],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "mAP" in proc.stdout

@@ -3,8 +3,8 @@
 The similarity of Qian, Baytas, Jin, Jain, Zhu, "Similarity learning via
 adaptive regression" (Eq. 4, every ordered pair of samples), solved by
 :class:`cvxmetric.slr.SemismoothNewton` on data given as a
-``dask.array`` chunked by rows.  :meth:`cvxmetric.slr.SLRData.from_arrays`
-factors ``X`` on the cluster (a tall-and-skinny SVD), keeps the ``(n, r)``
+``dask.array`` chunked by rows.  :meth:`cvxmetric.slr.SLRData.from_labels`
+factors such an ``X`` on the cluster (a tall-and-skinny SVD), keeps the ``(n, r)``
 factor there, and every pass over the ``n^2`` pairs -- the value, the
 gradient, the Hessian (or its products), the certificate's dual bound --
 runs as one Dask task per row chunk on whatever ``distributed`` client is
@@ -19,7 +19,8 @@ objectives and times are printed.
 Quick settings (the default, ``n = 2000``, ``d = 100``) take well under a
 minute on 2 cores; ``--n`` sets the size, ``--full`` is ``--n 20000``
 (every pass is then ``4 10^8`` pairs).  Needs the
-``[dask]`` extra (``pip install cvxmetric[dask]``).
+``[dask]`` extra (``pip install cvxmetric[dask]``); run as
+``python benchmarks/slr_dask.py``.
 """
 
 import argparse
@@ -33,7 +34,7 @@ from cvxmetric.slr import SemismoothNewton, SLRData
 
 def _solve(X, y):
     t0 = time.perf_counter()
-    res = SemismoothNewton().run(SLRData.from_arrays(X, y))
+    res = SemismoothNewton().run(SLRData.from_labels(X, y))
     return res, time.perf_counter() - t0
 
 

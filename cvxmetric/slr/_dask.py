@@ -1,25 +1,23 @@
-"""SLR's passes over the pairs on the input's array namespace or on Dask.
+"""SLR's passes over the pairs as Dask tasks, for a ``dask.array`` chunked by rows.
 
-:class:`SLRArrayData` is :class:`~cvxmetric.slr._problem.SLRData` whose
-``(n, r)`` factor ``U`` (and ``X / scale``) stay where the input is: on a
-PyTorch/CuPy device or in ``array-api-strict`` (:class:`_DeviceEngine`, the
-row blocks of a pass run in that namespace), or in a ``dask.array``
-chunked by rows (:class:`_DaskEngine`, one task per row chunk on the active
-scheduler -- a ``distributed`` client when one is active).  Every pass
-returns what the solvers use on the host: the value, the ``(r, r)``
-gradient, the ``(p, p)`` Hessian, the dual quantities.  Those small arrays
-come back through the run's :class:`~cvxmetric._backend.Transfers` (counted);
-the ``(r, r)`` point goes the other way.  Nothing of size ``n`` moves after
-construction.
-
-Everything is float64 on the device, so the certificate (whose passes are
-these) is the float64 computation of the NumPy path on other hardware.
+:class:`SLRDaskData` is :class:`~cvxmetric.slr._problem.SLRData` for a
+``dask.array`` ``X``: ``X`` is factored on the cluster (a tall-and-skinny
+SVD), the ``(n, r)`` factor ``U`` stays there (persisted, one block that
+every task reads where it is), and each pass over the pairs -- value,
+gradient, Hessian or Hessian products, the certificate's dual and ball
+bounds, the objective at ``M`` -- is one task per row chunk on the active
+scheduler (a ``distributed`` client when one is active), computed in
+NumPy inside the task.  Only the partial sums (scalars, ``r x r``,
+``p x p``) come back and are added on the host; they are counted as
+``to_host`` in the data's :class:`~cvxmetric._backend.Transfers`.  The
+generic array-API passes of :class:`SLRData` also run on a ``dask.array``,
+but build one graph per row block: far slower.
 
 The passes run over full row blocks (``b x n``), not the upper block
-triangle of the NumPy path: simpler on a device, twice the products.  The
-active masks of the matrix-free Newton mode are kept per row block on a
-device; on Dask they are recomputed inside each Hessian product from the
-point that defined them (one more block product, no state on the workers).
+triangle of the NumPy path, in float64.  The active masks of the
+matrix-free Newton mode are recomputed inside each Hessian product from the
+point that defined them (one more block product per block, no state kept
+on the workers between passes).
 """
 
 from itertools import pairwise
@@ -36,7 +34,7 @@ from ._problem import (
     check_thresholds,
 )
 
-__all__ = ["SLRArrayData"]
+__all__ = ["SLRDaskData"]
 
 _GAP, _ = certificate_tolerance("slr")
 
@@ -149,39 +147,6 @@ def _sym_features(xp, U):
 
 # -- engines: where the row ranges run -------------------------------------------
 
-class _DeviceEngine:
-    """Every row block in the process, in namespace ``xp`` on ``device``."""
-
-    def __init__(self, xp, device, U, y, d1, d2, b, transfers):
-        self.xp, self.device, self.t = xp, device, transfers
-        self.U, self.y, self.d1, self.d2, self.b = U, y, d1, d2, b
-        self.Q = None
-
-    def ctx(self, with_q=False):
-        if with_q and self.Q is None:
-            self.Q = _sym_features(self.xp, self.U)
-        return (self.U, self.y, self.Q, self.d1, self.d2)
-
-    def put(self, a):
-        return self.t.to_device(a, self.xp, self.device)
-
-    def get(self, *xs):
-        return [float(self.t.to_host(x)) if not hasattr(x, "shape") or not x.shape
-                else self.t.to_host(x) for x in xs]
-
-    def run(self, fn, *args, with_q=False, deadline=None, **kw):
-        """``fn`` over all rows (blocks checked against ``deadline``)."""
-        _tick(deadline)
-        n = self.U.shape[0]
-        return fn(self.xp, self.ctx(with_q), 0, n, self.b, *args, **kw)
-
-    def masks(self, W0):
-        # booleans (n^2 bytes in all), made float inside each product
-        n = self.U.shape[0]
-        return [rows_mask(self.xp, self.ctx(), i0, i1, W0) > 0
-                for i0, i1 in _blocks(0, n, self.b)]
-
-
 def _chunk_task(fn, U, y, Q, d1, d2, lo, hi, b, args, kw):
     """One Dask task: ``fn`` over rows ``lo:hi`` in NumPy (the partial sums
     of the chunk; the host adds them up)."""
@@ -236,145 +201,110 @@ class _DaskEngine:
 
 
 class _Masks(list):
-    """Active masks of a pass: per row block on a device (empty on Dask),
-    with ``Z`` the point that defines them."""
+    """Active masks of a pass: recomputed in each task, so only ``Z``, the
+    point that defines them, is kept."""
 
     Z = None
 
 
-class SLRArrayData(SLRData):
-    """:class:`SLRData` whose passes run in the input's namespace or on Dask.
+def _at(Z):
+    m = _Masks()
+    m.Z = np.array(Z, dtype=float)
+    return m
 
-    Build with :meth:`SLRData.from_arrays`.  ``U`` and ``X`` are the
-    input's kind of array; ``s``, ``V``, ``y``, ``classes`` are on the host
-    (small).  ``engine`` runs the passes; ``transfers`` counts what crossed
-    between host and device.
+
+class SLRDaskData(SLRData):
+    """:class:`SLRData` whose passes run as Dask tasks over row chunks.
+
+    Built by :meth:`SLRData.from_labels` for a ``dask.array`` ``X``.  ``X``
+    and ``U`` are dask arrays; ``s``, ``V``, ``y``, ``classes`` are on the
+    host (small).  ``engine`` submits the tasks; ``transfers`` counts the
+    partial results gathered to the host.
     """
 
     engine = None
-    transfers = None
-    on_host = False
-
-    # -- construction ------------------------------------------------------------
 
     @classmethod
-    def build(cls, X, y, *, delta1=1.0, delta2=0.0, rank_tol=None,
-              block=DEFAULT_BLOCK):
-        """Validate ``X`` in its namespace (float64 there), factor it there."""
-        t = _backend.Transfers()
-        if _backend.is_dask(X):
-            return cls._build_dask(X, y, delta1, delta2, rank_tol, block, t)
-        xp, _ = _backend.namespace(X)
-        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-            raise ValueError(f"X: expected a non-empty 2-d array, got shape {tuple(X.shape)}.")
-        X = _backend.float64(X, xp)
-        device = _backend.device_of(X)
-        n, d = X.shape
-        codes, classes = _encode_labels(np.asarray(t.to_host(y) if not
-                                                   isinstance(y, np.ndarray) else y), n)
-        delta1, delta2 = check_thresholds(delta1, delta2)
-        top, finite = t.to_host(xp.stack([xp.max(xp.abs(X)),
-                                          xp.astype(xp.all(xp.isfinite(X)), X.dtype)]))
-        _check_top(top, finite)
-        scale = float(2.0 ** np.floor(np.log2(top)))
-        Xs = X / scale
-        U, s, Vt = xp.linalg.svd(Xs, full_matrices=False)
-        s, Vt = t.to_host(s), t.to_host(Vt)
-        r = _rank(s, n, d, rank_tol)
-        b = max(1, int(block) // n)
-        engine = _DeviceEngine(xp, device, U[:, :r], t.to_device(codes, xp, device),
-                               delta1, delta2, b, t)
-        return cls._make(X, codes, classes, delta1, delta2, U[:, :r], s[:r],
-                         Vt[:r].T, b, scale, Xs, engine, t)
-
-    @classmethod
-    def _build_dask(cls, X, y, delta1, delta2, rank_tol, block, t):
+    def from_dask(cls, X, y, *, delta1=1.0, delta2=0.0, rank_tol=None,
+                  block=DEFAULT_BLOCK):
+        """Validate ``X`` and factor it on the cluster (see :meth:`from_labels`)."""
         da = _backend.require("dask.array")
-        if X.ndim != 2:
-            raise ValueError(f"X: expected a 2-d array, got shape {tuple(X.shape)}.")
+        t = _backend.Transfers()
+        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+            raise ValueError(f"X: expected a non-empty 2-D array, got shape "
+                             f"{tuple(X.shape)}.")
         X = X.astype(np.float64)
         n, d = X.shape
         codes, classes = _encode_labels(np.asarray(y), n)
         delta1, delta2 = check_thresholds(delta1, delta2)
         top, finite = da.compute(da.max(da.abs(X)), da.all(da.isfinite(X)))
-        _check_top(float(top), float(finite))
+        _check_top(float(top), bool(finite))
         scale = float(2.0 ** np.floor(np.log2(float(top))))
         Xs = (X / scale).rechunk({1: -1})  # tall and skinny: one column chunk
         U, s, Vt = da.linalg.svd(Xs)
         s, Vt = da.compute(s, Vt)
         r = _rank(s, n, d, rank_tol)
-        b = max(1, int(block) // n)
+        block = int(block)
+        if block < 1:
+            raise ValueError(f"block: must be >= 1, got {block}.")
+        b = max(1, block // n)
         U = U[:, :r].persist()
-        engine = _DaskEngine(U, codes, delta1, delta2, b, t)
-        return cls._make(X, codes, classes, delta1, delta2, U, s[:r],
-                         np.ascontiguousarray(Vt[:r].T), b, scale, Xs, engine, t)
-
-    @classmethod
-    def _make(cls, X, codes, classes, d1, d2, U, s, V, b, scale, Xs, engine, t):
-        data = cls(X=X, y=codes, classes=classes, delta1=d1, delta2=d2, U=U,
-                   s=np.asarray(s, dtype=float).copy(), V=np.ascontiguousarray(V),
-                   block_rows=b, scale=scale, _cache={"Xs": Xs})
-        data.engine, data.transfers = engine, t
+        data = cls(X=X, y=codes, classes=classes, delta1=delta1, delta2=delta2, U=U,
+                   s=np.asarray(s[:r], dtype=float).copy(),
+                   V=np.ascontiguousarray(Vt[:r].T), block_rows=b, scale=scale,
+                   transfers=t, _cache={"Xs": Xs})
+        data.engine = _DaskEngine(U, codes, delta1, delta2, b, t)
         return data
 
-    # -- passes ------------------------------------------------------------------
+    @property
+    def on_host(self):
+        """False: ``U`` is on the cluster (the host-only interior-point
+        fallback does not run)."""
+        return False
 
-    def _W(self, Z):
-        """``Z U^T`` (r, n) in the engine's namespace, from a host ``Z``."""
-        e = self.engine
-        Zd = e.put(np.ascontiguousarray(Z, dtype=float))
-        if isinstance(e, _DaskEngine):
-            return Zd  # the tasks form Z U^T from their rows
-        return Zd @ e.U.T
+    def backend_info(self):
+        return {"backend": "dask", "device": "dask",
+                "transfers": self.transfers.as_dict()}
 
-    def _run(self, fn, Z, *extra, deadline=None, **kw):
-        e = self.engine
-        if isinstance(e, _DaskEngine):
-            return e.run(_dask_wrap, fn, [np.asarray(Z)] + list(extra),
-                         deadline=deadline, with_q=kw.pop("with_q", False), **kw)
-        Ws = [self._W(Z)] + [self._W(x) if isinstance(x, np.ndarray) and x.ndim == 2
-                             and x.shape == Z.shape else x for x in extra]
-        return e.run(fn, *Ws, deadline=deadline, **kw)
+    def _dev(self, a):
+        return np.asarray(a)
+
+    def _host(self, x):
+        return np.asarray(x)
+
+    # -- passes: one task per row chunk ------------------------------------------
+
+    def _run(self, fn, hosts, *, deadline=None, with_q=False):
+        return self.engine.run(_dask_wrap, fn, list(hosts), deadline=deadline,
+                               with_q=with_q)
 
     def evaluate(self, Z, *, grad=False, hessian=False, deadline=None):
-        f, n, G, Gq = self._run(rows_grad_hess, Z, hessian, deadline=deadline,
-                                with_q=hessian)
-        f, n = self.engine.get(f, n)
-        G = self.engine.get(G)[0] if grad else None
-        H = self._hessian_from_gram(self.engine.get(Gq)[0]) if hessian else None
-        return f, G, H, round(n)
+        f, n, G, Gq = self._run(rows_grad_hess, [np.asarray(Z, dtype=float), hessian],
+                                deadline=deadline, with_q=hessian)
+        H = self._hessian_from_gram(np.asarray(Gq)) if hessian else None
+        return float(f), (np.asarray(G) if grad else None), H, round(float(n))
 
     def _upper_value(self, left, right, deadline=None):
         raise NotImplementedError  # every value goes through evaluate
 
     def pass_masks(self, Z, *, dual_mask=None, deadline=None):
         f, G, _, n = self.evaluate(Z, grad=True, deadline=deadline)
-        e = self.engine
-        masks = _Masks(e.masks(self._W(Z)) if isinstance(e, _DeviceEngine) else [])
-        masks.Z = np.array(Z, dtype=float)
-        dual = None
-        if dual_mask is not None:
-            dual = self._dual_parts(dual_mask, Z, deadline)
-        return f, G, n, masks, dual
+        dual = None if dual_mask is None else self._dual_parts(dual_mask.Z, Z, deadline)
+        return f, G, n, _at(Z), dual
 
-    def _dual_parts(self, mask0, Z1, deadline):
-        """``sq, lin, E`` of ``Lambda_1`` at ``Z1`` on the mask of ``Z0``."""
-        Z0 = mask0.Z
-        sq, lin, E = self._run(rows_dual, Z0, Z1, deadline=deadline)
-        sq, lin = self.engine.get(sq, lin)
-        E = self.engine.get(E)[0]
-        # each term once per ordered pair: the same sums as the NumPy path
-        return {"sq": sq, "lin": lin, "E": 0.5 * (E + E.T)}
+    def _dual_parts(self, Z0, Z1, deadline=None):
+        """``sq, lin, E`` of ``Lambda_1`` at ``Z1`` on the active set of ``Z0``."""
+        sq, lin, E = self._run(rows_dual, [np.asarray(Z0, dtype=float),
+                                           np.asarray(Z1, dtype=float)],
+                               deadline=deadline)
+        E = np.asarray(E)
+        return {"sq": float(sq), "lin": float(lin), "E": 0.5 * (E + E.T)}
 
     def hess_vec(self, D, masks, *, deadline=None, dtype=np.float64):
-        """``2 U^T (m o (U D U^T)) U``; float64 whatever ``dtype`` says."""
-        e = self.engine
-        D = np.asarray(D, dtype=float)
-        if isinstance(e, _DaskEngine):
-            T = e.run(_dask_wrap, rows_hess_vec, [D, masks.Z], deadline=deadline)
-        else:
-            T = e.run(rows_hess_vec, self._W(D), masks=masks, deadline=deadline)
-        T = e.get(T)[0]
+        """``2 U^T (m o (U D U^T)) U``, float64 whatever ``dtype`` says."""
+        T = self._run(rows_hess_vec, [np.asarray(D, dtype=float), masks.Z],
+                      deadline=deadline)
+        T = np.asarray(T)
         return T + T.T
 
     def projection_step(self, Z, *, deadline=None):
@@ -385,46 +315,30 @@ class SLRArrayData(SLRData):
         if Y is not None:
             raise NotImplementedError("least_squares_Z(Y) needs NumPy data.")
         _tick(deadline)
-        e = self.engine
-        if isinstance(e, _DaskEngine):
-            C = e.run(_dask_wrap, _class_sums, [None, self.n_classes])[0]
-        else:
-            C = e.get(*_class_sums(e.xp, e.ctx(), 0, self.n_samples, self.block_rows,
-                                  None, self.n_classes))[0]
+        C = np.asarray(self._run(_class_sums, [None, self.n_classes])[0])
         u = C.sum(axis=0)
         return self.delta2 * np.outer(u, u) + (self.delta1 - self.delta2) * (C.T @ C)
 
-    def _dual_quantities(self, Z, Z1):
-        at = _Masks()
-        at.Z = Z
-        return self._dual_parts(at, Z1, None)
+    def _dual_bound(self, Z, H, g):
+        """Bound 2: the Newton step on the host, its dual quantities by one
+        pass of tasks."""
+        Z1 = self._newton_point(Z, H, g)
+        if Z1 is None:
+            return -np.inf
+        return self.dual_bound_from(self._dual_parts(Z, Z1), Z1)
 
     def _hessian_robust(self, Z, H, rho):
-        e = self.engine
-        if isinstance(e, _DaskEngine):
-            Gq = e.run(_dask_wrap, rows_robust, [np.asarray(Z), rho, "un"], with_q=True)
-        else:
-            un = e.xp.linalg.vector_norm(e.U, axis=1)
-            Gq = e.run(rows_robust, self._W(Z), rho, un, with_q=True)
-        return self._hessian_from_gram(e.get(Gq)[0])
+        Gq = self._run(rows_robust, [np.asarray(Z, dtype=float), rho, "un"], with_q=True)
+        return self._hessian_from_gram(np.asarray(Gq))
 
     def objective(self, M):
-        """Eq. 4 at ``M``, recomputed from ``X M X^T`` on the device."""
-        e = self.engine
-        Mi = self._internal_M(M)
-        if isinstance(e, _DaskEngine):
-            f = _dask_objective(e, self.Xs, Mi, self.y, self.delta1, self.delta2,
-                                self.block_rows)
-            return float(f)
-        Xs = self._cache["Xs"]
-        XM = Xs @ e.put(Mi)
-        ctx = (None, e.y, None, self.delta1, self.delta2)
-        f, _ = rows_value(e.xp, ctx, 0, self.n_samples, self.block_rows, XM, Xs.T)
-        return e.get(f)[0]
+        """Eq. 4 at ``M``, recomputed from ``X M X^T`` by one task per chunk."""
+        return float(_dask_objective(self.engine, self.Xs, self._internal_M(M), self.y,
+                                     self.delta1, self.delta2, self.block_rows))
 
     def check_representable(self, parts):
-        """As :meth:`SLRData.check_representable`, with the diagnosis of
-        ``X`` computed on the host (only when it fails)."""
+        """As :meth:`SLRData.check_representable`, without the diagnosis of
+        ``X`` (which would read all of it on the host)."""
         err = parts.get("representation_error", 0.0)
         if not err > _GAP:
             return
@@ -435,7 +349,7 @@ class SLRArrayData(SLRData):
             f"collinear features (e.g. by PCA) or a common offset much larger "
             f"than the spread.")
 
-    def _U32(self):  # pragma: no cover - the device passes are float64
+    def _U32(self):  # pragma: no cover - the passes are float64
         raise NotImplementedError
 
     def pair_features(self, i, j):  # pragma: no cover - dense IPM is host-only
