@@ -210,14 +210,6 @@ class Transfers:
             self.to_host_bytes += int(np.asarray(a).nbytes)
         return arrays
 
-    def since(self, earlier=None):
-        """The counts made after ``earlier`` (an :meth:`as_dict` snapshot;
-        ``None``: all of them) -- one run's share of a shared counter."""
-        now = self.as_dict()
-        if earlier is None:
-            return now
-        return {k: v - earlier.get(k, 0) for k, v in now.items()}
-
 
 def loaded_backends():
     """The optional array libraries imported so far (for tests of the rule
