@@ -13,6 +13,11 @@ rows of unit norm like L2-normalised image descriptors):
     50 classes (ImageNet50: 101 687 images, 70 % for training), with
     ``m = 20 000`` sampled columns and ``T = 5`` as in the paper (its
     "SLR-C-20k").  Target: within 5 minutes and 8 GiB.
+``backends``
+    ``n = 4000``, ``d = 200``, 20 classes: ``newton`` on NumPy and
+    ``newton[dask]``, the same solver on a ``dask.array`` chunked by rows
+    (4 chunks) on a ``distributed`` LocalCluster of 2 in-process workers
+    (the ``[dask]`` extra; the cluster starts before the timed solve).
 
 Methods (``method`` column; ``T`` iterations, rank ``r``, ``m`` sketch):
 
@@ -244,6 +249,16 @@ BENCH_PROBLEMS = {
             {"method": "alg2-c", "n_iter": 5, "m": 20000, "dtype": "float32"},
         ],
     },
+    # the certified Newton method on NumPy and on a dask.array chunked by
+    # rows (4 chunks) on a LocalCluster of 2 in-process workers (started
+    # before the timed solve; the [dask] extra)
+    "backends": {
+        "n_train": 4000, "n_test": 400, "d": 200, "n_classes": 20,
+        "methods": [
+            {"method": "newton"},
+            {"method": "newton", "backend": "dask"},
+        ],
+    },
 }
 
 #: Above this many training samples the row objective is a sampled estimate.
@@ -261,7 +276,28 @@ def _label(spec):
         return f"{name}-{m}(T={spec['n_iter']})"
     if name == "oasis":
         return f"oasis(N={spec['n_steps']})"
+    if spec.get("backend"):
+        return f"{name}[{spec['backend']}]"
     return name
+
+
+_CLIENT = []
+
+
+def _scheduler(spec):
+    """A ``distributed`` client on a LocalCluster of 2 in-process workers for
+    a ``backend: dask`` case (one per process, closed at exit), before the
+    timed solve."""
+    if spec.get("backend") != "dask" or _CLIENT:
+        return
+    import atexit
+
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                           dashboard_address=None)
+    _CLIENT.extend([Client(cluster), cluster])
+    atexit.register(lambda: [c.close() for c in _CLIENT])
 
 
 def _problem_data(problem, seed):
@@ -312,6 +348,10 @@ def _solve(spec, X, y, seed):
         from ..slr._problem import SLRData
         from ..slr.fast import SemismoothNewton
 
+        if spec.get("backend") == "dask":
+            import dask.array as da
+
+            X = da.from_array(X, chunks=(-(-X.shape[0] // 4), X.shape[1]))
         res = SemismoothNewton().run(SLRData.from_labels(X, y))
         return res.M, None, res
     raise ValueError(f"method: unknown {name!r}.")
@@ -345,6 +385,7 @@ def run_case(case):
     spec = case["spec"]
     t0 = time.perf_counter()
     Xtr, ytr, Xte, yte = _problem_data(case["problem"], seed)
+    _scheduler(spec)
     out = {"setup_seconds": time.perf_counter() - t0, "n": int(Xtr.shape[0]),
            "base_mb": _max_rss_mb()}
     t0 = time.perf_counter()

@@ -100,7 +100,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from .._backend import Transfers, device_of, float64, namespace
+from .._backend import Transfers, device_of, float64, is_dask, namespace
 from .._data import Samples
 from .._settings import (
     _FEW_TERMS,
@@ -398,6 +398,11 @@ class SLRData(Samples):
         block : int
             Entries per row block of a pass.
         """
+        if is_dask(X):
+            # one task per row chunk, not the generic passes' graph per block
+            from ._dask import SLRDaskData
+            return SLRDaskData.from_dask(X, y, delta1=delta1, delta2=delta2,
+                                         rank_tol=rank_tol, block=block)
         xp, numpy_like = namespace(X)
         if not numpy_like:
             return cls._from_device(X, y, xp, delta1, delta2, rank_tol, block)
@@ -1019,13 +1024,9 @@ class SLRData(Samples):
 
     # -- certificate -------------------------------------------------------------
 
-    def _dual_bound(self, Z, H, g):
-        """Bound 2 of the module docstring, or ``-inf`` when not available.
-
-        ``Lambda_1`` (clipped to its sign) is always dual feasible up to the
-        residual ``E = U^T Lambda_1 U``, accounted for as in
-        :meth:`dual_bound_from`.
-        """
+    def _newton_point(self, Z, H, g):
+        """``Z + dZ`` with ``H dZ = -g`` (the Newton step of bound 2), or
+        ``None`` when it cannot be formed."""
         p = g.shape[0]
         # any step gives a valid bound (the residual E is accounted for); a
         # singular H is regularised so that its null directions stay put
@@ -1035,11 +1036,22 @@ class SLRData(Samples):
             try:
                 c, low = scipy.linalg.cho_factor(H + _singular_shift(H), check_finite=False)
             except np.linalg.LinAlgError:
-                return -np.inf
+                return None
         dz = -scipy.linalg.cho_solve((c, low), g, check_finite=False)
         if not np.all(np.isfinite(dz)) or p == 0:
+            return None
+        return Z + smat(dz, self.rank)
+
+    def _dual_bound(self, Z, H, g):
+        """Bound 2 of the module docstring, or ``-inf`` when not available.
+
+        ``Lambda_1`` (clipped to its sign) is always dual feasible up to the
+        residual ``E = U^T Lambda_1 U``, accounted for as in
+        :meth:`dual_bound_from`.
+        """
+        Z1 = self._newton_point(Z, H, g)
+        if Z1 is None:
             return -np.inf
-        Z1 = Z + smat(dz, self.rank)
         xp, U = self.xp, self.U
         W0, W1 = self._dev(Z) @ U.T, self._dev(Z1) @ U.T
         sq, lin = 0.0, 0.0
