@@ -44,6 +44,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
+from .._backend import Transfers, device_of, float64, is_dask, is_numpy, namespace, to_numpy
 from .._data import Samples
 from .._linalg import project_psd, whitening_basis
 from .._linesearch import backtracking
@@ -62,6 +63,7 @@ from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate, NotAttainedError, SolverResult, Status
 from ._budget import budget, expired
 from ._polish import polish
+from ._xp import block_numpy, pairs_xp, value_grad_dask
 from .exact import (
     LEVEL_SDP_MAX,
     LEVEL_SDP_PAIRS,
@@ -344,7 +346,7 @@ def _row_ids(X):
     """
     N, D = X.shape
     t = np.arange(D)
-    keys = X @ np.column_stack([np.cos(0.7 * t + 0.3), np.sin(1.3 * t + 0.1)])  # (N, 2)
+    keys = to_numpy(X @ np.column_stack([np.cos(0.7 * t + 0.3), np.sin(1.3 * t + 0.1)]))
     _, ids = np.unique(keys, axis=0, return_inverse=True)
     ids = ids.ravel()
     counts = np.bincount(ids)
@@ -354,7 +356,7 @@ def _row_ids(X):
     nxt = int(ids.max()) + 1
     for g in np.flatnonzero(counts > 1):
         members = np.flatnonzero(ids == g)
-        _, sub = np.unique(X[members], axis=0, return_inverse=True)
+        _, sub = np.unique(to_numpy(X[members]), axis=0, return_inverse=True)
         sub = sub.ravel()
         # the first exact group keeps the id, the others (a projection
         # collision) get new ones
@@ -387,10 +389,24 @@ class AllPairs(_Loss):
         Rows per block.
     """
 
+    _backend = _xp = None  # NumPy; set from the input in __init__
+
     def __init__(self, X, labels, *, lam=0.0, regularizer="trace", gram=None,
                  block=_BLOCK):
-        self._init_common(X, lam, regularizer, gram)
-        labels = np.asarray(labels)
+        # the namespace is chosen once, here, from the input
+        self.transfers = Transfers()
+        self._xp, self._backend = None, None
+        if is_dask(X):
+            self._backend = "dask"
+            Xh = self._init_dask(X)
+        elif not is_numpy(X):
+            self._xp, _ = namespace(X)
+            self._backend = "xp"
+            Xh = self.transfers.to_host(X)  # once, for validation and row ids
+        else:
+            Xh = X
+        self._init_common(Xh, lam, regularizer, gram)
+        labels = np.asarray(labels) if is_numpy(labels) else to_numpy(labels)
         if labels.shape != (self.X.shape[0],):
             raise ValueError(f"labels: expected one label per instance "
                              f"({self.X.shape[0]}), got shape {labels.shape}.")
@@ -401,10 +417,72 @@ class AllPairs(_Loss):
                              "different-label pairs.")
         self.block = int(block)
         N = self.X.shape[0]
-        self._rows = _row_ids(self.X)
+        self._rows = _row_ids(self.X) if self._backend != "dask" else self._rows
         counts = np.bincount(self._rows)
         self._has_dups = bool(np.any(counts > 1))
         self.n_pairs = N * (N - 1) // 2 - int(np.sum(counts * (counts - 1) // 2))
+        if self._backend is not None:
+            self._to_backend(X)
+
+    def _init_dask(self, X):
+        """Validate a dask ``X`` in the cluster; only its row ids (N,) and
+        a 2-row stand-in come to the host (``self.X`` becomes the dask
+        array again in :meth:`_to_backend`)."""
+        if X.ndim != 2:
+            raise ValueError(f"X: expected a 2-d array, got {X.ndim} dimensions.")
+        X = X.astype(float)
+        if not bool(np.isfinite(X).all().compute()):
+            raise ValueError("X: contains NaN or infinite values.")
+        self._rows = _row_ids(X)
+        self._shape = X.shape
+        return X
+
+    def _init_common(self, X, lam, regularizer, gram):
+        if self._backend != "dask":
+            return super()._init_common(X, lam, regularizer, gram)
+        self.X = X  # validated in _init_dask
+        self.lam = check_scalar(lam, "lam", low=0.0)
+        self.regularizer = check_option(regularizer, "regularizer", REGULARIZERS)
+        if gram is not None:
+            gram = check_finite(gram, "gram", shape=(X.shape[1], X.shape[1]))
+        self.gram = gram
+
+    def _to_backend(self, X):
+        """Keep the data where they were given: ``X`` (float64) and the
+        label and row ids on its device, moved once."""
+        if self._backend == "dask":
+            self.X = X.astype(float)
+            return
+        xp = self._xp
+        dev = device_of(X)
+        self.X = float64(X, xp)
+        self._y_dev = self.transfers.to_device(self.labels, xp, dev)
+        self._rows_dev = (self.transfers.to_device(self._rows, xp, dev)
+                          if self._has_dups else None)
+
+    def value_grad(self, L, b, grad=True, dist=None):
+        if self._backend is None:
+            return super().value_grad(L, b, grad, dist)
+        r, gr = self._reg(L)
+        b = float(b)  # a Python scalar: strict namespaces refuse NumPy scalars
+        rows = self._rows if self._has_dups else None
+        if self._backend == "dask":
+            total, worst, G, gb = value_grad_dask(self.X, np.asarray(L, dtype=float), b,
+                                                  self.labels, rows, self.block, grad)
+        else:
+            xp, t = self._xp, self.transfers
+            Ld = t.to_device(np.asarray(L, dtype=float), xp, device_of(self.X))
+            Z = self.X @ Ld.T
+            total, worst, HZ, gb = pairs_xp(xp, Z, self._y_dev, self._rows_dev, b,
+                                            self.block, grad)
+            G = t.to_host(2.0 * (HZ.T @ self.X)) if grad else None
+            out = t.to_host(xp.stack([total, worst] + ([gb] if grad else [])))
+            total, worst = float(out[0]), float(out[1])
+            gb = float(out[2]) if grad else 0.0
+        self.worst_margin = worst
+        if not grad:
+            return total + r
+        return total + r, G + gr, gb
 
     def _pairs(self, Z, b, grad):
         N = Z.shape[0]
@@ -412,41 +490,13 @@ class AllPairs(_Loss):
         total, worst = 0.0, -np.inf
         HZ = np.zeros_like(Z) if grad else None
         gb = 0.0
-        y = self.labels
+        rows = self._rows if self._has_dups else None
         for a in range(0, N, self.block):
-            r = slice(a, min(a + self.block, N))
-            Zr, Zc = Z[r], Z[a:]
-            # u = s (d - b), built in place in one (rows, N - a) array
-            u = Zr @ Zc.T
-            u *= -2.0
-            u += q[r, None]
-            u += q[None, a:]
-            np.maximum(u, 0.0, out=u)
-            u -= b
-            diff = y[r, None] != y[None, a:]  # s = -1
-            np.negative(u, out=u, where=diff)
-            # the block's own square: keep j > i only (and no identical rows)
-            keep = np.arange(u.shape[1])[None, :] > np.arange(u.shape[0])[:, None]
-            if self._has_dups:
-                keep &= self._rows[r, None] != self._rows[None, a:]
-            e = np.abs(u)
-            np.negative(e, out=e)
-            np.exp(e, out=e)                       # exp(-|u|)
-            # g(u) = max(u, 0) + log1p(exp(-|u|))
-            total += float(np.sum(np.log1p(e), where=keep)) \
-                + float(np.sum(np.maximum(u, 0.0), where=keep))
-            worst = max(worst, float(np.max(u, where=keep, initial=-np.inf)))
-            if grad:
-                # w = dF/dd = s sigma(u) = s (u >= 0 ? 1 : e) / (1 + e)
-                w = np.where(u >= 0, 1.0, e)
-                e += 1.0
-                w /= e
-                np.negative(w, out=w, where=diff)
-                w[~keep] = 0.0
-                gb -= float(np.sum(w))
-                # H Z for the block's pairs: H = sum_ij w_ij (e_i - e_j)(e_i - e_j)^T
-                HZ[r] += w.sum(axis=1)[:, None] * Zr - w @ Zc
-                HZ[a:] += w.sum(axis=0)[:, None] * Zc - w.T @ Zr
+            t, w, g, _ = block_numpy(Z, q, self.labels, rows, a, min(a + self.block, N),
+                                     b, grad, out=None if HZ is None else HZ[a:])
+            total += t
+            worst = max(worst, w)
+            gb += g
         self.worst_margin = worst
         if not grad:
             return total
@@ -462,7 +512,8 @@ class AllPairs(_Loss):
         keep = self._rows[i] != self._rows[j]
         i, j = i[keep], j[keep]
         y = np.where(self.labels[i] == self.labels[j], 1, -1)
-        return LDMLData(self.X, np.column_stack([i, j]), y, lam=self.lam,
+        X = self.X if self._backend is None else self.transfers.to_host(self.X)
+        return LDMLData(X, np.column_stack([i, j]), y, lam=self.lam,
                         regularizer=self.regularizer)
 
 
@@ -702,6 +753,8 @@ class LowRankLDML(IterativeSolver):
         cert = Certificate.from_bound(state.f, -math.inf, max_violation=0.0, min_eig=0.0,
                                       solver=self.name, tolerances={"tol": self.tol})
         info = {"L": L, "b": state.b, "stationarity": state.error}
+        if getattr(loss, "_backend", None) is not None:
+            info["transfers"] = loss.transfers.as_dict()
         if self.certify and self.rank == loss.n_features and loss.gram is None \
                 and loss.n_pairs <= CERTIFY_PAIRS and not expired():
             cert, b = certify_point(loss.pair_data(), M, state.b, solver=self.name,
@@ -718,7 +771,15 @@ def _random_start(loss, rank, rng):
     L = rng.standard_normal((rank, D))
     idx = rng.integers(0, N, size=(min(2000, N * N), 2))
     idx = idx[idx[:, 0] != idx[:, 1]]
-    diff = (loss.X[idx[:, 0]] - loss.X[idx[:, 1]]) @ L.T
+    X = loss.X
+    if getattr(loss, "_backend", None) is not None:
+        # only the sampled rows come to the host
+        rows = np.unique(idx)
+        X = np.zeros((N, D))
+        X[rows] = loss.transfers.to_host(loss._xp.take(
+            loss.X, loss.transfers.to_device(rows, loss._xp, device_of(loss.X)), axis=0)) \
+            if loss._backend == "xp" else to_numpy(loss.X[rows])
+    diff = (X[idx[:, 0]] - X[idx[:, 1]]) @ L.T
     scale = float(np.mean(np.sum(diff * diff, axis=1))) if len(idx) else 1.0
     return L / math.sqrt(max(scale, 1e-300)), 1.0
 
@@ -796,7 +857,7 @@ def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e
             # preconditioned: features of scales 1e3 and 1e-1 side by side
             # otherwise take L-BFGS thousands of iterations)
             n_init = 1
-            if loss.gram is None:
+            if loss.gram is None and getattr(loss, "_backend", None) is None:
                 work, B = _whitened(loss)
         run_rank = int(rank) if B is None else B.shape[1]
         for k in range(int(n_init)):

@@ -1,0 +1,82 @@
+"""GPU rows for LDML and LMNN (called by the GPU benchmark script).
+
+``bench_ldml_step(device, quick)``: one all-pairs loss-and-gradient step of
+LDML (:meth:`cvxmetric.ldml.AllPairs.value_grad`) at N = 15 000, D = 3 456,
+rank 20 (``quick``: N = 400, D = 50), on NumPy (``device="numpy"``) or on
+PyTorch tensors on ``device`` (``"cpu"``, ``"cuda"``...).
+
+``bench_lmnn_letter(device, quick)``: LMNN's working-set solver on
+letter-shaped data (20 000 points, 16 features, 26 classes; ``quick``: 520
+points) with its certified gap.  LMNN's sweeps are not ported off NumPy
+yet: on a device other than ``"numpy"`` the row says so and is not timed.
+
+Each returns a dict: ``method``, ``size``, ``device``, ``seconds``,
+``gap`` (the certified gap, or None where the row is a step, not a solve).
+"""
+
+import time
+
+import numpy as np
+
+
+def _torch_array(X, device):
+    import torch
+
+    return torch.asarray(X, dtype=torch.float64, device=device)
+
+
+def _sync(device):
+    if device not in ("numpy", "cpu"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def bench_ldml_step(device="numpy", quick=False):
+    """One LDML all-pairs step; the median of 3 after a warm-up."""
+    from cvxmetric.ldml.fast import AllPairs
+
+    N, D, rank = (400, 50, 5) if quick else (15_000, 3_456, 20)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, D))
+    y = rng.integers(0, 10, N)
+    L = rng.standard_normal((rank, D)) / np.sqrt(D)
+    loss = AllPairs(X if device == "numpy" else _torch_array(X, device), y)
+    loss.value_grad(L, 1.0)
+    times = []
+    for _ in range(3):
+        _sync(device)
+        t0 = time.perf_counter()
+        loss.value_grad(L, 1.0)
+        _sync(device)
+        times.append(time.perf_counter() - t0)
+    return {"method": "ldml/all-pairs step", "size": f"N={N}, D={D}, rank={rank}",
+            "device": device, "seconds": float(np.median(times)), "gap": None}
+
+
+def bench_lmnn_letter(device="numpy", quick=False):
+    """LMNN (working set) at letter size, certified."""
+    from cvxmetric.bench.lmnn import letter_data
+    from cvxmetric.lmnn import LMNNData, LMNNWorkingSet
+
+    n = 520 if quick else 20_000
+    row = {"method": "lmnn/working set", "size": f"n={n}, d=16, 26 classes",
+           "device": device, "seconds": None, "gap": None}
+    if device != "numpy":
+        row["note"] = "LMNN's sweeps run on NumPy only"
+        return row
+    X, y = letter_data(n=n)
+    t0 = time.perf_counter()
+    res = LMNNWorkingSet().run(LMNNData(X, y, k=3), warn=False)
+    row.update(seconds=time.perf_counter() - t0, gap=float(res.certificate.gap),
+               status=str(res.status))
+    return row
+
+
+if __name__ == "__main__":
+    import sys
+
+    quick = "--quick" in sys.argv
+    for dev in ("numpy", "cpu") + (("cuda",) if "--cuda" in sys.argv else ()):
+        print(bench_ldml_step(dev, quick))
+    print(bench_lmnn_letter("numpy", quick))
