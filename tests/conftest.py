@@ -283,3 +283,16 @@ def one_blas_thread():
 
     with forced_blas_threads(1):
         yield
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """One in-process ``distributed`` cluster of 2 workers for the session,
+    shared by the families' Dask tests (skipped without the ``[dask]``
+    extra)."""
+    pytest.importorskip("dask.array")
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client

@@ -85,7 +85,7 @@ def test_full_rank_certified_optimum_equals_numpy(name):
 
 
 @pytest.mark.dask
-def test_all_pairs_on_dask_equal_numpy(ldml_dask_client):
+def test_all_pairs_on_dask_equal_numpy(dask_client):
     da = pytest.importorskip("dask.array")
     X, y, L, b = _instance()
     loss = AllPairs(da.from_array(X, chunks=(40, X.shape[1])), y, lam=0.1, block=32)
@@ -93,7 +93,7 @@ def test_all_pairs_on_dask_equal_numpy(ldml_dask_client):
 
 
 @pytest.mark.dask
-def test_lowrank_on_dask_reaches_the_numpy_objective(ldml_dask_client):
+def test_lowrank_on_dask_reaches_the_numpy_objective(dask_client):
     da = pytest.importorskip("dask.array")
     X, y, L, b = _instance(N=60, D=4)
     init = (L[:2], b)
