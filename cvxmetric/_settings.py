@@ -683,3 +683,17 @@ SDML_AUTO_FRACTION = 0.5
 #: ... and never above metric-learn's default weight, which it keeps where
 #: the pairs' term cannot make ``P`` indefinite.
 SDML_AUTO_CAP = 0.5
+
+#: Largest factor (entries) the constraint-based baseline's
+#: ``DualView.hess_matrix`` may form for an exact Newton direction (32 MB of
+#: float64).
+CONSTRAINTDML_DIRECT_ENTRIES = 4_000_000
+#: The exact Newton direction is formed when its flops (the factor's Gram
+#: product and the Cholesky factorization) are below those of this many
+#: conjugate-gradient iterations (near a degenerate optimum they run to
+#: ``cg_maxiter = 200``).
+CONSTRAINTDML_DIRECT_CG_STEPS = 100
+#: A bounded least-squares solve of the baseline's polish
+#: (``constraintdml.fast._bounded_lstsq``) runs at most this many flops' worth of BVLS iterations (one ``|E|^3``
+#: least-squares solve each; at least 5, and all when they fit).
+CONSTRAINTDML_BVLS_FLOPS = 2e10

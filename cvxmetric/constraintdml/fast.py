@@ -91,24 +91,20 @@ from .._settings import (
     _STALL,
 )
 from .._settings import (
+    CONSTRAINTDML_BVLS_FLOPS as _BVLS_FLOPS,
+)
+from .._settings import (
+    CONSTRAINTDML_DIRECT_CG_STEPS as _DIRECT_CG_STEPS,
+)
+from .._settings import (
+    CONSTRAINTDML_DIRECT_ENTRIES as _DIRECT_ENTRIES,
+)
+from .._settings import (
     CONSTRAINTDML_FACE_LADDER as FACE_LADDER,
 )
 from .._solver import IterativeSolver
 from ..result import SolverResult
 from ._problem import ConstraintData
-
-#: Largest factor (entries) :meth:`DualView.hess_matrix` may form for an
-#: exact Newton direction (32 MB of float64).
-_DIRECT_ENTRIES = 4_000_000
-#: The exact Newton direction is formed when its flops (the factor's Gram
-#: product and the Cholesky factorization) are below those of this many
-#: conjugate-gradient iterations (near a degenerate optimum they run to
-#: ``cg_maxiter = 200``).
-_DIRECT_CG_STEPS = 100
-#: A bounded least-squares solve of the polish (:func:`_bounded_lstsq`)
-#: runs at most this many flops' worth of BVLS iterations (one ``|E|^3``
-#: least-squares solve each; at least 5, and all when they fit).
-_BVLS_FLOPS = 2e10
 
 __all__ = [
     "ConstraintDualSolver",
