@@ -30,6 +30,8 @@ from .._tolerances import certificate_tolerance
 from ._problem import (
     SLRData,
     _encode_labels,
+    _power_of_two_scale,
+    _rank_and_block,
     _tick,
     check_thresholds,
 )
@@ -238,15 +240,13 @@ class SLRDaskData(SLRData):
         codes, classes = _encode_labels(np.asarray(y), n)
         delta1, delta2 = check_thresholds(delta1, delta2)
         top, finite = da.compute(da.max(da.abs(X)), da.all(da.isfinite(X)))
-        _check_top(float(top), bool(finite))
-        scale = float(2.0 ** np.floor(np.log2(float(top))))
+        if not bool(finite):
+            raise ValueError("X: contains NaN or infinite values.")
+        scale = _power_of_two_scale(float(top))
         Xs = (X / scale).rechunk({1: -1})  # tall and skinny: one column chunk
         U, s, Vt = da.linalg.svd(Xs)
         s, Vt = da.compute(s, Vt)
-        r = _rank(s, n, d, rank_tol)
-        block = int(block)
-        if block < 1:
-            raise ValueError(f"block: must be >= 1, got {block}.")
+        r, block = _rank_and_block(s, n, d, rank_tol, block)
         b = max(1, block // n)
         U = U[:, :r].persist()
         data = cls(X=X, y=codes, classes=classes, delta1=delta1, delta2=delta2, U=U,
@@ -354,18 +354,6 @@ class SLRDaskData(SLRData):
 
     def pair_features(self, i, j):  # pragma: no cover - dense IPM is host-only
         raise NotImplementedError("SLR's interior-point fallback needs NumPy data.")
-
-
-def _check_top(top, finite):
-    if not finite:
-        raise ValueError("X: contains NaN or infinite values.")
-    if top == 0.0:
-        raise ValueError("X: all samples are zero; x_i^T M x_j is 0 for every M.")
-
-
-def _rank(s, n, d, rank_tol):
-    tol = rank_tol if rank_tol is not None else max(n, d) * np.finfo(float).eps
-    return int(np.sum(s > tol * s[0]))
 
 
 def _class_sums(xp, ctx, lo, hi, b, _W, n_classes):

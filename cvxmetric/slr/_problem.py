@@ -319,6 +319,28 @@ def m_in_units(Mi, scale, what):
     return M
 
 
+def _power_of_two_scale(top):
+    """The power of two at or below ``top = max |X_ij|`` that SLR divides
+    ``X`` by.  Eq. 4 at ``sX`` equals Eq. 4 at ``X`` with ``M -> s^2 M``:
+    the problem is solved on ``X / scale`` (a power of two: exact) and ``M``
+    returned in ``X``'s units."""
+    if top == 0.0:
+        raise ValueError("X: all samples are zero; x_i^T M x_j is 0 for every M.")
+    return float(2.0 ** np.floor(np.log2(top)))
+
+
+def _rank_and_block(s, n, d, rank_tol, block):
+    """``(r, block)``: the numerical rank of the singular values ``s`` (above
+    ``rank_tol`` times the largest; default ``max(n, d) eps``) and the
+    validated block size."""
+    tol = rank_tol if rank_tol is not None else max(n, d) * np.finfo(float).eps
+    r = int(np.sum(s > tol * s[0]))
+    block = int(block)
+    if block < 1:
+        raise ValueError(f"block: must be >= 1, got {block}.")
+    return r, block
+
+
 @dataclass(eq=False)
 class SLRData(Samples):
     """Eq. 4 data: samples, labels, thresholds and the thin SVD of ``X``.
@@ -410,22 +432,13 @@ class SLRData(Samples):
         n, d = X.shape
         codes, classes = _encode_labels(y, n)
         delta1, delta2 = check_thresholds(delta1, delta2)
-        top = float(np.max(np.abs(X)))
-        if top == 0.0:
-            raise ValueError("X: all samples are zero; x_i^T M x_j is 0 for every M.")
-        # Eq. 4 at sX equals Eq. 4 at X with M -> s^2 M: the problem is solved
-        # on X / scale (a power of two: exact) and M returned in X's units
-        scale = float(2.0 ** np.floor(np.log2(top)))
+        scale = _power_of_two_scale(float(np.max(np.abs(X))))
         Xs = X / scale
         try:
             U, s, Vt = np.linalg.svd(Xs, full_matrices=False)
         except np.linalg.LinAlgError as exc:  # pragma: no cover - LAPACK failure
             raise ValueError(f"X: its singular value decomposition failed ({exc}).") from None
-        tol = rank_tol if rank_tol is not None else max(n, d) * np.finfo(float).eps
-        r = int(np.sum(s > tol * s[0]))
-        block = int(block)
-        if block < 1:
-            raise ValueError(f"block: must be >= 1, got {block}.")
+        r, block = _rank_and_block(s, n, d, rank_tol, block)
         return cls(
             X=X, y=codes, classes=classes, delta1=delta1, delta2=delta2,
             U=np.ascontiguousarray(U[:, :r]), s=s[:r].copy(),
@@ -449,18 +462,11 @@ class SLRData(Samples):
             y = transfers.to_host(y)
         codes, classes = _encode_labels(y, n)
         delta1, delta2 = check_thresholds(delta1, delta2)
-        top = float(xp.max(xp.abs(X)))
-        if top == 0.0:
-            raise ValueError("X: all samples are zero; x_i^T M x_j is 0 for every M.")
-        scale = float(2.0 ** np.floor(np.log2(top)))
+        scale = _power_of_two_scale(float(xp.max(xp.abs(X))))
         Xs = X / scale
         U, s, Vt = xp.linalg.svd(Xs, full_matrices=False)
         s = transfers.to_host(s)
-        tol = rank_tol if rank_tol is not None else max(n, d) * np.finfo(float).eps
-        r = int(np.sum(s > tol * s[0]))
-        block = int(block)
-        if block < 1:
-            raise ValueError(f"block: must be >= 1, got {block}.")
+        r, block = _rank_and_block(s, n, d, rank_tol, block)
         return cls(
             X=X, y=codes, classes=classes, delta1=delta1, delta2=delta2,
             U=U[:, :r], s=s[:r].copy(),
@@ -636,7 +642,7 @@ class SLRData(Samples):
         U^T 1`` and ``C`` (n_classes, r) the class sums of ``U``'s rows:
         ``O(n r^2)``, no pass over the pairs.
         """
-        xp, U = self.xp, self.U
+        U = self.U
         if Y is not None:
             Y = self._dev(np.asarray(Y, dtype=float))
             return self._host(U.T @ Y @ U)
@@ -690,7 +696,6 @@ class SLRData(Samples):
     def _upper_value(self, left, right, deadline=None):
         """``(f, n_active)`` of Eq. 4 at the symmetric ``K = left @ right``
         (``left`` (n, k), ``right`` (k, n)), over the upper block triangle."""
-        xp = self.xp
         f, n_active = 0.0, 0
         for rows, cols, same in self._upper_blocks():
             _tick(deadline)
