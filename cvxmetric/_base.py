@@ -448,7 +448,7 @@ def _validate_device(estimator, X, y):
     if n < 2 or d < 1:
         raise ValueError(f"X: expected at least 2 samples and 1 feature, got shape "
                          f"({n}, {d}).")
-    y = np.asarray(to_numpy(y)).reshape(-1) if not isinstance(y, list) else np.asarray(y)
+    y = np.asarray(to_numpy(y)).reshape(-1)  # lists and tensors alike
     if y.shape[0] != n:
         raise ValueError(f"y: {y.shape[0]} labels for {n} samples.")
     estimator.n_features_in_ = int(d)
