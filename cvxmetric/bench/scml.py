@@ -8,9 +8,10 @@ with an address-space limit of :data:`MEMORY_LIMIT`):
     standardised (constant pixels left at 0), with ``SCML_Supervised``'s
     defaults: metric-learn's k-NN triplets (``k_genuine = 3``,
     ``k_impostor = 10``: 53 910 triplets) and its local-LDA basis (1 280
-    vectors, ``random_state = 0``).  Target: certified in 10 s (the solve;
-    the basis construction, K-means with ten starts and 144 LDAs, is timed
-    apart as ``setup_seconds``).
+    vectors, ``random_state = 0``).  Target: the whole fit certified in
+    10 s.  The basis and triplet construction (K-means with ten starts and
+    144 LDAs) is timed as ``setup_seconds``, the solve as ``seconds``; the
+    target is judged on their sum.
 
 Method ``fast`` (:class:`~cvxmetric.scml.SCMLWorkingSet` at its defaults);
 ``gap`` is the run's own certified relative gap over every triplet and
@@ -63,10 +64,12 @@ def run_case(case):
 def _status(problem, res):
     """The row's status with the target."""
     t_max = TARGETS[problem]
-    met = res.get("status") == "optimal" and res["seconds"] <= t_max
+    fit = res.get("setup_seconds", 0.0) + res.get("seconds", 0.0)
+    met = res.get("status") == "optimal" and fit <= t_max
     return (f"{res.get('status', '')} (working set {res.get('working_set')} triplets x "
             f"{res.get('working_basis')} basis vectors, {res.get('nonzero_weights')} "
-            f"nonzero; target {t_max:g} s: {'met' if met else 'NOT met'})")
+            f"nonzero; fit {fit:.2f} s = setup {res.get('setup_seconds', 0.0):.2f} s + "
+            f"solve; target {t_max:g} s: {'met' if met else 'NOT met'})")
 
 
 def run_bench(max_seconds=None, seed=0, callback=None, *, cases=BENCH_CASES,
