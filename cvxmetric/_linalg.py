@@ -23,7 +23,7 @@ from ._settings import (
 )
 
 __all__ = ["PairOperator", "project_psd", "eigh_psd", "pow2_rms_exponents",
-           "eigh_equilibrated", "logdet_pd"]
+           "eigh_equilibrated", "logdet_pd", "signed_factors"]
 
 
 def pow2_rms_exponents(diff):
@@ -102,6 +102,23 @@ def logdet_pd(A, rank_tol=0.0):
     if w[0] <= rank_tol * max(w[-1], 0.0):
         return -np.inf
     return float(np.sum(np.log(w)) - 2.0 * np.sum(np.log(s)))
+
+
+def signed_factors(M):
+    """``(G+, G-)`` with ``M = G+ G+^T - G- G-^T`` for the symmetric part of
+    ``M``, up to its round-off.
+
+    Eigenvalues within ``d eps max|w|`` of zero -- the round-off that
+    forming ``M`` (e.g. as ``G G^T``) leaves in every eigenvalue -- are
+    taken as zero: a rank-r iterate then has r columns in ``G+`` and none
+    in ``G-``, where its ``d - r`` round-off eigenvalues of either sign
+    would double the cost of every pass over pairs that reads it and change
+    each distance by less than the round-off of computing it.
+    """
+    w, V = eigh_psd(M)
+    tiny = M.shape[0] * np.finfo(float).eps * max(abs(w[0]), abs(w[-1]), 0.0)
+    pos, neg = w > tiny, w < -tiny
+    return V[:, pos] * np.sqrt(w[pos]), V[:, neg] * np.sqrt(-w[neg])
 
 
 def project_psd(A, return_factor=False):
@@ -286,18 +303,13 @@ class PairOperator:
                 out[s:s + _CHUNK] = np.einsum("pr,pr->p", Z, Z if G is not None else P)
             return out
         if G is None:
-            w, V = eigh_psd(M)
-            # an indefinite M (a subgradient iterate; round-off of a PSD
-            # one) still needs exact values: M = G+ G+^T - G- G-^T, the
-            # negative part with as many columns as negative eigenvalues
-            if w[0] < 0:
-                # (never more columns than d: the full form's cost)
-                neg = w < 0
-                G_neg = V[:, neg] * np.sqrt(-w[neg])
-                return (self.sqdist(G=V[:, w > 0] * np.sqrt(w[w > 0]))
-                        - self.sqdist(G=G_neg))
-            keep = w > 0
-            G = (V[:, keep] * np.sqrt(w[keep])).astype(self.dtype, copy=False)
+            G, G_neg = signed_factors(M)
+            # an indefinite M (a subgradient iterate) still needs exact
+            # values: M = G+ G+^T - G- G-^T, the negative part with as many
+            # columns as negative eigenvalues beyond round-off
+            if G_neg.shape[1]:
+                return self.sqdist(G=G) - self.sqdist(G=G_neg)
+            G = G.astype(self.dtype, copy=False)
         if G.shape[1] == 0:
             return np.zeros(self.n_pairs)
         if self.Phi is not None:

@@ -174,6 +174,14 @@ _CONT_BELOW = 1e-3
 _CONT_START = 1e-2
 _CONT_FACTOR = 100.0
 _CONT_FLOOR = 1e-12
+#: Hinges held at their upper bound in the PDHG iterations (``_Held``):
+#: a multiplier at ``c`` whose hinge is violated by more than
+#: ``QWISE_HOLD`` times ``max(1, max |delta|)`` is held; a held hinge
+#: that comes within ``QWISE_RELEASE`` times that scale of its margin is
+#: released (the working set's band and three bands: the same hysteresis).
+QWISE_HOLD = 0.3
+QWISE_RELEASE = 0.1
+
 #: The face polish's ladder (:func:`_polish`): a constraint is on its margin
 #: when its distance is within this of 1, and the range of ``A(u)`` is the
 #: eigenvalues (entries, diagonal) above this fraction of the largest.

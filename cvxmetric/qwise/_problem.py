@@ -40,7 +40,7 @@ import numpy as np
 import scipy.linalg
 
 from .._data import Samples
-from .._linalg import PairOperator, eigh_psd, project_psd
+from .._linalg import PairOperator, eigh_psd, signed_factors
 from .._settings import _MAX_EXP, _RESTRICTED_PHI, C_RANGE
 from .._tolerances import certificate_tolerance
 from .._validation import (
@@ -443,7 +443,14 @@ class QwiseData(Samples):
         """
         index = np.asarray(index)
         near, far = self.near_q[index], self.far_q[index]
-        used, inv = np.unique(np.concatenate([near, far]), return_inverse=True)
+        # the pairs in use and their new numbers, by a count over the pair
+        # indices (linear; a sort of the 2k indices took 0.35 s a round at
+        # 10^6 constraints)
+        both = np.concatenate([near, far])
+        mark = np.zeros(self.op.n_pairs, dtype=bool)
+        mark[both] = True
+        used = np.flatnonzero(mark)
+        inv = (np.cumsum(mark) - 1)[both]
         pairs = np.column_stack([self.op.i[used], self.op.j[used]])
         store = len(pairs) * self.n_features <= _RESTRICTED_PHI
         op = PairOperator(self.op.X, pairs, materialize=True if store else None,
@@ -610,10 +617,19 @@ class QwiseData(Samples):
         """Certificate of ``M`` with the dual bound from ``alpha``."""
         M = 0.5 * (M + M.T)
         min_eig = float(np.linalg.eigvalsh(M)[0])
-        obj = self.objective(M)
+        # one pass over the pairs per signed part of M (the margins are the
+        # costly part of a certificate at 10^6 constraints): the margins at
+        # M serve the objective and the bound, those of its PSD part the
+        # upper bound
+        G, G_neg = signed_factors(M)
+        dist_psd = self.op.sqdist(G=G)
+        dist = dist_psd - self.op.sqdist(G=G_neg) if G_neg.shape[1] else dist_psd
+        arg = self.margins(dist=dist)
+        obj = self.objective(M, arg=arg)
         # an upper bound on the optimum from a PSD point (for dual_bound)
-        upper = obj if min_eig >= 0 else self.objective(project_psd(M))
-        bound = (self.best_dual_bound(alpha, M, upper) if alpha is not None
+        upper = obj if min_eig >= 0 else self.objective(
+            G @ G.T, arg=self.margins(dist=dist_psd))
+        bound = (self.best_dual_bound(alpha, M, upper, arg=arg) if alpha is not None
                  else -np.inf)
         cert = Certificate.from_bound(
             obj, bound, max_violation=max(0.0, -min_eig), min_eig=min_eig,
