@@ -80,8 +80,7 @@ from functools import cached_property
 import numpy as np
 import scipy.optimize
 
-from .._backend import (Transfers, check_host_input, device_of, float64, is_dask,
-                        is_numpy, namespace)
+from .._backend import Transfers, device_of, float64, is_dask, is_numpy, namespace
 from .._data import Samples
 from .._linalg import project_psd
 from .._settings import (
@@ -402,7 +401,9 @@ def labeled_pairs(X, pairs, labels):
     if is_numpy(X) or isinstance(X, (list, tuple)) or hasattr(X, "iloc"):
         return LabeledPairs.create(X, pairs, labels)
     if is_dask(X):
-        check_host_input(X, "X", "MMC")
+        raise TypeError("X: MMC has no Dask back end; give a NumPy array or an "
+                        "array of an array-API library (PyTorch, CuPy), which "
+                        "the fast solvers keep on its device (docs/backends.md).")
     xp, _ = namespace(X)
     if getattr(X, "ndim", None) != 2 or 0 in tuple(X.shape):
         raise ValueError(f"X: expected a non-empty 2-D array, got shape "
@@ -484,6 +485,15 @@ class MMCData(Samples):
         Unit columns (Jacobi units) spanning the part of the numerical null
         space of ``A_S`` that the dissimilar differences see (``k = 0``
         unless the data are degenerate).
+    dev : _Backend
+        Where ``X``, ``Z_S``, ``Z_D`` and ``psi`` live: NumPy by default;
+        for an ``X`` of another array namespace (PyTorch, CuPy,
+        ``array-api-strict``; :meth:`create`) they stay on its device in
+        float64, and so do the sweeps over the pairs and the dissimilar
+        distances; everything ``d``-sized (``A_S``, ``scale``, ``Wt``,
+        ``Rt``, ``sv``, ``null``, the points, gradients and the
+        certificate's eigenvalue problems) is NumPy on the host, and
+        ``dev.transfers`` counts every move.
     """
 
     X: np.ndarray

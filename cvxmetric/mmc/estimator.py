@@ -43,6 +43,11 @@ loop of alternating projections, which the exact projection here replaces
 term of Xing's diagonal objective, which only scales its minimiser, and the
 metric is returned at the scale ``sum_D sqrt(D2_M) = 1`` whatever its value.
 
+With scikit-learn's ``array_api_dispatch`` on, ``MMCSupervised(solver="fast")``
+keeps a PyTorch, CuPy or ``array-api-strict`` ``X`` on its namespace: the
+sweeps over the pairs run there (docs/backends.md); the exact path needs
+NumPy.
+
 If a dissimilar difference has a component that no similar pair varies
 along (the null space of ``A_S``), the optimum is 0, attained by any metric
 that only sees such directions; the estimators then return the certified

@@ -61,6 +61,16 @@
     Jacobi units (``w_k a_k``), where ``h`` does not depend on the features'
     units.
 
+**Back ends.**  On data built from an ``X`` of another array namespace
+(PyTorch, CuPy, ``array-api-strict``: :meth:`MMCData.create`) both run
+their sweeps over the dissimilar pairs -- ``D2`` of a point, the weighted
+Gram product of the gradient (and Newton's Hessian), the bound's Gram
+product -- on that device in float64, and keep the distances there; the
+iterate, the projection's ``eigh`` and the line search's bookkeeping stay
+on the host.  Per iteration the point or direction goes to the device,
+the ``(r, r)`` gradient and bound Gram come back, and each line-search
+trial returns two scalars: nothing of the pairs' size crosses.
+
 Both stop on the certified relative duality gap ``(r(M) - LB) / r(M)``
 with the bound ``LB`` of :mod:`._problem`, evaluated at each iterate (and
 the best bound seen is kept: every one of them is valid); the returned
@@ -416,7 +426,7 @@ class MMCProjectedGradient(IterativeSolver):
         noise = 1e-14 * state.g
 
         def trial(alpha):
-            dist = state.dist + alpha * d_dist
+            dist = state.dist + float(alpha) * d_dist
             return dist, sp.g_positive(dist)
 
         search = backtracking(

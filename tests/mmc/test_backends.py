@@ -177,7 +177,7 @@ def test_exact_path_and_dask_are_refused_by_name():
     with pytest.raises(TypeError, match="data: MMC's exact solve"):
         formulation("mmc").solve_exact(data)
     da = pytest.importorskip("dask.array")
-    with pytest.raises(TypeError, match="X: MMC runs on NumPy"):
+    with pytest.raises(TypeError, match="X: MMC has no Dask back end"):
         MMCData.create(da.from_array(X, chunks=(40, 7)), pairs, labels)
 
 
