@@ -698,10 +698,11 @@ class MMCData(Samples):
 
     def f(self, x):
         """``f = sum_S D2 = <A_S, M>`` (the paper's objective)."""
-        xj = self.dev.to_device(self.to_jacobi(np.asarray(x, dtype=float)))
+        xj = self.to_jacobi(np.asarray(x, dtype=float))
         if self.diagonal:
-            return float(self.a_jacobi @ self.dev.host(xj))
-        return self.dev.scalars(self.xp.sum(self.dev.rowdot(self.Z_S @ xj, self.Z_S)))[0]
+            return float(self.a_jacobi @ xj)
+        ZS = self.Z_S @ self.dev.to_device(xj)
+        return self.dev.scalars(self.xp.sum(self.dev.rowdot(ZS, self.Z_S)))[0]
 
     def evaluate(self, x):
         """``(f, D2, min_eig)`` at ``x`` from a factor of its PSD part.
