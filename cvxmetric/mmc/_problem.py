@@ -74,11 +74,13 @@ ill-posed solve.  Directions orthogonal to every difference vector are
 harmless (they change no distance) and are left alone.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import scipy.optimize
 
+from .._backend import Transfers, device_of, float64, is_dask, is_numpy, namespace
 from .._data import Samples
 from .._linalg import project_psd
 from .._settings import (
@@ -91,7 +93,7 @@ from .._settings import (
 )
 from .._solver import fit_threads
 from .._tolerances import certificate_tolerance
-from .._validation import check_instance
+from .._validation import check_indices, check_instance, check_pair_labels
 from ..constraints import LabeledPairs
 from ..result import Certificate, SolverResult
 
@@ -210,11 +212,82 @@ def project_nonneg_halfspace(y, a, rhs=1.0, *, return_multiplier=False):
 # ---------------------------------------------------------------------------
 
 
-def _column_norms(P):
-    """Euclidean norms of the columns of ``P`` without overflow or underflow."""
-    m = np.max(np.abs(P), axis=0) if P.shape[0] else np.zeros(P.shape[1])
-    safe = np.where(m > 0, m, 1.0)
-    return m * np.sqrt(np.sum((P / safe) ** 2, axis=0))
+@dataclass(eq=False)
+class _Backend:
+    """Where an :class:`MMCData`'s differences live, and the counted moves
+    to and from there.
+
+    NumPy (the default) moves nothing; another namespace (PyTorch, CuPy,
+    ``array-api-strict``) keeps the ``n``-sized arrays -- the differences
+    and the dissimilar distances -- on its device, and only ``d``-sized
+    arrays and scalars cross, through :class:`~cvxmetric._backend.Transfers`.
+    """
+
+    xp: object = np
+    device: object = None
+    transfers: Transfers = field(default_factory=Transfers)
+
+    @property
+    def on_host(self):
+        return self.xp is np
+
+    def to_device(self, a):
+        """A host array on the device (counted; itself on NumPy)."""
+        if self.on_host:
+            return a
+        return self.transfers.to_device(np.asarray(a), self.xp, self.device)
+
+    def host(self, x):
+        """A device array on the host as NumPy (counted; itself on NumPy)."""
+        return self.transfers.to_host(x)
+
+    def scalars(self, *values):
+        """0-d arrays as Python floats: one transfer for all of them."""
+        if self.on_host:
+            return tuple(float(v) for v in values)
+        xp = self.xp
+        both = self.host(xp.stack([xp.astype(v, xp.float64) for v in values]))
+        return tuple(float(v) for v in both)
+
+    def count(self, mask):
+        """The number of true entries of a boolean array (0-d off NumPy)."""
+        if self.on_host:
+            return np.count_nonzero(mask)
+        return self.xp.sum(self.xp.astype(mask, self.xp.float64))
+
+    def columns(self, Z, K):
+        """``Z[:, K]`` for a boolean host mask ``K``."""
+        if self.on_host:
+            return Z[:, K]
+        return self.xp.take(Z, self.to_device(np.flatnonzero(K)), axis=1)
+
+    def r_factor(self, Z):
+        """The R factor of ``Z = Q R`` (reduced), on the host."""
+        if self.on_host:
+            return np.linalg.qr(Z, mode="r")
+        return self.host(self.xp.linalg.qr(Z).R)
+
+    def rowdot(self, A, B):
+        """``sum(A * B, axis=1)``."""
+        if self.on_host:
+            return np.einsum("pr,pr->p", A, B)
+        return self.xp.sum(A * B, axis=1)
+
+    def info(self):
+        """``backend``, ``device`` and ``transfers`` for a result's ``info``."""
+        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
+                "device": str(self.device or "cpu"),
+                "transfers": self.transfers.as_dict()}
+
+
+def _column_norms(P, xp=np):
+    """Euclidean norms of the columns of ``P`` without overflow or underflow
+    (on ``P``'s namespace ``xp``; ``P`` has at least one row)."""
+    if xp is np and not P.shape[0]:
+        return np.zeros(P.shape[1])
+    m = xp.max(xp.abs(P), axis=0)
+    safe = xp.where(m > 0, m, 1.0)
+    return m * xp.sqrt(xp.sum((P / safe) ** 2, axis=0))
 
 
 def _check_scale(norms, what):
@@ -231,13 +304,15 @@ def _check_scale(norms, what):
             f"X, up to M -> M / c^2).")
 
 
-def _whiten(Z_S, Z_D, K):
+def _whiten(Z_S, Z_D, K, dev):
     """Whitening of ``A_S`` from the similar differences, and its null space.
 
     ``Z_S`` (n_S, d) and ``Z_D`` (n_D, d) are the differences divided by
     the features' scales ``s_k = sqrt(a_k)`` (Jacobi scaling: unit columns
     on ``K``), so that the rank decision does not depend on the features'
-    units.  The SVD ``Z_S[:, K] = U diag(sv) V^T`` is computed from the
+    units.  ``dev`` (:class:`_Backend`) holds the differences' namespace:
+    the QR runs there and only its ``(k, k)`` factor comes to the host.
+    The SVD ``Z_S[:, K] = U diag(sv) V^T`` is computed from the
     differences themselves, never from the Gram matrix ``A_S``: a direction
     along which the similar differences are 1e-7 of their length has an
     ``A_S`` eigenvalue of 1e-14, which the Gram matrix only knows to about
@@ -258,15 +333,14 @@ def _whiten(Z_S, Z_D, K):
         ``null(Z_S[:, K])``.
     """
     d = Z_S.shape[1]
-    ZK = Z_S[:, K]
-    k = ZK.shape[1]
+    k = int(np.sum(K))
     if k:
-        if ZK.shape[0] > k:
-            # R of ZK = Q R has ZK's singular values and right singular
-            # vectors (Q is orthonormal) and is computed backward stably
-            # without Q: memory stays that of the differences, never the
-            # (n_S, n_S) left factor a full SVD would build
-            ZK = np.linalg.qr(ZK, mode="r")  # (k, k)
+        ZK = dev.columns(Z_S, K)
+        # R of ZK = Q R has ZK's singular values and right singular
+        # vectors (Q is orthonormal) and is computed backward stably
+        # without Q: memory stays that of the differences, never the
+        # (n_S, n_S) left factor a full SVD would build
+        ZK = dev.r_factor(ZK) if ZK.shape[0] > k else dev.host(ZK)
         # (k, k) right factor: with fewer rows than columns its last rows
         # span the null space
         _, sv, Vt = np.linalg.svd(ZK, full_matrices=True)
@@ -279,20 +353,99 @@ def _whiten(Z_S, Z_D, K):
     Wt[K] = V[:, keep] / sv[keep]
     Rt = np.zeros((int(keep.sum()), d))
     Rt[:, K] = (V[:, keep] * sv[keep]).T
-    cols = [np.eye(d)[:, ~K & np.any(Z_D != 0, axis=0)]]
+    varies = dev.host(dev.xp.any(Z_D != 0, axis=0))
+    cols = [np.eye(d)[:, ~K & varies]]
     N = V[:, ~keep]  # (|K|, k0): numerical null space, orthonormal
     if N.shape[1]:
-        PD = Z_D[:, K]
-        Z = PD @ N
-        norms = np.sum(PD * PD, axis=1)
-        frac = np.sum(Z * Z, axis=1) / np.where(norms > 0, norms, 1.0)
-        if np.any(frac > SEEN_RTOL):
-            _, s2, V2t = np.linalg.svd(Z, full_matrices=False)
-            seen = s2 > np.sqrt(SEEN_RTOL * norms.max())
-            B = np.zeros((d, int(seen.sum())))
-            B[K] = N @ V2t[seen].T
+        seen = _seen_null(Z_D, K, N, dev)
+        if seen is not None:
+            B = np.zeros((d, seen.shape[1]))
+            B[K] = seen
             cols.append(B)
     return Wt, Rt, sv[keep], np.hstack(cols)
+
+
+def _seen_null(Z_D, K, N, dev):
+    """The directions of the null space ``N`` (Jacobi units on ``K``) that
+    the dissimilar differences see, as columns, or ``None``."""
+    xp = dev.xp
+    PD = dev.columns(Z_D, K)
+    Z = PD @ dev.to_device(N)
+    norms = xp.sum(PD * PD, axis=1)
+    frac = xp.sum(Z * Z, axis=1) / xp.where(norms > 0, norms, 1.0)
+    worst, top = dev.scalars(xp.max(frac), xp.max(norms))
+    if not worst > SEEN_RTOL:
+        return None
+    # off the host, Z's singular values and right vectors come from its
+    # small R factor (Z itself stays on its device)
+    _, s2, V2t = np.linalg.svd(Z if dev.on_host else dev.r_factor(Z),
+                               full_matrices=False)
+    seen = s2 > np.sqrt(SEEN_RTOL * top)
+    return N @ V2t[seen].T
+
+
+def labeled_pairs(X, pairs, labels):
+    """:meth:`LabeledPairs.create` for ``X`` of any array namespace.
+
+    NumPy input (and lists) is validated as :class:`LabeledPairs` does.  A
+    PyTorch, CuPy or ``array-api-strict`` ``X`` stays on its device, cast
+    to float64 there (and checked finite there); the pairs and labels are
+    validated on the host; zero-length pairs are refused by
+    :meth:`MMCData.from_pairs`, which forms the differences.
+
+    Raises
+    ------
+    TypeError
+        For a ``dask.array`` (MMC has no Dask back end).
+    """
+    if is_numpy(X) or isinstance(X, (list, tuple)) or hasattr(X, "iloc"):
+        return LabeledPairs.create(X, pairs, labels)
+    if is_dask(X):
+        raise TypeError("X: MMC has no Dask back end; give a NumPy array or an "
+                        "array of an array-API library (PyTorch, CuPy), which "
+                        "the fast solvers keep on its device (docs/backends.md).")
+    xp, _ = namespace(X)
+    if getattr(X, "ndim", None) != 2 or 0 in tuple(X.shape):
+        raise ValueError(f"X: expected a non-empty 2-D array, got shape "
+                         f"{tuple(getattr(X, 'shape', ()))}.")
+    X = float64(X, xp)
+    idx = check_indices(pairs, "pairs", X.shape[0], width=2)
+    y = check_pair_labels(labels, idx.shape[0], "pairs labels")
+    return LabeledPairs(X, idx, y.astype(np.int8))
+
+
+def _differences(X, S, D, dev):
+    """``Phi_S``, ``Phi_D``: the similar and dissimilar differences, on
+    ``X``'s device; refuses overflow (and, off NumPy, where
+    :class:`LabeledPairs` did not look, non-finite ``X`` and zero-length
+    pairs) by name."""
+    xp = dev.xp
+    if dev.on_host:
+        with np.errstate(over="ignore", invalid="ignore"):
+            Phi_S = X[S[:, 0]] - X[S[:, 1]]  # (n_S, d)
+            Phi_D = X[D[:, 0]] - X[D[:, 1]]  # (n_D, d)
+        bad = not (np.all(np.isfinite(Phi_S)) and np.all(np.isfinite(Phi_D)))
+        zero = 0
+    else:
+        S, D = dev.to_device(S), dev.to_device(D)
+        Phi_S = xp.take(X, S[:, 0], axis=0) - xp.take(X, S[:, 1], axis=0)
+        Phi_D = xp.take(X, D[:, 0], axis=0) - xp.take(X, D[:, 1], axis=0)
+        n_bad, zero, x_bad = dev.scalars(
+            dev.count(~xp.isfinite(Phi_S)) + dev.count(~xp.isfinite(Phi_D)),
+            dev.count(xp.all(Phi_S == 0, axis=1)) + dev.count(xp.all(Phi_D == 0, axis=1)),
+            dev.count(~xp.isfinite(X)))
+        if x_bad:
+            raise ValueError("X: contains NaN or infinite values.")
+        bad = n_bad > 0
+    if bad:
+        raise ValueError(
+            "X: a difference x_i - x_j overflows the floating-point range; "
+            "rescale X (the MMC solution is invariant to scaling X).")
+    if zero:
+        raise ValueError(
+            f"pairs: {int(zero)} pair(s) have a zero-length difference vector; "
+            f"their distance does not depend on the metric.")
+    return Phi_S, Phi_D
 
 
 @dataclass(eq=False)
@@ -332,6 +485,15 @@ class MMCData(Samples):
         Unit columns (Jacobi units) spanning the part of the numerical null
         space of ``A_S`` that the dissimilar differences see (``k = 0``
         unless the data are degenerate).
+    dev : _Backend
+        Where ``X``, ``Z_S``, ``Z_D`` and ``psi`` live: NumPy by default;
+        for an ``X`` of another array namespace (PyTorch, CuPy,
+        ``array-api-strict``; :meth:`create`) they stay on its device in
+        float64, and so do the sweeps over the pairs and the dissimilar
+        distances; everything ``d``-sized (``A_S``, ``scale``, ``Wt``,
+        ``Rt``, ``sv``, ``null``, the points, gradients and the
+        certificate's eigenvalue problems) is NumPy on the host, and
+        ``dev.transfers`` counts every move.
     """
 
     X: np.ndarray
@@ -348,6 +510,7 @@ class MMCData(Samples):
     sv: np.ndarray
     psi: np.ndarray
     null: np.ndarray
+    dev: _Backend = field(default_factory=_Backend, repr=False)
 
     @classmethod
     def from_pairs(cls, pairs, *, diagonal=False):
@@ -381,45 +544,67 @@ class MMCData(Samples):
                 "pairs: no dissimilar pair (label -1); MMC's constraint "
                 "sum_D sqrt(D2) >= 1 needs at least one.")
         X = pairs.X
-        with np.errstate(over="ignore", invalid="ignore"):
-            Phi_S = X[S[:, 0]] - X[S[:, 1]]  # (n_S, d)
-            Phi_D = X[D[:, 0]] - X[D[:, 1]]  # (n_D, d)
-        if not (np.all(np.isfinite(Phi_S)) and np.all(np.isfinite(Phi_D))):
-            raise ValueError(
-                "X: a difference x_i - x_j overflows the floating-point range; "
-                "rescale X (the MMC solution is invariant to scaling X).")
-        s = _column_norms(Phi_S)  # sqrt(a_k), computed without overflow
+        xp, numpy_like = namespace(X)
+        dev = _Backend() if numpy_like else _Backend(xp, device_of(X))
+        Phi_S, Phi_D = _differences(X, S, D, dev)
+        s = dev.host(_column_norms(Phi_S, xp))  # sqrt(a_k), without overflow
         K = s > 0
         _check_scale(s, "similar")
-        _check_scale(_column_norms(Phi_D[:, ~K]), "dissimilar")
+        _check_scale(dev.host(_column_norms(dev.columns(Phi_D, ~K), xp)), "dissimilar")
         scale = np.where(K, s, 1.0)
-        Z_S = Phi_S / scale
-        Z_D = Phi_D / scale
+        scale_dev = dev.to_device(scale)
+        Z_S = Phi_S / scale_dev
+        Z_D = Phi_D / scale_dev
         a = s * s
-        A_S = (Z_S.T @ Z_S) * np.outer(scale, scale)
+        A_S = dev.host(Z_S.T @ Z_S) * np.outer(scale, scale)
         A_S = 0.5 * (A_S + A_S.T)
         d = X.shape[1]
         if diagonal:
             # coordinates with a_k = 0 that some dissimilar pair varies along
-            null = np.eye(d)[:, ~K & np.any(Z_D != 0, axis=0)]
+            null = np.eye(d)[:, ~K & dev.host(xp.any(Z_D != 0, axis=0))]
             Wt, Rt, sv = np.zeros((d, 0)), np.zeros((0, d)), np.zeros(0)
-            psi = np.zeros((len(D), 0))
+            psi = Z_D[:, :0]
         else:
             # the low-level API's own policy (an estimator's fit is under
             # one already): the QR costs n_S d^2 and threads lose on a
             # loaded machine
             with fit_threads(Z_S):
-                Wt, Rt, sv, null = _whiten(Z_S, Z_D, K)
-            psi = Z_D @ Wt
+                Wt, Rt, sv, null = _whiten(Z_S, Z_D, K, dev)
+            psi = Z_D @ dev.to_device(Wt)
         return cls(X=X, similar=S, dissimilar=D, diagonal=bool(diagonal),
                    A_S=A_S, scale=scale, Z_S=Z_S, Z_D=Z_D, a=a, Wt=Wt, Rt=Rt,
-                   sv=sv, psi=psi, null=null)
+                   sv=sv, psi=psi, null=null, dev=dev)
 
     @classmethod
     def create(cls, X, pairs, labels, *, diagonal=False):
-        """Validate ``X``, index pairs (n, 2) and labels (+1 / -1), then build."""
-        return cls.from_pairs(LabeledPairs.create(X, pairs, labels),
-                              diagonal=diagonal)
+        """Validate ``X``, index pairs (n, 2) and labels (+1 / -1), then build.
+
+        ``X`` of another array namespace (PyTorch, CuPy,
+        ``array-api-strict``) stays there, cast to float64
+        (:func:`labeled_pairs`).
+        """
+        return cls.from_pairs(labeled_pairs(X, pairs, labels), diagonal=diagonal)
+
+    # -- host and device -----------------------------------------------------
+
+    @property
+    def xp(self):
+        """The array namespace of the differences (``numpy`` by default)."""
+        return self.dev.xp
+
+    @property
+    def on_host(self):
+        """Whether the data are NumPy arrays (nothing is transferred)."""
+        return self.dev.on_host
+
+    @property
+    def transfers(self):
+        """The counted moves between host and device (:class:`Transfers`)."""
+        return self.dev.transfers
+
+    def backend_info(self):
+        """``{"backend", "device", "transfers"}`` for a result's ``info``."""
+        return self.dev.info()
 
     # -- sizes ---------------------------------------------------------------
 
@@ -507,16 +692,17 @@ class MMCData(Samples):
         """``D2`` of every dissimilar pair, shape (n_D,); linear in ``x``."""
         xj = self.to_jacobi(np.asarray(x, dtype=float))
         if self.diagonal:
-            return (self.Z_D * self.Z_D) @ xj
+            return (self.Z_D * self.Z_D) @ self.dev.to_device(xj)
         xj = 0.5 * (xj + xj.T)
-        return np.einsum("pd,pd->p", self.Z_D @ xj, self.Z_D)
+        return self.dev.rowdot(self.Z_D @ self.dev.to_device(xj), self.Z_D)
 
     def f(self, x):
         """``f = sum_S D2 = <A_S, M>`` (the paper's objective)."""
         xj = self.to_jacobi(np.asarray(x, dtype=float))
         if self.diagonal:
-            return float(np.sum(self.Z_S * self.Z_S, axis=0) @ xj)
-        return float(np.sum(np.einsum("pd,pd->p", self.Z_S @ xj, self.Z_S)))
+            return float(self.a_jacobi @ xj)
+        ZS = self.Z_S @ self.dev.to_device(xj)
+        return self.dev.scalars(self.xp.sum(self.dev.rowdot(ZS, self.Z_S)))[0]
 
     def evaluate(self, x):
         """``(f, D2, min_eig)`` at ``x`` from a factor of its PSD part.
@@ -527,18 +713,19 @@ class MMCData(Samples):
         nearly dependent features, where ``z^T M z`` loses digits.
         """
         x = np.asarray(x, dtype=float)
+        dev = self.dev
         if self.diagonal:
             xj = self.to_jacobi(x)
             wp = np.maximum(xj, 0.0)
-            f = float(np.sum(self.Z_S * self.Z_S, axis=0) @ wp)
-            return f, (self.Z_D * self.Z_D) @ wp, float(np.min(x))
+            f = float(self.a_jacobi @ wp)
+            return f, (self.Z_D * self.Z_D) @ dev.to_device(wp), float(np.min(x))
         xj = self.to_jacobi(0.5 * (x + x.T))
         lam, V = np.linalg.eigh(0.5 * (xj + xj.T))
         pos = lam > 0
-        L = V[:, pos] * np.sqrt(lam[pos])
+        L = dev.to_device(V[:, pos] * np.sqrt(lam[pos]))
         ZS, ZD = self.Z_S @ L, self.Z_D @ L
         min_eig = float(np.linalg.eigvalsh(0.5 * (x + x.T))[0])
-        return (float(np.sum(ZS * ZS)), np.einsum("pr,pr->p", ZD, ZD), min_eig)
+        return (dev.scalars(self.xp.sum(ZS * ZS))[0], dev.rowdot(ZD, ZD), min_eig)
 
     def representation_error(self, x, f, dist):
         """Uncertainty of ``r(x)`` (absolute) from storing ``x`` in floating point.
@@ -555,12 +742,32 @@ class MMCData(Samples):
         xj = self.to_jacobi(0.5 * (x + x.T))
         nrm = float(np.max(np.abs(np.linalg.eigvalsh(0.5 * (xj + xj.T)))))
         c = 4.0 * (self.n_features + 2) * np.finfo(float).eps * nrm
-        df = c * float(np.sum(self.Z_S * self.Z_S))
-        root = np.sqrt(np.maximum(dist, 1e-300))
-        dD = c * np.sum(self.Z_D * self.Z_D, axis=1)
-        dg = float(np.sum(dD / (2.0 * root)))
-        g = float(np.sum(root))
+        df = c * self.zs_norm2
+        g, dg = self._rounding_of_g(c, dist)
         return (df + 2.0 * f * dg / max(g, 1e-300)) / max(g, 1e-300) ** 2
+
+    def _rounding_of_g(self, c, dist):
+        """``(g, dg)``: ``g = sum_D sqrt(D2)`` and its change when every
+        ``D2`` moves by ``c ||z||^2`` (rounding the entries of ``M``)."""
+        xp = self.xp
+        root = xp.sqrt(xp.maximum(dist, 1e-300))
+        dD = float(c) * self.zd_norm2
+        return self.dev.scalars(xp.sum(root), xp.sum(dD / (2.0 * root)))
+
+    @cached_property
+    def a_jacobi(self):
+        """``diag(Z_S^T Z_S)`` on the host (1 on ``K``, 0 off it)."""
+        return self.dev.host(self.xp.sum(self.Z_S * self.Z_S, axis=0))
+
+    @cached_property
+    def zs_norm2(self):
+        """``||Z_S||_F^2``."""
+        return self.dev.scalars(self.xp.sum(self.Z_S * self.Z_S))[0]
+
+    @cached_property
+    def zd_norm2(self):
+        """Squared norms of the rows of ``Z_D``, on its device."""
+        return self.xp.sum(self.Z_D * self.Z_D, axis=1)
 
     def check_representable(self, x, tol_gap=_GAP):
         """Raise when ``x`` in the user's units cannot carry its own value.
@@ -595,9 +802,7 @@ class MMCData(Samples):
         xj = self.to_jacobi(0.5 * (x + x.T))
         top = float(np.max(np.abs(np.linalg.eigvalsh(0.5 * (xj + xj.T)))))
         c = 4.0 * (self.n_features + 2) * np.finfo(float).eps * top
-        root = np.sqrt(np.maximum(dist, 1e-300))
-        g = float(np.sum(root))
-        dg = float(np.sum(c * np.sum(self.Z_D * self.Z_D, axis=1) / (2.0 * root)))
+        g, dg = self._rounding_of_g(c, dist)
         if not dg > tol_gap * g:
             return
         raise ValueError(
@@ -625,14 +830,15 @@ class MMCData(Samples):
         """``g = sum_D sqrt(D2)`` (negative round-off of ``D2`` clipped)."""
         if dist is None:
             dist = self.sqdist_D(x)
-        return float(np.sum(np.sqrt(np.maximum(dist, 0.0))))
+        xp = self.xp
+        return self.dev.scalars(xp.sum(xp.sqrt(xp.maximum(dist, 0.0))))[0]
 
     def grad_g(self, dist):
         """``grad g = sum_D C_ij / (2 sqrt D2)`` from the distances ``D2 > 0``."""
-        weights = 0.5 / np.sqrt(dist)
+        weights = 0.5 / self.xp.sqrt(dist)
         if self.diagonal:
-            return self.to_jacobi((self.Z_D * self.Z_D).T @ weights)
-        G = self.Z_D.T @ (weights[:, None] * self.Z_D)
+            return self.to_jacobi(self.dev.host((self.Z_D * self.Z_D).T @ weights))
+        G = self.dev.host(self.Z_D.T @ (weights[:, None] * self.Z_D))
         G = 0.5 * (G + G.T)
         return self.to_jacobi(G)
 
@@ -693,39 +899,44 @@ class MMCData(Samples):
 
     def _dual_bound(self, u):
         """``(LB(u), relative allowance applied)``."""
-        u = np.asarray(u, dtype=float)
-        top = float(np.max(u)) if u.size else 0.0
-        if not np.all(np.isfinite(u)):
+        xp, dev = self.xp, self.dev
+        if dev.on_host:
+            u = np.asarray(u, dtype=float)
+        if not u.shape[0]:
+            return 0.0, 0.0
+        top, n_bad = dev.scalars(xp.max(u), dev.count(~xp.isfinite(u)))
+        if n_bad:
             return -np.inf, np.inf
         if self.degenerate or not top > 0:
             return 0.0, 0.0  # f >= 0: the trivial bound
-        u = np.maximum(u, U_FLOOR * top) / top
+        u = xp.maximum(u, U_FLOOR * top) / top
         eps = np.finfo(float).eps
         if self.diagonal:
-            Z2 = self.Z_D * self.Z_D
-            b = Z2.T @ (1.0 / u)  # diag of 2 B_u, Jacobi units
-            aj = np.sum(self.Z_S * self.Z_S, axis=0)  # 1 up to round-off
+            b = dev.host((self.Z_D * self.Z_D).T @ (1.0 / u))  # diag of 2 B_u, Jacobi units
+            aj = self.a_jacobi  # 1 up to round-off
             pos = b > 0
             if not np.any(pos):
                 return -np.inf, np.inf
             lam = float(np.max(b[pos] / aj[pos]))
             # sums of positive terms: relative error below (n + d) eps each
-            rel = 4.0 * (len(u) + self.n_similar + 4) * eps
+            rel = 4.0 * (u.shape[0] + self.n_similar + 4) * eps
             lam *= 1.0 + rel
+            (total,) = dev.scalars(xp.sum(u))
         else:
             if self.psi.shape[1] == 0:
                 return -np.inf, np.inf
-            Y = self.psi / np.sqrt(u)[:, None]  # (n_D, r)
-            lam = float(np.linalg.eigvalsh(Y.T @ Y)[-1])
+            Y = self.psi / xp.sqrt(u)[:, None]  # (n_D, r)
+            lam = float(np.linalg.eigvalsh(dev.host(Y.T @ Y))[-1])
             if not lam > 0:
                 return -np.inf, np.inf
-            ZD = self.Z_D / np.sqrt(u)[:, None]
-            rel = self._bound_allowance(np.sqrt(np.sum(ZD * ZD)) / np.sqrt(lam))
+            ZD = self.Z_D / xp.sqrt(u)[:, None]
+            zd2, total = dev.scalars(xp.sum(ZD * ZD), xp.sum(u))
+            rel = self._bound_allowance(np.sqrt(zd2) / np.sqrt(lam))
             if not rel <= BOUND_TRUST:
                 return -np.inf, np.inf
             lam *= (1.0 + rel) ** 2
             rel = (1.0 + rel) ** 2 - 1.0
-        return 1.0 / (float(np.sum(u)) * lam), rel
+        return 1.0 / (total * lam), rel
 
     def _bound_allowance(self, ratio_D):
         """Relative allowance on ``sqrt(lambda_max)`` for round-off.
@@ -742,7 +953,7 @@ class MMCData(Samples):
         d = self.n_features
         smin = float(self.sv[-1])
         c = 8.0 * (d + 2) * eps
-        eps_S = c * np.sqrt(float(np.sum(self.Z_S * self.Z_S))) / smin
+        eps_S = c * np.sqrt(self.zs_norm2) / smin
         eps_D = c * ratio_D / smin
         if eps_S >= 0.5:
             return np.inf
@@ -752,7 +963,7 @@ class MMCData(Samples):
         """``LB(u)`` at ``u = sqrt(D2_x)``: tight at the optimum."""
         if dist is None:
             dist = self.evaluate(x)[1]
-        return self.dual_bound(np.sqrt(np.maximum(dist, 0.0)))
+        return self.dual_bound(self.xp.sqrt(self.xp.maximum(dist, 0.0)))
 
     # -- degenerate data -----------------------------------------------------
 
@@ -855,6 +1066,8 @@ def mmc_result(data, x, cert, status, n_iter, method, info, seconds):
     info["scale_free_rel_gap"] = float(data.relative_gap(cert))
     if data.diagonal:
         info["w"] = np.asarray(x, dtype=float)
+    if not data.on_host:
+        info.update(data.backend_info())
     return SolverResult(M=data.as_matrix(x), status=status,
                         objective=cert.objective, n_iter=int(n_iter),
                         certificate=cert, method=method, info=info, time=seconds)

@@ -43,6 +43,11 @@ loop of alternating projections, which the exact projection here replaces
 term of Xing's diagonal objective, which only scales its minimiser, and the
 metric is returned at the scale ``sum_D sqrt(D2_M) = 1`` whatever its value.
 
+With scikit-learn's ``array_api_dispatch`` on, ``MMCSupervised(solver="fast")``
+keeps a PyTorch, CuPy or ``array-api-strict`` ``X`` on its namespace: the
+sweeps over the pairs run there (docs/backends.md); the exact path needs
+NumPy.
+
 If a dissimilar difference has a component that no similar pair varies
 along (the null space of ``A_S``), the optimum is 0, attained by any metric
 that only sees such directions; the estimators then return the certified
@@ -59,16 +64,17 @@ from sklearn.datasets import make_spd_matrix
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._backend import is_numpy, namespace, to_numpy
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
-                     PairsClassifierMixin, form_samples, form_tuples, given_options,
-                     renamed_keyword, solver_names, store_arguments,
+                     PairsClassifierMixin, _take_rows, form_samples, form_tuples,
+                     given_options, renamed_keyword, solver_names, store_arguments,
                      validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_pair_labels, check_psd_matrix, check_samples
 from ..constraints import LabeledPairs, pairs_from_labels, tuples_to_indices
 from ..formulations import formulation
-from ._problem import MMCData
+from ._problem import MMCData, labeled_pairs
 from .exact import declared_problem
 from .fast import MMCNewton, MMCProjectedGradient
 
@@ -130,7 +136,7 @@ class _MMCBase(MahalanobisMixin, BaseEstimator):
             if init == "identity":
                 return np.eye(d)
             if init == "covariance":
-                points = pairs.X[np.unique(pairs.indices)]
+                points = to_numpy(_take_rows(pairs.X, np.unique(pairs.indices)))
                 cov = np.atleast_2d(np.cov(points, rowvar=False))
                 return np.linalg.pinv(cov, hermitian=True)
             if init == "random":
@@ -411,7 +417,9 @@ status_, n_iter_, certificate_, result_, n_features_in_
     def _sample(self, X, y):
         """Validate ``(X, y)`` and sample the labelled pairs."""
         X = form_samples(X, self.preprocessor)
-        X, y, classes, _ = validate_labelled(self, X, y, ensure_min_samples=2)
+        # the fast solvers run on X's namespace (array_api_dispatch)
+        X, y, classes, _ = validate_labelled(self, X, y, ensure_min_samples=2,
+                                             keep_namespace=self.solver == "fast")
         n_classes = classes.size
         n = renamed_keyword("n_constraints", self.n_constraints, "num_constraints",
                      self.num_constraints)
@@ -420,11 +428,21 @@ status_, n_iter_, certificate_, result_, n_features_in_
         rng = check_random_state(self.random_state)
         idx, lab = pairs_from_labels(y, n, random_state=rng)
         i, j = idx.T
-        keep = (i != j) & ~np.all(X[i] == X[j], axis=1)
+        keep = (i != j) & ~_identical_rows(X, i, j)
         idx, lab = idx[keep], lab[keep]
         for value, kind in ((1, "similar"), (-1, "dissimilar")):
             if not np.any(lab == value):
                 raise ValueError(
                     f"X: every sampled {kind} pair joins identical points; "
                     f"MMC needs a {kind} pair with a nonzero difference.")
-        return LabeledPairs.create(X, idx, lab)
+        return labeled_pairs(X, idx, lab)
+
+
+def _identical_rows(X, i, j):
+    """Whether rows ``i`` and ``j`` of ``X`` are equal, pair by pair (on
+    ``X``'s namespace; the pair-sized answer comes to the host)."""
+    if is_numpy(X):
+        return np.all(X[i] == X[j], axis=1)
+    xp, _ = namespace(X)
+    same = xp.all(_take_rows(X, i) == _take_rows(X, j), axis=1)
+    return np.asarray(to_numpy(same), dtype=bool)

@@ -51,6 +51,7 @@ import time
 import cvxpy as cp
 import numpy as np
 
+from .._backend import check_host_input
 from .._exact import SOLVERS, solve_certified
 from .._linalg import project_psd
 from .._settings import FACE_MARGIN, FACE_REDUCE_ABOVE, FACE_RTOL
@@ -371,6 +372,7 @@ def solve_exact(data, *, warm_start=None, bound_polish=None, solvers=SOLVERS,
         ``data.diagonal``, ``info["degenerate"]`` the reason when the data
         are degenerate.
     """
+    _check_host(data)
     if reduce not in ("auto", True, False):
         raise ValueError(f"reduce: expected 'auto', True or False, got {reduce!r}.")
     if reduce is True and warm_start is None:
@@ -490,6 +492,12 @@ def _point_key(x):
     return x if x.ndim == 1 else 0.5 * (x + x.T)
 
 
+def _check_host(data):
+    """The CVXPY path runs on NumPy: refuse data on another namespace by name."""
+    if isinstance(data, MMCData):
+        check_host_input(data.X, "data", "MMC's exact solve (CVXPY)")
+
+
 def declared_problem(data, *, bound_polish=None):
     """Eq. 2 exactly as printed, in the user's units, unsolved::
 
@@ -528,6 +536,7 @@ def declared_problem(data, *, bound_polish=None):
         plain bound ``LB(sqrt(D2_M))``.
     """
     check_instance(data, MMCData, "data")
+    _check_host(data)
     # [declare:mmc-eq2]
     X, S, D = data.X, data.similar, data.dissimilar
     P_S = X[S[:, 0]] - X[S[:, 1]]  # (n_S, d)

@@ -61,6 +61,16 @@
     Jacobi units (``w_k a_k``), where ``h`` does not depend on the features'
     units.
 
+**Back ends.**  On data built from an ``X`` of another array namespace
+(PyTorch, CuPy, ``array-api-strict``: :meth:`MMCData.create`) both run
+their sweeps over the dissimilar pairs -- ``D2`` of a point, the weighted
+Gram product of the gradient (and Newton's Hessian), the bound's Gram
+product -- on that device in float64, and keep the distances there; the
+iterate, the projection's ``eigh`` and the line search's bookkeeping stay
+on the host.  Per iteration the point or direction goes to the device,
+the ``(r, r)`` gradient and bound Gram come back, and each line-search
+trial returns two scalars: nothing of the pairs' size crosses.
+
 Both stop on the certified relative duality gap ``(r(M) - LB) / r(M)``
 with the bound ``LB`` of :mod:`._problem`, evaluated at each iterate (and
 the best bound seen is kept: every one of them is valid); the returned
@@ -128,16 +138,54 @@ def project_spectraplex(Y):
 class _Space:
     """Coordinates in which the dissimilar differences are the rows of
     ``P`` (n_dissimilar, k): ``D2 = P X P`` per row and the gradient of
-    ``sum sqrt(D2)``; subclasses give ``f``, the start and the projection."""
+    ``sum sqrt(D2)``; subclasses give ``f``, the start and the projection.
+
+    ``P`` and the distances stay on the data's device (the ``n``-sized
+    work); the point ``X`` (k x k, or k) and the gradient are NumPy on the
+    host, and the scalars the line search needs cross one transfer at a
+    time (:class:`~cvxmetric.mmc._problem.MMCData`'s ``dev``)."""
 
     P: np.ndarray
+    data: MMCData
 
     def dist(self, X):
-        return np.einsum("pr,pr->p", self.P @ X, self.P)
+        dev = self.data.dev
+        return dev.rowdot(self.P @ dev.to_device(X), self.P)
 
     def grad(self, dist):
-        G = self.P.T @ ((0.5 / np.sqrt(dist))[:, None] * self.P)
+        G = self.data.dev.host(self.P.T @ ((0.5 / self.data.xp.sqrt(dist))[:, None] * self.P))
         return 0.5 * (G + G.T)
+
+    def g(self, dist):
+        """``g = sum sqrt(D2)`` at positive distances."""
+        return self.data.dev.scalars(self.data.xp.sum(self.data.xp.sqrt(dist)))[0]
+
+    def g_positive(self, dist):
+        """``g``, or ``None`` unless every distance is positive."""
+        return _g_positive(self.data, dist)
+
+    def spread(self, dist):
+        """Smallest and largest distance."""
+        return _spread(self.data, dist)
+
+    def bound(self, dist):
+        """``(LB, allowance)`` at ``u = sqrt(D2)`` (:meth:`MMCData.dual_bound`)."""
+        return self.data.dual_bound(self.data.xp.sqrt(dist), return_allowance=True)
+
+
+def _g_positive(data, dist):
+    """``sum sqrt(D2)``, or ``None`` unless every ``D2 > 0`` (one transfer
+    off NumPy)."""
+    if data.on_host:
+        return float(np.sum(np.sqrt(dist))) if np.all(dist > 0) else None
+    xp = data.xp
+    lo, g = data.dev.scalars(xp.min(dist), xp.sum(xp.sqrt(xp.maximum(dist, 0.0))))
+    return g if lo > 0 else None
+
+
+def _spread(data, dist):
+    """``(min, max)`` of the distances."""
+    return data.dev.scalars(data.xp.min(dist), data.xp.max(dist))
 
 
 class _WhiteSpace(_Space):
@@ -172,7 +220,7 @@ class _JacobiSpace(_Space):
     def __init__(self, data):
         self.data = data
         self.P = data.Z_D
-        A = data.Z_S.T @ data.Z_S
+        A = data.dev.host(data.Z_S.T @ data.Z_S)
         self.A = 0.5 * (A + A.T)
 
     def start(self):
@@ -192,13 +240,13 @@ class _JacobiSpace(_Space):
         return project_psd_halfspace(Y, self.A)
 
 
-class _DiagonalSpace:
+class _DiagonalSpace(_Space):
     """Diagonal ``M = diag(w)`` in Jacobi units (``a ~ 1``)."""
 
     def __init__(self, data):
         self.data = data
         self.Z2 = data.Z_D * data.Z_D
-        self.a = np.sum(data.Z_S * data.Z_S, axis=0)  # 1 on K, 0 off K
+        self.a = data.a_jacobi  # 1 on K, 0 off K
 
     def start(self):
         w = (self.a > 0).astype(float)
@@ -214,10 +262,10 @@ class _DiagonalSpace:
         return float(self.a @ X)
 
     def dist(self, X):
-        return self.Z2 @ X
+        return self.Z2 @ self.data.dev.to_device(X)
 
     def grad(self, dist):
-        return self.Z2.T @ (0.5 / np.sqrt(dist))
+        return self.data.dev.host(self.Z2.T @ (0.5 / self.data.xp.sqrt(dist)))
 
     def project(self, Y):
         return project_nonneg_halfspace(Y, self.a)
@@ -344,14 +392,15 @@ class MMCProjectedGradient(IterativeSolver):
         start = sp.start()
         x = start if init is None else init
         dist = sp.dist(x)
-        if not np.all(dist > 1e-12 * np.max(dist, initial=0.0)):
+        lo, hi = sp.spread(dist)
+        if not lo > 1e-12 * max(hi, 0.0):
             # a warm start that (nearly) zeroes a pair has a huge or
             # infinite gradient: blend in a little of the starting point
             x = (1 - 1e-6) * x + 1e-6 * start
             dist = sp.dist(x)
-        gx = float(np.sum(np.sqrt(dist)))
+        gx = sp.g(dist)
         grad = sp.grad(dist)
-        lb, allow = sp.data.dual_bound(np.sqrt(dist), return_allowance=True)
+        lb, allow = sp.bound(dist)
         r = sp.f(x) / gx ** 2
         # first step: a move of the size of x along the gradient
         step = np.sqrt(_inner(x, x) / max(_inner(grad, grad), 1e-300))
@@ -377,8 +426,8 @@ class MMCProjectedGradient(IterativeSolver):
         noise = 1e-14 * state.g
 
         def trial(alpha):
-            dist = state.dist + alpha * d_dist
-            return dist, (float(np.sum(np.sqrt(dist))) if np.all(dist > 0) else None)
+            dist = state.dist + float(alpha) * d_dist
+            return dist, sp.g_positive(dist)
 
         search = backtracking(
             trial, lambda alpha, v: v[1] is not None
@@ -403,7 +452,7 @@ class MMCProjectedGradient(IterativeSolver):
         step = min(max(step, 1e-12 * state.step), 1e12 * state.step)
         history = (state.history + (g_new,))[-self.memory:]
         r = sp.f(x_new) / g_new ** 2
-        lb_new, allow = sp.data.dual_bound(np.sqrt(dist), return_allowance=True)
+        lb_new, allow = sp.bound(dist)
         lb = max(state.best_lb, lb_new)
         best_x, best_r = state.best_x, state.best_r
         if r < best_r:
@@ -440,26 +489,34 @@ class _NewtonProblem:
 
     def __init__(self, data):
         self.data = data
+        dev, xp = data.dev, data.xp
         Z2 = data.Z_D * data.Z_D
-        self.K = np.flatnonzero(Z2.max(axis=0) > 0)
-        self.Psi = Z2[:, self.K]  # (n_D, k)
-        self.a = np.sum(data.Z_S * data.Z_S, axis=0)[self.K]
+        varies = dev.host(xp.max(Z2, axis=0)) > 0
+        self.K = np.flatnonzero(varies)
+        self.Psi = dev.columns(Z2, varies)  # (n_D, k), on the data's device
+        self.a = data.a_jacobi[self.K]
+
+    def dist(self, w):
+        """``D2`` at ``w`` (on the data's device)."""
+        return self.Psi @ self.data.dev.to_device(w)
 
     def h(self, w):
         """``h(w)`` and ``D2``; ``inf`` off the domain (a zero distance)."""
-        dist = self.Psi @ w
-        if np.any(dist <= 0):
+        dist = self.dist(w)
+        g = _g_positive(self.data, dist)
+        if g is None:
             return np.inf, dist
-        return float(self.a @ w) - np.log(float(np.sum(np.sqrt(dist)))), dist
+        return float(self.a @ w) - np.log(g), dist
 
     def derivatives(self, w, dist):
         """Gradient and Hessian of ``h`` at ``w`` (``D2 = dist > 0``)."""
-        root = np.sqrt(dist)
-        g = float(np.sum(root))
-        grad_g = self.Psi.T @ (0.5 / root)  # (k,)
+        dev, xp = self.data.dev, self.data.xp
+        root = xp.sqrt(dist)
+        (g,) = dev.scalars(xp.sum(root))
+        grad_g = dev.host(self.Psi.T @ (0.5 / root))  # (k,)
         grad = self.a - grad_g / g
         # Hessian of g: -sum_D psi psi^T / (4 D2^(3/2)), one weighted Gram
-        H = (self.Psi.T @ ((0.25 / (root * dist))[:, None] * self.Psi)) / g
+        H = dev.host(self.Psi.T @ ((0.25 / (root * dist))[:, None] * self.Psi)) / g
         H += np.outer(grad_g, grad_g) / g ** 2
         return grad, 0.5 * (H + H.T)
 
@@ -566,8 +623,8 @@ class MMCNewton(IterativeSolver):
         k = len(prob.K)
         if init is not None:
             w0 = init / max(float(prob.a @ init), 1e-300)
-            dist = prob.Psi @ w0
-            if not np.all(dist > 1e-12 * np.max(dist, initial=0.0)):
+            lo, hi = _spread(prob.data, prob.dist(w0))
+            if not lo > 1e-12 * max(hi, 0.0):
                 # keep every distance positive (h is finite, its Hessian too)
                 w0 = (1 - 1e-6) * w0 + 1e-6 * np.ones(k) / float(np.sum(prob.a))
         else:
