@@ -155,10 +155,23 @@ class XPPairs:
         xp = self.xp
         return xp.take(self.X, self.i[s:e], axis=0) - xp.take(self.X, self.j[s:e], axis=0)
 
-    def _rowsums(self, fn):
-        """``fn(block)`` (a row sum per pair) over the row blocks, float64."""
+    def _times(self, B):
+        """``Phi B`` as a function of a row block ``(s, e)``: with more
+        pairs than samples, from ``Y = X B`` (n, k) computed once, each pair
+        a difference of two rows of ``Y`` (k entries, not a product of d k);
+        otherwise from the blocks of ``Phi``."""
         xp = self.xp
-        parts = [fn(self._block(s, min(s + self.rows, self.n_pairs)))
+        if self.n_pairs > self.X.shape[0]:
+            Y = self.X @ B
+            return lambda s, e: (xp.take(Y, self.i[s:e], axis=0)
+                                 - xp.take(Y, self.j[s:e], axis=0))
+        return lambda s, e: self._block(s, e) @ B
+
+    def _rowsums(self, fn):
+        """``fn(s, e)`` (one value per pair of the block) over the row
+        blocks, float64."""
+        xp = self.xp
+        parts = [fn(s, min(s + self.rows, self.n_pairs))
                  for s in range(0, self.n_pairs, self.rows)]
         if not parts:
             return xp.zeros((0,), dtype=xp.float64, device=self.where.device)
@@ -166,11 +179,12 @@ class XPPairs:
         return xp.astype(out, xp.float64)
 
     def _norms(self, G):
-        G = self.xp.astype(self.where.dev(G), self.dtype)
+        xp = self.xp
+        Z = self._times(xp.astype(self.where.dev(G), self.dtype))
 
-        def rows(P):
-            Z = P @ G
-            return self.xp.sum(Z * Z, axis=1)
+        def rows(s, e):
+            Zb = Z(s, e)
+            return xp.sum(Zb * Zb, axis=1)
 
         return self._rowsums(rows)
 
@@ -191,8 +205,9 @@ class XPPairs:
 
     def quadform(self, V):
         """``phi_p^T V phi_p`` for a symmetric, possibly indefinite ``V``."""
-        V = self.xp.astype(self.where.dev(V), self.dtype)
-        return self._rowsums(lambda P: self.xp.sum((P @ V) * P, axis=1))
+        xp = self.xp
+        Y = self._times(xp.astype(self.where.dev(V), self.dtype))
+        return self._rowsums(lambda s, e: xp.sum(Y(s, e) * self._block(s, e), axis=1))
 
     def constraint_gram(self, alpha, far, near):
         """``sum_q alpha_q (phi_far(q) phi_far(q)^T - phi_near(q) phi_near(q)^T)``
@@ -342,7 +357,7 @@ class QwiseXPData(QwiseData):
         if self.regularizer == "trace":
             return max(1.0, float(self._eigvalsh(S)[-1]))
         # a generalised (d, d) eigenproblem: on the host (SciPy)
-        return loewner_scale(self.to_host(S), self.host().R)
+        return loewner_scale(self.to_host(S), self.to_host(self.R))
 
     def certificate(self, M, alpha, **kwargs):
         return super().certificate(self.dev(M), self.dev(alpha), **kwargs)

@@ -15,6 +15,21 @@ pytestmark = pytest.mark.array_api
 NAMESPACES = ("array_api_strict", "torch")
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Torch on one thread: these problems are tiny, and on a shared
+    machine torch's thread pool costs ten times the work."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _instance(n_quadruplets, *, n=60, d=5, dtype=float):
     X, y = gaussian_classes(np.random.RandomState(0), n, d, 3, 1.5)
     X = standardize(X).astype(dtype)
