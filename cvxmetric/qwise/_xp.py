@@ -138,7 +138,10 @@ class XPPairs:
         self.n_pairs = int(i.shape[0])
         d = X.shape[1]
         self.rows = max(1, QWISE_DEVICE_BLOCK // max(d, 1))
-        keep = self.n_pairs * d * (4 if self.dtype == xp.float32 else 8) <= QWISE_DEVICE_PHI
+        # stored when the passes use it (no more pairs than samples: see
+        # _times) and it fits
+        keep = (self.n_pairs <= X.shape[0] and self.n_pairs * d
+                * (4 if self.dtype == xp.float32 else 8) <= QWISE_DEVICE_PHI)
         self.Phi = (xp.take(self.X, i, axis=0) - xp.take(self.X, j, axis=0)) if keep else None
 
     def _diffs(self, idx):
@@ -260,11 +263,11 @@ class QwiseXPData(QwiseData):
 
     @classmethod
     def _build(cls, host, where, X, i, j, near, far, delta, c, *, dtype=np.float64,
-               restriction=None):
+               restriction=None, centered=False):
         """The device problem of ``host`` over the pairs ``(i, j)`` (host
         ints) with constraints ``near, far, delta, c`` (host arrays)."""
         xp, dev = where.xp, where.dev
-        Xc = X - xp.mean(X, axis=0)
+        Xc = X if centered else X - xp.mean(X, axis=0)
 
         def ints(a):
             a = np.asarray(a, dtype=np.int64)
@@ -382,6 +385,9 @@ class QwiseXPData(QwiseData):
         used, inv = np.unique(np.concatenate([near, far]), return_inverse=True)
         k = len(index)
         sub = dataclasses.replace(host, n_quadruplets=int(np.sum(index < host.n_quadruplets)))
-        return self._build(sub, self.where, self.X, host.op.i[used], host.op.j[used],
-                           inv[:k], inv[k:], host.delta_q[index], host.c_q[index],
-                           dtype=dtype, restriction=(host, index, dtype))
+        # the samples centred once (this problem's float64 operator's)
+        centered = self.op.dtype == self.xp.float64
+        return self._build(sub, self.where, self.op.X if centered else self.X,
+                           host.op.i[used], host.op.j[used], inv[:k], inv[k:],
+                           host.delta_q[index], host.c_q[index], dtype=dtype,
+                           restriction=(host, index, dtype), centered=centered)
