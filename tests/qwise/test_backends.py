@@ -139,3 +139,23 @@ def test_on_device_checks_the_samples():
         data.on_device(torch.asarray(X[:10]))
     with pytest.raises(ValueError, match="X: its values differ"):
         data.on_device(torch.asarray(X + 1.0))
+
+
+def test_gpu_benchmark_rows_run_on_the_cpu(capsys):
+    """``benchmarks/gpu.py``'s Qwise rows, tiny, with torch on the CPU:
+    both certified, the same objective."""
+    import importlib.util
+    from pathlib import Path
+
+    torch = _module("torch")
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu.py"
+    spec = importlib.util.spec_from_file_location("gpu_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.QWISE_SIZES["quick"] = [(5, 1500, True)]
+    mod.qwise(torch, "cpu", quick=True)
+    rows = [line for line in capsys.readouterr().out.splitlines() if " gap " in line]
+    assert [r.split()[3] for r in rows] == ["torch:cpu", "numpy"]
+    assert all("optimal" in r for r in rows)
+    objectives = [float(r.split(" f ")[1].split()[0]) for r in rows]
+    assert objectives[0] == pytest.approx(objectives[1], rel=tolerance("qwise", "fast"))
