@@ -159,3 +159,21 @@ def test_gpu_benchmark_rows_run_on_the_cpu(capsys):
     assert all("optimal" in r for r in rows)
     objectives = [float(r.split(" f ")[1].split()[0]) for r in rows]
     assert objectives[0] == pytest.approx(objectives[1], rel=tolerance("qwise", "fast"))
+
+
+@pytest.mark.parametrize("regularizer", ["frobenius", "similar"])
+def test_eq11_regularizers_certify_the_numpy_objective(regularizer):
+    """Eq. 11 (labelled pairs) with the quadratic regulariser (the dual
+    bound's eigenvalues on the device) and ``A_S`` (its Loewner scale on
+    the host)."""
+    from cvxmetric.constraints import LabeledPairs
+
+    _, base = _instance(300)
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(0, 60, (80, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    labels = np.where(rng.random(len(pairs)) < 0.5, 1, -1)
+    data = QwiseData.from_sets(base.quadruplets, LabeledPairs.create(base.X, pairs, labels),
+                               regularizer=regularizer, u=1.0, l=2.0)
+    _same_optimum(QwiseDualSolver().run(_on("torch", data, data.X)),
+                  QwiseDualSolver().run(data))
