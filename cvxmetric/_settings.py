@@ -705,3 +705,10 @@ CONSTRAINTDML_DIRECT_CG_STEPS = 100
 #: (``constraintdml.fast._bounded_lstsq``) runs at most this many flops' worth of BVLS iterations (one ``|E|^3``
 #: least-squares solve each; at least 5, and all when they fit).
 CONSTRAINTDML_BVLS_FLOPS = 2e10
+
+#: Qwise on an array-API device (:mod:`cvxmetric.qwise._xp`): entries
+#: (rows x d) per row block of a pass -- large, few kernel launches -- and
+#: the largest difference-vector matrix (bytes) stored on the device; above,
+#: each pass gathers the rows of ``X`` block by block.
+QWISE_DEVICE_BLOCK = 1 << 24
+QWISE_DEVICE_PHI = 1 << 31

@@ -40,7 +40,7 @@ import numpy as np
 import scipy.linalg
 
 from .._data import Samples
-from .._linalg import PairOperator, eigh_psd, signed_factors
+from .._linalg import PairOperator, eigh_psd, project_psd, signed_factors
 from .._settings import _MAX_EXP, _RESTRICTED_PHI, C_RANGE
 from .._tolerances import certificate_tolerance
 from .._validation import (
@@ -470,7 +470,66 @@ class QwiseData(Samples):
 
     @property
     def n_constraints(self):
-        return len(self.delta_q)
+        return self.delta_q.shape[0]
+
+    # -- where the arrays live (NumPy here; a device in QwiseXPData) ----------
+
+    #: The namespace of the arrays (see :meth:`on_device`).
+    xp = np
+
+    def on_device(self, X):
+        """This problem with the fast solver's passes on the namespace and
+        device of ``X`` (a PyTorch, CuPy or ``array-api-strict`` array
+        holding this problem's samples ``self.X``, of any floating type:
+        cast to float64 there); see :mod:`cvxmetric.qwise._xp`.
+
+        Returns
+        -------
+        QwiseXPData
+        """
+        from ._xp import QwiseXPData
+
+        return QwiseXPData.from_host(self, X)
+
+    def host(self):
+        """This problem in NumPy: ``self``."""
+        return self
+
+    def dev(self, a):
+        """A host array where the data are: ``a`` itself here."""
+        return a
+
+    def to_host(self, x):
+        """An array of the data's namespace on the host: ``x`` itself here."""
+        return x
+
+    def backend_info(self):
+        """What a result reports of the back end: nothing for NumPy."""
+        return {}
+
+    def nonzero(self, x):
+        """Indices of the nonzero entries of the 1-d ``x``."""
+        return np.flatnonzero(x)
+
+    def project_psd(self, A, return_factor=False):
+        """:func:`~cvxmetric._linalg.project_psd` where the data are."""
+        return project_psd(A, return_factor)
+
+    def _eigvalsh(self, A, symmetrize=False):
+        """Eigenvalues (ascending) of the symmetric ``A`` (of its symmetric
+        part with ``symmetrize``) where the data are."""
+        return eigh_psd(A)[0] if symmetrize else np.linalg.eigvalsh(A)
+
+    def _signed_factors(self, M):
+        """:func:`~cvxmetric._linalg.signed_factors` where the data are."""
+        return signed_factors(M)
+
+    def sweep_operator(self):
+        """The pair operator of the working set's full passes over every
+        constraint: float32 products (the margins there are read only
+        against a band of 0.1 of the margin scale), nothing stored."""
+        return PairOperator(self.op.X, np.column_stack([self.op.i, self.op.j]),
+                            materialize=False, centered=True, dtype=np.float32)
 
     # -- the scale of the objective -----------------------------------------
 
@@ -488,8 +547,9 @@ class QwiseData(Samples):
         hinge arguments, and no solver could certify against it.  ``f(0) =
         0`` means ``M = 0`` is optimal with value 0.
         """
-        F = float(self.c_q @ np.maximum(self.delta_q, 0.0))
-        S = float(self.c_q @ np.abs(self.delta_q))
+        xp = self.xp
+        F = float(self.c_q @ xp.maximum(self.delta_q, 0.0))
+        S = float(self.c_q @ xp.abs(self.delta_q))
         return min(S, 1.0) if F > 0.0 else 1.0
 
     def relative_gap(self, objective, bound):
@@ -510,9 +570,9 @@ class QwiseData(Samples):
 
     def regularizer_value(self, M):
         """``Omega(M) = <R, M> + (mu/2) ||M||_F^2``."""
-        val = float(np.sum(self.R * M))
+        val = float(self.xp.sum(self.R * M))
         if self.mu:
-            val += 0.5 * self.mu * float(np.sum(M * M))
+            val += 0.5 * self.mu * float(self.xp.sum(M * M))
         return val
 
     def objective(self, M, *, dist=None, G=None, arg=None):
@@ -521,7 +581,7 @@ class QwiseData(Samples):
         if arg is None:
             arg = self.margins(M, dist=dist, G=G)
         M = M if M is not None else G @ G.T
-        return self.regularizer_value(M) + float(self.c_q @ np.maximum(arg, 0.0))
+        return self.regularizer_value(M) + float(self.c_q @ self.xp.maximum(arg, 0.0))
 
     def dual_pair_weights(self, alpha, index=None):
         """Per-pair weights of ``S(alpha) = sum_q alpha_q (C_far - C_near)``.
@@ -564,13 +624,14 @@ class QwiseData(Samples):
         ``S``, when given, is ``S(alpha)`` already computed (``alpha`` must
         then lie in the box).
         """
+        xp = self.xp
         if S is None:
-            alpha = np.clip(alpha, 0.0, self.c_q)
+            alpha = xp.clip(alpha, 0.0, self.c_q)
             S = self.S_of(alpha)
         lin = float(self.delta_q @ alpha)
         if self.mu > 0:
-            w, _ = eigh_psd(S - self.R)
-            return lin - float(np.sum(np.maximum(w, 0.0) ** 2)) / (2 * self.mu)
+            w = self._eigvalsh(S - self.R, symmetrize=True)
+            return lin - float(xp.sum(xp.maximum(w, 0.0) ** 2)) / (2 * self.mu)
         t = self._loewner_scale(S)
         if not np.isfinite(t):
             return -np.inf
@@ -589,16 +650,17 @@ class QwiseData(Samples):
         that rate).  ``arg`` (the margins at ``M``) and ``S`` (``S(alpha)``,
         ``alpha`` in the box) save recomputing them.
         """
+        xp = self.xp
         if S is None:
-            alpha = np.clip(alpha, 0.0, self.c_q)
+            alpha = xp.clip(alpha, 0.0, self.c_q)
             S = self.S_of(alpha)
         bound = self.dual_bound(alpha, upper, S=S)
         if arg is None:
             arg = self.margins(M)
-        tol = 1e-9 * max(1.0, float(np.max(np.abs(self.delta_q))))
-        alpha2 = np.where(arg > tol, self.c_q, np.where(arg < -tol, 0.0, alpha))
-        changed = np.flatnonzero(alpha2 != alpha)
-        if changed.size:
+        tol = 1e-9 * max(1.0, float(xp.max(xp.abs(self.delta_q))))
+        alpha2 = xp.where(arg > tol, self.c_q, xp.where(arg < -tol, 0.0, alpha))
+        changed = self.nonzero(alpha2 != alpha)
+        if changed.shape[0]:
             # S is linear in alpha: update it with the changed multipliers only
             S2 = S + self.S_of(alpha2[changed] - alpha[changed], changed)
             bound = max(bound, self.dual_bound(alpha2, upper, S=S2))
@@ -607,7 +669,7 @@ class QwiseData(Samples):
     def _loewner_scale(self, S):
         """Smallest ``t >= 1`` with ``S / t <= R``; ``inf`` if none exists."""
         if self.regularizer == "trace":
-            return max(1.0, float(np.linalg.eigvalsh(S)[-1]))
+            return max(1.0, float(self._eigvalsh(S)[-1]))
         return loewner_scale(S, self.R)
 
     def certificate(
@@ -616,12 +678,12 @@ class QwiseData(Samples):
     ):
         """Certificate of ``M`` with the dual bound from ``alpha``."""
         M = 0.5 * (M + M.T)
-        min_eig = float(np.linalg.eigvalsh(M)[0])
+        min_eig = float(self._eigvalsh(M)[0])
         # one pass over the pairs per signed part of M (the margins are the
         # costly part of a certificate at 10^6 constraints): the margins at
         # M serve the objective and the bound, those of its PSD part the
         # upper bound
-        G, G_neg = signed_factors(M)
+        G, G_neg = self._signed_factors(M)
         dist_psd = self.op.sqdist(G=G)
         dist = dist_psd - self.op.sqdist(G=G_neg) if G_neg.shape[1] else dist_psd
         arg = self.margins(dist=dist)

@@ -45,6 +45,7 @@ import time
 import cvxpy as cp
 import numpy as np
 
+from .._backend import check_host_input
 from .._docs import fill_doc
 from .._exact import SOLVERS, solve_certified
 from .._validation import check_instance
@@ -290,6 +291,7 @@ def solve_exact(data, *, reduce=True, init=None, warm_start=None, solvers=SOLVER
         twin of ``data`` when ``data`` is far from unit scale, see
         :class:`~cvxmetric.qwise.Scaling`; ``info["scaling"]`` is then set).
     """
+    check_host_input(data.X, "X", "Qwise's exact (CVXPY) path")
     t0 = time.perf_counter()
     data_n, scaling = data.normalized()
     try:

@@ -48,6 +48,7 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._backend import check_host_input
 from .._face import polish_on_faces
 from .._linalg import PairOperator, eigh_psd, project_psd
 from .._reductions import Reduction, apply_reductions, invert_reductions
@@ -63,6 +64,7 @@ from .._settings import (
 from .._solver import Deadline, IterativeSolver, blas_threads, stop_message
 from ..result import SolverResult, Status
 from ._problem import QwiseData
+from ._xp import norm, zeros_like
 
 logger = logging.getLogger("cvxmetric")
 
@@ -127,7 +129,7 @@ class _Held:
     problem's own.
     """
 
-    mask: np.ndarray  # (n_constraints,) bool: held
+    mask: np.ndarray  # (n_constraints,) bool: held (None: none, on a device)
     live: object = None  # QwiseData over the live constraints (None: all live)
     held: object = None  # QwiseData over the held ones
     live_idx: np.ndarray = None
@@ -148,7 +150,11 @@ class _Held:
     def choose(cls, data, alpha, aM, previous=None):
         """The held set at a point with multipliers ``alpha`` and ``a(M) =
         aM``: violated by more than the hold and at ``c``, or held already
-        and not yet within the release of the margin."""
+        and not yet within the release of the margin.  On NumPy data only:
+        on a device every hinge stays live (a step's pass there is one
+        product over all pairs)."""
+        if data.xp is not np:
+            return previous or cls(mask=None)
         scale = max(1.0, float(np.max(np.abs(data.delta_q), initial=0.0)))
         arg = data.delta_q - aM
         mask = (alpha >= data.c_q) & (arg > QWISE_HOLD * scale)
@@ -190,24 +196,25 @@ def _ray_start(data, deadline=None):
     ``deadline`` expires (the point is then a worse start, never wrong).
     """
     d = data.n_features
-    alpha0 = np.where(data.delta_q > 0, data.c_q, 0.0)
-    G, F = project_psd(data.S_of(alpha0) - data.R, return_factor=True)
-    if not np.any(G):
-        return np.zeros((d, d)), np.zeros(data.n_constraints)
+    xp = data.xp  # the data's namespace (NumPy, or a device's)
+    alpha0 = xp.where(data.delta_q > 0, data.c_q, 0.0)
+    G, F = data.project_psd(data.S_of(alpha0) - data.R, return_factor=True)
+    if not xp.any(G):
+        return data.dev(np.zeros((d, d))), data.dev(np.zeros(data.n_constraints))
     # from the factor (G = F F^T, rank of the positive part): cheaper than
     # the quadratic form of the full matrix
     a = data.a_of(data.op.sqdist(G=F))  # (n_constraints,) a_q(G)
-    lin = float(np.sum(data.R * G))
-    quad = 0.5 * data.mu * float(np.sum(G * G))
+    lin = float(xp.sum(data.R * G))
+    quad = 0.5 * data.mu * float(xp.sum(G * G))
 
     def f(t):
-        return lin * t + quad * t * t + float(data.c_q @ np.maximum(data.delta_q - t * a, 0))
+        return lin * t + quad * t * t + float(data.c_q @ xp.maximum(data.delta_q - t * a, 0.0))
 
     pos = a > 0
-    hi = float(np.max(data.delta_q[pos] / a[pos])) if np.any(pos) else 1.0
+    hi = float(xp.max(data.delta_q[pos] / a[pos])) if xp.any(pos) else 1.0
     hi = max(hi, 1e-300)
     lo = 0.0
-    g = (np.sqrt(5) - 1) / 2
+    g = (5 ** 0.5 - 1) / 2  # a Python float: t stays one for any namespace
     x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
     f1, f2 = f(x1), f(x2)
     for _ in range(80):
@@ -223,17 +230,18 @@ def _ray_start(data, deadline=None):
             f2 = f(x2)
     t = 0.5 * (lo + hi)
     M0 = t * G
-    alpha = np.where(data.delta_q - t * a > 0, data.c_q, 0.0)
+    alpha = xp.where(data.delta_q - t * a > 0, data.c_q, 0.0)
     return M0, alpha
 
 
 def _row_norms(data):
     """``||A_q||_F = ||phi_f phi_f^T - phi_n phi_n^T||_F`` per constraint."""
-    nf, nn = data.far_q, data.near_q
+    xp, nf, nn = data.xp, data.far_q, data.near_q
     sq = data.op.sqdist(G=np.eye(data.n_features))  # ||phi_p||^2
-    cross = np.einsum("pd,pd->p", data.op._diffs(nf), data.op._diffs(nn))
+    Pf, Pn = data.op._diffs(nf), data.op._diffs(nn)
+    cross = np.einsum("pd,pd->p", Pf, Pn) if xp is np else xp.sum(Pf * Pn, axis=1)
     val = sq[nf] ** 2 + sq[nn] ** 2 - 2 * cross ** 2
-    return np.sqrt(np.maximum(val, 0.0))
+    return xp.sqrt(xp.maximum(val, 0.0))
 
 
 def _op_norm(data, weights, n_iter=10, seed=0):
@@ -241,15 +249,15 @@ def _op_norm(data, weights, n_iter=10, seed=0):
     rng = np.random.default_rng(seed)
     d = data.n_features
     V = rng.standard_normal((d, d))
-    V = 0.5 * (V + V.T)
+    V = data.dev(0.5 * (V + V.T))
     nrm = 1.0
     for _ in range(n_iter):
-        size = np.linalg.norm(V)
+        size = norm(V)
         if size == 0:  # A vanishes on this direction (e.g. A = 0)
             return 0.0
-        V /= size
+        V = V / size
         V = data.S_of(weights * data.a_of(data.op.quadform(V)))
-        nrm = np.sqrt(np.linalg.norm(V))
+        nrm = np.sqrt(norm(V))
     return float(nrm)
 
 
@@ -499,7 +507,8 @@ class Normalize(Reduction):
         cert = solution.certificate
         if cert is None:
             cert = twin.certificate(solution.x, solution.alpha, solver="")
-        M, cert, alpha = scaling.solution_out(solution.x, cert, solution.alpha)
+        M, cert, alpha = scaling.solution_out(twin.to_host(solution.x), cert,
+                                              twin.to_host(solution.alpha))
         info = solution.info
         if not scaling.identity:
             info = {**(info or {}), "scaling": scaling.as_dict()}
@@ -669,7 +678,8 @@ class QwiseDualSolver(IterativeSolver):
             M=sol.x, status=status, objective=cert.objective, n_iter=ws.n_iter,
             certificate=cert, method=self.name,
             info=sol.reported({"alpha": sol.alpha, "working_set_rounds": ws.rounds,
-                               "final_error": float(cert.rel_gap)}),
+                               "final_error": float(cert.rel_gap),
+                               **reduced.backend_info()}),
             time=time.perf_counter() - t0, raw_status=status)
 
     def _working_set_start(self, data, init, deadline):
@@ -677,21 +687,19 @@ class QwiseDualSolver(IterativeSolver):
         are violated or nearly so at the start, topped up with the most
         violated ones to ``working_set``."""
         N = data.n_constraints
-        scale = max(1.0, float(np.max(np.abs(data.delta_q))))
+        scale = max(1.0, float(data.xp.max(data.xp.abs(data.delta_q))))
         alpha = np.zeros(N)
         if init is None:
-            M, _ = _ray_start(data, deadline)
+            M = data.to_host(_ray_start(data, deadline)[0])
         else:
             M = project_psd(init.M)
             if init.info.get("alpha") is not None:
-                alpha = np.clip(init.info["alpha"], 0.0, data.c_q)
+                alpha = np.clip(init.info["alpha"], 0.0, data.host().c_q)
         # the loop reads the margins only against the band (0.1 of the
         # margin scale): single precision suffices and halves these full
         # passes; the stop is a float64 certificate
-        op32 = PairOperator(data.op.X, np.column_stack([data.op.i, data.op.j]),
-                            materialize=False, centered=True, dtype=np.float32)
-        ws = _WorkingSet(data=data, op32=op32, band=0.1 * scale, M=M, alpha=alpha,
-                         inner_tol=max(self.tol, 1e-2))  # round 1 only locates the set
+        ws = _WorkingSet(data=data, op32=data.sweep_operator(), band=0.1 * scale, M=M,
+                         alpha=alpha, inner_tol=max(self.tol, 1e-2))  # round 1 only locates the set
         inW = (alpha > 0) | (ws.arg > -ws.band)
         k0 = min(N, self.working_set)
         if inW.sum() < k0:
@@ -801,28 +809,29 @@ class QwiseDualSolver(IterativeSolver):
         info = {} if init is None else init.info
         # the base class's run sets this run's budget; the state carries it
         deadline = self.deadline
+        xp = data.xp  # the data's namespace; init (a result) is on the host
         if init is None:
             M, alpha = _ray_start(data, deadline)
         else:
-            M = project_psd(init.M)
-            alpha = info.get("alpha")
+            M = data.dev(project_psd(init.M))
+            alpha = data.dev(info.get("alpha"))
             if alpha is None:
-                alpha = np.where(data.margins(M) > 0, data.c_q, 0.0)
-            alpha = np.clip(alpha, 0.0, data.c_q)
+                alpha = xp.where(data.margins(M) > 0, data.c_q, 0.0)
+            alpha = xp.clip(alpha, 0.0, data.c_q)
         # diagonal dual preconditioning (Pock & Chambolle 2011): per-row
         # steps proportional to 1 / ||A_q||_F; the primal step stays scalar
         # so that its prox remains the Euclidean PSD projection.  A warm
         # start keeps the scale, the step and the primal weight of the run
         # it continues (a working-set round), so they mean the same there.
         rn = _row_norms(data)
-        rn = np.where(rn > 0, rn, max(float(rn.max()), 1.0))
-        row_scale = info.get("row_scale") or float(np.mean(rn))
+        rn = xp.where(rn > 0, rn, max(float(xp.max(rn)), 1.0))
+        row_scale = info.get("row_scale") or float(xp.mean(rn))
         dscale = row_scale / rn  # (n_constraints,)
         eta = info.get("eta")
         if eta is None:
             norm = _op_norm(data, dscale) * 1.01
             # A = 0 (no constraint depends on M): any step is stable
-            norm = norm if norm > 1e-12 * max(1.0, float(rn.max())) else 1.0
+            norm = norm if norm > 1e-12 * max(1.0, float(xp.max(rn))) else 1.0
             eta = 0.99 / norm
         # the primal weight balances the two blocks.  The iterations run on
         # the scale-free twin (data, margins and regulariser of order one),
@@ -842,8 +851,7 @@ class QwiseDualSolver(IterativeSolver):
 
     @staticmethod
     def _zero_sums(M, alpha):
-        return (np.zeros_like(M), np.zeros_like(alpha), np.zeros_like(alpha),
-                np.zeros_like(M), 0)
+        return (zeros_like(M), zeros_like(alpha), zeros_like(alpha), zeros_like(M), 0)
 
     def update(self, M, state, data):
         """``check_every`` iterations, then a gap check: the better of the
@@ -892,8 +900,8 @@ class QwiseDualSolver(IterativeSolver):
                 data, M, alpha, aM, S, eta, state.omega, state.dscale,
                 state.iter_num + k, state.held)
             dA = alpha_new - alpha
-            moved = np.flatnonzero(dA)
-            if moved.size:
+            moved = data.nonzero(dA)
+            if moved.shape[0]:
                 # the increment in float32 (half the time of this, the
                 # largest product of an iteration): S is recomputed in full
                 # at every restart and the certificate never uses it
@@ -913,20 +921,21 @@ class QwiseDualSolver(IterativeSolver):
         size; ``(M+, a(M+), alpha+, next eta)`` (``a`` of the hinges
         ``held`` not read: see :class:`_Held`)."""
         R, mu, c, delta = data.R, data.mu, data.c_q, data.delta_q
+        xp = data.xp  # the data's namespace: NumPy, or a device's
         for _ in range(64):  # eta shrinks geometrically below the limit
             tau, sigma = eta / omega, eta * omega
-            M_new, G = project_psd((M + tau * (S - R)) / (1 + tau * mu),
-                                   return_factor=True)
+            M_new, G = data.project_psd((M + tau * (S - R)) / (1 + tau * mu),
+                                        return_factor=True)
             # distances from the rank-r factor of the PSD iterate;
             # a(2 M+ - M) = 2 a(M+) - a(M)
             aM_new = held.a_step(data, G, aM)
-            alpha_new = np.clip(alpha + (sigma * dscale)
+            alpha_new = xp.clip(alpha + (sigma * dscale)
                                 * (delta - 2 * aM_new + aM), 0.0, c)
             # PDLP's adaptive step: the largest step the pair of moves
             # certifies, ||dz||_omega^2 / (2 |<d alpha, A dM>|)
             dM = M_new - M
             dA = alpha_new - alpha
-            move = omega * float(np.sum(dM * dM)) + float(dA @ (dA / dscale)) / omega
+            move = omega * float(xp.sum(dM * dM)) + float(dA @ (dA / dscale)) / omega
             cross = abs(float(dA @ (aM_new - aM)))
             limit = move / (2 * cross) if cross > 0 else np.inf
             eta_next = min((1 - (t + 1) ** -0.3) * limit,
@@ -952,23 +961,24 @@ class QwiseDualSolver(IterativeSolver):
                 or log.wait > 0):
             return error, best, log
         t_pol = time.perf_counter()
-        key, pol = _polish(data, *cand[:3], target=self.tol, last_key=log.key,
-                           deadline=state.deadline)
+        # Newton's method on the face runs on the host (NumPy, SciPy)
+        key, pol = _polish(data.host(), *map(data.to_host, cand[:3]), target=self.tol,
+                           last_key=log.key, deadline=state.deadline)
         log = log._replace(key=key, seconds=log.seconds + time.perf_counter() - t_pol)
         if pol is not None:
             log = log._replace(attempts=log.attempts + 1, wait=log.attempts + 1)
             if pol[-1] < error:
-                error, best = pol[-1], pol[:2]
+                error, best = pol[-1], tuple(map(data.dev, pol[:2]))
         return error, best, log
 
     @staticmethod
     def _rebalanced(omega, cand, restart):
         """PDLP's primal weight re-balancing at a restart: the geometric mean
         of the old weight and the ratio of dual to primal movement."""
-        dM = np.linalg.norm(cand[0] - restart[0])
-        da = np.linalg.norm(cand[1] - restart[1])
+        dM = norm(cand[0] - restart[0])
+        da = norm(cand[1] - restart[1])
         if dM > 1e-300 and da > 1e-300:
-            omega = np.exp(0.5 * np.log(da / dM) + 0.5 * np.log(omega))
+            omega = float(np.exp(0.5 * np.log(da / dM) + 0.5 * np.log(omega)))
         return omega
 
     def finalize(self, M, state, data):
@@ -978,10 +988,10 @@ class QwiseDualSolver(IterativeSolver):
         sol = _as_solution(M, state, self)
         cert = sol.certified(data, solver=self.name,
                              tolerances={"tol": self.tol, "check_every": self.check_every})
-        info = {"alpha": sol.alpha, "omega": state.omega, "eta": state.eta,
+        info = {"alpha": data.to_host(sol.alpha), "omega": state.omega, "eta": state.eta,
                 "row_scale": state.row_scale, "polish_attempts": state.polish.attempts,
-                "polish_time": state.polish.seconds}
-        return sol.x, cert, sol.reported(info)
+                "polish_time": state.polish.seconds, **data.backend_info()}
+        return data.to_host(sol.x), cert, sol.reported(info)
 
 
 @dataclass(eq=False)
@@ -1013,7 +1023,7 @@ class _WorkingSet:
 
     def margins(self, M):
         """Hinge arguments at ``M`` over every constraint (float32 pairs)."""
-        return self.data.margins(M, dist=self.op32.sqdist(M))
+        return self.data.to_host(self.data.margins(M, dist=self.op32.sqdist(M)))
 
     def absorb(self, res, idx):
         """Take a round's result (a solve over the constraints ``idx``)."""
@@ -1090,6 +1100,11 @@ class ProjectedSubgradient(IterativeSolver):
     active_set: bool = True
 
     name = "subgradient"
+
+    def check_data(self, data):
+        """Refuse data on another namespace (:meth:`QwiseData.on_device`):
+        Algorithm 1 runs on NumPy only."""
+        check_host_input(data.X, "X", "Qwise's projected subgradient (Algorithm 1)")
 
     def reductions(self, data):
         """:data:`NORMALIZE`: Algorithm 1 runs on the scale-free twin of
