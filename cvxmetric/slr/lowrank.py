@@ -76,21 +76,16 @@ TARGETS = ("adaptive", "fixed")
 class _Problem:
     """Sorted data and the pieces shared by the half steps.
 
-    ``X`` (sorted) and the class codes ``yd`` stay where the input was
-    (``arrays``, :class:`~.randomized._Arrays`); ``y`` and the class counts
-    are the host's.
+    ``X`` (sorted) stays where the input was (``arrays``,
+    :class:`~.randomized._Arrays`); ``y`` and the class counts are the
+    host's (:meth:`codes_on_device` moves ``y`` once when needed).
     """
 
     def __init__(self, X, codes, delta1, delta2, target, dtype, block, arrays=None):
         self.arrays = arrays = _Arrays() if arrays is None else arrays
-        if arrays.on_host:
-            order = np.argsort(codes, kind="stable")
-            self.X = X[order]  # sorted by class: same-class pairs are rectangles
-            self.yd = codes[order]
-        else:
-            order_d, self.yd = arrays.sorted_codes(codes)
-            self.X = arrays.take(X, order_d)
-            order = np.argsort(codes, kind="stable")
+        order, order_d = arrays.order(codes)
+        # sorted by class: same-class pairs are rectangles
+        self.X = arrays.take(X, order_d)
         self.y = codes[order]
         self.order = order
         self.n, self.d = X.shape
@@ -101,6 +96,10 @@ class _Problem:
         self.dtype = dtype
         self.block = block
         self._svd = None
+
+    def codes_on_device(self):
+        """``y`` on the device (moved once): the fixed target's rows."""
+        return self.arrays.once("y", lambda: self.arrays.put(self.y))
 
     def full_svd(self):
         """``(None, s, Vt)`` of ``X``, computed once (``X^+ = V s^{-1} U^T``
@@ -164,19 +163,24 @@ def _half_step(prob, XL_old, XR, *, sketch=None, m=None, rng=None, deadline=None
     # W = Q^{+T} (n, r): min-norm solution of the right factor
     _, sq, Vqt = _thin_svd(Q, need_u=False, arrays=arrays)
     W = Q @ (Vqt.T / sq ** 2) @ Vqt  # (n, r) = Q (Q^T Q)^+
+    rows = rows_d = None
     if sketch is None or sketch == "gaussian":
-        Xr, yr, P = X, prob.yd, XL_old
+        Xr, yr, P = X, prob.y, XL_old
     else:  # columns: sampled rows, sorted (X is sorted by class)
-        rows = arrays.put(np.sort(rng.randint(0, n, size=m)))
-        Xr, yr, P = take(X, rows), take(prob.yd, rows), take(XL_old, rows)
+        rows = np.sort(rng.randint(0, n, size=m))
+        rows_d = arrays.put(rows)
+        Xr, yr, P = take(X, rows_d), prob.y[rows], take(XL_old, rows_d)
     # P (n_rows, r): K[rows] = P Q^T
     if prob.target == "fixed":
         d1, d2 = prob.delta1, prob.delta2
         EW = prob.class_sums(W)  # (c, r)
+        if not arrays.on_host:
+            yd = prob.codes_on_device()
+            yr = yd if rows is None else take(yd, rows_d)
         YW = d2 * xp.sum(W, axis=0)[None, :] + (d1 - d2) * take(EW, yr)
         f = prob.eq1_objective(XL_old, Q) if sketch is None else np.nan
     else:
-        f, _, RW = _pair_residual(P, Q, yr, prob.yd, prob.delta1,
+        f, _, RW = _pair_residual(P, Q, yr, prob.y, prob.delta1,
                                   prob.delta2, right=W, block=prob.block,
                                   dtype=prob.dtype, count=False, deadline=deadline,
                                   arrays=arrays)

@@ -208,19 +208,19 @@ class _Arrays:
         return self.xp.take(x, idx, axis=axis)
 
     def once(self, key, make):
-        """``make()`` computed once per run (device copies of the codes and
-        of the class order: moved once, not per iteration)."""
+        """``make()`` computed once per run (device copies of the class
+        order or of the codes: moved once, not per iteration)."""
         if key not in self._cache:
             self._cache[key] = make()
         return self._cache[key]
 
-    def sorted_codes(self, codes):
-        """``(order, codes[order])``: the samples sorted by class, on the
-        run's device (moved once per run)."""
+    def order(self, codes):
+        """``(order, order on the device)``: the samples sorted by class
+        (stable), the device copy moved once per run."""
         def make():
             order = np.argsort(codes, kind="stable")
-            return self.put(order), self.put(codes[order])
-        return self.once("sorted", make)
+            return order, self.put(order)
+        return self.once("order", make)
 
     def eye(self, d):
         """The float64 identity (d, d) on the run's device."""
@@ -435,21 +435,42 @@ def _clip_block(R, y_block, c_start, c_end, gap):
     gap : float
         ``delta1 - delta2``.
     """
+    same = []
+    for rs, re_, cs, ce in _class_rectangles(y_block, c_start, c_end):
+        # delta1 - K = (delta2 - K) + (delta1 - delta2)
+        blk = R[rs:re_, cs:ce] + gap
+        np.maximum(blk, 0.0, out=blk)
+        same.append((rs, re_, cs, ce, blk))
+    np.minimum(R, 0.0, out=R)  # -[K - delta2]_+ on different-class pairs
+    for rs, re_, cs, ce, blk in same:
+        R[rs:re_, cs:ce] = blk
+
+
+def _clip_block_xp(xp, R, y_block, c_start, c_end, gap):
+    """:func:`_clip_block` in any namespace: returns ``Res`` (new arrays,
+    the same-class rectangles written by slice assignment)."""
+    rects = _class_rectangles(y_block, c_start, c_end)
+    same = [xp.clip(R[rs:re_, cs:ce] + gap, min=0.0) for rs, re_, cs, ce in rects]
+    R = xp.clip(R, max=0.0)
+    for (rs, re_, cs, ce), blk in zip(rects, same):
+        R[rs:re_, cs:ce] = blk
+    return R
+
+
+def _class_rectangles(y_block, c_start, c_end):
+    """``(rs, re, cs, ce)``: the same-class pairs of a row block with sorted
+    codes ``y_block`` (host), rows ``rs:re`` of class ``c`` against its
+    columns ``c_start[c]:c_end[c]``."""
     cut = np.flatnonzero(np.diff(y_block)) + 1
     starts = np.concatenate(([0], cut))
     ends = np.concatenate((cut, [y_block.size]))
-    same = []
+    out = []
     for rs, re_ in zip(starts, ends):
         c = y_block[rs]
         cs, ce = c_start[c], c_end[c]
         if ce > cs:
-            # delta1 - K = (delta2 - K) + (delta1 - delta2)
-            blk = R[rs:re_, cs:ce] + gap
-            np.maximum(blk, 0.0, out=blk)
-            same.append((rs, re_, cs, ce, blk))
-    np.minimum(R, 0.0, out=R)  # -[K - delta2]_+ on different-class pairs
-    for rs, re_, cs, ce, blk in same:
-        R[rs:re_, cs:ce] = blk
+            out.append((int(rs), int(re_), int(cs), int(ce)))
+    return out
 
 
 def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
@@ -547,20 +568,28 @@ def _pair_residual_xp(arrays, P, Q, y_rows, y_cols, delta1, delta2, *, left,
                       right, block, dtype, row_sums, count, deadline):
     """:func:`_pair_residual` on a device, written once for any namespace.
 
-    The same pass with new arrays per block (the array API has no ``out=``)
-    and the class mask of a block from the codes on the device (one
-    ``where``, rather than the NumPy path's class rectangles); the sums
-    accumulate on the device in float64 and cross to the host once per
-    pass.  ``out`` and the row sums stay on the device.
+    The same pass (``delta2 - K`` from the shifted factors, the class
+    rectangles of the sorted host codes ``y_rows``, ``y_cols``), with new
+    arrays per block where NumPy works in place (the array API has no
+    ``out=``); the sums accumulate on the device in float64 and cross to
+    the host once per pass.  ``out`` and the row sums stay on the device.
     """
     xp = arrays.xp
-    single = np.dtype(dtype) == np.float32
+    dt = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
 
-    def cast(a):
-        return None if a is None else (xp.astype(a, xp.float32) if single else a)
+    def f64(a):
+        return a if dt == xp.float64 else xp.astype(a, xp.float64)
 
-    Pc, Qt, Rt, Lf = cast(P), cast(Q).T, cast(right), cast(left)
     n_rows, n_cols = P.shape[0], Q.shape[0]
+    n_classes = int(max(y_rows.max(), y_cols.max())) + 1
+    c_start, c_end = _class_ranges(y_cols, n_classes)
+    # [-P, delta2 1] [Q, 1]^T = delta2 - P Q^T, in dtype
+    ones = xp.ones((n_rows, 1), dtype=xp.float64, device=arrays.device)
+    Pa = xp.astype(xp.concat([-P, delta2 * ones], axis=1), dt)
+    Qa = xp.astype(xp.concat([Q, xp.ones((n_cols, 1), dtype=xp.float64,
+                                         device=arrays.device)], axis=1), dt).T
+    Rt = None if right is None else xp.astype(right, dt)
+    Lf = None if left is None else xp.astype(left, dt)
     b = max(1, int(block) // max(1, n_cols))
     f, n_active, parts, sums, out = 0.0, 0, [], [], None
     if Lf is not None:
@@ -570,11 +599,9 @@ def _pair_residual_xp(arrays, P, Q, y_rows, y_cols, delta1, delta2, *, left,
         if deadline is not None and deadline.expired():
             raise Expired
         e = min(n_rows, s + b)
-        K = Pc[s:e, :] @ Qt
-        same = y_rows[s:e][:, None] == y_cols[None, :]
-        # Res = [delta1 - K]_+ on same-class pairs, -[K - delta2]_+ elsewhere
-        R = xp.where(same, xp.maximum(delta1 - K, 0.0), xp.minimum(delta2 - K, 0.0))
-        sq = xp.sum(R * R, axis=1, dtype=xp.float64)
+        R = _clip_block_xp(xp, Pa[s:e, :] @ Qa, y_rows[s:e], c_start, c_end,
+                           delta1 - delta2)
+        sq = f64(xp.vecdot(R, R, axis=-1))  # row sums of Res^2
         f = f + xp.sum(sq)
         if row_sums:
             sums.append(sq)
@@ -583,10 +610,9 @@ def _pair_residual_xp(arrays, P, Q, y_rows, y_cols, delta1, delta2, *, left,
         if Rt is not None:
             RW = R @ Rt  # (b, k2)
             if Lf is None:
-                parts.append(xp.astype(RW, xp.float64) if single else RW)
+                parts.append(f64(RW))
             else:
-                LRW = Lf[s:e, :].T @ RW
-                out = out + (xp.astype(LRW, xp.float64) if single else LRW)
+                out = out + f64(Lf[s:e, :].T @ RW)
     if Rt is not None and Lf is None:
         out = xp.concat(parts, axis=0)
     f = arrays.scalar(f)
@@ -629,22 +655,19 @@ def _objective_factored(X, codes, L, R, delta1, delta2, *, block=DEFAULT_BLOCK,
     """``(f, row_sums)`` of Eq. 4 at ``L R^T`` (rows in their given order;
     the row sums on ``X``'s device)."""
     if arrays is not None and not arrays.on_host:
-        order, y_sorted = arrays.sorted_codes(codes)
+        order, order_d = arrays.order(codes)
     else:
-        arrays, order = None, np.argsort(codes, kind="stable")
-        y_sorted = codes[order]
+        arrays = None
+        order = order_d = np.argsort(codes, kind="stable")
     take = np.take if arrays is None else arrays.take
-    Q = take(X @ R, order, axis=0)
+    Q = take(X @ R, order_d, axis=0)
     if rows is None:
-        y_rows, P = y_sorted, take(X @ L, order, axis=0)
+        sel, P = order, take(X @ L, order_d, axis=0)
     else:
         rows = np.asarray(rows)
         sel = rows[np.argsort(codes[rows], kind="stable")]
-        y_rows = codes[sel]
-        if arrays is not None:
-            sel, y_rows = arrays.put(sel), arrays.put(y_rows)
-        P = take(X, sel, axis=0) @ L
-    f, _, _, sums = _pair_residual(P, Q, y_rows, y_sorted, delta1, delta2,
+        P = take(X, sel if arrays is None else arrays.put(sel), axis=0) @ L
+    f, _, _, sums = _pair_residual(P, Q, codes[sel], codes[order], delta1, delta2,
                                    block=block, row_sums=True, arrays=arrays)
     return f, sums
 
@@ -863,7 +886,7 @@ class _Side:
     drawn on the host, as NumPy draws them, and moved once.
     """
 
-    def __init__(self, X, codes, order, m, kind, rng, replace, arrays):
+    def __init__(self, X, codes, m, kind, rng, replace, arrays):
         n = X.shape[0]
         self.arrays = arrays
         if kind == "columns":
@@ -881,16 +904,15 @@ class _Side:
             # (n, m), E[S S^T] = I
             G = arrays.put(rng.standard_normal((n, m)) / np.sqrt(m))
             A = G.T @ X
-            self.rows = order
+            idx, self.rows = arrays.order(codes)  # all samples, by class
             self.Xr = None
             scale = None
-        self.codes = arrays.take(arrays.once("codes", lambda: arrays.put(codes)),
-                                 self.rows)
+        self.codes = codes[idx]  # sorted, on the host
         self.U, self.s, self.Vt = _thin_svd(A, arrays=arrays)
         if kind == "columns":
             self.F = scale * self.U
         else:
-            self.F = arrays.take(G, order) @ self.U  # (n, r)
+            self.F = arrays.take(G, self.rows) @ self.U  # (n, r)
 
     def project(self, X, W):
         """``X[rows] @ W`` (W = None: identity)."""
@@ -1098,8 +1120,6 @@ def _compressed_iterations(X, codes, m, sketch, n_iter, delta1, delta2, run, *,
     """
     n, d = X.shape
     arrays = run.arrays
-    order = (np.argsort(codes, kind="stable") if arrays.on_host
-             else arrays.sorted_codes(codes)[0])
     L = R = None  # M_0 = I (kept implicit: P = X_1, Q = X_2)
     history, ranks = [], []
     times = {"sketch": 0.0, "iterations": 0.0}
@@ -1111,7 +1131,7 @@ def _compressed_iterations(X, codes, m, sketch, n_iter, delta1, delta2, run, *,
             break
         if sides is None or resample:
             t0 = time.perf_counter()
-            sides = [_Side(X, codes, order, m, sketch, run.rng, replace, arrays)
+            sides = [_Side(X, codes, m, sketch, run.rng, replace, arrays)
                      for _side in range(2)]
             times["sketch"] += time.perf_counter() - t0
         t0 = time.perf_counter()
