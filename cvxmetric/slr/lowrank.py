@@ -215,9 +215,7 @@ def _initial_factors(X, rank, init_size, rng, arrays):
         Z = arrays.put(rng.standard_normal((d, rank - V.shape[1])))
         Z = Z - V @ (V.T @ Z)
         Qz, _ = arrays.xp.linalg.qr(Z)
-        if not arrays.on_host:
-            return arrays.xp.concat([V, Qz], axis=1)
-        V = np.hstack([V, Qz])
+        V = np.hstack([V, Qz]) if arrays.on_host else arrays.xp.concat([V, Qz], axis=1)
     return np.ascontiguousarray(V) if arrays.on_host else V
 
 

@@ -503,8 +503,8 @@ def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
         Checked before every block (raises :class:`~._problem.Expired`).
     arrays : _Arrays, optional
         Where the arrays live (default NumPy): on a device the pass runs
-        there (:func:`_pair_residual_xp`), with ``y_rows``, ``y_cols`` the
-        codes on the device.
+        there (:func:`_pair_residual_xp`); ``y_rows``, ``y_cols`` stay on
+        the host either way (they only say where the class rectangles are).
 
     Returns
     -------
