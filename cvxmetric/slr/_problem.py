@@ -319,6 +319,27 @@ def m_in_units(Mi, scale, what):
     return M
 
 
+def check_device_samples(X, y, xp, transfers):
+    """``(X, y)``: ``X`` of namespace ``xp`` validated on its device (2-D,
+    non-empty, finite) and cast to float64 there; ``y`` on the host
+    (counted in ``transfers`` when it came from a device).
+
+    Raises
+    ------
+    ValueError
+        Naming ``X``.
+    """
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X: expected a non-empty 2-D array, got shape "
+                         f"{tuple(X.shape)}.")
+    X = float64(X, xp)
+    if not bool(xp.all(xp.isfinite(X))):
+        raise ValueError("X: contains NaN or infinite values.")
+    if not isinstance(y, np.ndarray) and not isinstance(y, (list, tuple)):
+        y = transfers.to_host(y)
+    return X, y
+
+
 def _power_of_two_scale(top):
     """The power of two at or below ``top = max |X_ij|`` that SLR divides
     ``X`` by.  Eq. 4 at ``sX`` equals Eq. 4 at ``X`` with ``M -> s^2 M``:
@@ -451,15 +472,8 @@ class SLRData(Samples):
         """:meth:`from_labels` for an array of another namespace: the SVD
         on its device (``U`` stays there), ``s`` and ``V`` to the host."""
         transfers = Transfers()
-        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError(f"X: expected a non-empty 2-D array, got shape "
-                             f"{tuple(X.shape)}.")
-        X = float64(X, xp)
-        if not bool(xp.all(xp.isfinite(X))):
-            raise ValueError("X: contains NaN or infinite values.")
+        X, y = check_device_samples(X, y, xp, transfers)
         n, d = X.shape
-        if not isinstance(y, np.ndarray) and not isinstance(y, (list, tuple)):
-            y = transfers.to_host(y)
         codes, classes = _encode_labels(y, n)
         delta1, delta2 = check_thresholds(delta1, delta2)
         scale = _power_of_two_scale(float(xp.max(xp.abs(X))))

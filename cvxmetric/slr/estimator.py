@@ -216,9 +216,10 @@ default="newton"
 
     def _prepare(self, X, y):
         """Validate :meth:`fit`'s input: ``(X, codes, classes, delta1, delta2)``."""
-        # Newton's passes run on X's namespace (array_api_dispatch)
-        X, y, classes, codes = validate_labelled(self, X, y,
-                                                 keep_namespace=self.solver == "newton")
+        # the passes of Newton and of Algorithms 2 and 3 run on X's namespace
+        # (array_api_dispatch)
+        X, y, classes, codes = validate_labelled(
+            self, X, y, keep_namespace=self.solver in ("newton", "randomized", "lowrank"))
         delta1, delta2 = check_thresholds(self.delta1, self.delta2)
         n, d = X.shape
         if self.n_sketch is not None and self.n_sketch > n:

@@ -59,12 +59,11 @@ from .randomized import (
     DEFAULT_BLOCK,
     OBJECTIVE_MAX_N,
     SKETCHES,
+    _Arrays,
     _check_int,
-    _check_problem,
     _pair_residual,
     _Run,
     _thin_svd,
-    _unit_rows,
     single_blas_thread,
 )
 
@@ -75,11 +74,18 @@ TARGETS = ("adaptive", "fixed")
 
 
 class _Problem:
-    """Sorted data and the pieces shared by the half steps."""
+    """Sorted data and the pieces shared by the half steps.
 
-    def __init__(self, X, codes, delta1, delta2, target, dtype, block):
-        order = np.argsort(codes, kind="stable")
-        self.X = X[order]  # sorted by class: same-class pairs are rectangles
+    ``X`` (sorted) stays where the input was (``arrays``,
+    :class:`~.randomized._Arrays`); ``y`` and the class counts are the
+    host's (:meth:`codes_on_device` moves ``y`` once when needed).
+    """
+
+    def __init__(self, X, codes, delta1, delta2, target, dtype, block, arrays=None):
+        self.arrays = arrays = _Arrays() if arrays is None else arrays
+        order, order_d = arrays.order(codes)
+        # sorted by class: same-class pairs are rectangles
+        self.X = arrays.take(X, order_d)
         self.y = codes[order]
         self.order = order
         self.n, self.d = X.shape
@@ -91,29 +97,39 @@ class _Problem:
         self.block = block
         self._svd = None
 
+    def codes_on_device(self):
+        """``y`` on the device (moved once): the fixed target's rows."""
+        return self.arrays.once("y", lambda: self.arrays.put(self.y))
+
     def full_svd(self):
         """``(None, s, Vt)`` of ``X``, computed once (``X^+ = V s^{-1} U^T``
         is applied as ``V s^{-2} V^T X^T``: no (n, r) ``U`` is stored)."""
         if self._svd is None:
-            self._svd = _thin_svd(self.X, need_u=False)
+            self._svd = _thin_svd(self.X, need_u=False, arrays=self.arrays)
         return self._svd
 
     def class_sums(self, Z):
         """``E^T Z`` (n_classes, k) for ``Z`` (n, k) in sorted order."""
+        starts = np.concatenate(([0], np.cumsum(self.counts)[:-1]))
+        if not self.arrays.on_host:
+            # one sum per class over its rows (contiguous: X is sorted)
+            xp = self.arrays.xp
+            return xp.stack([xp.sum(Z[int(a):int(a + c), :], axis=0)
+                             for a, c in zip(starts, self.counts)])
         out = np.zeros((self.n_classes, Z.shape[1]))
         present = self.counts > 0
-        starts = np.concatenate(([0], np.cumsum(self.counts)[:-1]))[present]
-        out[present] = np.add.reduceat(Z, starts, axis=0)
+        out[present] = np.add.reduceat(Z, starts[present], axis=0)
         return out
 
     def eq1_objective(self, P, Q):
         """``||P Q^T - D||_F^2`` with the fixed target ``D``, in ``O(n k^2)``."""
         d1, d2 = self.delta1, self.delta2
-        kk = float(np.sum((P.T @ P) * (Q.T @ Q)))  # ||P Q^T||_F^2
+        xp, scalar = self.arrays.xp, self.arrays.scalar
+        kk = scalar(xp.sum((P.T @ P) * (Q.T @ Q)))  # ||P Q^T||_F^2
         EP, EQ = self.class_sums(P), self.class_sums(Q)
         # <P Q^T, D> = d2 (1^T P)(Q^T 1) + (d1 - d2) sum_c (E^T P)_c . (E^T Q)_c
-        kd = (d2 * float(P.sum(axis=0) @ Q.sum(axis=0))
-              + (d1 - d2) * float(np.sum(EP * EQ)))
+        kd = (d2 * scalar(xp.sum(P, axis=0) @ xp.sum(Q, axis=0))
+              + (d1 - d2) * scalar(xp.sum(EP * EQ)))
         dd = d2 ** 2 * self.n ** 2 + (d1 ** 2 - d2 ** 2) * float(np.sum(self.counts ** 2.0))
         return max(0.0, kk - 2.0 * kd + dd)
 
@@ -142,24 +158,32 @@ def _half_step(prob, XL_old, XR, *, sketch=None, m=None, rng=None, deadline=None
     """
     X, n = prob.X, prob.n
     Q = XR  # (n, r)
+    arrays = prob.arrays
+    xp, take = arrays.xp, arrays.take
     # W = Q^{+T} (n, r): min-norm solution of the right factor
-    _, sq, Vqt = _thin_svd(Q, need_u=False)
+    _, sq, Vqt = _thin_svd(Q, need_u=False, arrays=arrays)
     W = Q @ (Vqt.T / sq ** 2) @ Vqt  # (n, r) = Q (Q^T Q)^+
+    rows = rows_d = None
     if sketch is None or sketch == "gaussian":
         Xr, yr, P = X, prob.y, XL_old
     else:  # columns: sampled rows, sorted (X is sorted by class)
         rows = np.sort(rng.randint(0, n, size=m))
-        Xr, yr, P = X[rows], prob.y[rows], XL_old[rows]
+        rows_d = arrays.put(rows)
+        Xr, yr, P = take(X, rows_d), prob.y[rows], take(XL_old, rows_d)
     # P (n_rows, r): K[rows] = P Q^T
     if prob.target == "fixed":
         d1, d2 = prob.delta1, prob.delta2
         EW = prob.class_sums(W)  # (c, r)
-        YW = d2 * W.sum(axis=0)[None, :] + (d1 - d2) * EW[yr]
+        if not arrays.on_host:
+            yd = prob.codes_on_device()
+            yr = yd if rows is None else take(yd, rows_d)
+        YW = d2 * xp.sum(W, axis=0)[None, :] + (d1 - d2) * take(EW, yr)
         f = prob.eq1_objective(XL_old, Q) if sketch is None else np.nan
     else:
         f, _, RW = _pair_residual(P, Q, yr, prob.y, prob.delta1,
                                   prob.delta2, right=W, block=prob.block,
-                                  dtype=prob.dtype, count=False, deadline=deadline)
+                                  dtype=prob.dtype, count=False, deadline=deadline,
+                                  arrays=arrays)
         YW = P @ (Q.T @ W) + RW  # (n_rows, r) = clip(K)[rows] W
         if sketch is not None and sketch == "columns":
             f *= n / m  # unbiased estimate of the full sum
@@ -169,27 +193,30 @@ def _half_step(prob, XL_old, XR, *, sketch=None, m=None, rng=None, deadline=None
         # A = sqrt(n/m) X[I], T = sqrt(n/m) Y[I] W: the scale cancels
         A, T = Xr, YW
     else:
-        S = rng.standard_normal((n, m)) / np.sqrt(m)  # (n, m), E[S S^T] = I
+        # (n, m), E[S S^T] = I: drawn on the host, as NumPy draws it
+        S = arrays.put(rng.standard_normal((n, m)) / np.sqrt(m))
         A, T = S.T @ X, S.T @ YW
     # L = A^+ T = V s^{-2} V^T (A^T T)
-    _, s, Vt = prob.full_svd() if sketch is None else _thin_svd(A, need_u=False)
+    _, s, Vt = (prob.full_svd() if sketch is None
+                else _thin_svd(A, need_u=False, arrays=arrays))
     L = Vt.T @ ((Vt @ (A.T @ T)) / s[:, None] ** 2)
     return L, float(f)
 
 
-def _initial_factors(X, rank, init_size, rng):
-    """``V_r`` (d, r): principal directions of a random subset, padded."""
+def _initial_factors(X, rank, init_size, rng, arrays):
+    """``V_r`` (d, r): principal directions of a random subset, padded
+    (drawn on the host, computed where ``X`` is)."""
     n, d = X.shape
-    idx = rng.choice(n, size=min(n, init_size), replace=False)
-    _, s, Vt = _thin_svd(X[idx], need_u=False)
-    V = Vt[:min(s.size, rank)].T
+    idx = arrays.put(rng.choice(n, size=min(n, init_size), replace=False))
+    _, s, Vt = _thin_svd(arrays.take(X, idx), need_u=False, arrays=arrays)
+    V = Vt[:min(s.shape[0], rank), :].T
     if V.shape[1] < rank:
         # complete with random directions orthogonal to V
-        Z = rng.standard_normal((d, rank - V.shape[1]))
-        Z -= V @ (V.T @ Z)
-        Qz, _ = np.linalg.qr(Z)
-        V = np.hstack([V, Qz])
-    return np.ascontiguousarray(V)
+        Z = arrays.put(rng.standard_normal((d, rank - V.shape[1])))
+        Z = Z - V @ (V.T @ Z)
+        Qz, _ = arrays.xp.linalg.qr(Z)
+        V = np.hstack([V, Qz]) if arrays.on_host else arrays.xp.concat([V, Qz], axis=1)
+    return np.ascontiguousarray(V) if arrays.on_host else V
 
 
 @single_blas_thread
@@ -202,6 +229,8 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
     Parameters
     ----------
     X : array_like of shape (n, d)
+        NumPy, or an array of an array-API library (PyTorch, CuPy): then
+        the passes run on its device (see docs/backends.md).
     y : array_like of int, shape (n,)
         Class labels (at least two classes).
     rank : int
@@ -265,20 +294,18 @@ def lowrank_slr(X, y, rank, n_iter=10, delta1=1.0, delta2=0.0, random_state=None
         ``[1, n]``, unknown ``target`` or ``sketch``, ``n_iter < 1``,
         ``delta1 <= delta2``.
     """
-    t_start = time.perf_counter()
-    X, codes, delta1, delta2 = _check_problem(X, y, delta1, delta2)
+    # on rows of unit mean square norm (L_0 = R_0 = V_r on the thresholds' scale)
+    X, c, codes, delta1, delta2, run = _Run.start(
+        X, y, delta1, delta2, dtype=dtype, block=block, objective_max_n=objective_max_n,
+        evaluate=evaluate, max_time=max_time, random_state=random_state)
     rank, n_iter, n_sketch, init_size = _check_lowrank(
         X.shape, rank, n_iter, target, n_sketch, sketch, init_size)
-    run = _Run(t_start, dtype=dtype, block=block, objective_max_n=objective_max_n,
-               evaluate=evaluate, max_time=max_time, random_state=random_state)
-    # the run is on rows of unit mean square norm (randomized._unit_rows):
-    # L_0 = R_0 = V_r is then on the thresholds' scale at any scale of X
-    X, c = _unit_rows(X)
-    prob = _Problem(X, codes, delta1, delta2, target, run.dtype, run.block)
+    arrays = run.arrays
+    prob = _Problem(X, codes, delta1, delta2, target, run.dtype, run.block, arrays)
     kind = None if n_sketch is None else sketch
     name = "slr-lowrank" if target == "adaptive" else "slr-fixed"
     with recording() as stages:
-        L0 = _initial_factors(prob.X, rank, init_size, run.rng)
+        L0 = _initial_factors(prob.X, rank, init_size, run.rng, arrays)
         t0 = time.perf_counter()
         (L, R), (XL, XR), history, done = _alternate(
             prob, L0, n_iter, sketch=kind, m=n_sketch, rng=run.rng,

@@ -78,7 +78,7 @@ def oasis(X, y, n_steps, C=0.1, random_state=None, *, dtype=np.float64,
         The learned ``W`` (float64).
     info : dict, only if ``return_info``
     """
-    X, codes, _, _ = _check_problem(X, y, 1.0, 0.0)
+    X, codes, _, _ = _check_problem(X, y, 1.0, 0.0, "OASIS")
     n_steps = _check_int(n_steps, "n_steps", 1)
     C = check_scalar(C, "C", low=0.0, low_inclusive=False)
     dtype = _check_dtype(dtype)

@@ -77,7 +77,14 @@ import numpy as np
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from .._backend import check_host_input
+from .._backend import (
+    Transfers,
+    check_host_input,
+    device_of,
+    is_dask,
+    is_numpy,
+    namespace,
+)
 from .._settings import (
     ESTIMATE_ROWS,
     OBJECTIVE_MAX_N,
@@ -89,7 +96,13 @@ from .._solver import Deadline
 from .._trace import record, recording
 from .._validation import check_int, check_option, check_samples
 from ..result import Certificate, SolverResult, Status
-from ._problem import Expired, _encode_labels, check_thresholds, m_in_units
+from ._problem import (
+    Expired,
+    _encode_labels,
+    check_device_samples,
+    check_thresholds,
+    m_in_units,
+)
 
 __all__ = [
     "SKETCHES",
@@ -114,16 +127,115 @@ def _check_int(value, name, low, high=None):
     return check_int(value, name, low=low, high=high)
 
 
-def _check_problem(X, y, delta1, delta2):
-    """``(X, codes, delta1, delta2)`` validated as :class:`~.SLRData` does."""
-    check_host_input(X, "X", "SLR's sketched algorithms")
+def _check_problem(X, y, delta1, delta2, what):
+    """``(X, codes, delta1, delta2)`` validated as :class:`~.SLRData` does,
+    for ``what``, a method that runs on NumPy only (other namespaces are
+    refused naming it)."""
+    check_host_input(X, "X", what)
     X = check_samples(X, "X")
     codes, _ = _encode_labels(y, X.shape[0])
     delta1, delta2 = check_thresholds(delta1, delta2)
     return X, codes, delta1, delta2
 
 
-def _unit_rows(X):
+def _device_problem(X, y, delta1, delta2):
+    """``(X, codes, delta1, delta2, arrays)`` for a method whose passes run
+    on the namespace of ``X``: NumPy input validated as
+    :func:`_check_problem` does; an array of another namespace validated
+    on its device and cast to float64 there, the labels on the host.
+    ``arrays`` (:class:`_Arrays`) says where the run's arrays live."""
+    if isinstance(X, (list, tuple)) or is_numpy(X):
+        return (*_check_problem(X, y, delta1, delta2, "SLR"), _Arrays())
+    if is_dask(X):
+        raise TypeError("X: SLR's sketched algorithms have no Dask back end (their "
+                        "passes are not row-separable tasks); compute X, or use "
+                        "SemismoothNewton on the dask array (docs/backends.md).")
+    try:
+        xp, _ = namespace(X)
+    except TypeError:
+        raise TypeError(f"X: expected a NumPy array or an array of an array-API "
+                        f"library (PyTorch, CuPy, array-api-strict), got "
+                        f"{type(X).__module__}.{type(X).__name__}.") from None
+    arrays = _Arrays(xp, device_of(X))
+    X, y = check_device_samples(X, y, xp, arrays.transfers)
+    codes, _ = _encode_labels(y, X.shape[0])
+    delta1, delta2 = check_thresholds(delta1, delta2)
+    return X, codes, delta1, delta2, arrays
+
+
+class _Arrays:
+    """Where the arrays of a run of Algorithm 2 or 3 live.
+
+    NumPy on the host (``xp = numpy``: the in-place NumPy kernels, nothing
+    counted), or the namespace and device of the input ``X`` (PyTorch,
+    CuPy, ``array-api-strict``): there the data, the factors ``L, R`` and
+    every pass over pairs stay on the device; what the host keeps is the
+    random draws (the same as NumPy's for the same ``random_state``: index
+    arrays, or Gaussian sketches), the class codes, the rank decisions and
+    the scalars of the report.  Every move between the two is counted in
+    ``transfers``.
+    """
+
+    def __init__(self, xp=np, device=None):
+        self.xp = xp
+        self.device = device
+        self.transfers = Transfers()
+        self._cache = {}
+
+    @property
+    def on_host(self):
+        """Whether the run is NumPy on the host."""
+        return self.xp is np
+
+    def put(self, a):
+        """The host array ``a`` on the run's device (counted)."""
+        if self.on_host:
+            return a
+        return self.transfers.to_device(np.asarray(a), self.xp, self.device)
+
+    def host(self, x):
+        """``x`` as a NumPy array on the host (counted when it moves)."""
+        return self.transfers.to_host(x)
+
+    def scalar(self, x):
+        """A 0-d result as a Python float on the host (counted when it moves)."""
+        return float(x) if self.on_host else float(self.transfers.to_host(x))
+
+    def take(self, x, idx, axis=0):
+        """``x`` at the indices ``idx`` (on ``x``'s side) along ``axis``."""
+        if self.on_host:
+            return x[idx] if axis == 0 else x[:, idx]
+        return self.xp.take(x, idx, axis=axis)
+
+    def once(self, key, make):
+        """``make()`` computed once per run (device copies of the class
+        order or of the codes: moved once, not per iteration)."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def order(self, codes):
+        """``(order, order on the device)``: the samples sorted by class
+        (stable), the device copy moved once per run."""
+        def make():
+            order = np.argsort(codes, kind="stable")
+            return order, self.put(order)
+        return self.once("order", make)
+
+    def eye(self, d):
+        """The float64 identity (d, d) on the run's device."""
+        if self.on_host:
+            return np.eye(d)
+        return self.xp.eye(d, dtype=self.xp.float64, device=self.device)
+
+    def info(self):
+        """``backend``, ``device`` and ``transfers`` for a result's ``info``."""
+        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
+                "device": "cpu" if self.on_host else str(self.device),
+                "transfers": self.transfers.as_dict()}
+
+
+def _unit_rows(X, arrays=None):
     """``(X / c, c)`` with ``c^2`` the mean squared row norm of ``X``.
 
     Algorithms 2 and 3 start from ``M_0 = I`` (or the projector onto a
@@ -136,11 +248,19 @@ def _unit_rows(X):
     row norm of ``X / max|X|``, which neither overflows nor underflows for
     any finite ``X``).
     """
-    top = float(np.max(np.abs(X))) if X.size else 0.0
+    if arrays is not None and not arrays.on_host:
+        xp = arrays.xp
+        top = arrays.scalar(xp.max(xp.abs(X)))
+    else:
+        top = float(np.max(np.abs(X))) if X.size else 0.0
     if top == 0.0:
         raise ValueError("X: all samples are zero; x_i^T M x_j is 0 for every M.")
     Xt = X / top
-    c = top * float(np.sqrt(np.mean(np.einsum("ij,ij->i", Xt, Xt))))
+    if arrays is not None and not arrays.on_host:
+        ms = arrays.scalar(xp.mean(xp.sum(Xt * Xt, axis=1)))
+    else:
+        ms = np.mean(np.einsum("ij,ij->i", Xt, Xt))
+    c = top * float(np.sqrt(ms))
     return X / c, c
 
 
@@ -201,7 +321,7 @@ def _check_dtype(dtype):
 # ---------------------------------------------------------------------------
 
 
-def _thin_svd(A, *, need_u=True):
+def _thin_svd(A, *, need_u=True, arrays=None):
     """Thin SVD ``A = U diag(s) V^T`` from the eigenpairs of the smaller Gram.
 
     ``A^+ = V diag(1/s) U^T`` is all the solvers need, and for a tall ``A``
@@ -217,6 +337,10 @@ def _thin_svd(A, *, need_u=True):
     A : ndarray of shape (m, d)
     need_u : bool
         Compute ``U`` (m, r) (``A V / s`` or from ``eigh``); else ``None``.
+    arrays : _Arrays, optional
+        Where ``A`` lives (default NumPy): on a device the Gram and its
+        ``eigh`` run there, and only the eigenvalues come to the host (the
+        rank decision).
 
     Returns
     -------
@@ -233,13 +357,18 @@ def _thin_svd(A, *, need_u=True):
     m, d = A.shape
     tall = m >= d
     G = A.T @ A if tall else A @ A.T
-    lam, W = np.linalg.eigh(G)
-    lam, W = lam[::-1], W[:, ::-1]
-    if lam.size == 0 or lam[0] <= 0.0:
-        raise ValueError("X: the (sampled or sketched) data are zero; no "
-                         "similarity can be learned.")
-    r = int(np.sum(lam > max(m, d) * np.finfo(float).eps * lam[0]))
-    s = np.sqrt(lam[:r])
+    device = arrays is not None and not arrays.on_host
+    if device:
+        xp = arrays.xp
+        lam, W = xp.linalg.eigh(G)
+        lam, W = xp.flip(lam), xp.flip(W, axis=1)
+        r = _gram_rank(arrays.host(lam), m, d)
+    else:
+        xp = np
+        lam, W = np.linalg.eigh(G)
+        lam, W = lam[::-1], W[:, ::-1]
+        r = _gram_rank(lam, m, d)
+    s = xp.sqrt(lam[:r])
     W = W[:, :r]
     if tall:
         V = W
@@ -247,7 +376,15 @@ def _thin_svd(A, *, need_u=True):
     else:
         U = W
         V = (A.T @ U) / s
-    return U, s, np.ascontiguousarray(V.T)
+    return U, s, (V.T if device else np.ascontiguousarray(V.T))
+
+
+def _gram_rank(lam, m, d):
+    """The numerical rank of decreasing Gram eigenvalues ``lam`` (host)."""
+    if lam.size == 0 or lam[0] <= 0.0:
+        raise ValueError("X: the (sampled or sketched) data are zero; no "
+                         "similarity can be learned.")
+    return int(np.sum(lam > max(m, d) * np.finfo(float).eps * lam[0]))
 
 
 # ---------------------------------------------------------------------------
@@ -298,26 +435,47 @@ def _clip_block(R, y_block, c_start, c_end, gap):
     gap : float
         ``delta1 - delta2``.
     """
-    cut = np.flatnonzero(np.diff(y_block)) + 1
-    starts = np.concatenate(([0], cut))
-    ends = np.concatenate((cut, [y_block.size]))
     same = []
-    for rs, re_ in zip(starts, ends):
-        c = y_block[rs]
-        cs, ce = c_start[c], c_end[c]
-        if ce > cs:
-            # delta1 - K = (delta2 - K) + (delta1 - delta2)
-            blk = R[rs:re_, cs:ce] + gap
-            np.maximum(blk, 0.0, out=blk)
-            same.append((rs, re_, cs, ce, blk))
+    for rs, re_, cs, ce in _class_rectangles(y_block, c_start, c_end):
+        # delta1 - K = (delta2 - K) + (delta1 - delta2)
+        blk = R[rs:re_, cs:ce] + gap
+        np.maximum(blk, 0.0, out=blk)
+        same.append((rs, re_, cs, ce, blk))
     np.minimum(R, 0.0, out=R)  # -[K - delta2]_+ on different-class pairs
     for rs, re_, cs, ce, blk in same:
         R[rs:re_, cs:ce] = blk
 
 
+def _clip_block_xp(xp, R, y_block, c_start, c_end, gap):
+    """:func:`_clip_block` in any namespace: returns ``Res`` (new arrays,
+    the same-class rectangles written by slice assignment)."""
+    rects = _class_rectangles(y_block, c_start, c_end)
+    same = [xp.clip(R[rs:re_, cs:ce] + gap, min=0.0) for rs, re_, cs, ce in rects]
+    R = xp.clip(R, max=0.0)
+    for (rs, re_, cs, ce), blk in zip(rects, same):
+        R[rs:re_, cs:ce] = blk
+    return R
+
+
+def _class_rectangles(y_block, c_start, c_end):
+    """``(rs, re, cs, ce)``: the same-class pairs of a row block with sorted
+    codes ``y_block`` (host), rows ``rs:re`` of class ``c`` against its
+    columns ``c_start[c]:c_end[c]``."""
+    cut = np.flatnonzero(np.diff(y_block)) + 1
+    starts = np.concatenate(([0], cut))
+    ends = np.concatenate((cut, [y_block.size]))
+    out = []
+    for rs, re_ in zip(starts, ends):
+        c = y_block[rs]
+        cs, ce = c_start[c], c_end[c]
+        if ce > cs:
+            out.append((int(rs), int(re_), int(cs), int(ce)))
+    return out
+
+
 def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
                    right=None, block=DEFAULT_BLOCK, dtype=np.float64,
-                   row_sums=False, count=True, deadline=None):
+                   row_sums=False, count=True, deadline=None, arrays=None):
     """Blockwise pass over the pairs ``rows x cols`` with ``K = P Q^T``.
 
     ``Res = clip(K) - K``: ``[delta1 - K]_+`` on same-class pairs and
@@ -343,6 +501,10 @@ def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
         Count the violated pairs (one more pass over each block).
     deadline : Deadline, optional
         Checked before every block (raises :class:`~._problem.Expired`).
+    arrays : _Arrays, optional
+        Where the arrays live (default NumPy): on a device the pass runs
+        there (:func:`_pair_residual_xp`); ``y_rows``, ``y_cols`` stay on
+        the host either way (they only say where the class rectangles are).
 
     Returns
     -------
@@ -356,6 +518,10 @@ def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
         ``left^T Res right`` (k1, k2); None without ``right``.
     rows : ndarray of shape (n_rows,), only if ``row_sums``
     """
+    if arrays is not None and not arrays.on_host:
+        return _pair_residual_xp(arrays, P, Q, y_rows, y_cols, delta1, delta2,
+                                 left=left, right=right, block=block, dtype=dtype,
+                                 row_sums=row_sums, count=count, deadline=deadline)
     n_rows, n_cols = P.shape[0], Q.shape[0]
     n_classes = int(max(y_rows.max(), y_cols.max())) + 1
     c_start, c_end = _class_ranges(y_cols, n_classes)
@@ -398,6 +564,64 @@ def _pair_residual(P, Q, y_rows, y_cols, delta1, delta2, *, left=None,
     return f, n_active, out
 
 
+def _pair_residual_xp(arrays, P, Q, y_rows, y_cols, delta1, delta2, *, left,
+                      right, block, dtype, row_sums, count, deadline):
+    """:func:`_pair_residual` on a device, written once for any namespace.
+
+    The same pass (``delta2 - K`` from the shifted factors, the class
+    rectangles of the sorted host codes ``y_rows``, ``y_cols``), with new
+    arrays per block where NumPy works in place (the array API has no
+    ``out=``); the sums accumulate on the device in float64 and cross to
+    the host once per pass.  ``out`` and the row sums stay on the device.
+    """
+    xp = arrays.xp
+    dt = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
+
+    def f64(a):
+        return a if dt == xp.float64 else xp.astype(a, xp.float64)
+
+    n_rows, n_cols = P.shape[0], Q.shape[0]
+    n_classes = int(max(y_rows.max(), y_cols.max())) + 1
+    c_start, c_end = _class_ranges(y_cols, n_classes)
+    # [-P, delta2 1] [Q, 1]^T = delta2 - P Q^T, in dtype
+    ones = xp.ones((n_rows, 1), dtype=xp.float64, device=arrays.device)
+    Pa = xp.astype(xp.concat([-P, delta2 * ones], axis=1), dt)
+    Qa = xp.astype(xp.concat([Q, xp.ones((n_cols, 1), dtype=xp.float64,
+                                         device=arrays.device)], axis=1), dt).T
+    Rt = None if right is None else xp.astype(right, dt)
+    Lf = None if left is None else xp.astype(left, dt)
+    b = max(1, int(block) // max(1, n_cols))
+    f, n_active, parts, sums, out = 0.0, 0, [], [], None
+    if Lf is not None:
+        out = xp.zeros((left.shape[1], right.shape[1]), dtype=xp.float64,
+                       device=arrays.device)
+    for s in range(0, n_rows, b):
+        if deadline is not None and deadline.expired():
+            raise Expired
+        e = min(n_rows, s + b)
+        R = _clip_block_xp(xp, Pa[s:e, :] @ Qa, y_rows[s:e], c_start, c_end,
+                           delta1 - delta2)
+        sq = f64(xp.vecdot(R, R, axis=-1))  # row sums of Res^2
+        f = f + xp.sum(sq)
+        if row_sums:
+            sums.append(sq)
+        if count:
+            n_active = n_active + xp.count_nonzero(R)
+        if Rt is not None:
+            RW = R @ Rt  # (b, k2)
+            if Lf is None:
+                parts.append(f64(RW))
+            else:
+                out = out + f64(Lf[s:e, :].T @ RW)
+    if Rt is not None and Lf is None:
+        out = xp.concat(parts, axis=0)
+    f = arrays.scalar(f)
+    n_active = int(arrays.host(n_active)) if count else None
+    if row_sums:
+        return f, n_active, out, xp.concat(sums)
+    return f, n_active, out
+
+
 def eq4_objective_factored(X, y, L, R, *, delta1=1.0, delta2=0.0,
                            block=DEFAULT_BLOCK, rows=None):
     """Eq. 4 at ``M = L R^T`` by one blockwise pass: ``O(n^2 k)`` time.
@@ -405,9 +629,12 @@ def eq4_objective_factored(X, y, L, R, *, delta1=1.0, delta2=0.0,
     Parameters
     ----------
     X : array_like of shape (n, d)
+        NumPy, or an array of an array-API namespace (PyTorch, CuPy...):
+        the pass then runs on its device, in float64.
     y : array_like of int, shape (n,)
     L, R : ndarray of shape (d, k)
-        Factors of ``M`` (``L = M``, ``R = I`` for a dense ``M``).
+        Factors of ``M`` (``L = M``, ``R = I`` for a dense ``M``); NumPy, or
+        of ``X``'s namespace.
     rows : ndarray of int, optional
         Only the pairs with the first index in ``rows`` (all columns): the
         partial sum used by the sampled estimate.
@@ -416,30 +643,41 @@ def eq4_objective_factored(X, y, L, R, *, delta1=1.0, delta2=0.0,
     -------
     float
     """
-    X, codes, delta1, delta2 = _check_problem(X, y, delta1, delta2)
+    X, codes, delta1, delta2, arrays = _device_problem(X, y, delta1, delta2)
+    if not arrays.on_host:
+        L, R = (arrays.put(F) if is_numpy(F) else F for F in (L, R))
     return _objective_factored(X, codes, L, R, delta1, delta2, block=block,
-                               rows=rows)[0]
+                               rows=rows, arrays=arrays)[0]
 
 
 def _objective_factored(X, codes, L, R, delta1, delta2, *, block=DEFAULT_BLOCK,
-                        rows=None):
-    """``(f, row_sums)`` of Eq. 4 at ``L R^T`` (rows in their given order)."""
-    order = np.argsort(codes, kind="stable")
-    Q = (X @ R)[order]
+                        rows=None, arrays=None):
+    """``(f, row_sums)`` of Eq. 4 at ``L R^T`` (rows in their given order;
+    the row sums on ``X``'s device)."""
+    if arrays is not None and not arrays.on_host:
+        order, order_d = arrays.order(codes)
+    else:
+        arrays = None
+        order = order_d = np.argsort(codes, kind="stable")
+    take = np.take if arrays is None else arrays.take
+    Q = take(X @ R, order_d, axis=0)
     if rows is None:
-        sel, P = order, (X @ L)[order]
+        sel, P = order, take(X @ L, order_d, axis=0)
     else:
         rows = np.asarray(rows)
         sel = rows[np.argsort(codes[rows], kind="stable")]
-        P = X[sel] @ L
-    f, _, _, sums = _pair_residual(P, Q, codes[sel], codes[order], delta1,
-                                   delta2, block=block, row_sums=True)
+        P = take(X, sel if arrays is None else arrays.put(sel), axis=0) @ L
+    f, _, _, sums = _pair_residual(P, Q, codes[sel], codes[order], delta1, delta2,
+                                   block=block, row_sums=True, arrays=arrays)
     return f, sums
 
 
 def _objective_report(X, codes, L, R, delta1, delta2, *, objective_max_n, rng,
-                      block=DEFAULT_BLOCK, evaluate=True):
+                      block=DEFAULT_BLOCK, evaluate=True, arrays=None):
     """Eq. 4 at ``L R^T`` for the certificate, or NaN plus an estimate.
+
+    The pass runs where ``X`` is (``arrays``), in float64; the estimate's
+    row sums (``ESTIMATE_ROWS`` of them) come to the host.
 
     Returns ``(objective, info)``.
     """
@@ -450,7 +688,8 @@ def _objective_report(X, codes, L, R, delta1, delta2, *, objective_max_n, rng,
         return float("nan"), info
     if objective_max_n is None or n <= objective_max_n:
         t0 = time.perf_counter()
-        f, _ = _objective_factored(X, codes, L, R, delta1, delta2, block=block)
+        f, _ = _objective_factored(X, codes, L, R, delta1, delta2, block=block,
+                                   arrays=arrays)
         info["objective_seconds"] = time.perf_counter() - t0
         return f, info
     # n^2 pairs are too many for the certificate: an unbiased row-sampled
@@ -459,7 +698,9 @@ def _objective_report(X, codes, L, R, delta1, delta2, *, objective_max_n, rng,
     rows = rng.choice(n, size=s, replace=False)
     t0 = time.perf_counter()
     _, sums = _objective_factored(X, codes, L, R, delta1, delta2, block=block,
-                                  rows=rows)
+                                  rows=rows, arrays=arrays)
+    if arrays is not None:
+        sums = arrays.host(sums)
     est = n * float(sums.mean())
     se = n * float(sums.std(ddof=1)) / np.sqrt(s) * np.sqrt(1.0 - s / n) if s > 1 else np.inf
     info.update(
@@ -512,11 +753,14 @@ class _Run:
     dtype, block, objective_max_n, evaluate, max_time, random_state
         As :func:`randomized_slr`; validated, and kept as attributes (the
         budget as ``deadline``, the random state as ``rng``).
+    arrays : _Arrays
+        Where the run's arrays live (:func:`_device_problem`).
     """
 
     def __init__(self, t_start, *, dtype, block, objective_max_n, evaluate,
-                 max_time, random_state):
+                 max_time, random_state, arrays):
         self.t_start = t_start
+        self.arrays = arrays
         self.dtype = _check_dtype(dtype)
         self.block = _check_int(block, "block", 1)
         if objective_max_n is not None:
@@ -526,6 +770,28 @@ class _Run:
         self.deadline = _check_max_time(max_time)
         self.deadline.start = t_start
         self.rng = check_random_state(random_state)
+
+    @classmethod
+    def start(cls, X, y, delta1, delta2, **options):
+        """The validation and set-up that Algorithms 2 and 3 share.
+
+        Returns
+        -------
+        X : array of shape (n, d)
+            On its device, divided by ``c`` (:func:`_unit_rows`): the run
+            is on rows of unit mean square norm, where ``M_0 = I`` (or a
+            projector) is on the thresholds' scale at any scale of ``X``.
+        c : float
+        codes : ndarray of int
+        delta1, delta2 : float
+        run : _Run
+            With ``options`` (see the class).
+        """
+        t_start = time.perf_counter()
+        X, codes, delta1, delta2, arrays = _device_problem(X, y, delta1, delta2)
+        run = cls(t_start, arrays=arrays, **options)
+        X, c = _unit_rows(X, arrays)
+        return X, c, codes, delta1, delta2, run
 
     @property
     def status(self):
@@ -555,7 +821,7 @@ class _Run:
         f, info = _objective_report(X, codes, L, R, delta1, delta2,
                                     objective_max_n=self.objective_max_n,
                                     rng=self.rng, block=self.block,
-                                    evaluate=self.evaluate)
+                                    evaluate=self.evaluate, arrays=self.arrays)
         seconds = time.perf_counter() - t0
         how = ("skipped" if not self.evaluate
                else "estimated" if "objective_estimate" in info else "exact")
@@ -573,17 +839,21 @@ class _Run:
             The method.
         objective : float
         factors : tuple
-            ``(L, R, c)``: the factors on ``X / c`` (:func:`_unit_rows`).
+            ``(L, R, c)``: the factors on ``X / c`` (:func:`_unit_rows`),
+            on the run's device.
         n_iter : int
         times, info : dict
             The phases' seconds and the algorithm's own entries; ``total``,
-            and ``L``, ``R`` (in ``X``'s units), ``dtype``, ``row_scale``,
-            ``stopping`` are added.
+            and ``L``, ``R`` (in ``X``'s units, NumPy), ``dtype``,
+            ``row_scale``, ``stopping``, and ``backend``, ``device``,
+            ``transfers`` are added.
         stages : list of Stage
         """
-        L, R, M = _factors_in_units(*factors)
-        info.update(dtype=self.dtype.name, L=L, R=R, row_scale=factors[2],
-                    stopping="fixed number of iterations (the paper's T)")
+        Ln, Rn, c = factors
+        L, R, M = _factors_in_units(self.arrays.host(Ln), self.arrays.host(Rn), c)
+        info.update(dtype=self.dtype.name, L=L, R=R, row_scale=c,
+                    stopping="fixed number of iterations (the paper's T)",
+                    **self.arrays.info())
         total = time.perf_counter() - self.t_start
         times = dict(times, total=total)
         cert = _heuristic_certificate(objective, name, times)
@@ -610,39 +880,46 @@ class _Side:
     U, s, Vt : thin SVD of ``A`` truncated to its numerical rank.
     F : ndarray of shape (len(rows), r)
         ``S U`` restricted to ``rows`` (the lift of ``U`` to the samples).
+
+    Everything but the draw lives where ``X`` does (``arrays``): the
+    sampled indices (``m`` of them) or the Gaussian sketch (``n x m``) are
+    drawn on the host, as NumPy draws them, and moved once.
     """
 
-    def __init__(self, X, codes, order, m, kind, rng, replace):
+    def __init__(self, X, codes, m, kind, rng, replace, arrays):
         n = X.shape[0]
+        self.arrays = arrays
         if kind == "columns":
             idx = (rng.randint(0, n, size=m) if replace
                    else rng.choice(n, size=m, replace=False))
             # sorting the sampled columns permutes S's columns: M_hat is
             # unchanged (S -> S Pi gives A^+ -> A^+ Pi ... Pi^T)
             idx = idx[np.argsort(codes[idx], kind="stable")]
-            scale = np.sqrt(n / m)
-            self.rows = idx
-            self.Xr = X[idx]  # (m, d)
+            scale = float(np.sqrt(n / m))  # a Python float: any namespace
+            self.rows = arrays.put(idx)
+            self.Xr = arrays.take(X, self.rows)  # (m, d)
             A = scale * self.Xr
             G = None
         else:
-            G = rng.standard_normal((n, m)) / np.sqrt(m)  # (n, m), E[S S^T] = I
+            # (n, m), E[S S^T] = I
+            G = arrays.put(rng.standard_normal((n, m)) / np.sqrt(m))
             A = G.T @ X
-            self.rows = order
+            idx, self.rows = arrays.order(codes)  # all samples, by class
             self.Xr = None
             scale = None
-        self.codes = codes[self.rows]
-        self.U, self.s, self.Vt = _thin_svd(A)
+        self.codes = codes[idx]  # sorted, on the host
+        self.U, self.s, self.Vt = _thin_svd(A, arrays=arrays)
         if kind == "columns":
             self.F = scale * self.U
         else:
-            self.F = G[order] @ self.U  # (n, r)
+            self.F = arrays.take(G, self.rows) @ self.U  # (n, r)
 
     def project(self, X, W):
         """``X[rows] @ W`` (W = None: identity)."""
         if self.Xr is not None:
             return self.Xr if W is None else self.Xr @ W
-        return X[self.rows] if W is None else (X @ W)[self.rows]
+        take = self.arrays.take
+        return take(X, self.rows) if W is None else take(X @ W, self.rows)
 
 
 def _draw_sketch(n, m, kind, rng, replace=True):
@@ -694,6 +971,8 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
     Parameters
     ----------
     X : array_like of shape (n, d)
+        NumPy, or an array of an array-API library (PyTorch, CuPy): then
+        the passes run on its device (see docs/backends.md).
     y : array_like of int, shape (n,)
         Class labels (at least two classes).
     n_sketch : int
@@ -755,15 +1034,12 @@ def randomized_slr(X, y, n_sketch, sketch="gaussian", n_iter=10, delta1=1.0,
         Bad ``X``, ``y`` (NaN, one class, shape), ``n_sketch`` outside
         ``[1, n]``, unknown ``sketch``, ``n_iter < 1``, ``delta1 <= delta2``.
     """
-    t_start = time.perf_counter()
-    X, codes, delta1, delta2 = _check_problem(X, y, delta1, delta2)
+    X, c, codes, delta1, delta2, run = _Run.start(
+        X, y, delta1, delta2, dtype=dtype, block=block, objective_max_n=objective_max_n,
+        evaluate=evaluate, max_time=max_time, random_state=random_state)
     m = _check_int(n_sketch, "n_sketch", 1, X.shape[0])
-    # the run is on rows of unit mean square norm: M_0 = I there
-    X, c = _unit_rows(X)
     check_option(sketch, "sketch", SKETCHES)
     n_iter = _check_int(n_iter, "n_iter", 1)
-    run = _Run(t_start, dtype=dtype, block=block, objective_max_n=objective_max_n,
-               evaluate=evaluate, max_time=max_time, random_state=random_state)
     name = f"slr-randomized-{sketch}"
     with recording() as stages:
         t0 = time.perf_counter()
@@ -815,11 +1091,13 @@ def _compressed_step(X, side1, side2, L, R, delta1, delta2, run):
     Q = side2.project(X, R)
     f, _, T = _pair_residual(P, Q, side1.codes, side2.codes, delta1, delta2,
                              left=side1.F, right=side2.F, block=run.block,
-                             dtype=run.dtype, count=False, deadline=run.deadline)
+                             dtype=run.dtype, count=False, deadline=run.deadline,
+                             arrays=run.arrays)
     # U_A^T S1^T clip(K) S2 U_B = F1^T K F2 + F1^T Res F2
-    T += (side1.F.T @ P) @ (side2.F.T @ Q).T
+    T = T + (side1.F.T @ P) @ (side2.F.T @ Q).T
     C = T / side1.s[:, None] / side2.s[None, :]
-    return side1.Vt.T @ C, np.ascontiguousarray(side2.Vt.T), f
+    R = side2.Vt.T
+    return side1.Vt.T @ C, (np.ascontiguousarray(R) if run.arrays.on_host else R), f
 
 
 def _compressed_iterations(X, codes, m, sketch, n_iter, delta1, delta2, run, *,
@@ -841,7 +1119,7 @@ def _compressed_iterations(X, codes, m, sketch, n_iter, delta1, delta2, run, *,
         Completed iterations.
     """
     n, d = X.shape
-    order = np.argsort(codes, kind="stable")
+    arrays = run.arrays
     L = R = None  # M_0 = I (kept implicit: P = X_1, Q = X_2)
     history, ranks = [], []
     times = {"sketch": 0.0, "iterations": 0.0}
@@ -853,7 +1131,7 @@ def _compressed_iterations(X, codes, m, sketch, n_iter, delta1, delta2, run, *,
             break
         if sides is None or resample:
             t0 = time.perf_counter()
-            sides = [_Side(X, codes, order, m, sketch, run.rng, replace)
+            sides = [_Side(X, codes, m, sketch, run.rng, replace, arrays)
                      for _side in range(2)]
             times["sketch"] += time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -864,9 +1142,9 @@ def _compressed_iterations(X, codes, m, sketch, n_iter, delta1, delta2, run, *,
         done += 1
         times["iterations"] += time.perf_counter() - t0
         history.append(scale * f)
-        ranks.append((sides[0].s.size, sides[1].s.size))
+        ranks.append((sides[0].s.shape[0], sides[1].s.shape[0]))
     if L is None:  # out of time before the first iteration: M_0 = I
-        L, R = np.eye(d), np.eye(d)
+        L, R = arrays.eye(d), arrays.eye(d)
     return L, R, history, ranks, times, done
 
 
@@ -947,6 +1225,7 @@ def theorem1_check(X, y, n_sketch, *, n_trials=5, delta=0.1, c=0.25,
         worst side, per trial: the event of Lemma 2), and the fields of
         :func:`theorem1_bound`; ``holds`` is ``max_error <= bound``.
     """
+    check_host_input(X, "X", "theorem1_check")
     X = check_samples(X, "X")
     codes, _ = _encode_labels(y, X.shape[0])
     n, d = X.shape

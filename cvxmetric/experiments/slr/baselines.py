@@ -163,7 +163,7 @@ def slr_whole(X, y, delta1=1.0, delta2=0.0, *, objective_max_n=OBJECTIVE_MAX_N,
     from sklearn.utils import check_random_state
 
     t_start = time.perf_counter()
-    X, codes, delta1, delta2 = _check_problem(X, y, delta1, delta2)
+    X, codes, delta1, delta2 = _check_problem(X, y, delta1, delta2, "slr_whole")
     if objective_max_n is not None:
         objective_max_n = _check_int(objective_max_n, "objective_max_n", 0)
     block = _check_int(block, "block", 1)
