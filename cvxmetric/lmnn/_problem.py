@@ -338,6 +338,16 @@ class LMNNData:
         """JMLR 2009's objective ``(1 - mu) pull + mu hinges`` at ``M``."""
         return (1.0 - self.mu) * self.pull(M) + self.mu * self.hinge_sum(M)
 
+    def value_grad(self, M):
+        """``(objective, gradient)`` at ``M`` in one pass: the gradient
+        ``(1 - mu) A_T + mu sum_active (C_ij - C_il)`` over the triplets
+        whose hinge argument is above :data:`MARGIN_TOL` (a subgradient
+        where some hinge sits on its margin)."""
+        hinge, S, _, _ = self._dual_pass(M)
+        obj = (1.0 - self.mu) * self.pull(M) + self.mu * hinge
+        with np.errstate(over="ignore"):
+            return obj, np.ldexp((1.0 - self.mu) * self._A_n - S, 2 * self._e)
+
     # -- the certificate -----------------------------------------------------------
 
     def _check_multipliers(self, ids, gamma):

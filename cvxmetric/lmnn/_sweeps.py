@@ -386,8 +386,9 @@ class DaskSweeps:
         n, d = self.X.shape
         self.chunks = [int(c) for c in np.cumsum((0,) + tuple(self.X.chunks[0]))]
         # Xn as one persisted block that every task reads where it is
-        Xn = _unit_scale(np, self.X, mean, e).rechunk((n, d)).persist()
-        self._Xn = Xn.to_delayed().ravel()[0]
+        # (kept: the persisted array holds its result on the cluster)
+        self._Xn_array = _unit_scale(np, self.X, mean, e).rechunk((n, d)).persist()
+        self._Xn = self._Xn_array.to_delayed().ravel()[0]
         delayed = self.dask.delayed
         self._targets = delayed(np.asarray, pure=True)(targets).persist()
         self._codes = delayed(np.asarray, pure=True)(codes).persist()
