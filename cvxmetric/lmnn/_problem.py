@@ -93,9 +93,10 @@ def _on_device(X):
         or hasattr(X, "__array_namespace__")
 
 
-def _block_rows(n, width):
-    """Anchors per block when each holds ``n * width`` entries."""
-    return max(1, TRIPLET_BLOCK // max(1, n * width))
+def _block_rows(n, width, block=TRIPLET_BLOCK):
+    """Anchors per block when each holds ``n * width`` entries (``block``
+    entries per block)."""
+    return max(1, block // max(1, n * width))
 
 
 def _sqdist_rows(Z, rows, cols, w=None):
@@ -183,6 +184,10 @@ class LMNNData:
         Number of impostor triplets ``(i, j, l)``.
     """
 
+    #: Entries per block of a pass over the triplets (a device takes larger
+    #: blocks: fewer, larger kernels).
+    triplet_block = TRIPLET_BLOCK
+
     def __init__(self, X, y, k=3, mu=0.5, M0=None, *, targets=None):
         self.transfers = Transfers()
         source, X, y = self._host_copy(X, y)
@@ -251,6 +256,7 @@ class LMNNData:
         ``transform(device X, put)`` computed there."""
         new = LMNNData(X, self.classes[self.codes], self.k,
                        self.mu if mu is None else mu, targets=targets)
+        new.triplet_block = self.triplet_block
         if self._sweeps is not None:
             new.transfers = self.transfers
             new._sweeps = (self._sweeps if transform is None else self._sweeps.derived(
@@ -388,7 +394,7 @@ class LMNNData:
         """
         w, V = self._eig(M)
         n = self.n_samples
-        step = _block_rows(n, max(self.k, self.n_features))
+        step = _block_rows(n, max(self.k, self.n_features), self.triplet_block)
         if ids is None:
             ids, gamma = np.empty(0, np.int64), np.empty(0)
         if self._sweeps is not None:

@@ -55,7 +55,6 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._linalg import project_psd, span_basis
-from .._settings import TRIPLET_BLOCK
 from .._solver import IterativeSolver
 from .._validation import check_instance
 from ..qwise.fast import QwiseDualSolver
@@ -77,7 +76,7 @@ __all__ = ["LMNNWorkingSet", "LMNNSubgradient", "scan", "euclidean_start",
 def _anchor_rows(data):
     """Anchors per block: ``k n`` hinge arguments each, about
     :data:`TRIPLET_BLOCK` per block."""
-    return max(1, TRIPLET_BLOCK // max(1, data.k * data.n_samples))
+    return max(1, data.triplet_block // max(1, data.k * data.n_samples))
 
 
 def _factor_n(data, M):
