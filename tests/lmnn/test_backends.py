@@ -169,3 +169,14 @@ print("ok")
                          env={**os.environ, "SCIPY_ARRAY_API": "1"}, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "ok"
+
+
+@pytest.mark.array_api
+def test_exact_solve_of_torch_data_is_certified_on_the_device():
+    from cvxmetric.formulations import formulation
+
+    X, y, _ = _instance(n=24, d=3, seed=6)
+    ref = formulation("lmnn").solve_exact(LMNNData(X, y, k=2))
+    res = formulation("lmnn").solve_exact(LMNNData(_as("torch", X), y, k=2))
+    assert res.status == ref.status == "optimal"
+    assert res.objective == pytest.approx(ref.objective, rel=tolerance("lmnn", "fast"))
