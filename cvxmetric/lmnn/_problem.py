@@ -156,7 +156,10 @@ class LMNNData:
     Parameters
     ----------
     X : array_like of shape (n_samples, n_features)
-        Finite.
+        Finite.  A PyTorch, CuPy or ``array-api-strict`` array, or a
+        ``dask.array`` chunked by rows, stays where it is and the passes over
+        the triplets run there (:mod:`cvxmetric.lmnn._sweeps`); a copy comes
+        to the host once, for the target search and the working set.
     y : array_like of shape (n_samples,)
         Class labels, at least two classes.
     k : int >= 1, default=3
@@ -182,6 +185,11 @@ class LMNNData:
         ``sum_{i, j ~> i} (x_i - x_j)(x_i - x_j)^T``: ``pull(M) = <A_T, M>``.
     n_triplets : int
         Number of impostor triplets ``(i, j, l)``.
+    transfers : Transfers
+        The counted moves between the host and the device (or cluster) of
+        the passes; none for NumPy data.
+    triplet_block : int
+        Entries per block of a pass (:data:`TRIPLET_BLOCK`).
     """
 
     #: Entries per block of a pass over the triplets (a device takes larger

@@ -43,6 +43,13 @@ with one matrix product from the factor of ``M`` (the expansion ``|z_a|^2
 + |z_b|^2 - 2 z_a.z_b``, exact to round-off relative to the points' norms,
 on centred data of order 1): it only selects triplets, with a band around
 the margin; what is certified is recomputed by the certificate.
+
+Both passes over every triplet -- the screening and the certificate's --
+run where :class:`LMNNData <cvxmetric.lmnn.LMNNData>` holds its samples:
+NumPy, the namespace of a PyTorch / CuPy / ``array-api-strict`` input, or
+Dask tasks over the row chunks of a ``dask.array``
+(:mod:`cvxmetric.lmnn._sweeps`); the restricted solves and the subgradient
+method's steps over its active list run on the host.
 """
 
 import logging

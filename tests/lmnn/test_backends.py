@@ -180,3 +180,20 @@ def test_exact_solve_of_torch_data_is_certified_on_the_device():
     res = formulation("lmnn").solve_exact(LMNNData(_as("torch", X), y, k=2))
     assert res.status == ref.status == "optimal"
     assert res.objective == pytest.approx(ref.objective, rel=tolerance("lmnn", "fast"))
+
+
+def test_numpy_data_import_no_optional_array_library():
+    code = """
+import numpy as np
+from cvxmetric.lmnn import LMNNData
+from cvxmetric._backend import loaded_backends
+rng = np.random.default_rng(0)
+data = LMNNData(rng.standard_normal((30, 3)), rng.integers(0, 3, 30), k=2)
+data.certificate(np.eye(3), solver="x")
+assert data.backend_info() is None
+print(','.join(loaded_backends()))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == ""
