@@ -147,12 +147,9 @@ def test_dask_passes_and_solve_equal_numpy(dask_client):
     assert out.objective == pytest.approx(res.objective, rel=tolerance("lmnn", "fast"))
 
 
-@pytest.mark.array_api
-def test_estimator_keeps_the_namespace_under_array_api_dispatch():
-    pytest.importorskip("torch")
-    pytest.importorskip("array_api_compat")
-    # scikit-learn's dispatch needs SciPy's array API flag before import
-    code = """
+#: A fit under scikit-learn's dispatch (SciPy's array API flag is set before
+#: it is imported, in a fresh interpreter)
+_DISPATCHED_FIT = """
 import numpy as np, sklearn, torch
 from cvxmetric import LMNN
 rng = np.random.default_rng(0)
@@ -165,10 +162,19 @@ assert est.status_ == "optimal" and isinstance(est.mahalanobis_matrix_, np.ndarr
 assert abs(est.objective_ - ref.objective_) <= 1e-9 * ref.objective_
 print("ok")
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "SCIPY_ARRAY_API": "1"}, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "ok"
+
+
+def _python(code, **env):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **env}, check=False)
+
+
+@pytest.mark.array_api
+def test_estimator_keeps_the_namespace_under_array_api_dispatch():
+    pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    out = _python(_DISPATCHED_FIT, SCIPY_ARRAY_API="1")
+    assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr[-2000:]
 
 
 @pytest.mark.array_api
@@ -193,7 +199,5 @@ data.certificate(np.eye(3), solver="x")
 assert data.backend_info() is None
 print(','.join(loaded_backends()))
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == ""
+    out = _python(code)
+    assert (out.returncode, out.stdout.strip()) == (0, ""), out.stderr[-2000:]
