@@ -164,7 +164,8 @@ def solve_exact(data, *, warm_start=None, solvers=SOLVERS, tol=1e-9, verbose=Fal
                             solver_version=qc.solver_version,
                             tolerances=qc.tolerances, times=qc.times)
     info = {"gamma": gamma, "triplet_ids": ids,
-            **{k: v for k, v in result.info.items() if k not in ("alpha", "model")}}
+            **{k: v for k, v in result.info.items() if k not in ("alpha", "model")},
+            **(data.backend_info() or {})}
     if e is not None:
         info["feature_exponents"] = e
     out = SolverResult(M=M, status=Status.OPTIMAL, objective=cert.objective,

@@ -186,6 +186,7 @@ def test_exact_solve_of_torch_data_is_certified_on_the_device():
     res = formulation("lmnn").solve_exact(LMNNData(_as("torch", X), y, k=2))
     assert res.status == ref.status == "optimal"
     assert res.objective == pytest.approx(ref.objective, rel=tolerance("lmnn", "fast"))
+    assert res.info["backend"].endswith("torch") and "backend" not in ref.info
 
 
 def test_numpy_data_import_no_optional_array_library():
@@ -201,3 +202,31 @@ print(','.join(loaded_backends()))
 """
     out = _python(code)
     assert (out.returncode, out.stdout.strip()) == (0, ""), out.stderr[-2000:]
+
+
+def _spread_and_rank_deficient():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 4)) * np.array([1e-3, 1.0, 1e2, 0.0])
+    X[:, 3] = X[:, 0] + X[:, 1]  # rank 3, features spread over 2^17
+    y = rng.integers(0, 3, 50)
+    ref = run_in_feature_units(LMNNWorkingSet(), LMNNData(X, y, k=2))
+    assert ref.info["span"] == 3 and ref.info["feature_exponents"] is not None
+    return X, y, ref
+
+
+@pytest.mark.array_api
+def test_reduced_and_rescaled_problems_stay_on_torch():
+    X, y, ref = _spread_and_rank_deficient()
+    res = run_in_feature_units(LMNNWorkingSet(), LMNNData(_as("torch", X), y, k=2))
+    assert res.status == "optimal" and res.info["backend"].endswith("torch")
+    assert res.objective == pytest.approx(ref.objective, rel=tolerance("lmnn", "fast"))
+
+
+@pytest.mark.dask
+def test_reduced_and_rescaled_problems_stay_on_dask(dask_client):
+    da = pytest.importorskip("dask.array")
+    X, y, ref = _spread_and_rank_deficient()
+    res = run_in_feature_units(LMNNWorkingSet(),
+                               LMNNData(da.from_array(X, chunks=(20, 4)), y, k=2))
+    assert res.status == "optimal" and res.info["backend"] == "dask"
+    assert res.objective == pytest.approx(ref.objective, rel=tolerance("lmnn", "fast"))
