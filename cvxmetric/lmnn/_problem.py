@@ -48,12 +48,14 @@ divided by ``1 - mu``, in LMNN's units.
 
 import numpy as np
 
+from .._backend import Transfers, _module_of, check_host_input, is_dask, is_numpy
 from .._linalg import eigh_psd
-from .._settings import MARGIN_TOL, TRIPLET_BLOCK
+from .._settings import TRIPLET_BLOCK
 from .._tolerances import certificate_tolerance
 from .._validation import check_finite, check_int, check_psd_matrix, check_samples
 from ..qwise._problem import _exponent, loewner_scale
 from ..result import Certificate
+from ._sweeps import Ctx, block_cuts, dual_rows
 
 __all__ = ["LMNNData", "target_neighbors"]
 
@@ -82,9 +84,19 @@ def _check_labels(y, n):
     return classes, codes.reshape(-1).astype(np.intp)
 
 
-def _block_rows(n, width):
-    """Anchors per block when each holds ``n * width`` entries."""
-    return max(1, TRIPLET_BLOCK // max(1, n * width))
+def _on_device(X):
+    """Whether ``X`` is an array of another namespace than NumPy (PyTorch,
+    CuPy, array-api-strict...) or a ``dask.array``, whose passes run there."""
+    if is_numpy(X) or isinstance(X, (list, tuple)):
+        return False
+    return is_dask(X) or _module_of(X) in ("torch", "cupy", "array_api_strict", "jax") \
+        or hasattr(X, "__array_namespace__")
+
+
+def _block_rows(n, width, block=TRIPLET_BLOCK):
+    """Anchors per block when each holds ``n * width`` entries (``block``
+    entries per block)."""
+    return max(1, block // max(1, n * width))
 
 
 def _sqdist_rows(Z, rows, cols, w=None):
@@ -115,6 +127,7 @@ def target_neighbors(X, codes, k, M0=None):
         first, ties by index); ``-1`` in the slots a small class leaves
         empty.
     """
+    check_host_input(X, "X", "target_neighbors")
     Z = X - X.mean(axis=0)
     Z = np.ldexp(Z, -_exponent(float(np.max(np.abs(Z), initial=0.0))))
     if M0 is not None:
@@ -143,7 +156,10 @@ class LMNNData:
     Parameters
     ----------
     X : array_like of shape (n_samples, n_features)
-        Finite.
+        Finite.  A PyTorch, CuPy or ``array-api-strict`` array, or a
+        ``dask.array`` chunked by rows, stays where it is and the passes over
+        the triplets run there (:mod:`cvxmetric.lmnn._sweeps`); a copy comes
+        to the host once, for the target search and the working set.
     y : array_like of shape (n_samples,)
         Class labels, at least two classes.
     k : int >= 1, default=3
@@ -169,9 +185,20 @@ class LMNNData:
         ``sum_{i, j ~> i} (x_i - x_j)(x_i - x_j)^T``: ``pull(M) = <A_T, M>``.
     n_triplets : int
         Number of impostor triplets ``(i, j, l)``.
+    transfers : Transfers
+        The counted moves between the host and the device (or cluster) of
+        the passes; none for NumPy data.
+    triplet_block : int
+        Entries per block of a pass (:data:`TRIPLET_BLOCK`).
     """
 
+    #: Entries per block of a pass over the triplets (a device takes larger
+    #: blocks: fewer, larger kernels).
+    triplet_block = TRIPLET_BLOCK
+
     def __init__(self, X, y, k=3, mu=0.5, M0=None, *, targets=None):
+        self.transfers = Transfers()
+        source, X, y = self._host_copy(X, y)
         X = check_samples(X, "X")
         n, d = X.shape
         if n < 2:
@@ -201,6 +228,48 @@ class LMNNData:
             self.A_T = np.ldexp(self._A_n, 2 * self._e)
         counts = np.bincount(self.codes)
         self.n_triplets = int(np.sum(valid.sum(axis=1) * (n - counts[self.codes])))
+        self._sweeps = None
+        if source is not None:
+            # the passes over the triplets run where the samples are
+            from ._sweeps import DaskSweeps, XpSweeps
+
+            engine = DaskSweeps if is_dask(source) else XpSweeps
+            self._sweeps = engine(source, X.mean(axis=0), self._e, targets, self.codes,
+                                  self.k, self.transfers)
+
+    def _host_copy(self, X, y):
+        """``(source, X, y)``: a NumPy, list or frame ``X`` as it is (source
+        None); an array of another namespace or a ``dask.array`` kept as
+        ``source``, with its copy on the host (moved once, counted) for the
+        target search, the pull matrix and the working set's restricted
+        solves, and ``y`` read on the host."""
+        if not _on_device(X):
+            return None, X, y
+        if not (is_numpy(y) or isinstance(y, (list, tuple))):
+            y = self.transfers.to_host(y)
+        if is_dask(X):
+            if X.ndim != 2:
+                raise ValueError(f"X: expected a 2-d array, got {X.ndim} dimensions.")
+            return X, self.transfers.gathered(np.asarray(X.compute()))[0], y
+        return X, self.transfers.to_host(X), y
+
+    def backend_info(self):
+        """``{"backend", "device", "transfers"}`` of the passes, for a
+        result's ``info`` (None for NumPy data)."""
+        return None if self._sweeps is None else self._sweeps.info()
+
+    def _like(self, X, targets, mu=None, transform=None):
+        """An :class:`LMNNData` of the host samples ``X`` (same labels, ``k``,
+        ``targets``); its passes on this data's device, on the samples
+        ``transform(device X, put)`` computed there."""
+        new = LMNNData(X, self.classes[self.codes], self.k,
+                       self.mu if mu is None else mu, targets=targets)
+        new.triplet_block = self.triplet_block
+        if self._sweeps is not None:
+            new.transfers = self.transfers
+            new._sweeps = (self._sweeps if transform is None else self._sweeps.derived(
+                transform, X.mean(axis=0), new._e, targets, new.codes, new.k))
+        return new
 
     # -- shape helpers -----------------------------------------------------------
 
@@ -218,8 +287,9 @@ class LMNNData:
 
     def with_mu(self, mu):
         """The same data and target neighbours at another ``mu``."""
-        return LMNNData(self.X, self.classes[self.codes], self.k, mu, self.M0,
-                        targets=self.targets)
+        new = self._like(self.X, self.targets, mu)
+        new.M0 = self.M0
+        return new
 
     def triplets(self):
         """Every impostor triplet, as ``(ids, ijl)``.
@@ -250,10 +320,10 @@ class LMNNData:
 
     # -- blockwise passes ----------------------------------------------------------
 
-    def _factor(self, M):
-        """``(w, Zn)``: eigenvalues of ``M`` in the units of ``Xn`` and
-        ``Xn`` in its eigenvectors, so that ``D_M(a, b) = sum_r w_r (Zn_a,r -
-        Zn_b,r)^2`` (exact for any symmetric ``M``, PSD or not)."""
+    def _eig(self, M):
+        """``(w, V)``: eigenvalues of ``M`` in the units of ``Xn`` and its
+        eigenvectors, so that ``D_M(a, b) = sum_r w_r (z_a,r - z_b,r)^2``
+        with ``Z = Xn V`` (exact for any symmetric ``M``, PSD or not)."""
         M = check_finite(M, "M", shape=(self.n_features, self.n_features))
         w, V = np.linalg.eigh(0.5 * (M + M.T))
         with np.errstate(over="ignore"):
@@ -261,27 +331,12 @@ class LMNNData:
         if not np.all(np.isfinite(w)):
             raise ValueError("M: its distances on X overflow; M is far outside the "
                              "range of a metric of these data.")
-        return w, self._Xn @ V
+        return w, V
 
-    def _blocks(self, M):
-        """Per block of anchors: ``(rows, arg)`` with ``arg`` (b, k, n) the
-        hinge arguments ``1 + D_M(i, j) - D_M(i, l)``, ``-inf`` where
-        ``(i, s, l)`` is no triplet (``l`` of ``i``'s class, or no target in
-        slot ``s``)."""
-        w, Z = self._factor(M)
-        n, k = self.n_samples, self.k
-        step = _block_rows(n, max(k, self.n_features))
-        for start in range(0, n, step):
-            rows = np.arange(start, min(n, start + step))
-            D = _sqdist_rows(Z, rows, np.arange(n), w)
-            t = self.targets[rows]
-            Dt = np.take_along_axis(D, np.maximum(t, 0), axis=1)
-            arg = 1.0 + Dt[:, :, None] - D[:, None, :]
-            # no triplet: l of i's class, or an empty target slot
-            same = self.codes[rows][:, None] == self.codes[None, :]
-            arg += np.where(same, -np.inf, 0.0)[:, None, :]
-            arg[t < 0] = -np.inf
-            yield rows, arg
+    def _factor(self, M):
+        """``(w, Zn)``: :meth:`_eig`'s ``w`` and ``Xn`` in its eigenvectors."""
+        w, V = self._eig(M)
+        return w, self._Xn @ V
 
     def pull(self, M):
         """``sum_{i, j ~> i} D_M(i, j) = <A_T, M>``."""
@@ -291,11 +346,21 @@ class LMNNData:
     def hinge_sum(self, M):
         """``sum_{(i, j, l)} [1 + D_M(i, j) - D_M(i, l)]_+`` over every
         impostor triplet, block by block."""
-        return float(sum(np.sum(np.maximum(arg, 0.0)) for _, arg in self._blocks(M)))
+        return self._dual_pass(M, hinge_only=True)
 
     def objective(self, M):
         """JMLR 2009's objective ``(1 - mu) pull + mu hinges`` at ``M``."""
         return (1.0 - self.mu) * self.pull(M) + self.mu * self.hinge_sum(M)
+
+    def value_grad(self, M):
+        """``(objective, gradient)`` at ``M`` in one pass: the gradient
+        ``(1 - mu) A_T + mu sum_active (C_ij - C_il)`` over the triplets
+        whose hinge argument is above :data:`MARGIN_TOL` (a subgradient
+        where some hinge sits on its margin)."""
+        hinge, S, _, _ = self._dual_pass(M)
+        obj = (1.0 - self.mu) * self.pull(M) + self.mu * hinge
+        with np.errstate(over="ignore"):
+            return obj, np.ldexp((1.0 - self.mu) * self._A_n - S, 2 * self._e)
 
     # -- the certificate -----------------------------------------------------------
 
@@ -313,8 +378,9 @@ class LMNNData:
                              "(LMNNData.triplets).")
         return ids, np.clip(gamma, 0.0, self.mu)
 
-    def _dual_pass(self, M, ids, gamma):
-        """One blockwise pass over every triplet at ``M``.
+    def _dual_pass(self, M, ids=None, gamma=None, hinge_only=False):
+        """One blockwise pass over every triplet at ``M``
+        (:func:`~cvxmetric.lmnn._sweeps.dual_rows`), where the samples are.
 
         The multipliers are ``gamma`` on the triplets ``ids`` and, on every
         other triplet, ``mu`` where its hinge is active (argument above
@@ -323,60 +389,37 @@ class LMNNData:
         Returns
         -------
         hinge : float
-            The sum of the hinges at ``M``.
+            The sum of the hinges at ``M`` (alone with ``hinge_only``).
         S : ndarray of shape (d, d)
             ``sum gamma_ijl (C_il - C_ij)`` in the units of ``Xn``.
         lin : float
             ``sum gamma_ijl``.
-        arg_ids : ndarray
-            The hinge arguments of the triplets ``ids``.
+        alt : tuple
+            ``(S, lin)`` with the given multipliers replaced, off the
+            margin, by those the sign of their hinge at ``M`` gives (a second
+            valid choice: it repairs multipliers a first-order method moves
+            slowly).
         """
-        n, k, Xn = self.n_samples, self.k, self._Xn
-        S = np.zeros((self.n_features, self.n_features))
-        col = np.zeros(n)
-        hinge = lin = 0.0
-        arg_ids = np.empty(ids.size)
-        for rows, arg in self._blocks(M):
-            hinge += float(np.sum(np.maximum(arg, 0.0)))
-            G = np.where(arg > MARGIN_TOL, self.mu, 0.0)
-            a, b = np.searchsorted(ids, [rows[0] * k * n, (rows[-1] + 1) * k * n])
-            local = ids[a:b] - rows[0] * k * n
-            arg_ids[a:b] = arg.reshape(-1)[local]
-            G.reshape(-1)[local] = gamma[a:b]
-            lin += float(G.sum())
-            # sum_l W_il C_il in the samples' space (Xn is centred, O(1))
-            W = G.sum(axis=1)
-            Xb = Xn[rows]
-            P = Xb.T @ (W @ Xn)
-            S += (Xb * W.sum(axis=1)[:, None]).T @ Xb - P - P.T
-            col += W.sum(axis=0)
-            # - sum_j (sum_l G_ijl) C_ij, from the target differences
-            t = self.targets[rows]
-            diff = (Xb[:, None, :] - Xn[np.maximum(t, 0)]) \
-                * np.sqrt(G.sum(axis=2) * (t >= 0))[:, :, None]
-            S -= np.einsum("bkd,bke->de", diff, diff)
-        if not np.all(np.isfinite(arg_ids)):
+        w, V = self._eig(M)
+        n = self.n_samples
+        step = _block_rows(n, max(self.k, self.n_features), self.triplet_block)
+        if ids is None:
+            ids, gamma = np.empty(0, np.int64), np.empty(0)
+        if self._sweeps is not None:
+            out = self._sweeps.dual(w, V, self.mu, step, ids, gamma, hinge_only)
+        else:
+            ctx = Ctx(self._Xn, self.targets, self.codes, self.k)
+            cuts = block_cuts(ids, 0, n, step, self.k, n) if ids.size else None
+            out = dual_rows(np, ctx, self._Xn @ V, w, self.mu, 0, n, step, ids, gamma,
+                            cuts, hinge_only)
+        if hinge_only:
+            return float(out)
+        hinge, S, lin, S_alt, lin_alt, bad = out
+        if bad:
             raise ValueError("ids: some ids are not impostor triplets "
                              "(LMNNData.triplets).")
-        S += (Xn * col[:, None]).T @ Xn
-        return hinge, 0.5 * (S + S.T), lin, arg_ids
-
-    def _consistent(self, ids, gamma, arg_ids, S, lin):
-        """``(S, lin)`` with the given multipliers replaced, off the margin,
-        by those the sign of their hinge at ``M`` gives (a second valid
-        choice: it repairs multipliers a first-order method moves slowly)."""
-        sign = np.where(arg_ids > MARGIN_TOL, self.mu, 0.0)
-        change = np.flatnonzero((np.abs(arg_ids) > MARGIN_TOL) & (sign != gamma))
-        if change.size == 0:
-            return S, lin
-        delta = sign[change] - gamma[change]
-        slot, l = np.divmod(ids[change], self.n_samples)
-        i, s = np.divmod(slot, self.k)
-        j = self.targets[i, s]
-        Xn = self._Xn
-        far, near = Xn[i] - Xn[l], Xn[i] - Xn[j]
-        dS = (far * delta[:, None]).T @ far - (near * delta[:, None]).T @ near
-        return S + 0.5 * (dS + dS.T), lin + float(delta.sum())
+        return (float(hinge), 0.5 * (S + S.T), float(lin),
+                (0.5 * (S_alt + S_alt.T), float(lin_alt)))
 
     def _bound(self, S, lin, upper):
         """The dual bound of the module docstring from ``S`` (units of
@@ -402,14 +445,13 @@ class LMNNData:
         ids, gamma = self._check_multipliers(ids, gamma)
         M = 0.5 * (M + M.T)
         min_eig = float(np.linalg.eigvalsh(M)[0])
-        hinge, S, lin, arg_ids = self._dual_pass(M, ids, gamma)
+        hinge, S, lin, alt = self._dual_pass(M, ids, gamma)
         obj = (1.0 - self.mu) * self.pull(M) + self.mu * hinge
         # the objective of a PSD point bounds (1 - mu) <A_T, M*> above
         upper = obj if min_eig >= 0 else None
         bound = self._bound(S, lin, upper)
         if ids.size:
-            bound = max(bound, self._bound(*self._consistent(ids, gamma, arg_ids, S, lin),
-                                           upper))
+            bound = max(bound, self._bound(*alt, upper))
         return obj, bound, min_eig
 
     def certificate(self, M, ids=None, gamma=None, *, solver, solver_version="",

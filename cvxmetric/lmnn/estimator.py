@@ -214,7 +214,9 @@ optional
     def _data(self, X, y):
         """Validate ``(X, y)`` and the parameters; the :class:`LMNNData`."""
         X = form_samples(X, self.preprocessor)
-        X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
+        # the passes over the triplets run on X's namespace (array_api_dispatch)
+        X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2,
+                                       keep_namespace=True)
         k = _alias("k", self.k, 3, "n_neighbors", self.n_neighbors)
         mu = _alias("mu", self.mu, 0.5, "regularization", self.regularization,
                     lambda r: 1.0 - r)

@@ -106,8 +106,9 @@ def _feature_scaled(data):
     e = np.array([_exponent(s) for s in np.std(data._Xn, axis=0)]) + data._e
     if np.ptp(e) <= FEATURE_SCALE_SPREAD:
         return data, None
-    scaled = LMNNData(np.ldexp(data.X, -e), data.classes[data.codes], data.k, data.mu,
-                      targets=data.targets)
+    # on the data's device, the same powers of two (exact there too)
+    scaled = data._like(np.ldexp(data.X, -e), data.targets,
+                        transform=lambda X, put: X * put(np.ldexp(1.0, -e)))
     return scaled, e
 
 
@@ -163,7 +164,8 @@ def solve_exact(data, *, warm_start=None, solvers=SOLVERS, tol=1e-9, verbose=Fal
                             solver_version=qc.solver_version,
                             tolerances=qc.tolerances, times=qc.times)
     info = {"gamma": gamma, "triplet_ids": ids,
-            **{k: v for k, v in result.info.items() if k not in ("alpha", "model")}}
+            **{k: v for k, v in result.info.items() if k not in ("alpha", "model")},
+            **(data.backend_info() or {})}
     if e is not None:
         info["feature_exponents"] = e
     out = SolverResult(M=M, status=Status.OPTIMAL, objective=cert.objective,

@@ -43,6 +43,13 @@ with one matrix product from the factor of ``M`` (the expansion ``|z_a|^2
 + |z_b|^2 - 2 z_a.z_b``, exact to round-off relative to the points' norms,
 on centred data of order 1): it only selects triplets, with a band around
 the margin; what is certified is recomputed by the certificate.
+
+Both passes over every triplet -- the screening and the certificate's --
+run where :class:`LMNNData <cvxmetric.lmnn.LMNNData>` holds its samples:
+NumPy, the namespace of a PyTorch / CuPy / ``array-api-strict`` input, or
+Dask tasks over the row chunks of a ``dask.array``
+(:mod:`cvxmetric.lmnn._sweeps`); the restricted solves and the subgradient
+method's steps over its active list run on the host.
 """
 
 import logging
@@ -55,7 +62,6 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._linalg import project_psd, span_basis
-from .._settings import TRIPLET_BLOCK
 from .._solver import IterativeSolver
 from .._validation import check_instance
 from ..qwise.fast import QwiseDualSolver
@@ -77,7 +83,7 @@ __all__ = ["LMNNWorkingSet", "LMNNSubgradient", "scan", "euclidean_start",
 def _anchor_rows(data):
     """Anchors per block: ``k n`` hinge arguments each, about
     :data:`TRIPLET_BLOCK` per block."""
-    return max(1, TRIPLET_BLOCK // max(1, data.k * data.n_samples))
+    return max(1, data.triplet_block // max(1, data.k * data.n_samples))
 
 
 def _factor_n(data, M):
@@ -147,21 +153,43 @@ def scan(data, M, band=0.0, cap=None, *, spread=False, exclude=None, deadline=No
     -------
     Scan
     """
-    n, k = data.n_samples, data.k
-    Z = _factor_n(data, M)
-    if single:
-        Z = Z.astype(np.float32)
-    sq = np.einsum("nr,nr->n", Z, Z)
+    n = data.n_samples
     step = _anchor_rows(data)
+    if data._sweeps is not None:
+        w, V = data._eig(M)
+        keep = w > 0
+        F = V[:, keep] * np.sqrt(w[keep])
+        ids, args, hinge, found, complete = data._sweeps.scan(
+            F, step, band, cap, spread, exclude, deadline, single)
+    else:
+        Z = _factor_n(data, M)
+        if single:
+            Z = Z.astype(np.float32)
+        ids, args, hinge, found, complete = _scan_rows(data, Z, 0, n, step, band, cap,
+                                                       spread, exclude, deadline)
+    if cap is not None and ids.size > cap:
+        ids, args = _top(ids, args, cap, spread)
+    order = np.argsort(ids)
+    return Scan(ids[order], args[order], hinge, found, complete)
+
+
+def _scan_rows(ctx, Z, lo, hi, step, band, cap, spread, exclude, deadline):
+    """:func:`scan`'s pass over the anchors ``lo:hi`` of ``ctx`` (an
+    :class:`LMNNData`, or the samples' context inside a Dask task) with
+    ``Z`` (n, r) the factor of ``M`` on the samples: ``(ids, args, hinge,
+    n_found, complete)``, at most ``cap`` kept (the largest arguments or,
+    with ``spread``, the smallest hashed ids)."""
+    n, k = ctx.n_samples, ctx.k
+    sq = np.einsum("nr,nr->n", Z, Z)
     ids, args, hinge, found = [], [], 0.0, 0
     kept = 0
     complete = True
-    for start in range(0, n, step):
-        if deadline is not None and start and deadline.expired():
+    for start in range(lo, hi, step):
+        if deadline is not None and start > lo and deadline.expired():
             complete = False
             break
-        rows = np.arange(start, min(n, start + step))
-        arg = _block_args(data, Z, sq, rows).reshape(-1)
+        rows = np.arange(start, min(hi, start + step))
+        arg = _block_args(ctx, Z, sq, rows).reshape(-1)
         local = np.flatnonzero(arg > -band)
         block_ids = start * k * n + local.astype(np.int64)
         vals = arg[local]
@@ -182,8 +210,7 @@ def scan(data, M, band=0.0, cap=None, *, spread=False, exclude=None, deadline=No
     args = np.concatenate(args) if args else np.empty(0)
     if cap is not None and ids.size > cap:
         ids, args = _top(ids, args, cap, spread)
-    order = np.argsort(ids)
-    return Scan(ids[order], args[order], hinge, found, complete)
+    return ids, args, hinge, found, complete
 
 
 def _top(ids, args, cap, spread=False):
@@ -419,7 +446,7 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
                            "band": self.band, "inner_tol": state.inner_tol}
         info = {"gamma": state.gamma, "triplet_ids": state.kept,
                 "working_set": int(state.W.size), "working_set_rounds": list(state.rounds),
-                "inner_iterations": state.inner_iter}
+                "inner_iterations": state.inner_iter, **(data.backend_info() or {})}
         return M, cert, info
 
 
@@ -560,7 +587,8 @@ class LMNNSubgradient(_OnLMNN, IterativeSolver):
                                 solver=self.name)
         cert.tolerances = {"tol": self.tol, "recheck_every": self.recheck_every,
                            "learn_rate": float(np.ldexp(state.eta, -2 * data._e))}
-        info = {"gamma": gamma, "triplet_ids": ids, "n_active": int(state.ids.size)}
+        info = {"gamma": gamma, "triplet_ids": ids, "n_active": int(state.ids.size),
+                **(data.backend_info() or {})}
         return M, cert, info
 
 
@@ -587,8 +615,7 @@ def _in_data_span(data):
     B = span_basis(data.X)
     if B.shape[1] in (0, data.n_features):
         return data, None
-    return LMNNData(data.X @ B, data.classes[data.codes], data.k, data.mu,
-                    targets=data.targets), B
+    return data._like(data.X @ B, data.targets, transform=lambda X, put: X @ put(B)), B
 
 
 def run_in_feature_units(solver, data, **run_options):
@@ -617,7 +644,7 @@ def run_in_feature_units(solver, data, **run_options):
     status = (Status.OPTIMAL if cert.passed else Status.OPTIMAL_INACCURATE
               if res.status == Status.OPTIMAL else res.status)
     info = {**res.info, "feature_exponents": e,
-            "span": None if B is None else B.shape[1]}
+            "span": None if B is None else B.shape[1], **(data.backend_info() or {})}
     return SolverResult(M=M, status=status, objective=cert.objective, n_iter=res.n_iter,
                         certificate=cert, method=res.method, info=info, time=res.time,
                         raw_status=res.raw_status, trace=res.trace)
