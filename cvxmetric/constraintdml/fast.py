@@ -251,13 +251,13 @@ class DualView:
         if F is not None:
             sign, rows = sign[F], rows[F]
         if self.diagonal:
-            R = rows[:, point.w > 0]  # (|W|, d_+)
+            R = rows[:, point.w > 0]  # (|F| or |W|, d_+)
 
             def apply(v):
                 return sign * (R @ (R.T @ (sign * v))) / lam
 
             return apply
-        Z = rows @ point.V  # (|W|, d): pairs in the eigenbasis of Y
+        Z = rows @ point.V  # (|F| or |W|, d): pairs in the eigenbasis of Y
         om = _omega(point.w)
 
         def apply(v):
