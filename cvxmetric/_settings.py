@@ -172,16 +172,11 @@ _CHECK_EVERY = 10
 # (below it A(u) = Pi_+(Y(u)) / lam loses its digits to round-off in Y)
 _CONT_BELOW = 1e-3
 _CONT_START = 1e-2
-_CONT_FACTOR = 100.0
+_CONT_FACTOR = 10.0
 _CONT_FLOOR = 1e-12
-#: Hinges held at their upper bound in the PDHG iterations (``_Held``):
-#: a multiplier at ``c`` whose hinge is violated by more than
-#: ``QWISE_HOLD`` times ``max(1, max |delta|)`` is held; a held hinge
-#: that comes within ``QWISE_RELEASE`` times that scale of its margin is
-#: released (the working set's band and three bands: the same hysteresis).
-QWISE_HOLD = 0.3
-QWISE_RELEASE = 0.1
-
+# the first Newton steps of a stage keep the last stage's face (multipliers
+# at a bound stay there): measured, Newton converges on it in 2-3 full steps
+_STAGE_HOLD = 5
 #: The face polish's ladder (:func:`_polish`): a constraint is on its margin
 #: when its distance is within this of 1, and the range of ``A(u)`` is the
 #: eigenvalues (entries, diagonal) above this fraction of the largest.
@@ -331,6 +326,14 @@ EXACT_MAX_TRIPLETS = 100_000
 FEATURE_SCALE_SPREAD = 4
 
 
+# --- cvxmetric/lmnn/fast.py, cvxmetric/lmnn/_sweeps.py ---------------------
+
+#: Fibonacci hashing's multiplier (2^64 over the golden ratio, odd): the
+#: screening's pseudo-random order of triplet ids, the same on NumPy (as
+#: uint64) and on a device (as the int64 of the same bits).
+LMNN_HASH = 0x9E3779B97F4A7C15
+
+
 # --- cvxmetric/mmc/_problem.py ---------------------------------------------
 
 #: Singular values of the Jacobi-scaled similar differences (unit columns)
@@ -465,6 +468,14 @@ _SINGLE_TOL = 1e-4
 #: unknowns (``r`` the rank of ``M``, ``W`` the margin set); above this
 #: size it is skipped (the iterations alone still converge).
 _POLISH_MAX_UNKNOWNS = 1200
+
+#: Hinges held at their upper bound in the PDHG iterations (``_Held``):
+#: a multiplier at ``c`` whose hinge is violated by more than
+#: ``QWISE_HOLD`` times ``max(1, max |delta|)`` is held; a held hinge
+#: that comes within ``QWISE_RELEASE`` times that scale of its margin is
+#: released (the working set's band and three bands: the same hysteresis).
+QWISE_HOLD = 0.3
+QWISE_RELEASE = 0.1
 
 #: The face polish's ladder (:func:`_polish`): a hinge is on its margin
 #: when ``|delta_q - a_q(M)|`` is at most this fraction of
@@ -703,8 +714,10 @@ CONSTRAINTDML_DIRECT_ENTRIES = 4_000_000
 CONSTRAINTDML_DIRECT_CG_STEPS = 100
 #: A bounded least-squares solve of the baseline's polish
 #: (``constraintdml.fast._bounded_lstsq``) runs at most this many flops' worth of BVLS iterations (one ``|E|^3``
-#: least-squares solve each; at least 5, and all when they fit).
-CONSTRAINTDML_BVLS_FLOPS = 2e10
+#: least-squares solve each; at least 5, and all when they fit).  Lowered
+#: from 2e10: at ``d = 25`` (faces of about 200 constraints) the run took
+#: the same Newton steps to the same certificate in a third of the time.
+CONSTRAINTDML_BVLS_FLOPS = 2e8
 
 #: Qwise on an array-API device (:mod:`cvxmetric.qwise._xp`): entries
 #: (rows x d) per row block of a pass -- large, few kernel launches -- and

@@ -30,12 +30,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _backend
-from .._settings import MARGIN_TOL
+from .._settings import LMNN_HASH, MARGIN_TOL
 
 __all__ = ["DaskSweeps", "XpSweeps", "dual_rows", "scan_rows_xp"]
 
-#: Fibonacci hashing's multiplier (:func:`cvxmetric.lmnn.fast._top`), as int64.
-_HASH = 0x9E3779B97F4A7C15 - (1 << 64)
+#: :data:`~cvxmetric._settings.LMNN_HASH` as int64 (the same bits): device
+#: integers are signed.
+_HASH = LMNN_HASH - (1 << 64)
 
 
 class Ctx(NamedTuple):

@@ -62,6 +62,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._linalg import project_psd, span_basis
+from .._settings import LMNN_HASH
 from .._solver import IterativeSolver
 from .._validation import check_instance
 from ..qwise.fast import QwiseDualSolver
@@ -220,7 +221,7 @@ def _top(ids, args, cap, spread=False):
         return ids, args
     if spread:
         # Fibonacci hashing: multiplication modulo 2^64 scatters the ids
-        key = (ids.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(11)
+        key = (ids.astype(np.uint64) * np.uint64(LMNN_HASH)) >> np.uint64(11)
         top = np.argpartition(key.astype(float), cap - 1)[:cap]
     else:
         top = np.argpartition(-args, cap - 1)[:cap]

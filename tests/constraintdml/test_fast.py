@@ -25,6 +25,7 @@ from cvxmetric.constraintdml._collection import query_gallery
 from cvxmetric.constraintdml.fast import (
     ConstraintDualSolver,
     DualView,
+    _Arc,
     dual_objective,
     lipschitz_bound,
 )
@@ -112,6 +113,64 @@ def test_explicit_hessian_matches_the_operator(hard, diagonal):
     cols = np.array([op(np.where(np.arange(len(W)) == j, 1.0, 0.0))[F]
                      for j in np.flatnonzero(F)]).T
     np.testing.assert_allclose(H, cols, rtol=1e-12, atol=1e-12 * np.abs(cols).max())
+    # the operator restricted to F (the conjugate gradients' products)
+    v = rng.randn(int(F.sum()))
+    np.testing.assert_allclose(view.hess_operator(pt, F)(v), H @ v, rtol=1e-10,
+                               atol=1e-12 * np.abs(H).max() * np.abs(v).max())
+
+
+@pytest.mark.parametrize(("hard", "diagonal"), VARIANTS, ids=IDS)
+def test_arc_matches_full_evaluations(hard, diagonal):
+    """The line search's arc (``Y`` updated from the pairs clipped so far,
+    no pass over the pairs) gives the dual value and the slope of a full
+    evaluation at every step, bounds reached on the way included; the
+    slope matches finite differences of ``h`` along the arc."""
+    data = _random_data(7, hard, diagonal, n=15, d=5, P=40)
+    rng = np.random.RandomState(8)
+    W = np.flatnonzero(data.upper > data.lower)
+    u = data.clip(rng.rand(data.n_pairs))
+    view = DualView(data, W, u)
+    pt = view.evaluate(u[W])
+    d = rng.randn(len(W))
+    d[:3] = -np.abs(d[:3]) - 1.0  # some pairs hit their lower bound early
+    arc = _Arc(view, pt, d)
+    assert np.any((arc.t > 0) & (arc.t < 2.0))
+    for alpha in (1e-3, 0.1, 0.5, 1.0, 2.0):
+        light, slope = arc.at(alpha)
+        x = np.clip(pt.u + alpha * d, view.lower, view.upper)
+        full = view.evaluate(x)
+        np.testing.assert_array_equal(light.u, x)
+        assert light.h == pytest.approx(full.h, rel=1e-11, abs=1e-11)
+        moving = x == pt.u + alpha * d
+        assert slope == pytest.approx(float(full.grad[moving] @ d[moving]),
+                                      rel=1e-9, abs=1e-9)
+        eps = 1e-7 * alpha
+        fd = (arc.at(alpha + eps)[0].h - arc.at(alpha - eps)[0].h) / (2 * eps)
+        assert fd == pytest.approx(slope, rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize(("hard", "diagonal"), VARIANTS, ids=IDS)
+def test_stage_start_step_keeps_the_face(hard, diagonal):
+    """The first Newton steps of a continuation stage (``hold``) move only
+    the multipliers strictly inside their box, and still decrease ``h``,
+    as the plain step from the same point does."""
+    data = _random_data(9, hard, diagonal, lam=0.05)
+    rng = np.random.RandomState(10)
+    W = np.flatnonzero(data.upper > data.lower)
+    u = data.clip(np.where(rng.rand(data.n_pairs) < 0.5, 0.0, rng.rand(data.n_pairs)))
+    view = DualView(data, W, u)
+    pt = view.evaluate(u[W])
+    at_bound = (pt.u <= view.lower) | (pt.u >= view.upper)
+    assert np.any(at_bound) and not np.all(at_bound)
+    solver = ConstraintDualSolver()
+    D = 1.0 / view.bdiag
+    L = lipschitz_bound(view, D)[0] / view.lam
+    held, ok, _ = solver._newton_step(view, pt, D, L, hold=True)
+    assert ok and held.h < pt.h
+    np.testing.assert_array_equal(held.u[at_bound], pt.u[at_bound])
+    assert np.any(held.u[~at_bound] != pt.u[~at_bound])
+    free, ok, _ = solver._newton_step(view, pt, D, L)
+    assert ok and free.h < pt.h
 
 
 @pytest.mark.parametrize("diagonal", [False, True], ids=["full", "diagonal"])
