@@ -1,5 +1,6 @@
 """The array back ends' shared module (cvxmetric/_backend.py)."""
 
+import os
 import subprocess
 import sys
 
@@ -72,3 +73,45 @@ def test_missing_optional_library_names_the_extra(monkeypatch):
         _backend.require("array_api_compat")
     with pytest.raises(ImportError, match=r"cvxmetric\[array-api\]"):
         _backend.namespace(object())
+
+
+@pytest.mark.array_api
+def test_dispatch_transform_on_the_device_and_numpy_paths_refuse_by_name():
+    """Under ``array_api_dispatch``: ``transform`` of a fitted learner maps a
+    torch ``X`` where it is (float64, the fitted features checked); a
+    learner whose chosen path runs on NumPy refuses a torch ``X`` naming
+    ``X`` and the learner, not with scikit-learn's dtype error."""
+    pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    code = """
+import numpy as np, sklearn, torch
+from cvxmetric import ITML_Supervised, MMCSupervised as MMC_Supervised
+rng = np.random.default_rng(0)
+X = rng.standard_normal((90, 4)); y = rng.integers(0, 3, 90)
+with sklearn.config_context(array_api_dispatch=True):
+    est = MMC_Supervised(solver="fast", random_state=0).fit(torch.asarray(X), torch.asarray(y))
+    Z = est.transform(torch.asarray(X, dtype=torch.float32))
+    assert isinstance(Z, torch.Tensor) and Z.dtype == torch.float64, type(Z)
+    np.testing.assert_allclose(Z.numpy(), X @ est.components_.T, rtol=1e-6, atol=1e-6)
+    for bad, what in ((torch.asarray(X[:, :3]), "3 features"),
+                      (torch.asarray(np.where(X > 1, np.nan, X)), "NaN")):
+        try:
+            est.transform(bad)
+        except ValueError as exc:
+            assert what in str(exc), exc
+        else:
+            raise AssertionError("accepted " + what)
+    for learner in (ITML_Supervised(), MMC_Supervised(solver="exact")):
+        try:
+            learner.fit(torch.asarray(X), torch.asarray(y))
+        except TypeError as exc:
+            msg = str(exc)
+            assert msg.startswith("X: ") and type(learner).__name__ in msg, msg
+        else:
+            raise AssertionError(type(learner).__name__ + " took a torch X")
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "SCIPY_ARRAY_API": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"
