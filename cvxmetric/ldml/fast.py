@@ -554,9 +554,22 @@ class AllPairs(_Loss):
         keep = self._rows[i] != self._rows[j]
         i, j = i[keep], j[keep]
         y = np.where(self.labels[i] == self.labels[j], 1, -1)
-        X = self.X if self._backend is None else self.transfers.to_host(self.X)
-        return LDMLData(X, np.column_stack([i, j]), y, lam=self.lam,
-                        regularizer=self.regularizer)
+        # on a namespace the pairs' passes and certificate stay on its device
+        X = self.transfers.to_host(self.X) if self._backend == "dask" else self.X
+        return _counted_with(self, LDMLData(X, np.column_stack([i, j]), y, lam=self.lam,
+                                            regularizer=self.regularizer))
+
+
+def _counted_with(loss, data):
+    """``data``, built from a device ``loss``, counting its moves in the
+    loss's ``transfers`` (one count for the run; the construction's moves
+    added)."""
+    if data.transfers is not None:
+        for f in fields(Transfers):
+            setattr(loss.transfers, f.name,
+                    getattr(loss.transfers, f.name) + getattr(data.transfers, f.name))
+        data.transfers = data._dev.transfers = loss.transfers
+    return data
 
 
 class PairSet(_Loss):
@@ -681,14 +694,11 @@ class PairSet(_Loss):
         data = getattr(self, "_data", None)
         if data is not None and data.n_pairs == self.n_pairs:
             return data
-        data = LDMLData(self.X, np.column_stack([self.i, self.j]),
-                        self.s.astype(int), lam=self.lam, regularizer=self.regularizer)
-        if data.transfers is not None:  # one count for the run; kept
-            for f in fields(Transfers):
-                setattr(self.transfers, f.name,
-                        getattr(self.transfers, f.name) + getattr(data.transfers, f.name))
-            data.transfers = data._dev.transfers = self.transfers
-            self._data = data
+        data = _counted_with(self, LDMLData(self.X, np.column_stack([self.i, self.j]),
+                                            self.s.astype(int), lam=self.lam,
+                                            regularizer=self.regularizer))
+        if data.transfers is not None:
+            self._data = data  # kept: built on the device once
         return data
 
 
