@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from cvxmetric._tolerances import tolerance
+
 _PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_ldml_lmnn.py"
 
 
@@ -30,3 +32,13 @@ def test_ldml_step_torch_cpu_quick():
     pytest.importorskip("array_api_compat")
     row = _module().bench_ldml_step("cpu", quick=True)
     assert row["seconds"] > 0 and row["device"] == "cpu"
+
+
+@pytest.mark.array_api
+def test_ldml_pairs_torch_cpu_quick_certifies_numpys_objective():
+    pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    mod = _module()
+    ref, row = mod.bench_ldml_pairs("numpy", quick=True), mod.bench_ldml_pairs("cpu", quick=True)
+    assert ref["status"] == row["status"] == "optimal" and row["transfers"]["to_host"] > 0
+    assert row["objective"] == pytest.approx(ref["objective"], rel=tolerance("ldml", "fast"))
