@@ -6,7 +6,7 @@ rank 20 (``quick``: N = 400, D = 50), on NumPy (``device="numpy"``) or on
 PyTorch tensors on ``device`` (``"cpu"``, ``"cuda"``...).
 
 ``bench_ldml_pairs(device, quick)``: LDML's certified fast path on
-explicit pairs (N = 4 000, D = 100, 20 000 pairs; ``quick``: 200, 8,
+explicit pairs (N = 3 000, D = 80, 15 000 pairs; ``quick``: 200, 8,
 1 000), on NumPy or on PyTorch tensors on ``device``, with its gap.
 
 ``bench_lmnn_letter(device, quick)``: LMNN's working-set solver on
@@ -72,11 +72,11 @@ def pairs_data(N, D, P, seed=0):
 
 def bench_ldml_pairs(device="numpy", quick=False, size=None):
     """LDML's certified fast path (:func:`cvxmetric.ldml.solve_fast`, trace
-    regulariser 0.1) on explicit pairs: N = 4 000, D = 100, 20 000 pairs
+    regulariser 0.1) on explicit pairs: N = 3 000, D = 80, 15 000 pairs
     (``quick``: 200, 8, 1 000; ``size`` an ``(N, D, P)`` of one's own)."""
     from cvxmetric.ldml import LDMLData, solve_fast
 
-    N, D, P = size or ((200, 8, 1000) if quick else (4000, 100, 20_000))
+    N, D, P = size or ((200, 8, 1000) if quick else (3000, 80, 15_000))
     X, pairs, s = pairs_data(N, D, P)
     Xin = X if device == "numpy" else _torch_array(X, device)
     _sync(device)
