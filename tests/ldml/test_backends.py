@@ -277,3 +277,18 @@ def test_explicit_pairs_refuse_dask_by_name():
         LDMLData(Xd, pairs, s)
     with pytest.raises(TypeError, match="X: PairSet"):
         PairSet(Xd, pairs, s)
+
+
+@pytest.mark.parametrize("name", _namespaces())
+def test_exact_path_runs_on_the_host_copy(name):
+    from cvxmetric.ldml.exact import LDMLData, solve_exact
+
+    X, pairs, s = _pairs_instance(N=30, D=3, P=80)
+    ref = solve_exact(LDMLData(X, pairs, s, lam=0.1))
+    data = LDMLData(_as(name, X), pairs, s, lam=0.1)
+    res = solve_exact(data)
+    assert ref.status == res.status == "optimal"
+    assert res.objective == pytest.approx(ref.objective, rel=tolerance("ldml", "exact"))
+    # the CVXPY model on the host copy; the certificate's passes on the device
+    assert data.transfers.to_host_count >= 2
+    _bounded(data.transfers.as_dict(), data)
