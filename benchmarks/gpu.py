@@ -16,6 +16,7 @@ minutes on one H100).
 """
 
 import argparse
+import math
 import sys
 import time
 
@@ -126,8 +127,25 @@ def slr_sketched(torch, device, quick):
 
 
 def ldml_step(torch, device, quick):
-    """LDML: one all-pairs gradient step (N = 15 000, D = 3 456)."""
-    _skip("ldml-step", "no array-API path yet")
+    """LDML: one all-pairs gradient step (N = 15 000, D = 3 456), then the
+    certified fast path on explicit pairs; the rows of
+    ``benchmarks/gpu_ldml_lmnn.py``, on the device and on NumPy."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).with_name("gpu_ldml_lmnn.py")
+    spec = importlib.util.spec_from_file_location("gpu_ldml_lmnn", path)
+    rows = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rows)
+    for fn in (rows.bench_ldml_step, rows.bench_ldml_pairs):
+        for where in (device, "numpy"):
+            r = fn(where, quick)
+            gap = math.nan if r["gap"] is None else r["gap"]
+            t = r.get("transfers") or {}
+            extra = f"  transfers {t['to_host']}+{t['to_device']}" if t else ""
+            _line(r["method"].split(",")[0].replace("ldml/", "ldml-"), r["size"],
+                  "numpy" if where == "numpy" else f"torch:{where}", r["seconds"], gap,
+                  r.get("status", "step"), extra)
 
 
 def lmnn_letter(torch, device, quick):

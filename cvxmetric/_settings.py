@@ -283,6 +283,11 @@ _LDML_BLOCK = 512
 # array stays in cache).
 _PAIR_BLOCK = 4096
 
+# Entries (pairs x features) up to which the explicit pairs' difference
+# vectors are stored on an array-API device (about 256 MB in float64);
+# beyond, each block of pairs gathers its rows again.
+_LDML_DEVICE_PHI = 1 << 25
+
 #: The stationarity (relative gradient norm) at which :func:`solve_fast`
 #: hands L-BFGS's point to Newton's method on its face (up to
 #: ``LEVEL_SDP_PAIRS`` pairs).

@@ -85,8 +85,10 @@ def solve_lowrank(data):
     """The low-rank gradient method at full rank (module docstring)."""
     from .fast import PairSet, fit_lowrank
 
+    # on the device of a device instance (its pairs shared there)
     loss = PairSet(data.X, data.pairs, data.s, lam=data.lam,
-                   regularizer=data.regularizer)
+                   regularizer=data.regularizer) if data.transfers is None \
+        else PairSet.from_data(data)
     return fit_lowrank(loss, data.d, n_init=1, random_state=0,
                        maxiter=LOWRANK_MAXITER)
 

@@ -35,6 +35,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
+from .._backend import check_host_input
 from .._data import Samples
 from .._linesearch import backtracking
 from .._settings import _BLOCK_ENTRIES, _RUNNING_MIN, FINISH_ROUNDS
@@ -198,6 +199,7 @@ class BagPairs(Samples):
     """
 
     def __init__(self, X, bags, bag_labels, *, lam=0.0, regularizer="trace", gram=None):
+        check_host_input(X, "X", "MildML")
         X = check_finite(X, "X", ndim=2)
         self.bags, self.captions, self.classes = check_bags(bags, bag_labels, X.shape[0])
         nb = len(self.bags)

@@ -131,3 +131,173 @@ def value_grad_dask(X, L, b, y, rows, block, grad):
     total, worst, gb, G = dask.compute(sum(totals), dask.delayed(max)(worsts),
                                        sum(o[2] for o in outs), G)
     return total, worst, np.asarray(G), gb
+
+
+# ---------------------------------------------------------------------------
+# Explicit pairs on a namespace: PairSet's loss and LDMLData's certificate
+# ---------------------------------------------------------------------------
+
+def sigmoid_xp(xp, u):
+    """``sigma(u)`` exact in both tails (as scipy's ``expit``)."""
+    e = xp.exp(-xp.abs(u))
+    return xp.where(u >= 0, 1.0, e) / (1.0 + e)
+
+
+def logistic_xp(xp, u):
+    """``log(1 + e^u)`` without overflow."""
+    return xp.maximum(u, 0.0) + xp.log1p(xp.exp(-xp.abs(u)))
+
+
+class PairsXP:
+    """Explicit pairs ``(i, j)`` with labels ``s`` of the rows of ``X`` on
+    namespace ``xp``: the hot loops of :class:`~cvxmetric.ldml.PairSet` and
+    of :class:`~cvxmetric.ldml.LDMLData`'s certificate, in float64 on the
+    device holding ``X``.
+
+    The difference vectors ``phi_p = x_i - x_j`` are stored on the device
+    up to ``_LDML_DEVICE_PHI`` entries, else gathered block by block;
+    ``sum_p w_p phi_p phi_p^T`` is one product ``Phi^T (w Phi)`` per block.
+    Arrays in and out stay on the device; the caller moves what it needs
+    through ``transfers`` (:class:`~cvxmetric._backend.Transfers`), which
+    counts every move.
+
+    Parameters
+    ----------
+    xp : namespace
+    X : array (N, D) of ``xp``
+    i, j : ndarray of int (P,)
+    s : ndarray (P,)
+    transfers : Transfers
+    block : int
+        Pairs per block.
+    """
+
+    def __init__(self, xp, X, i, j, s, transfers, block=None):
+        from .._backend import device_of, float64
+        from .._settings import _LDML_DEVICE_PHI, _PAIR_BLOCK
+
+        self.xp, self.transfers = xp, transfers
+        self.device = device_of(X)
+        self.X = float64(X, xp)
+        self.n_pairs = len(s)
+        self.block = int(block or _PAIR_BLOCK)
+        dev = self.device
+        self.i = transfers.to_device(np.asarray(i, dtype=np.int64), xp, dev)
+        self.j = transfers.to_device(np.asarray(j, dtype=np.int64), xp, dev)
+        self.s = transfers.to_device(np.asarray(s, dtype=float), xp, dev)
+        self.Phi = None
+        if self.n_pairs * X.shape[1] <= _LDML_DEVICE_PHI:
+            self.Phi = self._gather(0, self.n_pairs)
+            self.block = max(self.n_pairs, 1)  # one product: nothing to gather
+
+    def _gather(self, a, end):
+        xp = self.xp
+        return xp.take(self.X, self.i[a:end], axis=0) - xp.take(self.X, self.j[a:end], axis=0)
+
+    def blocks(self):
+        """``(a, end, Phi[a:end])`` over the pairs."""
+        for a in range(0, self.n_pairs, self.block):
+            end = min(a + self.block, self.n_pairs)
+            yield a, end, (self.Phi[a:end, :] if self.Phi is not None
+                           else self._gather(a, end))
+
+    def host(self, *scalars):
+        """0-d device arrays as Python floats, in one counted move."""
+        out = self.transfers.to_host(self.xp.stack(list(scalars)))
+        return [float(v) for v in out]
+
+    def device_array(self, a):
+        """A host array on the device (counted)."""
+        return self.transfers.to_device(np.asarray(a, dtype=float), self.xp, self.device)
+
+    def distances(self, M):
+        """``phi_p^T M phi_p`` of every pair, (P,) on the device."""
+        xp = self.xp
+        parts = [xp.sum((Phi @ M) * Phi, axis=1) for _, _, Phi in self.blocks()]
+        return parts[0] if len(parts) == 1 else xp.concat(parts)
+
+    def gram(self, w):
+        """``sum_p w_p phi_p phi_p^T`` (D, D) on the device, ``w`` (P,) there."""
+        S = None
+        for a, end, Phi in self.blocks():
+            part = Phi.T @ (w[a:end, None] * Phi)
+            S = part if S is None else S + part
+        return 0.5 * (S + S.T)
+
+    def lowrank(self, L, b, grad):
+        """The pairs' terms at ``M = L^T L`` (``L`` (d, D) on the device):
+        ``(total, worst, G, gb)`` with ``G = 2 sum_p w_p (L phi_p)
+        phi_p^T`` the gradient in ``L`` as one product per block and ``w_p
+        = s_p sigma(u_p)``, ``u_p = s_p (|L phi_p|^2 - b)``; the scalars are
+        0-d device arrays."""
+        xp = self.xp
+        total = worst = gb = G = None
+        for a, end, Phi in self.blocks():
+            Zd = Phi @ L.T  # (block, d)
+            s = self.s[a:end]
+            u = s * (xp.sum(Zd * Zd, axis=1) - b)
+            t, m = xp.sum(logistic_xp(xp, u)), xp.max(u)
+            total = t if total is None else total + t
+            worst = m if worst is None else xp.maximum(worst, m)
+            if grad:
+                w = s * sigmoid_xp(xp, u)
+                g, part = -xp.sum(w), (Zd * w[:, None]).T @ Phi
+                gb = g if gb is None else gb + g
+                G = part if G is None else G + part
+        return total, worst, (None if G is None else 2.0 * G), gb
+
+    def best_b(self, dist):
+        """The threshold minimising the loss at the distances ``dist`` (on
+        the device): the same root as :meth:`LDMLData.best_b`, each
+        evaluation of the slope a device reduction (one scalar moved)."""
+        from scipy.optimize import brentq
+
+        xp, s = self.xp, self.s
+
+        def grad(b):
+            return -self.host(xp.sum(s * sigmoid_xp(xp, s * (dist - b))))[0]
+
+        lo, hi = self.host(xp.min(dist), xp.max(dist))
+        lo, hi = lo - 50.0, hi + 50.0
+        while grad(lo) > 0:
+            lo -= 2 * (hi - lo)
+        while grad(hi) < 0:
+            hi += 2 * (hi - lo)
+        return brentq(grad, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
+
+    def balanced(self, w):
+        """:meth:`LDMLData._balanced` on the device (a new array)."""
+        xp = self.xp
+        pos = self.s > 0
+        w_pos, w_neg = self.host(xp.sum(xp.where(pos, w, 0.0)),
+                                 xp.sum(xp.where(pos, 0.0, w)))
+        if w_pos > w_neg:
+            return xp.where(pos, w * (w_neg / w_pos), w)
+        if w_neg > w_pos:
+            return xp.where(pos, w, w * (w_pos / w_neg))
+        return w
+
+    def entropy(self, a):
+        """``sum_p H(alpha_p)`` (0-d, on the device)."""
+        xp = self.xp
+        return -xp.sum(a * xp.log(xp.where(a > 0, a, 1.0))
+                       + (1 - a) * xp.log(xp.where(a < 1, 1 - a, 1.0)))
+
+    def eigvalsh(self, A):
+        """The eigenvalues of the symmetric ``A`` (on the device), ascending."""
+        return self.xp.linalg.eigvalsh(0.5 * (A + A.T))
+
+    def project_psd(self, A):
+        """The projection of the symmetric part of ``A`` onto the PSD cone,
+        by one ``eigh`` on the device."""
+        xp = self.xp
+        w, V = xp.linalg.eigh(0.5 * (A + A.T))
+        G = V * xp.sqrt(xp.maximum(w, 0.0))[None, :]
+        return G @ G.T
+
+    def eye(self, d):
+        return self.xp.eye(d, dtype=self.xp.float64, device=self.device)
+
+    def inner(self, A, B):
+        """``sum(A * B)`` as a float (one scalar moved)."""
+        return self.host(self.xp.sum(A * B))[0]

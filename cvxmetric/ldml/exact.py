@@ -46,6 +46,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
+from .._backend import Transfers, is_dask, is_numpy, namespace
 from .._exact import SOLVERS, _outcome, solve_certified
 from .._linalg import PairOperator, project_psd, whitening_basis
 from .._settings import (
@@ -78,6 +79,7 @@ from ..result import (
 )
 from ._budget import expired, remaining
 from ._polish import polish
+from ._xp import PairsXP, logistic_xp, sigmoid_xp
 
 __all__ = ["LDMLData", "DualPoint", "bound_stages", "staged_bound", "solve_exact",
            "declared_problem", "PAPER", "REGULARIZERS",
@@ -219,9 +221,28 @@ class LDMLData:
         +1 same class, -1 different.
     lam : float >= 0
     regularizer : {"trace", "frobenius"}
+
+    ``X`` of another array-API namespace (a PyTorch or CuPy tensor) stays
+    where it is: the passes over the pairs -- distances, the slopes, ``S(alpha)
+    = sum_p w_p phi_p phi_p^T`` as one product, the certificate's dual point
+    and its eigenvalues -- run there in float64 (:class:`._xp.PairsXP`).  A
+    host copy, moved once, serves what runs on NumPy only (validation, the
+    CVXPY models and SDP stages, the Newton polish); ``transfers`` counts
+    every move.
     """
 
+    _dev = None  # the pairs on the device of X (PairsXP), or None on NumPy
+    transfers = None
+
     def __init__(self, X, pairs, y, *, lam=0.0, regularizer="trace"):
+        Xd = None
+        if not is_numpy(X) and not isinstance(X, (list, tuple)):
+            if is_dask(X):
+                raise TypeError("X: LDMLData runs on NumPy and array-API arrays; got a "
+                                "dask array (AllPairs takes one). Compute it first.")
+            xp, _ = namespace(X)
+            self.transfers = Transfers()
+            Xd, X = X, self.transfers.to_host(X)  # once: validation, host stages
         self.X = check_samples(X)
         self.pairs = check_indices(pairs, "pairs", self.X.shape[0], width=2)
         y = np.asarray(y)
@@ -240,6 +261,23 @@ class LDMLData:
         self.op = PairOperator(self.X, self.pairs)
         self._Phi = self.op.Phi
         self._direction = None
+        if Xd is not None:
+            self._dev = PairsXP(xp, Xd, self.pairs[:, 0], self.pairs[:, 1], self.s,
+                                self.transfers)
+
+    def backend_info(self):
+        """``{"backend", "device", "transfers"}`` of a device instance, for a
+        result's ``info`` (empty on NumPy)."""
+        if self._dev is None:
+            return {}
+        return {"backend": getattr(self._dev.xp, "__name__", str(self._dev.xp)),
+                "device": str(self._dev.device), "transfers": self.transfers.as_dict()}
+
+    def _on_device(self, M):
+        """``(M on the device, whether it came from the host)``."""
+        if is_numpy(M):
+            return self._dev.device_array(M), True
+        return M, False
 
     @property
     def Phi(self):
@@ -258,21 +296,49 @@ class LDMLData:
         return len(self.s)
 
     def distances(self, M):
+        """``phi_p^T M phi_p`` of every pair; on a device instance computed
+        there, returned where ``M`` is (host or device)."""
+        if self._dev is not None:
+            Md, host = self._on_device(M)
+            dist = self._dev.distances(Md)
+            return self.transfers.to_host(dist) if host else dist
         if self._Phi is not None:
             return np.sum((self._Phi @ M) * self._Phi, axis=1)
         return self.op.sqdist(M=0.5 * (M + M.T))
 
+    def gram(self, w):
+        """``sum_p w_p phi_p phi_p^T`` (D, D), symmetrised; on a device
+        instance one product there, returned where ``w`` is."""
+        if self._dev is not None:
+            wd, host = self._on_device(w)
+            S = self._dev.gram(wd)
+            return self.transfers.to_host(S) if host else S
+        S = self.op.gram(w)
+        return 0.5 * (S + S.T)
+
     def reg(self, M):
+        if not is_numpy(M):  # on the device: one scalar moved
+            xp = self._dev.xp
+            r = xp.linalg.trace(M) if self.regularizer == "trace" \
+                else 0.5 * xp.sum(M * M)
+            return self._dev.host(r)[0]
         if self.regularizer == "trace":
             return float(np.trace(M))
         return 0.5 * float(np.sum(M * M))
 
     def objective(self, M, b):
+        if self._dev is not None:
+            xp, Md = self._dev.xp, self._on_device(M)[0]
+            f = xp.sum(logistic_xp(xp, self._dev.s * (self._dev.distances(Md) - b)))
+            return self._dev.host(f)[0] + self.lam * self.reg(Md)
         return float(np.sum(_logistic(self.s * (self.distances(M) - b)))) \
             + self.lam * self.reg(M)
 
     def best_b(self, dist):
-        """The intercept minimising the loss at fixed distances (one root)."""
+        """The intercept minimising the loss at fixed distances (one root;
+        on the device for device distances)."""
+        if not is_numpy(dist):
+            return self._dev.best_b(dist)
         s = self.s
 
         def grad(b):  # d/db of sum g(s (d - b)) = -sum s sigma(s (d - b))
@@ -317,7 +383,7 @@ class LDMLData:
             if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or mu is None:
                 continue
             mu = self._balanced(np.maximum(np.asarray(mu, dtype=float).ravel(), 0.0))
-            S2 = Sp.value + self.op.gram(mu * self.s)
+            S2 = Sp.value + self.gram(mu * self.s)
             low = float(np.linalg.eigvalsh(0.5 * (S2 + S2.T))[0])
             best = max(best, min(low, 0.0) * tau - kappa * float(mu.sum()))
             if prob.status == cp.OPTIMAL:
@@ -350,20 +416,47 @@ class LDMLData:
         -------
         DualPoint
         """
+        if self._dev is not None:
+            return self._dual_point_device(M)
         dist = self.distances(M)
         b = self.best_b(dist)
         # the slopes, balanced so that sum_p alpha_p s_p = 0 holds beyond the
         # root finder's precision (the dual's equality constraint)
         a = self._balanced(_sigmoid(self.s * (dist - b)))
         ent = self._entropy(a)
-        S = self.op.gram(a * self.s)  # sum_p alpha_p s_p C_p
-        S = 0.5 * (S + S.T)
+        S = self.gram(a * self.s)  # sum_p alpha_p s_p C_p
         if self.regularizer == "frobenius" and self.lam > 0:
             w = np.linalg.eigvalsh(-S)
             closed = ent - 0.5 / self.lam * float(np.sum(np.maximum(w, 0.0) ** 2))
             return DualPoint(b, a, ent, S, 0.0, 0.0, closed)
         lam = self.lam if self.regularizer == "trace" else 0.0
         low = float(np.linalg.eigvalsh(S)[0]) + lam
+        return self._dual_on_span(b, a, ent, S, lam, low)
+
+    def _dual_point_device(self, M):
+        """:meth:`dual_point` with its passes and eigenvalues in float64 on
+        the device: only the scalars, ``S`` (D, D) and the slopes (P,)
+        come to the host."""
+        dev = self._dev
+        xp = dev.xp
+        dist = dev.distances(self._on_device(M)[0])
+        b = dev.best_b(dist)
+        a = dev.balanced(sigmoid_xp(xp, dev.s * (dist - b)))
+        S = dev.gram(a * dev.s)
+        ent = dev.entropy(a)
+        host = self.transfers.to_host
+        if self.regularizer == "frobenius" and self.lam > 0:
+            w = xp.maximum(dev.eigvalsh(-S), 0.0)
+            ent, sq = dev.host(ent, xp.sum(w * w))
+            return DualPoint(b, host(a), ent, host(S), 0.0, 0.0,
+                             ent - 0.5 / self.lam * sq)
+        lam = self.lam if self.regularizer == "trace" else 0.0
+        ent, low = dev.host(ent, dev.eigvalsh(S)[0])
+        return self._dual_on_span(b, host(a), ent, host(S), lam, low + lam)
+
+    def _dual_on_span(self, b, a, ent, S, lam, low):
+        """The dual point, with ``B^T (S + lam I) B`` on the data's span
+        when ``S + lam I`` is not PSD."""
         if low >= 0:
             return DualPoint(b, a, ent, S, lam, low)
         # the dual asks S + lam I >= 0 only on the data's span, where the
@@ -502,7 +595,7 @@ class LDMLData:
             return kappa * d
 
         def hess(Y):
-            G = B.T @ self.op.gram(slopes(Y)) @ B
+            G = B.T @ self.gram(slopes(Y)) @ B
             return 0.5 * (G + G.T)
 
         w, V = np.linalg.eigh(SB)
@@ -529,7 +622,7 @@ class LDMLData:
         a2 = a + self.s * slopes(Y)
         if float(a2.min()) < 0.0 or float(a2.max()) > 1.0:
             return None
-        S2 = B.T @ self.op.gram(a2 * self.s) @ B
+        S2 = B.T @ self.gram(a2 * self.s) @ B
         if self.lam > 0 and self.regularizer == "trace":
             S2 = S2 + self.lam * (B.T @ B)
         if float(np.linalg.eigvalsh(0.5 * (S2 + S2.T))[0]) < 0:
@@ -743,7 +836,7 @@ class LDMLData:
             # <= kappa sum(mu) / c on the level set within the span (where
             # an optimum lies: the rest moves no distance and only adds)
             mu = self._balanced(np.maximum(np.asarray(cons.dual_value, float).ravel(), 0.0))
-            G = Q.T @ self.op.gram(mu * self.s) @ Q
+            G = Q.T @ self.gram(mu * self.s) @ Q
             c = float(np.linalg.eigvalsh(0.5 * (G + G.T))[0])
             if c > 0:
                 return (1.0 + 1e-9) * kappa * float(mu.sum()) / c

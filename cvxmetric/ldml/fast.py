@@ -34,7 +34,7 @@ negative log-likelihood minimised, with its optional regulariser)::
 import math
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from numbers import Integral
 from typing import NamedTuple
 
@@ -63,7 +63,7 @@ from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate, NotAttainedError, SolverResult, Status
 from ._budget import budget, expired
 from ._polish import polish
-from ._xp import block_numpy, pairs_xp, value_grad_dask
+from ._xp import PairsXP, block_numpy, pairs_xp, sigmoid_xp, value_grad_dask
 from .exact import (
     LEVEL_SDP_MAX,
     LEVEL_SDP_PAIRS,
@@ -131,7 +131,13 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
     dual = data.dual_point(M)  # the slopes at (M, b), b re-optimised
     b = dual.b
     f = data.objective(M, b)
-    min_eig = float(np.linalg.eigvalsh(M)[0])
+    if data._dev is not None and not is_numpy(M):
+        # on the device: its smallest eigenvalue there, and M on the host for
+        # the Newton polish and the SDP stages
+        min_eig = data._dev.host(data._dev.eigvalsh(M)[0])[0]
+        M = data.transfers.to_host(M)
+    else:
+        min_eig = float(np.linalg.eigvalsh(M)[0])
     opts = {} if tol is None else {"tol": tol}
 
     def cert(bound):
@@ -216,34 +222,43 @@ class ProjectedGradient(IterativeSolver):
         return data.objective(M, b), b, dist
 
     def _grad(self, data, M, b, dist):
-        a = _sigmoid(data.s * (dist - b))
-        S = data.op.gram(a * data.s)
-        S = 0.5 * (S + S.T)
+        if data._dev is not None:
+            # on the device: the slopes and S(alpha) as one product
+            dev = data._dev
+            S = dev.gram(dev.s * sigmoid_xp(dev.xp, dev.s * (dist - b)))
+        else:
+            a = _sigmoid(data.s * (dist - b))
+            S = data.op.gram(a * data.s)
+            S = 0.5 * (S + S.T)
         if data.lam > 0:
-            S = S + data.lam * (np.eye(data.d) if data.regularizer == "trace" else M)
+            S = S + data.lam * (_ops(data).eye(data.d) if data.regularizer == "trace"
+                                else M)
         return S
 
     def init_state(self, data, init=None):
         if data.lam == 0:
             # attainment decided (NotAttainedError) before any iteration
             certify_point(data, np.zeros((data.d, data.d)), 0.0, solver=self.name)
+        ops = _ops(data)
         if init is not None:
-            M = project_psd(np.asarray(init.M, dtype=float))
+            M = ops.project_psd(ops.device_array(np.asarray(init.M, dtype=float)))
         else:
-            M = np.zeros((data.d, data.d))
+            M = ops.device_array(np.zeros((data.d, data.d)))
         f, b, _ = self._value(data, M)
         # first step: the inverse of a bound on the curvature along M,
         # sum_p sigma' phi_p^4 <= 1/4 sum ||phi_p||^4; backtracking corrects it
-        curv = 0.25 * float(np.sum(data.distances(np.eye(data.d)) ** 2)) + data.lam
-        return M, PGState(0, math.inf, b, f, 1.0 / max(curv, 1e-300), M.copy(), 1.0, 0)
+        dist = data.distances(ops.eye(data.d))
+        curv = 0.25 * ops.inner(dist, dist) + data.lam
+        return M, PGState(0, math.inf, b, f, 1.0 / max(curv, 1e-300), M + 0.0, 1.0, 0)
 
     def update(self, M, state, data):
         Y = state.Y
+        ops = _ops(data)
         fY, bY, distY = self._value(data, Y)
         G = self._grad(data, Y, bY, distY)
 
         def trial(step):
-            M_new = project_psd(Y - step * G)
+            M_new = ops.project_psd(Y - step * G)
             return M_new, M_new - Y, *self._value(data, M_new)[:2]
 
         def accept(step, v):
@@ -251,14 +266,14 @@ class ProjectedGradient(IterativeSolver):
             # allowance); below the smallest step or past the budget the
             # trial point is taken as it is
             _, D, f_new, _ = v
-            return f_new <= fY + float(np.sum(G * D)) + 0.5 / step * float(np.sum(D * D)) \
+            return f_new <= fY + ops.inner(G, D) + 0.5 / step * ops.inner(D, D) \
                 + 1e-13 * abs(fY) or step < 1e-300 or self.deadline.expired()
 
         search = backtracking(trial, accept, step=state.step)
         step = search.step
         M_new, D, f_new, b_new = search.value
         theta, restarts = state.theta, state.n_restarts
-        if float(np.sum((Y - M_new) * (M_new - M))) > 0:
+        if ops.inner(Y - M_new, M_new - M) > 0:
             # gradient restart (O'Donoghue and Candes): the momentum points
             # uphill, drop it
             theta, Y_next, restarts = 1.0, M_new, restarts + 1
@@ -267,8 +282,8 @@ class ProjectedGradient(IterativeSolver):
             Y_next = M_new + ((theta - 1) / theta_next) * (M_new - M)
             theta = theta_next
         it = state.iter_num + 1
-        error = float(np.linalg.norm(D)) / step * max(1.0, float(np.linalg.norm(M_new))) \
-            / max(1.0, abs(f_new))
+        error = math.sqrt(ops.inner(D, D)) / step \
+            * max(1.0, math.sqrt(ops.inner(M_new, M_new))) / max(1.0, abs(f_new))
         if it % self.check_every == 0 and error < 1e-4:
             cert, _ = certify_point(data, M_new, b_new, solver=self.name, sharpen=False)
             if cert.passed:
@@ -280,7 +295,34 @@ class ProjectedGradient(IterativeSolver):
         # the level-set SDP only for a run that met its stopping rule
         cert, b = certify_point(data, M, state.b, solver=self.name, tol=self.tol,
                                 sharpen=self.converged(state))
-        return M, cert, {"b": b, "n_restarts": state.n_restarts}
+        info = {"b": b, "n_restarts": state.n_restarts}
+        if data._dev is not None:
+            M = data.transfers.to_host(M)
+            info.update(data.backend_info())
+        return M, cert, info
+
+
+class _HostOps:
+    """What :class:`ProjectedGradient` asks of its arrays, on NumPy
+    (:class:`._xp.PairsXP` answers the same on a device)."""
+
+    @staticmethod
+    def device_array(a):
+        return a
+
+    @staticmethod
+    def eye(d):
+        return np.eye(d)
+
+    @staticmethod
+    def inner(A, B):
+        return float(np.sum(A * B))
+
+    project_psd = staticmethod(project_psd)
+
+
+def _ops(data):
+    return _HostOps if data._dev is None else data._dev
 
 
 # ---------------------------------------------------------------------------
@@ -512,9 +554,22 @@ class AllPairs(_Loss):
         keep = self._rows[i] != self._rows[j]
         i, j = i[keep], j[keep]
         y = np.where(self.labels[i] == self.labels[j], 1, -1)
-        X = self.X if self._backend is None else self.transfers.to_host(self.X)
-        return LDMLData(X, np.column_stack([i, j]), y, lam=self.lam,
-                        regularizer=self.regularizer)
+        # on a namespace the pairs' passes and certificate stay on its device
+        X = self.transfers.to_host(self.X) if self._backend == "dask" else self.X
+        return _counted_with(self, LDMLData(X, np.column_stack([i, j]), y, lam=self.lam,
+                                            regularizer=self.regularizer))
+
+
+def _counted_with(loss, data):
+    """``data``, built from a device ``loss``, counting its moves in the
+    loss's ``transfers`` (one count for the run; the construction's moves
+    added)."""
+    if data.transfers is not None:
+        for f in fields(Transfers):
+            setattr(loss.transfers, f.name,
+                    getattr(loss.transfers, f.name) + getattr(data.transfers, f.name))
+        data.transfers = data._dev.transfers = loss.transfers
+    return data
 
 
 class PairSet(_Loss):
@@ -527,10 +582,27 @@ class PairSet(_Loss):
     s : array_like (P,)
         +1 same, -1 different.
     lam, regularizer, gram : as in :class:`AllPairs`
+
+    ``X`` of another array-API namespace stays where it is: each
+    evaluation moves ``L`` there and the gradient ``(d, D)`` and three
+    scalars back (:class:`._xp.PairsXP`, counted in ``transfers``); ``X``
+    comes to the host once, for validation and the whitening basis.
     """
 
+    _backend = _xp = _pxp = None  # NumPy; set from the input in __init__
+
     def __init__(self, X, pairs, s, *, lam=0.0, regularizer="trace", gram=None):
+        Xd = None
+        if not is_numpy(X) and not isinstance(X, (list, tuple)):
+            if is_dask(X):
+                raise TypeError("X: PairSet runs on NumPy and array-API arrays; got a "
+                                "dask array (AllPairs takes one). Compute it first.")
+            self._xp, _ = namespace(X)
+            self._backend, self.transfers = "xp", Transfers()
+            Xd, X = X, self.transfers.to_host(X)
         self._init_common(X, lam, regularizer, gram)
+        if Xd is not None:
+            self._Xh, self.X = self.X, float64(Xd, self._xp)
         self.set_pairs(pairs, s)
 
     def set_pairs(self, pairs, s):
@@ -541,6 +613,21 @@ class PairSet(_Loss):
         self.s = np.asarray(s, dtype=float)
         self.n_pairs = len(self.s)
         self._n = self.X.shape[0]
+        if self._backend is not None:
+            self._pxp = PairsXP(self._xp, self.X, self.i, self.j, self.s, self.transfers)
+
+    def value_grad(self, L, b, grad=True, dist=None):
+        if self._backend is None:
+            return super().value_grad(L, b, grad, dist)
+        r, gr = self._reg(L)
+        p = self._pxp
+        total, worst, G, gb = p.lowrank(p.device_array(L), float(b), grad)
+        if not grad:
+            total, self.worst_margin = p.host(total, worst)
+            return total + r
+        G = self.transfers.to_host(G)
+        total, self.worst_margin, gb = p.host(total, worst, gb)
+        return total + r, G + gr, gb
 
     def _distances(self, Z):
         """``||z_i - z_j||^2`` of every pair at the coordinates ``Z = X L^T``,
@@ -575,18 +662,44 @@ class PairSet(_Loss):
     @classmethod
     def from_data(cls, data):
         """The loss of an :class:`~cvxmetric.ldml.LDMLData` (which
-        :meth:`pair_data` then returns, with what it has computed)."""
-        loss = cls(data.X, data.pairs, data.s, lam=data.lam, regularizer=data.regularizer)
+        :meth:`pair_data` then returns, with what it has computed); on the
+        device of a device instance, sharing its pairs there and its
+        transfer counts."""
+        if data._dev is None:
+            loss = cls(data.X, data.pairs, data.s, lam=data.lam,
+                       regularizer=data.regularizer)
+        else:
+            loss = cls._device(data._dev, data.X, data.pairs, data.s, lam=data.lam,
+                               regularizer=data.regularizer)
         loss._data = data
         return loss
 
+    @classmethod
+    def _device(cls, pxp, Xh, pairs, s, *, lam, regularizer, gram=None):
+        """A device instance on the pairs ``pxp`` already there, sharing
+        its transfer counts; ``Xh`` the host copy of its data when there is
+        one (all already validated)."""
+        loss = cls.__new__(cls)
+        loss._backend, loss._xp, loss.transfers = "xp", pxp.xp, pxp.transfers
+        loss.lam, loss.regularizer, loss.gram = lam, regularizer, gram
+        loss._Xh, loss.X, loss._data = Xh, pxp.X, None
+        loss.i, loss.j = pairs[:, 0], pairs[:, 1]
+        loss.s = np.asarray(s, dtype=float)
+        loss.n_pairs, loss._n, loss._pxp = len(loss.s), pxp.X.shape[0], pxp
+        return loss
+
     def pair_data(self):
-        """The same loss as :class:`~cvxmetric.ldml.LDMLData`."""
+        """The same loss as :class:`~cvxmetric.ldml.LDMLData` (on the
+        same device, its moves counted in this loss's ``transfers``)."""
         data = getattr(self, "_data", None)
         if data is not None and data.n_pairs == self.n_pairs:
             return data
-        return LDMLData(self.X, np.column_stack([self.i, self.j]),
-                        self.s.astype(int), lam=self.lam, regularizer=self.regularizer)
+        data = _counted_with(self, LDMLData(self.X, np.column_stack([self.i, self.j]),
+                                            self.s.astype(int), lam=self.lam,
+                                            regularizer=self.regularizer))
+        if data.transfers is not None:
+            self._data = data  # kept: built on the device once
+        return data
 
 
 # ---------------------------------------------------------------------------
@@ -789,7 +902,7 @@ def _whitened(loss):
     ``M = B M' B^T`` gives the same distances, and the regulariser of ``M``
     is that of ``M'`` with ``Q = B^T B`` (the ``gram`` of :class:`_Loss`).
     Returns ``(loss', B)``."""
-    B = whitening_basis(loss.X)
+    B = whitening_basis(loss.X if loss._backend is None else loss._Xh)
     if loss.lam > 0 and loss.regularizer == "trace" and B.shape[1]:
         # the trace weighs a whitened direction of variance v by lam / v:
         # full whitening makes the directions of small variance stiff (raw
@@ -799,8 +912,14 @@ def _whitened(loss):
         v = 1.0 / np.sum(B * B, axis=0)  # the variance along each column
         nu = RIDGE * loss.lam / max(loss.n_pairs, 1)
         B = B * np.sqrt(v / (v + nu))
-    Xw = (loss.X - loss.X.mean(axis=0)) @ B  # (N, r)
     gram = B.T @ B if loss.lam > 0 else None
+    if loss._backend == "xp":  # PairSet on a device: X B there, B moved
+        xp, X = loss._xp, loss.X
+        Xw = (X - xp.mean(X, axis=0)) @ loss._pxp.device_array(B)
+        pxp = PairsXP(xp, Xw, loss.i, loss.j, loss.s, loss.transfers)
+        return PairSet._device(pxp, None, np.column_stack([loss.i, loss.j]), loss.s,
+                               lam=loss.lam, regularizer=loss.regularizer, gram=gram), B
+    Xw = (loss.X - loss.X.mean(axis=0)) @ B  # (N, r)
     if isinstance(loss, AllPairs):
         out = AllPairs.__new__(AllPairs)
         out._init_common(Xw, loss.lam, loss.regularizer, gram)
@@ -857,7 +976,8 @@ def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e
             # preconditioned: features of scales 1e3 and 1e-1 side by side
             # otherwise take L-BFGS thousands of iterations)
             n_init = 1
-            if loss.gram is None and getattr(loss, "_backend", None) is None:
+            on_host = getattr(loss, "_backend", None) is None
+            if loss.gram is None and (on_host or isinstance(loss, PairSet)):
                 work, B = _whitened(loss)
         run_rank = int(rank) if B is None else B.shape[1]
         for k in range(int(n_init)):
@@ -1007,6 +1127,7 @@ def solve_fast(data, *, loss=None, maxiter=None, tol=None, max_time=None, warn=T
             phases.append("projected_gradient")
         res.method = "fast"
         res.info["phases"] = phases
+        res.info.update(data.backend_info())
         res.time = time.perf_counter() - t0
         if warn and res.status != Status.OPTIMAL:
             warnings.warn(stop_message("LDML fast", res, max_time), ConvergenceWarning,
