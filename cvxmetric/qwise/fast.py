@@ -551,7 +551,9 @@ class QwiseDualSolver(IterativeSolver):
     with ``a_q(M) = <A_q, M>``: one eigendecomposition of a (d, d) matrix,
     one pass of pair distances from the rank-r factor of ``M+``, and an
     update of ``S`` with the multipliers that moved (never a per-constraint
-    matrix; most multipliers sit at 0 or ``c`` and do not move).  Steps
+    matrix; most multipliers sit at 0 or ``c`` and do not move; on NumPy
+    data the distances of hinges held at ``c`` are read only at gap
+    checks, see :class:`_Held`).  Steps
     satisfy ``tau sigma ||A||^2 < 1``.  As in PDLP the iterates are averaged
     and the method restarts from the better of the current and averaged
     point when the relative duality gap has halved, re-balancing the primal
