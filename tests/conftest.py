@@ -220,6 +220,30 @@ def check_repository_collection():
     return _check_repository_collection
 
 
+def _module_from_file(path, name):
+    """The Python file ``path`` loaded as a fresh module ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def repo_module():
+    """Load a file of the repository that is not in the package -- a
+    benchmark script, an example, a CI helper -- as a module:
+    ``repo_module("benchmarks/gpu.py")`` (a path relative to the
+    repository root; each call loads it afresh, so a test may change the
+    module's settings)."""
+    root = Path(__file__).resolve().parents[1]
+
+    def load(relative):
+        path = root / relative
+        return _module_from_file(path, "_cvxmetric_" + path.stem)
+
+    return load
+
+
 @pytest.fixture(scope="session")
 def docs_helpers():
     """tests/test_docs.py as a module (tests are not a package): the
@@ -227,11 +251,8 @@ def docs_helpers():
     (``fenced_blocks``, ``python_text_pairs``) and line checks
     (``_check_lines``, ``_same_line``, ``same_numbers``) shared by every
     page's docs test."""
-    path = Path(__file__).resolve().parent / "test_docs.py"
-    spec = importlib.util.spec_from_file_location("_cvxmetric_docs_helpers", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _module_from_file(Path(__file__).resolve().parent / "test_docs.py",
+                             "_cvxmetric_docs_helpers")
 
 
 #: Test modules that .ci/run runs again at the declared minimum versions

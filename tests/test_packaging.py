@@ -13,7 +13,6 @@
 installed with its dependencies in a fresh environment.
 """
 
-import importlib.util
 import os
 import re
 import shutil
@@ -37,12 +36,7 @@ BUILD_INPUTS = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICEN
                 "CHANGELOG.md", "cvxmetric", "problems", "reference")
 
 
-def _contents_checker():
-    spec = importlib.util.spec_from_file_location(
-        "wheel_contents", REPO / ".ci" / "wheel_contents.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+_CHECKER = ".ci/wheel_contents.py"
 
 
 def _setuptools_version():
@@ -79,8 +73,8 @@ def wheel(tmp_path_factory):
     return built
 
 
-def test_wheel_holds_the_package_the_collection_and_the_licence(wheel):
-    checker = _contents_checker()
+def test_wheel_holds_the_package_the_collection_and_the_licence(wheel, repo_module):
+    checker = repo_module(_CHECKER)
     assert checker.problems(wheel, REPO) == []
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
@@ -92,7 +86,7 @@ def test_wheel_holds_the_package_the_collection_and_the_licence(wheel):
     assert not any(n.startswith(("tests/", "problems/", "reference/")) for n in names)
 
 
-def test_contents_checker_names_a_missing_file(wheel, tmp_path):
+def test_contents_checker_names_a_missing_file(wheel, tmp_path, repo_module):
     """The checker is not blind: a wheel without one reference file fails."""
     damaged = tmp_path / wheel.name
     dropped = min(n for n in zipfile.ZipFile(wheel).namelist() if "/reference/" in n)
@@ -100,7 +94,7 @@ def test_contents_checker_names_a_missing_file(wheel, tmp_path):
         for item in zin.infolist():
             if item.filename != dropped:
                 zout.writestr(item, zin.read(item.filename))
-    assert _contents_checker().problems(damaged, REPO) == [f"missing: {dropped}"]
+    assert repo_module(_CHECKER).problems(damaged, REPO) == [f"missing: {dropped}"]
 
 
 def test_unpacked_wheel_finds_its_collection_from_any_directory(wheel, tmp_path):

@@ -141,17 +141,11 @@ def test_on_device_checks_the_samples():
         data.on_device(torch.asarray(X + 1.0))
 
 
-def test_gpu_benchmark_rows_run_on_the_cpu(capsys):
+def test_gpu_benchmark_rows_run_on_the_cpu(capsys, repo_module):
     """``benchmarks/gpu.py``'s Qwise rows, tiny, with torch on the CPU:
     both certified, the same objective."""
-    import importlib.util
-    from pathlib import Path
-
     torch = _module("torch")
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu.py"
-    spec = importlib.util.spec_from_file_location("gpu_bench", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = repo_module("benchmarks/gpu.py")
     mod.QWISE_SIZES["quick"] = [(5, 1500, True)]
     mod.qwise(torch, "cpu", quick=True)
     rows = [line for line in capsys.readouterr().out.splitlines() if " gap " in line]

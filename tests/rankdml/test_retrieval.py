@@ -5,14 +5,11 @@ against direct definitions; the example script runs once in its quick
 version.
 """
 
-import importlib.util
 import io
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cvxmetric.metrics import cmc_curve
 from cvxmetric.experiments.rankdml.retrieval import (
     BLOCK_NAMES,
     TRANSFORMS,
@@ -33,9 +30,7 @@ from cvxmetric.experiments.rankdml.retrieval import (
     standardize,
     transform_image,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "rankdml_digits_cmc.py"
+from cvxmetric.metrics import cmc_curve
 
 # exact-arithmetic identities evaluated in floating point: round-off only
 ROUNDOFF = 1e-10
@@ -528,15 +523,8 @@ def test_protocol_bad_input(data):
 # ---------------------------------------------------------------------------
 
 
-def _load_example():
-    spec = importlib.util.spec_from_file_location("rankdml_digits_cmc", EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_example_quick_run():
-    mod = _load_example()
+def test_example_quick_run(repo_module):
+    mod = repo_module("examples/rankdml_digits_cmc.py")
     out = io.StringIO()
     res = mod.main(["--quick", "--no-figures"], out=out)
     text = out.getvalue()

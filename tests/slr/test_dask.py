@@ -67,20 +67,14 @@ def test_dask_projection_step_and_objective_match_numpy(instance, dask_client):
 
 
 @pytest.mark.array_api
-def test_gpu_script_runs_on_the_cpu_in_quick_mode(capsys):
+def test_gpu_script_runs_on_the_cpu_in_quick_mode(capsys, repo_module):
     """benchmarks/gpu.py --device cpu --quick --methods slr_newton,
     slr_sketched: SLR certified on torch and NumPy, SLR's sketched
     algorithms on both with their gap to that optimum (the other families'
     rows have their own tests)."""
-    import importlib.util
-    from pathlib import Path
-
     pytest.importorskip("torch")
     pytest.importorskip("array_api_compat")
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu.py"
-    spec = importlib.util.spec_from_file_location("gpu_bench", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = repo_module("benchmarks/gpu.py")
     assert mod.main(["--device", "cpu", "--quick",
                      "--methods", "slr_newton,slr_sketched"]) == 0
     lines = capsys.readouterr().out.splitlines()
