@@ -36,7 +36,14 @@ from sklearn.utils._set_output import _SetOutputMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._backend import check_host_input, device_of, float64, is_numpy, namespace, to_numpy
+from ._backend import (
+    check_host_input,
+    device_of,
+    float64,
+    is_numpy,
+    namespace,
+    to_numpy,
+)
 from ._docs import fill_doc
 from ._settings import _SCORE_CHUNK, MAX_SCORE_PAIRS, MAX_SCORE_REFERENCE
 from ._solver import FitScopeMixin
@@ -436,17 +443,22 @@ def _take_rows(X, idx):
     return xp.take(X, xp.asarray(np.asarray(idx), device=device_of(X)), axis=0)
 
 
+def _device_shape(X):
+    """``X.shape`` of a 2-D device array; a clear error otherwise."""
+    if getattr(X, "ndim", None) != 2:
+        raise ValueError(f"X: expected a 2-D array, got {getattr(X, 'ndim', None)} "
+                         "dimensions.")
+    return X.shape
+
+
 def _transform_device(estimator, X):
     """``X @ components_.T`` for an ``X`` kept on its device (see
     :func:`dispatched`), in ``X``'s namespace and float64: the checks of
     :func:`validate_data` with ``reset=False`` (2-D, the fitted number of
     features, finite), the result where ``X`` is, as scikit-learn's
     transformers return under ``array_api_dispatch``."""
-    if getattr(X, "ndim", None) != 2:
-        raise ValueError(f"X: expected a 2-D array, got {getattr(X, 'ndim', None)} "
-                         "dimensions.")
     d = estimator.n_features_in_
-    if X.shape[1] != d:
+    if _device_shape(X)[1] != d:
         raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} "
                          f"is expecting {d} features as input.")
     xp, _ = namespace(X)
@@ -461,10 +473,7 @@ def _validate_device(estimator, X, y):
     2-D, non-empty, at least 2 samples; ``n_features_in_`` set; ``y`` (small)
     read on the host.  Finiteness and float64 are the data class's
     (checked on the device)."""
-    if getattr(X, "ndim", None) != 2:
-        raise ValueError(f"X: expected a 2-D array, got {getattr(X, 'ndim', None)} "
-                         "dimensions.")
-    n, d = X.shape
+    n, d = _device_shape(X)
     if n < 2 or d < 1:
         raise ValueError(f"X: expected at least 2 samples and 1 feature, got shape "
                          f"({n}, {d}).")

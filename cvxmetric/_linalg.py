@@ -23,7 +23,7 @@ from ._settings import (
 )
 
 __all__ = ["PairOperator", "project_psd", "eigh_psd", "pow2_rms_exponents",
-           "eigh_equilibrated", "logdet_pd", "signed_factors"]
+           "eigh_equilibrated", "logdet_pd", "signed_factors", "eigenvalue_roundoff"]
 
 
 def pow2_rms_exponents(diff):
@@ -116,9 +116,16 @@ def signed_factors(M):
     each distance by less than the round-off of computing it.
     """
     w, V = eigh_psd(M)
-    tiny = M.shape[0] * np.finfo(float).eps * max(abs(w[0]), abs(w[-1]), 0.0)
+    tiny = eigenvalue_roundoff(M.shape[0], float(w[0]), float(w[-1]))
     pos, neg = w > tiny, w < -tiny
     return V[:, pos] * np.sqrt(w[pos]), V[:, neg] * np.sqrt(-w[neg])
+
+
+def eigenvalue_roundoff(d, w_min, w_max):
+    """``d eps max(|w_min|, |w_max|)``: below it an eigenvalue of a ``d x d``
+    symmetric matrix with extreme eigenvalues ``w_min``, ``w_max`` is
+    round-off (see :func:`signed_factors`)."""
+    return d * float(np.finfo(float).eps) * max(abs(w_min), abs(w_max), 0.0)
 
 
 def project_psd(A, return_factor=False):

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._backend import Transfers, device_of, float64, is_numpy, namespace
+from .._linalg import eigenvalue_roundoff
 from .._settings import QWISE_DEVICE_BLOCK, QWISE_DEVICE_PHI
 from ._problem import QwiseData, loewner_scale
 
@@ -108,8 +109,7 @@ class _Device:
         xp = self.xp
         w, V = self.eigh(self.dev(M))
         d = w.shape[0]
-        top = max(abs(float(w[0])), abs(float(w[-1])), 0.0)
-        tiny = d * float(np.finfo(float).eps) * top
+        tiny = eigenvalue_roundoff(d, float(w[0]), float(w[-1]))
         pos, neg = int(xp.count_nonzero(w > tiny)), int(xp.count_nonzero(w < -tiny))
         return V[:, d - pos:] * xp.sqrt(w[d - pos:]), V[:, :neg] * xp.sqrt(-w[:neg])
 
