@@ -54,6 +54,7 @@ from .formulations import formulation
 __all__ = ["MahalanobisMixin", "BilinearMixin", "LabelledMixin", "PairsClassifierMixin",
            "TripletsClassifierMixin", "QuadrupletsClassifierMixin",
            "components_from_metric", "validate_labelled", "form_tuples",
+           "device_tuples", "fit_tuples", "host_labels",
            "form_samples", "FitMixin", "store_arguments", "given_options",
            "solver_names", "array_ndim", "renamed_keyword", "default_n_constraints",
            "SOLVER_OPTION_CONSTRAINTS",
@@ -512,9 +513,7 @@ def validate_labelled(estimator, X, y, *, keep_namespace=False, **kwargs):
         if dispatched(X):
             # scikit-learn's validation would fail on it with a dtype error
             # that names nothing; this learner's chosen path runs on NumPy
-            solver = getattr(estimator, "solver", None)
-            check_host_input(X, "X", f"{type(estimator).__name__}"
-                             + (f"(solver={solver!r})" if solver is not None else ""))
+            check_host_input(X, "X", _learner_name(estimator))
         X, y = validate_data(estimator, X, y, dtype=np.float64, **kwargs)
     try:
         check_classification_targets(y)
@@ -530,6 +529,81 @@ def validate_labelled(estimator, X, y, *, keep_namespace=False, **kwargs):
     estimator._score_reference_X = np.array(to_numpy(_take_rows(X, ref)), dtype=np.float64)
     estimator._score_reference_y = np.array(y[ref])
     return X, y, classes, codes
+
+
+def _learner_name(estimator):
+    """``Name(solver='...')`` for the messages that refuse device input."""
+    solver = getattr(estimator, "solver", None)
+    return type(estimator).__name__ + (f"(solver={solver!r})" if solver is not None else "")
+
+
+def device_tuples(tuples, preprocessor, name, width):
+    """Tuples whose points are on a device, under ``array_api_dispatch``.
+
+    The points are the array ``preprocessor`` indexed by ``tuples``, or
+    ``tuples`` of shape (n_tuples, width, n_features) themselves, when that
+    array is of another library than NumPy (see :func:`dispatched`); the
+    indices are checked on the host.  Points given as tuples are not merged
+    when equal (NumPy's path keeps one row per distinct point): each tuple
+    gets its own rows.
+
+    Returns
+    -------
+    None, or (X, indices, argument)
+        ``X`` (n_points, n_features) on the device, the (n_tuples, width)
+        host indices into it, and the name of the argument that held it.
+    """
+    if preprocessor is not None and not callable(preprocessor) and dispatched(preprocessor):
+        if getattr(preprocessor, "ndim", None) != 2 or 0 in tuple(preprocessor.shape):
+            raise ValueError(f"preprocessor: expected a non-empty 2-D array, got shape "
+                             f"{tuple(getattr(preprocessor, 'shape', ()))}.")
+        idx = tuples if is_numpy(tuples) or isinstance(tuples, (list, tuple)) \
+            else to_numpy(tuples)
+        return preprocessor, check_indices(idx, name, preprocessor.shape[0],
+                                           width=width), "preprocessor"
+    if not dispatched(tuples) or getattr(tuples, "ndim", None) != 3:
+        return None
+    n, w, d = tuples.shape
+    if w != width or n == 0 or d == 0:
+        raise ValueError(f"{name}: expected a non-empty array of shape (n_{name}, "
+                         f"{width}, n_features), got {tuple(tuples.shape)}.")
+    xp, _ = namespace(tuples)
+    return xp.reshape(tuples, (n * w, d)), np.arange(n * w).reshape(n, w), name
+
+
+def fit_tuples(estimator, tuples, name, width, *, keep_namespace):
+    """:func:`device_tuples` for a pairs learner's ``fit``: the device
+    points where the chosen path runs on their namespace
+    (``keep_namespace``), else a ``TypeError`` naming the argument and the
+    learner; ``None`` for host input (the NumPy path)."""
+    found = device_tuples(tuples, getattr(estimator, "preprocessor", None), name, width)
+    if found is not None and not keep_namespace:
+        check_host_input(found[0], found[2], _learner_name(estimator))
+    return found
+
+
+def _device_pair_distance(estimator, X, idx):
+    """``||L (a - b)||`` of pairs of rows ``idx`` (host) of a device ``X``,
+    in float64 on its device; the result stays there (scikit-learn's
+    ``array_api_dispatch`` convention)."""
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(f"pairs: points have {X.shape[1]} features, but "
+                         f"{type(estimator).__name__} was fitted with "
+                         f"{estimator.n_features_in_}.")
+    xp, _ = namespace(X)
+    X, dev = float64(X, xp), device_of(X)
+    if not bool(xp.all(xp.isfinite(X))):
+        raise ValueError("pairs: the points contain NaN or infinity.")
+    a, b = (xp.asarray(np.ascontiguousarray(idx[:, k]), device=dev) for k in (0, 1))
+    diff = (xp.take(X, a, axis=0) - xp.take(X, b, axis=0)) \
+        @ xp.asarray(estimator.components_.T, device=dev)
+    return xp.sqrt(xp.sum(diff * diff, axis=1))
+
+
+def host_labels(y):
+    """Labels or scores (one per sample or pair) read on the host, from a
+    device array too."""
+    return y if is_numpy(y) or isinstance(y, (list, tuple)) else np.asarray(to_numpy(y))
 
 
 def components_from_metric(M):
@@ -564,6 +638,9 @@ def _call_preprocessor(preprocessor, indicators, name):
         raise ValueError(
             f"preprocessor: the callable raised {type(exc).__name__} on the "
             f"indicators of {name} ({exc}).") from exc
+    if dispatched(points):  # not converted silently: say which forms keep it
+        # (device points are kept as preprocessor=X or as the tuples' points)
+        check_host_input(points, "preprocessor", "a callable preprocessor")
     points = check_finite(points, "preprocessor", ndim=2)
     if points.shape[0] != len(indicators):
         raise ValueError(
@@ -750,6 +827,10 @@ class MahalanobisMixin(FitMixin, ClassNamePrefixFeaturesOutMixin, _SetOutputMixi
         """
         # ||L (a - b)||: the distance of the transformed points, without
         # cancellation from transforming a and b separately
+        found = device_tuples(pairs, getattr(self, "preprocessor", None), "pairs", 2)
+        if found is not None:  # array_api_dispatch: where the points are
+            check_is_fitted(self, "components_")
+            return _device_pair_distance(self, *found[:2])
         return self._distances(self._pair_points(pairs), 0, 1)
 
     def score_pairs(self, pairs):
@@ -992,7 +1073,11 @@ class PairsClassifierMixin:
         y_pred : ndarray of int, shape (n_pairs,)
         """
         check_is_fitted(self, "threshold_")
-        return np.where(self.pair_distance(pairs) <= self.threshold_, 1, -1)
+        dist = self.pair_distance(pairs)
+        if not is_numpy(dist):  # on the device of the pairs' points
+            xp, _ = namespace(dist)
+            return 2 * xp.astype(dist <= self.threshold_, xp.int64) - 1
+        return np.where(dist <= self.threshold_, 1, -1)
 
     def score(self, pairs, y):
         """ROC-AUC of :meth:`decision_function` against the labels ``y``.
@@ -1007,8 +1092,8 @@ class PairsClassifierMixin:
         -------
         score : float
         """
-        scores = self.decision_function(pairs)
-        y = check_pair_labels(y, scores.shape[0])
+        scores = host_labels(self.decision_function(pairs))
+        y = check_pair_labels(host_labels(y), scores.shape[0])
         if np.all(y == y[0]):
             raise ValueError("y: ROC-AUC needs both similar (+1) and dissimilar "
                              "(-1) pairs.")
@@ -1062,8 +1147,9 @@ class PairsClassifierMixin:
         self
         """
         _check_calibration(strategy, min_rate, beta)
-        scores = self.decision_function(pairs_valid)  # -D, higher = similar
-        y = check_pair_labels(y_valid, scores.shape[0], "y_valid")
+        # -D, higher = similar (on the host: the search is over P scores)
+        scores = host_labels(self.decision_function(pairs_valid))
+        y = check_pair_labels(host_labels(y_valid), scores.shape[0], "y_valid")
         if strategy == "accuracy":
             order = np.argsort(-scores, kind="stable")
             s, yo = scores[order], y[order]

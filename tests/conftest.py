@@ -317,3 +317,23 @@ def dask_client():
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def dispatched_python():
+    """``run(code)``: ``code`` in a fresh interpreter with SciPy's array API
+    flag, which scikit-learn's ``array_api_dispatch`` needs before SciPy is
+    imported; asserts it printed ``ok``.  Skipped without torch and
+    array-api-compat."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+
+    def run(code):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env={**os.environ, "SCIPY_ARRAY_API": "1"}, check=False)
+        assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr[-3000:]
+
+    return run

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._backend import Transfers, device_of, float64, is_numpy, namespace
 from .._settings import _LDML_SCALE_CHUNK as _CHUNK
 from .._settings import AUTO_RATIO
 from ..result import Certificate, SolverResult, Status
@@ -32,11 +33,15 @@ __all__ = ["AUTO_RATIO", "unit_scale", "ZeroPoint", "zero_point", "auto_lam",
            "scaled_lam", "zero_result"]
 
 
-def unit_scale(X):
+def unit_scale(X, transfers=None):
     """``(X_u, k)``: ``X`` centred and multiplied by ``2^-k`` so that its
     root-mean-square spread is in ``[0.5, 1)`` (``k = 0`` when every row is
     the same).  Computed without squaring ``X`` (no overflow at any finite
-    scale)."""
+    scale).  An array of another namespace (PyTorch, CuPy, ``array-api-strict``)
+    is scaled where it is: only scalars come to the host, counted in
+    ``transfers``."""
+    if not is_numpy(X) and not isinstance(X, (list, tuple)):
+        return _unit_scale_xp(X, Transfers() if transfers is None else transfers)
     X = np.asarray(X, dtype=float)
     top = float(np.max(np.abs(X))) if X.size else 0.0
     if top == 0.0:
@@ -49,6 +54,26 @@ def unit_scale(X):
         return Xc, 0
     k1 = math.frexp(spread)[1]
     return np.ldexp(Xc, -k1), k0 + k1
+
+
+def _unit_scale_xp(X, t):
+    """:func:`unit_scale` on ``X``'s namespace, float64 on its device.  The
+    powers of two are exact products (as ``ldexp``) unless a result is
+    subnormal; the mean is the device's sum, equal to NumPy's to
+    round-off (a translation, which no pair difference sees)."""
+    xp, _ = namespace(X)
+    X = float64(X, xp)
+    top = float(t.to_host(xp.max(xp.abs(X)))) if X.shape[0] * X.shape[1] else 0.0
+    if top == 0.0:
+        return xp.asarray(X, copy=True), 0
+    k0 = math.frexp(top)[1]
+    Xc = X * math.ldexp(1.0, -k0)
+    Xc = Xc - xp.mean(Xc, axis=0)[None, :]
+    spread = math.sqrt(float(t.to_host(xp.mean(xp.sum(Xc * Xc, axis=1)))))
+    if spread == 0.0:
+        return Xc, 0
+    k1 = math.frexp(spread)[1]
+    return Xc * math.ldexp(1.0, -k1), k0 + k1
 
 
 def scaled_lam(lam, k, regularizer):
@@ -93,12 +118,18 @@ def _zero(C_sim, C_dis, n_pos, n_neg):
     return ZeroPoint(S0, int(n_pos), int(n_neg), b0, f0, sigma2)
 
 
-def zero_point(X, pairs, s):
+def zero_point(X, pairs, s, transfers=None):
     """:class:`ZeroPoint` of explicit pairs (``s`` = +1 / -1, both
-    present)."""
-    X = np.asarray(X, dtype=float)
+    present).  On another namespace the outer products are summed on
+    ``X``'s device, block by block; the (D, D) sums come to the host,
+    counted in ``transfers``."""
     pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
     s = np.asarray(s, dtype=float)
+    if not is_numpy(X) and not isinstance(X, (list, tuple)):
+        C_sim, C_dis = _pair_scatter_xp(X, pairs, s > 0,
+                                        Transfers() if transfers is None else transfers)
+        return _zero(C_sim, C_dis, int(np.sum(s > 0)), int(np.sum(s < 0)))
+    X = np.asarray(X, dtype=float)
     D = X.shape[1]
     C_sim, C_dis = np.zeros((D, D)), np.zeros((D, D))
     for a in range(0, len(s), _CHUNK):
@@ -110,25 +141,65 @@ def zero_point(X, pairs, s):
     return _zero(C_sim, C_dis, int(np.sum(s > 0)), int(np.sum(s < 0)))
 
 
-def zero_point_labels(X, labels, rows):
+def _pair_scatter_xp(X, pairs, pos, t):
+    """``(C_sim, C_dis)`` of explicit pairs of a device ``X``: blocks of
+    differences gathered there, one (D, D) product of each kind per block."""
+    xp, _ = namespace(X)
+    X, dev = float64(X, xp), device_of(X)
+    C_sim = C_dis = 0.0
+    for a in range(0, len(pos), _CHUNK):
+        sl = slice(a, a + _CHUNK)
+        idx = t.to_device(pairs[sl], xp, dev)
+        w = t.to_device(pos[sl].astype(float), xp, dev)
+        Phi = xp.take(X, idx[:, 0], axis=0) - xp.take(X, idx[:, 1], axis=0)
+        C_sim = C_sim + Phi.T @ (w[:, None] * Phi)
+        C_dis = C_dis + Phi.T @ ((1.0 - w)[:, None] * Phi)
+    both = t.to_host(xp.stack([C_sim, C_dis]))
+    return both[0], both[1]
+
+
+def _class_scatter_xp(X, labels, t):
+    """``(total, C_sim)`` of :func:`zero_point_labels` for a device ``X``:
+    each class's rows gathered there (their indices moved once), the
+    (D, D) scatter matrices summed there and brought to the host together."""
+    xp, _ = namespace(X)
+    X, dev = float64(X, xp), device_of(X)
+    N = X.shape[0]
+    Xc = X - xp.mean(X, axis=0)[None, :]
+    C_sim = 0.0
+    for c in np.unique(labels):
+        Z = xp.take(X, t.to_device(np.flatnonzero(labels == c), xp, dev), axis=0)
+        Zc = Z - xp.mean(Z, axis=0)[None, :]
+        C_sim = C_sim + Z.shape[0] * (Zc.T @ Zc)
+    both = t.to_host(xp.stack([N * (Xc.T @ Xc), C_sim]))
+    return both[0], both[1]
+
+
+def zero_point_labels(X, labels, rows, transfers=None):
     """:class:`ZeroPoint` of every pair of labelled samples, from the
     classes' scatter matrices (``sum_{i<j} C_ij = N sum_i (x_i -
     mean)(x_i - mean)^T`` over a set of ``N``), without forming the pairs.
     ``rows`` are the row ids of :func:`~cvxmetric.ldml.fast._row_ids`:
     pairs of identical rows are left out (as :class:`AllPairs` does; their
-    outer product is 0, only the counts change)."""
-    X = np.asarray(X, dtype=float)
+    outer product is 0, only the counts change).  On another namespace
+    the scatter matrices are summed on ``X``'s device; the (D, D) results
+    come to the host, counted in ``transfers``."""
     labels = np.asarray(labels)
-    N = X.shape[0]
-    Xc = X - X.mean(axis=0)
-    total = N * (Xc.T @ Xc)
-    C_sim = np.zeros_like(total)
-    n_same = 0
-    for c in np.unique(labels):
-        Z = X[labels == c]
-        Zc = Z - Z.mean(axis=0)
-        C_sim += len(Z) * (Zc.T @ Zc)
-        n_same += len(Z) * (len(Z) - 1) // 2
+    N = len(labels)
+    if not is_numpy(X) and not isinstance(X, (list, tuple)):
+        total, C_sim = _class_scatter_xp(X, labels,
+                                         Transfers() if transfers is None else transfers)
+    else:
+        X = np.asarray(X, dtype=float)
+        Xc = X - X.mean(axis=0)
+        total = N * (Xc.T @ Xc)
+        C_sim = np.zeros_like(total)
+        for c in np.unique(labels):
+            Z = X[labels == c]
+            Zc = Z - Z.mean(axis=0)
+            C_sim += len(Z) * (Zc.T @ Zc)
+    _, counts = np.unique(labels, return_counts=True)
+    n_same = int(np.sum(counts * (counts - 1) // 2))
     # identical rows: pairs with the same label, and all of them
     _, grp = np.unique(np.column_stack([rows, labels]), axis=0, return_counts=True)
     dup_same = int(np.sum(grp * (grp - 1) // 2))

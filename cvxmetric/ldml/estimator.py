@@ -42,9 +42,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._backend import Transfers, check_host_input, device_of, is_numpy, namespace
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
-                     PairsClassifierMixin, components_from_metric, given_options,
-                     solver_names, store_arguments, validate_labelled)
+                     PairsClassifierMixin, components_from_metric, dispatched,
+                     fit_tuples, given_options, host_labels, solver_names,
+                     store_arguments, validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_finite, check_pair_labels, check_samples
@@ -76,6 +78,11 @@ __all__ = ["LDML", "LDMLSupervised", "MildML", "LDMLStar", "SOLVER_NAMES", "PAIR
 
 #: Values of the LDML estimators' ``solver`` (the registry's methods).
 SOLVER_NAMES = solver_names("ldml")
+
+#: The solvers whose passes over the pairs run on an array-API namespace
+#: (``"auto"`` is ``"lowrank"``): a device ``X`` is kept under
+#: scikit-learn's ``array_api_dispatch``.
+_DEVICE_SOLVERS = ("fast", "lowrank", "auto")
 
 _SHARED = {
     "lam": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
@@ -127,9 +134,12 @@ def _rounding_error(loss, L):
     """A bound on the rounding error of ``F`` evaluated from ``M = L^T L``
     in float64 (``2 D eps sum_p |phi_p|^T |L|^T |L| |phi_p|``, slopes at
     most 1); pairs of :class:`AllPairs` through ``|phi_ij| <= |x_i| +
-    |x_j|`` (``sum_{i<j}`` in closed form)."""
-    X = np.abs(loss.X)
+    |x_j|`` (``sum_{i<j}`` in closed form).  On a device loss the sums
+    run there (:func:`_rounding_error_xp`)."""
     A = np.abs(L).T @ np.abs(L)
+    if getattr(loss, "_xp", None) is not None:
+        return 2.0 * L.shape[1] * np.finfo(float).eps * _rounding_error_xp(loss, A)
+    X = np.abs(loss.X)
     D = X.shape[1]
     if isinstance(loss, AllPairs):
         N = X.shape[0]
@@ -140,6 +150,36 @@ def _rounding_error(loss, L):
         Phi = np.abs(loss.X[loss.i] - loss.X[loss.j])
         total = float(np.einsum("pd,de,pe->", Phi, A, Phi))
     return 2.0 * D * np.finfo(float).eps * total
+
+
+def _rounding_error_xp(loss, A):
+    """``sum_p |phi_p|^T A |phi_p|`` of :func:`_rounding_error` on the
+    device of ``loss``: ``A`` (D, D) moved there, one scalar (and for all
+    pairs the column sums, D) back, counted in ``loss.transfers``."""
+    xp, t = loss._xp, loss.transfers
+    Ad = t.to_device(A, xp, device_of(loss.X))
+    if isinstance(loss, AllPairs):
+        X = xp.abs(loss.X)
+        N = X.shape[0]
+        q = t.to_host(xp.sum((X @ Ad) * X))
+        s = t.to_host(xp.sum(X, axis=0))
+        return (N - 2) * float(q) + float(s @ A @ s)
+    total = None
+    for _, _, Phi in loss._pxp.blocks():
+        Phi = xp.abs(Phi)
+        part = xp.sum((Phi @ Ad) * Phi)
+        total = part if total is None else total + part
+    return 0.0 if total is None else float(t.to_host(total))
+
+
+def _add_moves(loss, transfers):
+    """The estimator's own counted moves (scaling, the point ``M = 0``)
+    added to those of a device ``loss``, whose count the result reports."""
+    if getattr(loss, "_xp", None) is None:
+        return
+    for name in ("to_host_count", "to_host_bytes", "to_device_count", "to_device_bytes"):
+        setattr(loss.transfers, name,
+                getattr(loss.transfers, name) + getattr(transfers, name))
 
 
 def _budgeted(fit):
@@ -171,12 +211,23 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
                              f"{D}) needs solver='lowrank', not {solver!r}.")
         return d
 
-    def _units(self, X, name="X"):
+    def _units(self, X, name="X", transfers=None):
         """``(X_u, k)``: ``X`` centred and scaled by ``2^-k`` (exact) to unit
         spread (:func:`~cvxmetric.ldml._scale.unit_scale`); the solvers run on
-        ``X_u`` at any finite scale of ``X``."""
-        Xu, k = unit_scale(X)
-        if not np.any(Xu):
+        ``X_u`` at any finite scale of ``X``.  A device ``X`` (kept under
+        ``array_api_dispatch``) is checked and scaled on its device, its
+        scalars counted in ``transfers``."""
+        if is_numpy(X):
+            Xu, k = unit_scale(X)
+            nonzero = np.any(Xu)
+        else:
+            xp, _ = namespace(X)
+            transfers = Transfers() if transfers is None else transfers
+            if not bool(transfers.to_host(xp.all(xp.isfinite(X)))):
+                raise ValueError(f"{name}: contains NaN or infinity.")
+            Xu, k = unit_scale(X, transfers)
+            nonzero = bool(transfers.to_host(xp.any(Xu != 0)))
+        if not nonzero:
             raise ValueError(f"{name}: every sample is the same point, so every "
                              f"pair has distance 0 under any metric: there is no "
                              f"metric to learn.")
@@ -241,6 +292,10 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
                 f"of scale about 2^{-2 * k + 2 * math.frexp(top)[1]}, outside the "
                 f"float64 range; LDML depends on the scale of X only through lam "
                 f"(X -> cX is lam -> lam / c^2), so rescale X (e.g. standardise it).")
+        if getattr(loss, "_xp", None) is not None:  # a device fit: where it ran
+            result.info.update(backend=getattr(loss._xp, "__name__", str(loss._xp)),
+                               device=str(device_of(loss.X)),
+                               transfers=loss.transfers.as_dict())
         result.M = Mu
         result.info["L"] = Lu
         self.result_ = result
@@ -288,15 +343,19 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         """LDML on explicit pairs with the chosen solver."""
         D = X.shape[1]
         d = self._check_solver(D)
-        Xu, k = self._units(X)
-        zp = zero_point(Xu, pairs, s)
+        t = Transfers()
+        Xu, k = self._units(X, transfers=t)
+        zp = zero_point(Xu, pairs, s, t)
         lam = self._lam(zp, k)
         res = self._zero(zp, lam)
         if res is not None:
             return self._store(res, D, np.zeros((d, D)), k=k)
         loss = PairSet(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
+        _add_moves(loss, t)
 
         def data():
+            if not is_numpy(Xu):  # the loss's pairs, on their device
+                return loss.pair_data()
             return LDMLData(Xu, pairs, s, lam=lam, regularizer=self.regularizer)
 
         res = self._run_solver({
@@ -444,6 +503,17 @@ class LDML(_PairProba, PairsClassifierMixin, _LDMLBase):
         """:meth:`fit`'s input validated: ``(X, idx, y)``."""
         if calibration_params is not None:
             self._check_calibration_params(calibration_params)
+        # array_api_dispatch: "fast" and "lowrank" pass over the pairs where
+        # their points are (an array preprocessor, or the pairs' points)
+        found = fit_tuples(self, pairs, "pairs", 2,
+                           keep_namespace=self.solver in _DEVICE_SOLVERS)
+        if found is not None:
+            X, idx, _ = found
+            y = check_pair_labels(host_labels(y), idx.shape[0], "y")
+            if np.all(y == y[0]):
+                raise ValueError("y: both similar (+1) and dissimilar (-1) pairs are "
+                                 "needed.")
+            return X, idx, y
         X = self.preprocessor
         if X is not None:
             X = check_samples(X, "preprocessor")
@@ -540,7 +610,12 @@ n_features_in_
     @_budgeted
     def _fit(self, X, y):
         """Learn ``(M, b)`` from every pair of samples."""
-        X, y, _, codes = validate_labelled(self, X, y, ensure_min_samples=2)
+        if self.kernel is not None and dispatched(X):
+            check_host_input(X, "X", f"LDMLSupervised(kernel={self.kernel!r})")
+        # array_api_dispatch: the passes over all pairs run on X's namespace
+        X, y, _, codes = validate_labelled(
+            self, X, y, ensure_min_samples=2,
+            keep_namespace=self.kernel is None and self.solver in _DEVICE_SOLVERS)
         D = X.shape[1]
         solver = self.solver_ = self._solver(X.shape[0], D)
         if self.kernel_params is not None and self.kernel is None:
@@ -552,10 +627,12 @@ n_features_in_
         d = self._check_solver(D, solver)
         n_pairs = X.shape[0] * (X.shape[0] - 1) // 2
         _check_pair_count(solver, n_pairs)
-        Xu, k = self._units(X)
+        t = Transfers()
+        Xu, k = self._units(X, transfers=t)
         # duplicate samples form no pair (their distance is 0 under any M)
         loss = AllPairs(Xu, codes, lam=0.0, regularizer=self.regularizer)
-        zp = zero_point_labels(Xu, loss.labels, loss._rows)
+        _add_moves(loss, t)
+        zp = zero_point_labels(Xu, loss.labels, loss._rows, loss.transfers)
         loss.lam = self._lam(zp, k)
         res = self._zero(zp, loss.lam)
         if res is not None:
@@ -725,6 +802,15 @@ class _BagsLearner(_PairProba, PairsClassifierMixin, _LDMLBase):
     """``fit(bags, bag_labels)``: shared input handling."""
 
     def _bags(self, bags, bag_labels):
+        # array_api_dispatch: Eq. 7's selection and Eq. 11's matching run on
+        # NumPy; device input is refused by name, not converted
+        what = type(self).__name__
+        if self.preprocessor is not None and dispatched(self.preprocessor):
+            check_host_input(self.preprocessor, "preprocessor", what)
+        if self.preprocessor is None and isinstance(bags, (list, tuple)):
+            for k, B in enumerate(bags):
+                if dispatched(B):
+                    check_host_input(B, f"bags[{k}]", what)
         X, idx = _bag_input(bags, self.preprocessor)
         idx, sets, classes = check_bags(idx, bag_labels, X.shape[0])
         return X, idx, sets, classes

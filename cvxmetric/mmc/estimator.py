@@ -44,9 +44,13 @@ term of Xing's diagonal objective, which only scales its minimiser, and the
 metric is returned at the scale ``sum_D sqrt(D2_M) = 1`` whatever its value.
 
 With scikit-learn's ``array_api_dispatch`` on, ``MMCSupervised(solver="fast")``
-keeps a PyTorch, CuPy or ``array-api-strict`` ``X`` on its namespace: the
-sweeps over the pairs run there (docs/backends.md); the exact path needs
-NumPy.
+keeps a PyTorch, CuPy or ``array-api-strict`` ``X`` on its namespace, and
+``MMC(solver="fast")`` the same kind of array given as ``preprocessor`` or
+as the pairs' points (n_pairs, 2, n_features): the sweeps over the pairs
+run there (docs/backends.md), and ``pair_distance``, ``decision_function``
+and ``predict`` of such pairs return arrays on that device.  The exact
+path needs NumPy and refuses such input by name, as does a callable
+``preprocessor`` that returns device arrays.
 
 If a dissimilar difference has a component that no similar pair varies
 along (the null space of ``A_S``), the optimum is 0, attained by any metric
@@ -66,9 +70,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._backend import is_numpy, namespace, to_numpy
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
-                     PairsClassifierMixin, _take_rows, form_samples, form_tuples,
-                     given_options, renamed_keyword, solver_names, store_arguments,
-                     validate_labelled)
+                     PairsClassifierMixin, _take_rows, fit_tuples, form_samples,
+                     form_tuples, given_options, host_labels, renamed_keyword,
+                     solver_names, store_arguments, validate_labelled)
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_pair_labels, check_psd_matrix, check_samples
@@ -322,6 +326,13 @@ optional
     def _fit_pairs(self, pairs, y, calibration_params):
         """Validate :meth:`fit`'s input: ``(LabeledPairs, labels)``."""
         self._check_calibration_params(calibration_params)
+        # array_api_dispatch: the fast solvers sweep the pairs where their
+        # points are (an array preprocessor, or the pairs' points)
+        found = fit_tuples(self, pairs, "pairs", 2, keep_namespace=self.solver == "fast")
+        if found is not None:
+            X, idx, _ = found
+            y = _check_pair_labels(host_labels(y), idx.shape[0])
+            return labeled_pairs(X, idx, y), y
         X = self.preprocessor
         if callable(X):  # indicators formed into points (metric-learn)
             pairs, X = form_tuples(pairs, X, "pairs", 2), None
