@@ -20,6 +20,18 @@ and learning LDML on them, repeatedly.
                                                                   at full rank
 ============  ==================================================  ===========
 
+Array API.  With scikit-learn's ``array_api_dispatch`` on, the solvers
+whose passes over the pairs run on an array-API namespace keep a PyTorch,
+CuPy or ``array-api-strict`` array where it is: ``LDMLSupervised`` with
+``"fast"``, ``"lowrank"`` or ``"auto"`` (no kernel) its ``X``, ``LDML``
+with ``"fast"`` or ``"lowrank"`` an array ``preprocessor`` or the pairs'
+points.  Only scalars and (D, D) matrices come to the host (counted in
+``result_.info["transfers"]``, with ``"backend"`` and ``"device"``); the
+fitted attributes are NumPy arrays, and ``transform``, ``pair_distance``,
+``predict`` and ``predict_proba`` of device input answer on its device.
+``"exact"``, the kernel form, MildML and LDML* run on NumPy and refuse
+such input by name (docs/backends.md).
+
 Threshold.  LDML learns ``b`` with it: ``p(same) = sigma(b - d_M)`` (Eq. 3),
 ``d_M`` the squared distance.  ``b_`` is that threshold; ``predict_proba``
 uses it; ``threshold_`` is the same decision in the units of
@@ -56,6 +68,7 @@ from ._budget import budget, expired, remaining
 from ._mildml import BagPairs, check_bags, fit_mildml
 from ._naming import label_instances
 from .exact import REGULARIZERS, LDMLData, _sigmoid, declared_problem, solve_exact
+from ._xp import sigmoid_xp
 from ._scale import (
     auto_lam,
     scaled_lam,
@@ -400,7 +413,12 @@ class _PairProba:
             Columns in the order of ``classes_`` (``[-1, 1]``).
         """
         check_is_fitted(self, "b_")
-        u = self.b_ - self.pair_distance(pairs) ** 2
+        dist = self.pair_distance(pairs)
+        if not is_numpy(dist):  # device pairs (array_api_dispatch): there
+            xp, _ = namespace(dist)
+            u = self.b_ - dist * dist
+            return xp.stack([sigmoid_xp(xp, -u), sigmoid_xp(xp, u)], axis=1)
+        u = self.b_ - dist ** 2
         return np.column_stack([_sigmoid(-u), _sigmoid(u)])
 
 
