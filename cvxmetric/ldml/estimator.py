@@ -41,6 +41,7 @@ in ``fit``) moves ``threshold_`` only, as metric-learn does; ``b_`` and
 ``predict_proba`` keep the model's value.
 """
 
+import dataclasses
 import functools
 import math
 import warnings
@@ -190,9 +191,9 @@ def _add_moves(loss, transfers):
     added to those of a device ``loss``, whose count the result reports."""
     if getattr(loss, "_xp", None) is None:
         return
-    for name in ("to_host_count", "to_host_bytes", "to_device_count", "to_device_bytes"):
-        setattr(loss.transfers, name,
-                getattr(loss.transfers, name) + getattr(transfers, name))
+    for f in dataclasses.fields(Transfers):
+        setattr(loss.transfers, f.name,
+                getattr(loss.transfers, f.name) + getattr(transfers, f.name))
 
 
 def _budgeted(fit):
