@@ -41,6 +41,7 @@ difference vectors: its data are ``X / 2^k``, so its factors are scaled by
 ``2^-k`` on the host and its partial sums by ``2^-2k`` (exactly).
 """
 
+import copy
 import dataclasses
 import sys
 from dataclasses import dataclass, field
@@ -139,8 +140,7 @@ class DaskPairs:
 
     def scaled(self, k):
         """The same pairs of ``2^k X`` (sharing the persisted vectors)."""
-        out = object.__new__(DaskPairs)
-        out.__dict__.update(self.__dict__)
+        out = copy.copy(self)
         out.k = int(k)
         return out
 
