@@ -596,7 +596,9 @@ class QwiseDualSolver(IterativeSolver):
         attempted at gap checks; ``None`` never does.
     working_set : int or None
         Above this many constraints, iterate on a working set (see the
-        module docstring); ``None`` never does.  ``maxiter`` then counts the
+        module docstring); ``None`` never does.  Data whose iterations run
+        on host restrictions (a ``dask.array``'s) always do, on every
+        constraint at first when there are no more than this (or ``None``).  ``maxiter`` then counts the
         iterations of all rounds together.
     follow_rounds : int
         Working-set rounds at the final tolerance in which the set still

@@ -96,6 +96,8 @@ def test_dual_solver_certifies_the_numpy_objective(small, dask_client):
     _same_optimum(res, ref)
     assert res.info["working_set_rounds"][0]["size"] == data.n_constraints
     _bounded_moves(res, data)
+    # no working set asked for: the rounds are over every constraint
+    _same_optimum(QwiseDualSolver(working_set=None).run(dev), ref)
     _same_optimum(formulation("qwise").method("fast").load_collection()(dev), ref)
 
 
@@ -138,6 +140,17 @@ def test_any_scheduler_address(small, dask_client):
         assert distributed.get_client() is client
         np.testing.assert_allclose(dev.op.sqdist(ref.M), data.op.sqdist(ref.M),
                                    rtol=1e-12, atol=1e-12)
+
+
+def test_float32_input_is_cast_to_float64(small, dask_client):
+    X, base, _ = small
+    X32 = X.astype(np.float32)
+    data = QwiseData.from_sets(Quadruplets.create(X32.astype(float),
+                                                  base.quadruplets.indices, 1.0))
+    dev = _on_dask(data, X32)
+    assert dev.X.dtype == np.float64
+    M = np.eye(D)
+    np.testing.assert_allclose(dev.op.sqdist(M), data.op.sqdist(M), rtol=1e-12, atol=1e-12)
 
 
 def test_bad_input_is_refused_by_name(small, dask_client):
