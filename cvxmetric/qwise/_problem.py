@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from .._backend import is_dask
 from .._data import Samples
 from .._linalg import PairOperator, eigh_psd, project_psd, signed_factors
 from .._settings import _MAX_EXP, _RESTRICTED_PHI, C_RANGE
@@ -451,13 +452,10 @@ class QwiseData(Samples):
         mark[both] = True
         used = np.flatnonzero(mark)
         inv = (np.cumsum(mark) - 1)[both]
-        pairs = np.column_stack([self.op.i[used], self.op.j[used]])
-        store = len(pairs) * self.n_features <= _RESTRICTED_PHI
-        op = PairOperator(self.op.X, pairs, materialize=True if store else None,
-                          centered=True, dtype=dtype)
+        X, op = self._restricted_operator(used, dtype)
         k = len(index)
         return QwiseData(
-            X=self.X, quadruplets=self.quadruplets, pairs=self.pairs,
+            X=X, quadruplets=self.quadruplets, pairs=self.pairs,
             regularizer=self.regularizer, C_q=self.C_q, C_p=self.C_p, u=self.u,
             l=self.l, R=self.R, mu=self.mu, op=op,
             near_q=inv[:k], far_q=inv[k:], delta_q=self.delta_q[index],
@@ -465,6 +463,15 @@ class QwiseData(Samples):
             n_quadruplets=int(np.sum(index < self.n_quadruplets)),
             scaling=self.scaling, scale_free=self.scale_free,
         )
+
+    def _restricted_operator(self, used, dtype):
+        """``(X, op)`` of :meth:`restrict`: the samples and the pair
+        operator over the pairs ``used`` (their difference vectors stored
+        while they fit)."""
+        pairs = np.column_stack([self.op.i[used], self.op.j[used]])
+        store = len(pairs) * self.n_features <= _RESTRICTED_PHI
+        return self.X, PairOperator(self.op.X, pairs, materialize=True if store else None,
+                                    centered=True, dtype=dtype)
 
     # -- shape helpers -------------------------------------------------------
 
@@ -477,16 +484,29 @@ class QwiseData(Samples):
     #: The namespace of the arrays (see :meth:`on_device`).
     xp = np
 
+    #: Whether the fast solver iterates only on host restrictions of this
+    #: problem (:meth:`restrict`), its full passes running where the data
+    #: are: True for the Dask data (:mod:`cvxmetric.qwise._dask`).
+    host_iterations = False
+
     def on_device(self, X):
         """This problem with the fast solver's passes on the namespace and
         device of ``X`` (a PyTorch, CuPy or ``array-api-strict`` array
         holding this problem's samples ``self.X``, of any floating type:
         cast to float64 there); see :mod:`cvxmetric.qwise._xp`.
 
+        A ``dask.array`` gives a :class:`~cvxmetric.qwise._dask.QwiseDaskData`
+        instead: the full passes as Dask tasks over chunks of pairs, the
+        iterations on the host (see :mod:`cvxmetric.qwise._dask`).
+
         Returns
         -------
-        QwiseXPData
+        QwiseXPData or QwiseDaskData
         """
+        if is_dask(X):
+            from ._dask import QwiseDaskData
+
+            return QwiseDaskData.from_host(self, X)
         from ._xp import QwiseXPData
 
         return QwiseXPData.from_host(self, X)

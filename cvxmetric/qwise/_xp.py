@@ -22,14 +22,11 @@ distinct pair with ``bincount``, which the array API lacks): as many
 products as the NumPy path when the constraints share few pairs, at most
 twice as many when they share many.
 
-No Dask path: a constraint reads four arbitrary rows of ``X`` (two pairs),
-so a ``dask.array`` chunked by rows does not split the constraints into
-independent tasks -- each sweep would gather rows across every chunk (a
-shuffle of ``X`` per sweep).  Chunking the difference vectors of the pairs
-by rows instead makes the distance pass blockwise, but a margin still
-subtracts the distances of two pairs held by different chunks, and the
-iterations run on a working set of a few percent of the constraints, which
-fits one device.
+A ``dask.array`` gets its own data (:mod:`cvxmetric.qwise._dask`): a
+constraint reads four arbitrary rows of ``X``, so row chunks do not split
+the constraints; the Dask path splits the pairs' difference vectors
+instead, gathers each distance pass as one vector on the host and iterates
+on host restrictions.
 """
 
 import dataclasses
