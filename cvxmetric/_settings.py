@@ -730,3 +730,6 @@ CONSTRAINTDML_BVLS_FLOPS = 2e8
 #: each pass gathers the rows of ``X`` block by block.
 QWISE_DEVICE_BLOCK = 1 << 24
 QWISE_DEVICE_PHI = 1 << 31
+#: Largest chunk (bytes) of the pairs' difference vectors a Dask task of
+#: Qwise's passes holds: a task's share of a pass.
+QWISE_DASK_CHUNK = 1 << 27

@@ -51,13 +51,10 @@ import numpy as np
 
 from .. import _backend
 from .._linalg import PairOperator, signed_factors
-from .._settings import _RESTRICTED_PHI
+from .._settings import _RESTRICTED_PHI, QWISE_DASK_CHUNK
 from ._problem import QwiseData
 
 __all__ = ["DaskPairs", "QwiseDaskData"]
-
-#: Largest chunk of difference vectors (bytes): a task's share of a pass.
-PAIR_CHUNK_BYTES = 1 << 27
 
 
 # -- the tasks (NumPy, on the workers) ---------------------------------------------
@@ -108,7 +105,7 @@ class DaskPairs:
     transfers : Transfers
     n_chunks : int, optional
         Chunks of pairs; default as many as ``X`` has row chunks, more when
-        a chunk would exceed :data:`PAIR_CHUNK_BYTES`.
+        a chunk would exceed :data:`QWISE_DASK_CHUNK`.
     """
 
     def __init__(self, X, i, j, transfers, *, n_chunks=None):
@@ -119,7 +116,7 @@ class DaskPairs:
         self.n_pairs = P = len(self.i)
         n, d = X.shape
         if n_chunks is None:
-            n_chunks = max(len(X.chunks[0]), -(-P * d * 8 // PAIR_CHUNK_BYTES))
+            n_chunks = max(len(X.chunks[0]), -(-P * d * 8 // QWISE_DASK_CHUNK))
         self.edges = np.unique(np.linspace(0, P, max(1, min(n_chunks, P)) + 1).astype(int))
         # X as one persisted block that every build task reads where it is
         # (a constraint's rows are anywhere in X); released once the
