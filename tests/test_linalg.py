@@ -106,6 +106,22 @@ def test_laplacian(instance):
     close(L2, L)
 
 
+def test_laplacian_repeated_mirrored_and_self_pairs():
+    # the pattern is built over distinct unordered pairs: a pair given twice,
+    # once reversed, and a pair (i, i) must still give sum_p w_p e e^T,
+    # and a second call reuses the pattern with new weights
+    rng = np.random.RandomState(3)
+    X = rng.randn(9, 3)
+    pairs = np.array([[0, 1], [1, 0], [0, 1], [2, 2], [3, 7], [8, 4], [4, 8]])
+    op = PairOperator(X, pairs, materialize=False)
+    for seed in (4, 5):
+        w = np.random.RandomState(seed).randn(len(pairs))
+        E = np.zeros((len(pairs), len(X)))
+        E[np.arange(len(pairs)), pairs[:, 0]] += 1.0
+        E[np.arange(len(pairs)), pairs[:, 1]] -= 1.0
+        close(op.laplacian(w).toarray(), E.T @ (w[:, None] * E))
+
+
 def test_default_storage(instance, monkeypatch):
     """Difference vectors are stored when pairs do not outnumber samples, or
     when they take at most ``_SMALL_PHI`` floats."""
