@@ -30,6 +30,7 @@ import time
 from sklearn.base import BaseEstimator
 
 from ._base import MahalanobisMixin, PairsClassifierMixin, form_tuples
+from ._base import fit_tuples
 from ._docs import fill_doc
 from ._exact import SOLVERS, _version, solver_options
 from ._trace import recording
@@ -131,6 +132,7 @@ class DeclaredPairsLearner(PairsClassifierMixin, MahalanobisMixin, BaseEstimator
     def _data(self, pairs, y):
         """The formulation and its canonical data of validated pairs."""
         f = _formulation(self.formulation)
+        fit_tuples(self, pairs, "pairs", 2, keep_namespace=False)
         X = getattr(self, "preprocessor", None)
         if callable(X):  # indicators formed into points (metric-learn)
             pairs, X = form_tuples(pairs, X, "pairs", 2), None

@@ -6,6 +6,7 @@ learner of the package does, and ``fit(X, y)`` drawing metric-learn's
 from sklearn.utils import check_random_state
 
 from ._base import form_samples, form_tuples, renamed_keyword, validate_labelled
+from ._base import fit_tuples
 from ._validation import check_pair_labels, check_samples
 from .constraints import pairs_from_labels, tuples_to_indices
 
@@ -20,6 +21,7 @@ class PairsInputMixin:
         """Pairs given as indicators into ``preprocessor`` (an array or a
         callable) or as points, and their +1 / -1 labels."""
         self._check_calibration_params(calibration_params)
+        fit_tuples(self, pairs, "pairs", 2, keep_namespace=False)
         X = self.preprocessor
         if callable(X):  # indicators formed into points (metric-learn)
             pairs, X = form_tuples(pairs, X, "pairs", 2), None

@@ -35,6 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
                      PairsClassifierMixin, array_ndim, default_n_constraints,
                      given_options, solver_names, store_arguments, validate_labelled)
+from .._base import fit_tuples
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
@@ -189,6 +190,7 @@ class ConstraintDML(PairsClassifierMixin, _ConstraintBase):
     def _fit_pairs(self, pairs, y, calibration_params):
         """Validate :meth:`fit`'s input: ``(X, indices, labels)``."""
         self._check_calibration_params(calibration_params)
+        fit_tuples(self, pairs, "pairs", 2, keep_namespace=False)
         points = array_ndim(pairs, "pairs") == 3
         X = self.preprocessor
         if not points and X is not None and not callable(X):

@@ -36,6 +36,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
                      QuadrupletsClassifierMixin, array_ndim, default_n_constraints,
                      given_options, solver_names, store_arguments, validate_labelled)
+from .._base import fit_tuples
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
@@ -278,6 +279,9 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
 
     def _build_sets(self, quadruplets, delta, pairs, pair_labels):
         """Quadruplets and pairs over one sample matrix."""
+        fit_tuples(self, quadruplets, "quadruplets", 4, keep_namespace=False)
+        if pairs is not None:
+            fit_tuples(self, pairs, "pairs", 2, keep_namespace=False)
         q_points = array_ndim(quadruplets, "quadruplets") == 3
         if pairs is not None and (array_ndim(pairs, "pairs") == 3) != q_points:
             raise ValueError(

@@ -28,6 +28,7 @@ from .._base import (
     store_arguments,
     validate_labelled,
 )
+from .._base import fit_tuples
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from ..constraints import (
@@ -233,6 +234,7 @@ class QwiseStructural(_OrderedTuplesMixin, _StructuralBase):
                 f"y: {type(self).__name__}.fit takes no labels (the order "
                 f"within each tuple is its label).")
         name, width = self.reading, _WIDTH[self.reading]
+        fit_tuples(self, tuples, name, width, keep_namespace=False)
         ndim = array_ndim(tuples, name)
         shape = np.shape(tuples)
         if ndim in (2, 3) and len(shape) > 1 and shape[1] != width:

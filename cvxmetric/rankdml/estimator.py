@@ -36,6 +36,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
                      TripletsClassifierMixin, array_ndim, solver_names, store_arguments,
                      validate_labelled)
+from .._base import fit_tuples
 from .._docs import fill_doc
 from .._solver import conic_verbose
 from .._validation import check_samples
@@ -221,6 +222,7 @@ class RankDML(TripletsClassifierMixin, _RankDMLBase):
             raise ValueError(
                 "y: RankDML.fit takes no labels (each triplet (q, r, i) already "
                 "says the relevant r is closer to q than the irrelevant i).")
+        fit_tuples(self, triplets, "triplets", 3, keep_namespace=False)
         points = array_ndim(triplets, "triplets") == 3
         # points carry their own samples; indices need the preprocessor
         X = None if points or self.preprocessor is None else check_samples(

@@ -35,6 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import (LabelledMixin, MahalanobisMixin, TripletsClassifierMixin,
                      array_ndim, form_samples, form_tuples, solver_names,
                      store_arguments, validate_labelled)
+from .._base import fit_tuples
 from .._docs import fill_doc
 from .._validation import check_samples
 from ..constraints import Triplets
@@ -210,6 +211,7 @@ optional
             raise ValueError("y: SCML.fit takes no labels (each triplet (x, x+, x-) "
                              "already says x+ is nearer to x than x-).")
         self._check_numbers()
+        fit_tuples(self, triplets, "triplets", 3, keep_namespace=False)
         tuples = form_tuples(triplets, self.preprocessor, "triplets", 3)
         points = array_ndim(tuples, "triplets") == 3
         X = None if points or self.preprocessor is None or callable(self.preprocessor) \
