@@ -244,6 +244,32 @@ def _row_norms(data):
     return xp.sqrt(xp.maximum(val, 0.0))
 
 
+def _primal_weight(data):
+    """The default primal weight: the scale of the multipliers, ``max c_q``.
+
+    The iterations run on the scale-free twin, whose data, margins and
+    regulariser are of order one, so ``M`` is of order one there; the
+    multipliers live in the box ``[0, c_q]``, and the scale-free weight
+    ``C_n = C s^2 / rho`` (``C s^4 / t``: see
+    :class:`~cvxmetric.qwise.Scaling`) is the one
+    scale the twin cannot remove.  ``tau = eta / omega`` and ``sigma = eta
+    omega`` with ``omega = C_n`` is the iteration of weight 1 on the
+    multipliers ``alpha / C_n`` of the unit box, so the run does not depend
+    on ``C_n`` through its start.  (A weight of 1 whatever ``C_n``: with
+    ``X`` multiplied by 10^3 at fixed margins, ``C_n = 2^24``, the primal
+    steps were ``2^24`` times too long, ``M`` overshot by 10^11 and the
+    restarts first drove the weight the wrong way: 133 632 iterations on
+    300 constraints instead of 3 328.  The ratio ``||alpha|| / ||M||`` of
+    the ray start, the weight before 1, is 10-300 on standardised real data
+    and cost up to twice the iterations: tiny primal steps until the
+    restarts had brought it down.)  1 when no weight is positive.
+    """
+    if not data.n_constraints:
+        return 1.0
+    top = float(data.xp.max(data.c_q))
+    return top if top > 0 else 1.0
+
+
 def _op_norm(data, weights, n_iter=10, seed=0):
     """Power iteration for ``||W^(1/2) A||``, ``A: M -> (<A_q, M>)_q``."""
     rng = np.random.default_rng(seed)
@@ -589,7 +615,9 @@ class QwiseDualSolver(IterativeSolver):
         Iterations between gap evaluations (and restart decisions).
     omega0 : float, optional
         Initial primal weight (``tau = eta / omega``, ``sigma = eta
-        omega``); default 1, the balance of the scale-free twin.
+        omega``); default the largest hinge weight of the scale-free twin
+        (the scale of its multipliers, whose ``M`` is of order one: the
+        balance of the two blocks, 1 for unit weights).
     polish_from : float or None
         Certified relative gap below which the endgame (Newton's method on
         the face the iterates have located, see :func:`_polish`) is
@@ -841,14 +869,9 @@ class QwiseDualSolver(IterativeSolver):
             # A = 0 (no constraint depends on M): any step is stable
             norm = norm if norm > 1e-12 * max(1.0, float(xp.max(rn))) else 1.0
             eta = 0.99 / norm
-        # the primal weight balances the two blocks.  The iterations run on
-        # the scale-free twin (data, margins and regulariser of order one),
-        # where 1 is that balance; the restarts re-balance it from the
-        # movements.  (The ratio ||alpha|| / ||M|| at the ray start, the
-        # former default, is 10-300 on standardised real data and cost up
-        # to twice the iterations: tiny primal steps until the restarts had
-        # brought it down.)
-        omega = info.get("omega") or self.omega0 or 1.0
+        # the primal weight balances the two blocks (see _primal_weight);
+        # the restarts re-balance it from the movements.
+        omega = info.get("omega") or self.omega0 or _primal_weight(data)
         aM = data.a_of(data.op.sqdist(M))
         S = data.S_of(alpha)
         gap = _gap(data, M, alpha, aM, S)
