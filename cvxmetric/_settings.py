@@ -177,9 +177,6 @@ _CONT_FLOOR = 1e-12
 # the first Newton steps of a stage keep the last stage's face (multipliers
 # at a bound stay there): measured, Newton converges on it in 2-3 full steps
 _STAGE_HOLD = 5
-# a continuation stage ends once its certified gap is below this fraction of
-# the declared problem's gap at the stage's best pair (or below tol)
-_STAGE_RTOL = 1e-2
 #: The face polish's ladder (:func:`_polish`): a constraint is on its margin
 #: when its distance is within this of 1, and the range of ``A(u)`` is the
 #: eigenvalues (entries, diagonal) above this fraction of the largest.

@@ -89,7 +89,6 @@ from .._settings import (
     _INNER_RTOL,
     _MU,
     _STAGE_HOLD,
-    _STAGE_RTOL,
     _STALL,
 )
 from .._settings import (
@@ -986,13 +985,7 @@ class ConstraintDualSolver(IterativeSolver):
             # pair (the repaired dual bound makes it tight once lam is small)
             f_t, g_t = _target_pair(data, best.A, best.u)
             error = _rel_gap(f_t, g_t)
-            # a stage is a warm start only: once its gap is a hundredth of
-            # its best pair's gap on the declared problem, solving it further
-            # cannot bring that pair much closer (measured: the last round of
-            # each stage, a Newton step or two and a polish, was a fifth of
-            # d = 25's time, and the next stage took as many steps)
-            if (err <= tol or stall >= _STALL
-                    or (np.isfinite(error) and err <= _STAGE_RTOL * error)):
+            if err <= tol or stall >= _STALL:
                 # next stage, warm-started; its best pair is re-evaluated
                 lam = state.lam / _CONT_FACTOR
                 if lam < 0.99 * _CONT_FLOOR:
