@@ -726,9 +726,9 @@ CONSTRAINTDML_BVLS_FLOPS = 2e8
 #: The baseline's arc search (``constraintdml.fast``) stops at a point with
 #: an Armijo decrease whose slope along the projected arc is at most this
 #: fraction of the slope at 0 (the curvature condition of the strong Wolfe
-#: conditions): measured on the bench's d = 10 / 25 / 50 at 4 000 pairs,
-#: 4.2-4.4 times fewer arc points than bisecting the bracket to 1e-3 of its
-#: length, the Newton steps 5% fewer to equal.
+#: conditions): measured on the bench's d = 10 to 200 at 4 000 and 16 000
+#: pairs, 3-5 times fewer arc points than bisecting the bracket to 1e-3 of
+#: its length, the Newton steps within a few of the bisection's.
 CONSTRAINTDML_ARC_SLOPE = 0.1
 
 #: Qwise on an array-API device (:mod:`cvxmetric.qwise._xp`): entries
