@@ -54,6 +54,20 @@ def test_scaling_slopes_skip_failed_runs():
     assert slopes["N"]["fixed"] == {"d": 5}
 
 
+def test_monotone_seconds_along_an_axis():
+    out = sc.monotone_seconds([50, 25, 100], [0.44, 0.58, 2.29])
+    assert out["monotone"] is False
+    assert out["ratios"] == pytest.approx([0.44 / 0.58, 2.29 / 0.44])
+    assert sc.monotone_seconds([25, 50, 100], [0.4, 0.4, 2.0])["monotone"] is True
+    assert sc.monotone_seconds([25], [0.4]) == {"monotone": None, "ratios": []}
+    grids = {"qwise": {"d": ((5, 10), {"N": 100})}}
+    rows = [_fake_row("qwise", ["d"], {"d": 5, "N": 100}, 2.0),
+            _fake_row("qwise", ["d"], {"d": 10, "N": 100}, 1.0)]
+    (slope,) = sc.scaling_slopes(rows, grids)
+    assert slope["monotone"] is False and slope["ratios"] == pytest.approx([0.5])
+    assert "no (0.50)" in sc.format_scaling({"runs": [], "slopes": [slope]})
+
+
 def test_grids_share_runs_between_axes():
     assert set(sc.GRIDS) == set(sc.SOLVERS)
     runs = sc.grid_runs("qwise")

@@ -9,7 +9,9 @@ runs on ONE BLAS thread (:func:`cvxmetric._solver.forced_blas_threads`), so
 that the numbers do not depend on how busy the machine's other cores are
 and compare across machines.  Per axis the table reports the least-squares
 slope of ``log(seconds)`` against ``log(size)`` (:func:`loglog_slope`):
-the empirical exponent of the solver's cost along that axis.
+the empirical exponent of the solver's cost along that axis, and whether
+the seconds are monotone along it (:func:`monotone_seconds`: ``yes`` or
+``no`` with each run's seconds over the previous run's).
 
 Floor per iteration
 -------------------
@@ -65,6 +67,7 @@ __all__ = [
     "run_case",
     "run_scaling",
     "scaling_slopes",
+    "monotone_seconds",
     "loglog_slope",
     "numerical_rank",
     "dgemm_gflops",
@@ -399,8 +402,31 @@ def scaling_slopes(rows, grids=None):
             out.append({"family": family, "axis": axis, "fixed": dict(fixed),
                         "slope": loglog_slope([r["sizes"][axis] for r in used],
                                               [r["seconds"] for r in used]),
-                        "runs": len(used)})
+                        "runs": len(used),
+                        **monotone_seconds([r["sizes"][axis] for r in used],
+                                           [r["seconds"] for r in used])})
     return out
+
+
+def monotone_seconds(sizes, seconds):
+    """Whether the seconds never fall as the size grows.
+
+    A larger problem of the same generator should never be solved faster:
+    a fall marks a size where the solver loses time (a slow start, a
+    stage too many) that the larger size does not.
+
+    Returns
+    -------
+    dict
+        ``monotone``: ``True`` when the seconds, in increasing order of
+        the sizes, never decrease (``None`` with fewer than two runs);
+        ``ratios``: each run's seconds over the previous one's.
+    """
+    order = np.argsort(np.asarray(sizes, dtype=float), kind="stable")
+    t = np.asarray(seconds, dtype=float)[order]
+    ratios = [float(b / a) for a, b in zip(t[:-1], t[1:])]
+    return {"monotone": bool(np.all(np.diff(t) >= 0)) if len(t) > 1 else None,
+            "ratios": ratios}
 
 
 def run_scaling(families=tuple(GRIDS), *, max_seconds=300.0, seed=0, grids=None,
@@ -466,9 +492,20 @@ def format_scaling(result):
                      _fmt(r["floor"], ".2e"), _fmt(r["x_floor"], ".3g"),
                      _fmt(r["gflops"], ".1f"), _fmt(r["rel_gap"], ".1e"), status])
     slopes = [[s["family"], s["axis"], _sizes_text(s["fixed"]),
-               _fmt(s["slope"], ".2f"), str(s["runs"])] for s in result["slopes"]]
+               _fmt(s["slope"], ".2f"), str(s["runs"]), _monotone_text(s)]
+              for s in result["slopes"]]
     return (format_columns(headers, body) + "\n\n"
-            + format_columns(["family", "axis", "at", "slope", "runs"], slopes))
+            + format_columns(["family", "axis", "at", "slope", "runs",
+                              "monotone (ratios)"], slopes))
+
+
+def _monotone_text(slope):
+    """``yes (1.3, 2.1)`` / ``no (0.78, 4.9)``: :func:`monotone_seconds`."""
+    mono = slope.get("monotone")
+    if mono is None:
+        return "-"
+    ratios = ", ".join(f"{r:.2f}" for r in slope.get("ratios", ()))
+    return f"{'yes' if mono else 'no'} ({ratios})"
 
 
 if __name__ == "__main__":  # pragma: no cover - the child of run_isolated

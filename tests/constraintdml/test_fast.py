@@ -26,6 +26,8 @@ from cvxmetric.constraintdml.fast import (
     ConstraintDualSolver,
     DualView,
     _Arc,
+    _bracket_point,
+    _newton_free_set,
     dual_objective,
     lipschitz_bound,
 )
@@ -171,6 +173,40 @@ def test_stage_start_step_keeps_the_face(hard, diagonal):
     assert np.any(held.u[~at_bound] != pt.u[~at_bound])
     free, ok, _ = solver._newton_step(view, pt, D, L)
     assert ok and free.h < pt.h
+
+
+@pytest.mark.parametrize("diagonal", [False, True], ids=["full", "diagonal"])
+def test_newton_free_set_at_most_dim_leave_a_bound(diagonal):
+    # d = 2: dim = 3 (full) or 2 (diagonal); 19 pairs in the view
+    data = _random_data(3, False, diagonal, d=2, P=20)
+    view = DualView(data, np.arange(data.n_pairs), np.zeros(data.n_pairs))
+    dim = 2 if diagonal else 3
+    n = len(view)
+    r = np.linspace(1.0, 2.0, n)
+    inside = np.zeros(n, bool)
+    inside[0] = True
+    F = np.ones(n, bool)
+    out = _newton_free_set(view, F, inside, r)
+    # the inside multiplier stays; the dim - 1 largest steps of the others join
+    assert out[0] and out.sum() == dim
+    np.testing.assert_array_equal(np.flatnonzero(out[1:]) + 1,
+                                  np.arange(n - dim + 1, n))
+    # within the cap nothing changes; more inside than dim: all of them stay
+    few = np.zeros(n, bool)
+    few[:dim] = True
+    np.testing.assert_array_equal(_newton_free_set(view, few, inside, r), few)
+    inside[:5] = True
+    np.testing.assert_array_equal(_newton_free_set(view, F, inside, r), inside)
+
+
+def test_bracket_point_is_the_secant_zero_inside_the_bracket():
+    assert _bracket_point(0.0, 1.0, -1.0, 1.0) == pytest.approx(0.5)
+    assert _bracket_point(0.0, 1.0, -3.0, 1.0) == pytest.approx(0.75)
+    # kept in the middle 98 % of the bracket
+    assert _bracket_point(0.0, 1.0, -1e-9, 1.0) == pytest.approx(0.01)
+    assert _bracket_point(0.2, 0.4, -1.0, 1e-12) == pytest.approx(0.398)
+    # no sign change: the midpoint
+    assert _bracket_point(0.0, 1.0, 0.0, 1.0) == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("diagonal", [False, True], ids=["full", "diagonal"])
