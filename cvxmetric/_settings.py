@@ -474,13 +474,6 @@ _SINGLE_TOL = 1e-4
 #: size it is skipped (the iterations alone still converge).
 _POLISH_MAX_UNKNOWNS = 1200
 
-#: With a linear regulariser (``mu = 0``) the endgame's Newton step is
-#: reduced to the margin multipliers and the symmetric ``r x r`` block
-#: of the factor's step on the face (``|W| + r (r + 1) / 2`` unknowns, the
-#: rest eliminated through the dual slack's eigenvalues): it is solved
-#: up to this size, far above the dense system's.
-QWISE_FACE_REDUCED_MAX = 6000
-
 #: Hinges held at their upper bound in the PDHG iterations (``_Held``):
 #: a multiplier at ``c`` whose hinge is violated by more than
 #: ``QWISE_HOLD`` times ``max(1, max |delta|)`` is held; a held hinge

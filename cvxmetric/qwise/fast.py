@@ -55,7 +55,6 @@ from .._reductions import Reduction, apply_reductions, invert_reductions
 from .._settings import (
     _POLISH_MAX_UNKNOWNS,
     _SINGLE_TOL,
-    QWISE_FACE_REDUCED_MAX,
     QWISE_HOLD,
     QWISE_RELEASE,
 )
@@ -366,123 +365,6 @@ def _newton_face(data, G, alpha, W, act, *, steps=8, deadline=None):
     return G, alpha
 
 
-def _reduced_step(phf, phn, G, L, F1, F2, Pf, Pn):
-    """The Newton step of :func:`_newton_face_reduced` at one point, or
-    ``None`` (the face's slack is not positive off ``M``'s range, or the
-    factor is singular there): ``(dG, d alpha_W)``.
-
-    In the eigenbasis ``L = U diag(lam) U^T`` (ascending) and ``Y = U^T
-    dG`` the linearised conditions read, with ``C_q = U^T A_q G``,
-
-        lam_a Y_a - sum_q dalpha_q C_q[a, :] = -(U^T F1)[a, :]   (rows a)
-        2 <C_q, Y> = -F2_q                                        (q in W)
-
-    The rows beyond the rank (``lam > 0``: the slack is positive off the
-    range of ``M``) are eliminated, ``Y_b = (sum_q dalpha_q C_q[b] -
-    (U^T F1)_b) / lam_b``; the first ``r`` rows are restricted to the
-    horizontal steps ``Y_s = K^{-T} Z``, ``K = U_s^T G``, ``Z`` symmetric
-    (the steps ``G Omega``, ``Omega`` skew, only rotate the factor and
-    leave ``M`` unchanged: the Jacobian is singular along them).  What
-    remains is symmetric in ``(dalpha, Z)``,
-
-        [ E        C_s B ] [dalpha]   [ -F2/2 + C_b (lam_b^-1/2 (U^T F1)_b) ]
-        [ B^T C_s^T   -B^T (lam_s (x) I) B ] [ z ] = [ B^T vec((U^T F1)_s) ]
-
-    with ``E = C_b C_b^T`` (``C_b`` scaled by ``lam_b^-1/2``) formed as
-    Hadamard products of Gram matrices, never as ``C_b``.
-    """
-    k, r = Pf.shape
-    lam, U = np.linalg.eigh(L)
-    Us, Ub, ls, lb = U[:, :r], U[:, r:], lam[:r], lam[r:]
-    if lb.size and lb[0] <= 0:
-        return None
-    try:
-        Ki = np.linalg.inv(Us.T @ G)
-    except np.linalg.LinAlgError:
-        return None
-    isq = 1.0 / np.sqrt(lb)
-    Ff, Fn = (phf @ Ub) * isq, (phn @ Ub) * isq  # (k, d - r)
-    cross = (Ff @ Fn.T) * (Pf @ Pn.T)  # the two mixed terms are transposes
-    E = (Ff @ Ff.T) * (Pf @ Pf.T) + (Fn @ Fn.T) * (Pn @ Pn.T) - cross - cross.T  # (k, k)
-    # orthonormal basis Z_j of the symmetric r x r matrices (upper triangle)
-    ia, ib = np.triu_indices(r)
-    m = ia.size
-    unit = np.where(ia != ib, 2 ** -0.5, 1.0)
-    Z = np.zeros((m, r, r))
-    Z[np.arange(m), ia, ib] = unit
-    Z[np.arange(m), ib, ia] = unit
-    B = np.einsum("ab,mbc->mac", Ki.T, Z).reshape(m, r * r)  # vec(K^-T Z_j)
-    # <C_q,s, K^-T Z_j> = <v_q Pf_q^T - ..., Z_j>, v_q = K^-1 Us^T phi_q
-    Vf, Vn = phf @ (Us @ Ki.T), phn @ (Us @ Ki.T)
-    CsB = (unit * np.where(ia != ib, 1.0, 0.5)) * (
-        Vf[:, ia] * Pf[:, ib] + Vf[:, ib] * Pf[:, ia]
-        - Vn[:, ia] * Pn[:, ib] - Vn[:, ib] * Pn[:, ia])  # (k, m)
-    H22 = -(B * np.repeat(ls, r)) @ B.T
-    Ft = U.T @ F1  # (d, r)
-    Fb = Ft[r:] * isq[:, None]
-    rhs = np.concatenate([
-        -0.5 * F2 + np.einsum("ka,ab,kb->k", Ff, Fb, Pf)
-        - np.einsum("ka,ab,kb->k", Fn, Fb, Pn),
-        B @ Ft[:r].ravel()])
-    try:
-        sol = scipy.linalg.solve(np.block([[E, CsB], [CsB.T, H22]]), rhs,
-                                 assume_a="sym", check_finite=False)
-    except (np.linalg.LinAlgError, ValueError):
-        return None
-    da = sol[:k]
-    SdaG = phf.T @ (da[:, None] * Pf) - phn.T @ (da[:, None] * Pn)  # S(dalpha) G
-    Yb = (Ub.T @ SdaG - Ft[r:]) / lb[:, None]
-    return Us @ (B.T @ sol[k:]).reshape(r, r) + Ub @ Yb, da
-
-
-def _newton_face_reduced(data, G, alpha, W, act, *, steps=8, deadline=None):
-    """:func:`_newton_face` for a linear regulariser (``mu = 0``), by the
-    reduced step of :func:`_reduced_step`: a symmetric system in the
-    margin multipliers and ``r (r + 1) / 2`` coordinates of the factor
-    (measured at ``N = 10^5``: 1 573 + 595 unknowns against the dense
-    system's 4 973, a quarter of a second per step against a minute).
-    Newton's method stops once a step no longer divides ``||F||`` by ten
-    (round-off, or a face that is not the optimum's) or ``||F||`` is
-    ``1e-8`` of its start.  Returns ``(G, alpha)``."""
-    idx = np.flatnonzero(W)
-    c, delta = data.c_q, data.delta_q
-    phf = data.op._diffs(data.far_q[idx])  # (k, d)
-    phn = data.op._diffs(data.near_q[idx])
-    alpha = np.where(act, c, 0.0) + np.where(W, np.clip(alpha, 0.0, c), 0.0)
-    L_V = data.R - data.S_of(np.where(act, c, 0.0))
-    aW = alpha[idx]
-
-    def residual(G, aW):
-        Pf, Pn = phf @ G, phn @ G  # (k, r)
-        L = L_V - data.S_of(aW, idx) if idx.size else L_V
-        F2 = np.einsum("kr,kr->k", Pf, Pf) - np.einsum("kr,kr->k", Pn, Pn) - delta[idx]
-        return L @ G, F2, L, Pf, Pn
-
-    point = residual(G, aW)
-    norm = norm0 = np.hypot(np.linalg.norm(point[0]), np.linalg.norm(point[1]))
-    for _ in range(steps):
-        if deadline is not None and deadline.expired():
-            break
-        step = _reduced_step(phf, phn, G, point[2], *point[:2], *point[3:])
-        if step is None:
-            break
-        G_new, aW_new = G + step[0], aW + step[1]
-        new = residual(G_new, aW_new)
-        norm_new = np.hypot(np.linalg.norm(new[0]), np.linalg.norm(new[1]))
-        if not norm_new < norm:
-            break
-        # quadratic convergence takes ||F|| from the iterates' 1e-4 to
-        # round-off in two steps; a step that gains less than a factor 10
-        # is at round-off already, or on a face that is not the optimum's
-        done = norm_new > 0.1 * norm or norm_new <= 1e-8 * norm0
-        G, aW, point, norm = G_new, aW_new, new, norm_new
-        if done:
-            break
-    alpha = alpha.copy()
-    alpha[idx] = aW
-    return G, alpha
-
-
 def _polish(data, M, alpha, aM, *, target=0.0, last_key=None, rounds=3,
             deadline=None):
     """Endgame on the located face: Newton's method on its KKT system.
@@ -531,13 +413,9 @@ def _polish(data, M, alpha, aM, *, target=0.0, last_key=None, rounds=3,
     def solve(partition):
         # a partition too large for the dense KKT system is not solved
         W, act = partition
-        if d * r + int(W.sum()) <= _POLISH_MAX_UNKNOWNS:
-            newton = _newton_face
-        elif data.mu == 0 and r * (r + 1) // 2 + int(W.sum()) <= QWISE_FACE_REDUCED_MAX:
-            newton = _newton_face_reduced
-        else:
+        if d * r + int(W.sum()) > _POLISH_MAX_UNKNOWNS:
             return None
-        G, alpha_n = newton(data, G0, alpha, W, act, deadline=deadline)
+        G, alpha_n = _newton_face(data, G0, alpha, W, act, deadline=deadline)
         return _face_point(data, G, alpha_n), alpha_n
 
     def correct(partition, candidate):
@@ -893,12 +771,9 @@ class QwiseDualSolver(IterativeSolver):
         # precision (~1e-6 relative, far below its tolerance)
         sub = data.restrict(idx, dtype=np.float32 if ws.inner_tol >= _SINGLE_TOL
                             else np.float64)
-        # nor does it try the endgame: a face solve cannot certify past the
-        # round's single precision, and the set is still moving
         inner = dataclasses.replace(
             self, tol=ws.inner_tol, working_set=None, max_time=left,
-            maxiter=self.maxiter - ws.n_iter,
-            polish_from=None if sub.op.dtype == np.float32 else self.polish_from)
+            maxiter=self.maxiter - ws.n_iter)
         start = SolverResult(M=ws.M, status="", objective=np.nan, n_iter=0,
                              certificate=None, method="",
                              info=dict(ws.warm, alpha=ws.alpha[idx]))
