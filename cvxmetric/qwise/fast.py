@@ -626,8 +626,9 @@ class QwiseDualSolver(IterativeSolver):
         Above this many constraints, iterate on a working set (see the
         module docstring); ``None`` never does.  Data whose iterations run
         on host restrictions (a ``dask.array``'s) always do, on every
-        constraint at first when there are no more than this (or ``None``).  ``maxiter`` then counts the
-        iterations of all rounds together.
+        constraint at first when there are no more than this (or
+        ``None``).  ``maxiter`` then counts the iterations of all rounds
+        together.
     follow_rounds : int
         Working-set rounds at the final tolerance in which the set still
         follows the current point (drops constraints far inside their
