@@ -1148,9 +1148,9 @@ class ConstraintDualSolver(IterativeSolver):
         the slope at 0 (the strong Wolfe curvature condition: bisecting the
         bracket to 1e-3 of its length took 7-18 arc points per Newton step
         on the bench's problems, this 2-4, with as many Newton steps to a
-        few), and
-        backtrack when the search finds no decrease (clipping can make the
-        arc non-convex).  A point is accepted only with an Armijo decrease.
+        few), and backtrack when the search finds no decrease (clipping can
+        make the arc non-convex).  A point is accepted only with an Armijo
+        decrease.
         """
         u, g, h0 = point.u, point.grad, point.h
         lo, hi = view.lower, view.upper
