@@ -33,6 +33,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._backend import is_numpy, to_numpy
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
                      QuadrupletsClassifierMixin, array_ndim, default_n_constraints,
                      given_options, solver_names, store_arguments, validate_labelled)
@@ -80,7 +81,7 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
             C_p=self.C_p, u=self.u, l=self.l,
         )
 
-    def _solve(self, quadruplets, pairs=None):
+    def _solve(self, quadruplets, pairs=None, device_X=None):
         """Solve Eq. 8 / Eq. 11 on validated sets and store the fitted state.
 
         Parameters
@@ -88,8 +89,14 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
         quadruplets : Quadruplets
         pairs : LabeledPairs, optional
             Over the same ``X`` as ``quadruplets``.
+        device_X : array, optional
+            The samples on their array-API device (``array_api_dispatch``),
+            holding the values of ``quadruplets.X``: the fast solver's passes
+            run there (:meth:`QwiseData.on_device`); the fitted attributes
+            are NumPy.
         """
         data = self._data(quadruplets, pairs)
+        fast_data = data if device_X is None else data.on_device(device_X)
         # only the hyperparameters the user set: None keeps the solver's own
         # defaults, which are tuned per solver
         options = given_options(tol=self.tol, maxiter=self.max_iter)
@@ -97,7 +104,7 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
             # the registry's exact path: it hands over the fast warm start
             "exact": lambda: formulation("qwise").solve_exact(
                 data, verbose=conic_verbose(self.verbose)),
-            "fast": lambda: QwiseDualSolver(**options).run(data),
+            "fast": lambda: QwiseDualSolver(**options).run(fast_data),
             "subgradient": lambda: ProjectedSubgradient(**options).run(data),
         })
         self._store_result(result, data.n_features)
@@ -380,24 +387,33 @@ class QwiseSupervised(LabelledMixin, TransformerMixin, _QwiseBase):
 
     def _fit(self, X, y):
         """Sample the quadruplets (and pairs) and solve Eq. 8 / Eq. 11."""
-        quads, labelled = self._sample(X, y)
-        return self._solve(quads, labelled)
+        quads, labelled, device_X = self._sample(X, y)
+        return self._solve(quads, labelled, device_X)
 
     def _declare(self, X, y):
         """Eq. 8 / Eq. 11 on the constraints ``fit(X, y)`` samples."""
-        quads, labelled = self._sample(X, y)
+        quads, labelled, _ = self._sample(X, y)
         return declared_problem(self._data(quads, labelled))
 
     def _sample(self, X, y):
-        """Validate ``(X, y)`` and sample the quadruplets (and pairs)."""
-        X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
+        """Validate ``(X, y)`` and sample the quadruplets (and pairs);
+        ``(Quadruplets, LabeledPairs or None, device X or None)``."""
+        # the fast solver's passes run on X's namespace (array_api_dispatch)
+        X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2,
+                                       keep_namespace=self.solver == "fast")
         if (self.u is None) != (self.l is None):
             raise ValueError(
                 f"u, l: set both (Eq. 11 with pairs) or neither (Eq. 8), got "
                 f"u={self.u!r}, l={self.l!r}."
             )
-        return _label_sets(X, y, self.n_constraints, self.random_state,
-                           with_pairs=self.u is not None)
+        device_X = None
+        if not is_numpy(X):
+            # the constraints' bookkeeping (sampling, identical points,
+            # canonical sets) is on the host: one host copy of X
+            device_X, X = X, np.asarray(to_numpy(X), dtype=np.float64)
+        quads, labelled = _label_sets(X, y, self.n_constraints, self.random_state,
+                                      with_pairs=self.u is not None)
+        return quads, labelled, device_X
 
 
 def _label_sets(X, y, n_constraints, random_state, *, with_pairs):

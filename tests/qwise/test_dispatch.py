@@ -1,0 +1,49 @@
+"""QwiseSupervised under scikit-learn's ``array_api_dispatch``: with the
+default ``solver="fast"`` a torch ``X`` stays on its namespace for the
+dual solver's passes (the constraints are sampled on a host copy), the
+fit matches NumPy's and the fitted attributes are NumPy; ``transform`` of
+torch input returns torch; the NumPy-only solvers refuse ``X`` by name.
+Run in a fresh interpreter (``SCIPY_ARRAY_API=1`` before SciPy is
+imported)."""
+
+import pytest
+
+pytestmark = pytest.mark.array_api
+
+
+def test_qwise_supervised_keeps_torch_input(dispatched_python):
+    dispatched_python("""
+import numpy as np, sklearn, torch
+from cvxmetric._tolerances import MATRIX_RTOL, tolerance
+from cvxmetric import QwiseSupervised
+rng = np.random.default_rng(0)
+X = rng.standard_normal((60, 4)); X[:, 1] *= 5.0
+y = rng.integers(0, 3, 60)
+T = torch.asarray(X)
+for kw in ({}, {"u": 1.0, "l": 4.0}):  # Eq. 8, and Eq. 11 with pairs
+    ref = QwiseSupervised(random_state=0, **kw).fit(X, y)
+    with sklearn.config_context(array_api_dispatch=True):
+        est = QwiseSupervised(random_state=0, **kw).fit(T, torch.asarray(y))
+        Z = est.transform(T)
+    assert est.status_ == ref.status_ == "optimal", (est.status_, ref.status_)
+    info = est.result_.info
+    assert info["backend"].endswith("torch") and info["device"] == "cpu", info
+    assert info["transfers"]["to_device"] > 0, info["transfers"]
+    assert abs(est.objective_ - ref.objective_) <= tolerance("qwise", "fast") * max(
+        1.0, abs(ref.objective_)), (est.objective_, ref.objective_)
+    M, R = est.mahalanobis_matrix_, ref.mahalanobis_matrix_
+    assert isinstance(M, np.ndarray) and isinstance(est.components_, np.ndarray)
+    assert np.abs(M - R).max() <= MATRIX_RTOL * np.abs(R).max()
+    assert isinstance(Z, torch.Tensor)
+    np.testing.assert_allclose(Z.numpy(), est.transform(X), rtol=1e-10, atol=1e-12)
+with sklearn.config_context(array_api_dispatch=True):
+    for solver in ("exact", "subgradient"):
+        try:
+            QwiseSupervised(solver=solver).fit(T, y)
+        except TypeError as exc:
+            assert str(exc).startswith(
+                f"X: QwiseSupervised(solver='{solver}') runs on NumPy"), exc
+        else:
+            raise AssertionError(solver + " took a torch X")
+print("ok")
+""")
