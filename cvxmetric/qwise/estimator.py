@@ -33,7 +33,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._backend import is_numpy, to_numpy
+from .._backend import is_numpy, namespace, to_numpy
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
                      QuadrupletsClassifierMixin, array_ndim, default_n_constraints,
                      given_options, solver_names, store_arguments, validate_labelled)
@@ -228,8 +228,9 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         -------
         self : Qwise
         """
-        quads, labelled = self._fit_sets(quadruplets, y, delta, pairs, pair_labels)
-        return self._solve(quads, labelled)
+        quads, labelled, device_X = self._fit_sets(quadruplets, y, delta, pairs,
+                                                   pair_labels)
+        return self._solve(quads, labelled, device_X)
 
     def declared_problem(self, quadruplets, y=None, *, delta=1.0, pairs=None,
                          pair_labels=None):
@@ -242,11 +243,12 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         {declared_returns_units}
         """
         self._validate_params()
-        quads, labelled = self._fit_sets(quadruplets, y, delta, pairs, pair_labels)
+        quads, labelled, _ = self._fit_sets(quadruplets, y, delta, pairs, pair_labels)
         return declared_problem(self._data(quads, labelled))
 
     def _fit_sets(self, quadruplets, y, delta, pairs, pair_labels):
-        """Validate :meth:`fit`'s input; the quadruplets and pairs."""
+        """Validate :meth:`fit`'s input; the quadruplets, the pairs and the
+        samples on their device (``None`` on NumPy's path)."""
         if y is not None:
             raise ValueError(
                 "y: Qwise.fit takes no labels (each quadruplet (i, j, k, l) "
@@ -265,7 +267,41 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
                     "Qwise(u=..., l=...)."
                 )
             pair_labels = self._check_pair_labels(pair_labels)
-        return self._build_sets(quadruplets, delta, pairs, pair_labels)
+        if self.solver == "fast":
+            # the dual solver's passes run on the points' namespace
+            # (array_api_dispatch)
+            found = self._device_sets(quadruplets, delta, pairs, pair_labels)
+            if found is not None:
+                return found
+        return (*self._build_sets(quadruplets, delta, pairs, pair_labels), None)
+
+    def _device_sets(self, quadruplets, delta, pairs, pair_labels):
+        """The sets of points on a device (an array ``preprocessor``, or
+        tuples of points) over a host copy of their sample matrix, and that
+        matrix on its device; ``None`` for host input."""
+        found_q = fit_tuples(self, quadruplets, "quadruplets", 4, keep_namespace=True)
+        found_p = None if pairs is None else fit_tuples(self, pairs, "pairs", 2,
+                                                        keep_namespace=True)
+        if found_q is None and found_p is None:
+            return None
+        if found_q is None or (pairs is not None and found_p is None):
+            raise ValueError(
+                "pairs: must be given the same way as quadruplets (both indices "
+                "into one preprocessor, or both points of one array library).")
+        X, q_idx, arg = found_q
+        p_idx = None
+        if found_p is not None:
+            Xp, p_idx, _ = found_p
+            if arg != "preprocessor":
+                # points given as tuples: one X of both sets' rows (not merged)
+                if Xp.shape[1] != X.shape[1]:
+                    raise ValueError(f"pairs: points have {Xp.shape[1]} features, "
+                                     f"quadruplets have {X.shape[1]}.")
+                xp, _ = namespace(X)
+                p_idx = p_idx + X.shape[0]
+                X = xp.concat([X, Xp], axis=0)
+        host = np.asarray(to_numpy(X), dtype=np.float64)
+        return (*_index_sets(host, q_idx, delta, p_idx, pair_labels), X)
 
     @staticmethod
     def _check_pair_labels(pair_labels):
@@ -322,16 +358,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
                 inv = inv.reshape(-1)
                 q_idx = inv[: len(Xq)][q_idx]
                 p_idx = inv[len(Xq):][p_idx]
-        quads = Quadruplets.create(X, q_idx, delta)
-        labelled = None
-        if pairs is not None:
-            if len(pair_labels) != len(p_idx):
-                raise ValueError(
-                    f"pair_labels: expected shape ({len(p_idx)},), got "
-                    f"({len(pair_labels)},)."
-                )
-            labelled = LabeledPairs.create(X, p_idx, pair_labels)
-        return quads, labelled
+        return _index_sets(X, q_idx, delta, p_idx, pair_labels)
 
 
 @fill_doc(learner="Qwise")
@@ -414,6 +441,20 @@ class QwiseSupervised(LabelledMixin, TransformerMixin, _QwiseBase):
         quads, labelled = _label_sets(X, y, self.n_constraints, self.random_state,
                                       with_pairs=self.u is not None)
         return quads, labelled, device_X
+
+
+def _index_sets(X, q_idx, delta, p_idx, pair_labels):
+    """:class:`Quadruplets` and (``p_idx`` given) :class:`LabeledPairs`
+    over ``X``: ``(Quadruplets, LabeledPairs or None)``."""
+    quads = Quadruplets.create(X, q_idx, delta)
+    if p_idx is None:
+        return quads, None
+    if len(pair_labels) != len(p_idx):
+        raise ValueError(
+            f"pair_labels: expected shape ({len(p_idx)},), got "
+            f"({len(pair_labels)},)."
+        )
+    return quads, LabeledPairs.create(X, p_idx, pair_labels)
 
 
 def _label_sets(X, y, n_constraints, random_state, *, with_pairs):

@@ -1,9 +1,10 @@
-"""QwiseSupervised under scikit-learn's ``array_api_dispatch``: with the
-default ``solver="fast"`` a torch ``X`` stays on its namespace for the
-dual solver's passes (the constraints are sampled on a host copy), the
-fit matches NumPy's and the fitted attributes are NumPy; ``transform`` of
-torch input returns torch; the NumPy-only solvers refuse ``X`` by name.
-Run in a fresh interpreter (``SCIPY_ARRAY_API=1`` before SciPy is
+"""QwiseSupervised and Qwise under scikit-learn's ``array_api_dispatch``:
+with the default ``solver="fast"`` a torch ``X`` (a torch ``preprocessor``
+or torch tuples of points for Qwise) stays on its namespace for the dual
+solver's passes (the constraints are built on a host copy), the fit
+matches NumPy's and the fitted attributes are NumPy; ``transform`` of
+torch input returns torch; the NumPy-only solvers refuse the argument by
+name.  Run in a fresh interpreter (``SCIPY_ARRAY_API=1`` before SciPy is
 imported)."""
 
 import pytest
@@ -45,5 +46,55 @@ with sklearn.config_context(array_api_dispatch=True):
                 f"X: QwiseSupervised(solver='{solver}') runs on NumPy"), exc
         else:
             raise AssertionError(solver + " took a torch X")
+print("ok")
+""")
+
+
+def test_qwise_tuples_keep_torch_points(dispatched_python):
+    dispatched_python("""
+import numpy as np, sklearn, torch
+from cvxmetric._tolerances import MATRIX_RTOL, tolerance
+from cvxmetric import Qwise, pairs_from_labels, quadruplets_from_labels
+rng = np.random.default_rng(0)
+X = rng.standard_normal((40, 3)); X[:, 1] *= 5.0
+y = np.arange(40) % 2
+T = torch.asarray(X)
+q = quadruplets_from_labels(y, 120, random_state=0)
+p, _ = pairs_from_labels(y, 40, random_state=1)
+p = p[p[:, 0] != p[:, 1]]
+lab = np.where(y[p[:, 0]] == y[p[:, 1]], 1, -1)
+for kw, with_pairs in (({}, False), ({"u": 1.0, "l": 4.0}, True)):
+    ref = Qwise(preprocessor=X, **kw).fit(
+        q, **({"pairs": p, "pair_labels": lab} if with_pairs else {}))
+    with sklearn.config_context(array_api_dispatch=True):
+        fits = [Qwise(preprocessor=T, **kw).fit(
+                    q, **({"pairs": p, "pair_labels": lab} if with_pairs else {})),
+                Qwise(**kw).fit(
+                    T[q], **({"pairs": T[p], "pair_labels": lab} if with_pairs else {}))]
+    for est in fits:
+        assert est.status_ == ref.status_ == "optimal", (est.status_, ref.status_)
+        assert est.result_.info["backend"].endswith("torch"), est.result_.info
+        assert isinstance(est.components_, np.ndarray)
+        assert abs(est.objective_ - ref.objective_) <= tolerance("qwise", "fast") * max(
+            1.0, abs(ref.objective_)), (est.objective_, ref.objective_)
+        M, R = est.mahalanobis_matrix_, ref.mahalanobis_matrix_
+        assert np.abs(M - R).max() <= MATRIX_RTOL * np.abs(R).max()
+with sklearn.config_context(array_api_dispatch=True):
+    for arg, solver, est, data in (
+            ("preprocessor", "exact", Qwise(solver="exact", preprocessor=T), q),
+            ("quadruplets", "subgradient", Qwise(solver="subgradient"), T[q])):
+        try:
+            est.fit(data)
+        except TypeError as exc:
+            assert str(exc).startswith(
+                f"{arg}: Qwise(solver='{solver}') runs on NumPy"), exc
+        else:
+            raise AssertionError(solver + " took a torch " + arg)
+    try:
+        Qwise(u=1.0, l=4.0).fit(T[q], pairs=X[p], pair_labels=lab)
+    except ValueError as exc:
+        assert str(exc).startswith("pairs: must be given the same way"), exc
+    else:
+        raise AssertionError("torch quadruplets with NumPy pairs were mixed")
 print("ok")
 """)
