@@ -24,6 +24,14 @@ their defaults); the exact path always solves to its certified accuracy.
 A failed solve raises the solver's :class:`~cvxmetric.result.SolverError`;
 an iterative solver stopping on ``max_iter`` emits a ``ConvergenceWarning``
 and the estimator keeps its last iterate with ``status_ == "max_iter_reached"``.
+
+Under scikit-learn's ``array_api_dispatch``, ``solver="fast"`` keeps a
+PyTorch, CuPy or ``array-api-strict`` ``X`` (for :class:`Qwise`: an array
+``preprocessor``, or the tuples' points) on its namespace: the constraints
+are sampled or indexed on a host copy, the dual solver's passes run on the
+device (:meth:`QwiseData.on_device <cvxmetric.qwise.QwiseData.on_device>`)
+and the fitted attributes are NumPy arrays.  The exact and subgradient
+paths run on NumPy and refuse such input by name.
 """
 
 from numbers import Integral, Real
