@@ -190,8 +190,7 @@ class Transfers:
         if xp is np:
             return np.asarray(a)
         a = np.ascontiguousarray(a)
-        self.to_device_count += 1
-        self.to_device_bytes += int(a.nbytes)
+        self.sent(a)
         if device is None:
             return xp.asarray(a)
         return xp.asarray(a, device=device)
@@ -201,6 +200,14 @@ class Transfers:
         return {"to_host": self.to_host_count, "to_host_bytes": self.to_host_bytes,
                 "to_device": self.to_device_count,
                 "to_device_bytes": self.to_device_bytes}
+
+    def sent(self, *arrays):
+        """Count host arrays that left for a device or a cluster by another
+        road (a Dask task's argument); returns them."""
+        for a in arrays:
+            self.to_device_count += 1
+            self.to_device_bytes += int(np.asarray(a).nbytes)
+        return arrays
 
     def gathered(self, *arrays):
         """Count arrays that arrived on the host by another road (a Dask

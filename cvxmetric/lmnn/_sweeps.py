@@ -404,11 +404,6 @@ class DaskSweeps:
     def info(self):
         return {"backend": "dask", "device": "dask", "transfers": self.t.as_dict()}
 
-    def _sent(self, *arrays):
-        for a in arrays:
-            self.t.to_device_count += 1
-            self.t.to_device_bytes += int(np.asarray(a).nbytes)
-
     def _run(self, task, per_chunk, *args):
         """One task per row chunk: ``task(Xn, targets, codes, k, *args,
         lo, hi, *per_chunk(lo, hi))``; the gathered results (counted)."""
@@ -428,7 +423,7 @@ class DaskSweeps:
         def chunk(lo, hi):
             a, b = np.searchsorted(ids, [lo * k * n, hi * k * n])
             part = (ids[a:b] - lo * k * n, gamma[a:b])
-            self._sent(*part)
+            self.t.sent(*part)
             return step, *part, hinge_only
 
         parts = self._run(_dual_task, chunk, V, w, mu)
@@ -447,7 +442,7 @@ class DaskSweeps:
             if exclude is not None and exclude.size:
                 a, b = np.searchsorted(exclude, [lo * k * n, hi * k * n])
                 part = exclude[a:b]
-                self._sent(part)
+                self.t.sent(part)
             return step, band, cap, spread, part, single
 
         parts = self._run(_scan_task, chunk, F)

@@ -126,7 +126,7 @@ class DaskPairs:
         build = self.dask.delayed(_differences, pure=True)
         parts = [da.from_delayed(build(block, self.i[s:e], self.j[s:e]), (e - s, d),
                                  dtype=np.float64) for s, e in pairwise(self.edges)]
-        self._sent(self.i, self.j)
+        self.t.sent(self.i, self.j)
         self.Z = da.concatenate(parts, axis=0).persist()
         # a distributed client persists in the background: X's block is
         # released only after the vectors are built from it
@@ -144,11 +144,6 @@ class DaskPairs:
     @property
     def n_chunks(self):
         return len(self._blocks)
-
-    def _sent(self, *arrays):
-        for a in arrays:
-            self.t.to_device_count += 1
-            self.t.to_device_bytes += int(np.asarray(a).nbytes)
 
     def _run(self, task, args, per_chunk=None):
         """One task per chunk of pairs, ``task(Z_chunk, *args,
@@ -177,7 +172,7 @@ class DaskPairs:
         G = np.ldexp(np.asarray(G, dtype=np.float64), self.k)
         if G_neg is not None:
             G_neg = np.ldexp(G_neg, self.k)
-        self._sent(*(a for a in (G, G_neg) if a is not None))
+        self.t.sent(*(a for a in (G, G_neg) if a is not None))
         parts = self._run(_sqdist_task, (G, G_neg))
         return np.concatenate(parts) if parts else np.zeros(0)
 
@@ -191,7 +186,7 @@ class DaskPairs:
             ws = w[s:e]
             if not np.any(ws):
                 return None
-            self._sent(ws)
+            self.t.sent(ws)
             return (ws,)
 
         parts = self._run(_gram_task, (), chunk)
@@ -240,8 +235,7 @@ class QwiseDaskData(QwiseData):
         finite, same, mean = da.compute(
             da.all(da.isfinite(X)), da.all(X == da.from_array(Xh, chunks=X.chunks)),
             da.mean(X, axis=0))
-        t.to_device_count += 1
-        t.to_device_bytes += int(Xh.nbytes)
+        t.sent(Xh)
         t.gathered(mean)
         if not bool(finite):
             raise ValueError("X: contains NaN or infinite values.")
