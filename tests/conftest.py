@@ -319,12 +319,32 @@ def dask_client():
         yield client
 
 
+#: Defined in every :func:`dispatched_python` interpreter: a fit under
+#: dispatch against NumPy's fit of the same data (both ``optimal``, the
+#: device fit's back end torch, its fitted matrix a NumPy array, the
+#: objectives within the family's fast tolerance, the matrices within
+#: ``MATRIX_RTOL``).
+_SAME_FIT = """
+def same_fit(est, ref, family):
+    import numpy
+    from cvxmetric._tolerances import MATRIX_RTOL, tolerance
+    assert est.status_ == ref.status_ == "optimal", (est.status_, ref.status_)
+    assert est.result_.info["backend"].endswith("torch"), est.result_.info
+    assert isinstance(est.components_, numpy.ndarray)
+    assert abs(est.objective_ - ref.objective_) <= tolerance(family, "fast") * max(
+        1.0, abs(ref.objective_)), (est.objective_, ref.objective_)
+    M, R = est.mahalanobis_matrix_, ref.mahalanobis_matrix_
+    assert numpy.abs(M - R).max() <= MATRIX_RTOL * numpy.abs(R).max(), numpy.abs(M - R).max()
+"""
+
+
 @pytest.fixture(scope="session")
 def dispatched_python():
     """``run(code)``: ``code`` in a fresh interpreter with SciPy's array API
     flag, which scikit-learn's ``array_api_dispatch`` needs before SciPy is
-    imported; asserts it printed ``ok``.  Skipped without torch and
-    array-api-compat."""
+    imported; asserts it printed ``ok``.  ``code`` may call
+    ``same_fit(est, ref, family)`` (:data:`_SAME_FIT`).  Skipped without
+    torch and array-api-compat."""
     import subprocess
     import sys
 
@@ -332,6 +352,7 @@ def dispatched_python():
     pytest.importorskip("array_api_compat")
 
     def run(code):
+        code = _SAME_FIT + code
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env={**os.environ, "SCIPY_ARRAY_API": "1"}, check=False)
         assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr[-3000:]

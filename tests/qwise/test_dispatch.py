@@ -15,7 +15,6 @@ pytestmark = pytest.mark.array_api
 def test_qwise_supervised_keeps_torch_input(dispatched_python):
     dispatched_python("""
 import numpy as np, sklearn, torch
-from cvxmetric._tolerances import MATRIX_RTOL, tolerance
 from cvxmetric import QwiseSupervised
 rng = np.random.default_rng(0)
 X = rng.standard_normal((60, 4)); X[:, 1] *= 5.0
@@ -26,15 +25,11 @@ for kw in ({}, {"u": 1.0, "l": 4.0}):  # Eq. 8, and Eq. 11 with pairs
     with sklearn.config_context(array_api_dispatch=True):
         est = QwiseSupervised(random_state=0, **kw).fit(T, torch.asarray(y))
         Z = est.transform(T)
-    assert est.status_ == ref.status_ == "optimal", (est.status_, ref.status_)
+    same_fit(est, ref, "qwise")
     info = est.result_.info
-    assert info["backend"].endswith("torch") and info["device"] == "cpu", info
+    assert info["device"] == "cpu", info
     assert info["transfers"]["to_device"] > 0, info["transfers"]
-    assert abs(est.objective_ - ref.objective_) <= tolerance("qwise", "fast") * max(
-        1.0, abs(ref.objective_)), (est.objective_, ref.objective_)
-    M, R = est.mahalanobis_matrix_, ref.mahalanobis_matrix_
-    assert isinstance(M, np.ndarray) and isinstance(est.components_, np.ndarray)
-    assert np.abs(M - R).max() <= MATRIX_RTOL * np.abs(R).max()
+    assert isinstance(est.mahalanobis_matrix_, np.ndarray)
     assert isinstance(Z, torch.Tensor)
     np.testing.assert_allclose(Z.numpy(), est.transform(X), rtol=1e-10, atol=1e-12)
 with sklearn.config_context(array_api_dispatch=True):
@@ -53,7 +48,6 @@ print("ok")
 def test_qwise_tuples_keep_torch_points(dispatched_python):
     dispatched_python("""
 import numpy as np, sklearn, torch
-from cvxmetric._tolerances import MATRIX_RTOL, tolerance
 from cvxmetric import Qwise, pairs_from_labels, quadruplets_from_labels
 rng = np.random.default_rng(0)
 X = rng.standard_normal((40, 3)); X[:, 1] *= 5.0
@@ -72,13 +66,7 @@ for kw, with_pairs in (({}, False), ({"u": 1.0, "l": 4.0}, True)):
                 Qwise(**kw).fit(
                     T[q], **({"pairs": T[p], "pair_labels": lab} if with_pairs else {}))]
     for est in fits:
-        assert est.status_ == ref.status_ == "optimal", (est.status_, ref.status_)
-        assert est.result_.info["backend"].endswith("torch"), est.result_.info
-        assert isinstance(est.components_, np.ndarray)
-        assert abs(est.objective_ - ref.objective_) <= tolerance("qwise", "fast") * max(
-            1.0, abs(ref.objective_)), (est.objective_, ref.objective_)
-        M, R = est.mahalanobis_matrix_, ref.mahalanobis_matrix_
-        assert np.abs(M - R).max() <= MATRIX_RTOL * np.abs(R).max()
+        same_fit(est, ref, "qwise")
 with sklearn.config_context(array_api_dispatch=True):
     for arg, solver, est, data in (
             ("preprocessor", "exact", Qwise(solver="exact", preprocessor=T), q),
