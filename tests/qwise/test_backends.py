@@ -108,7 +108,9 @@ def test_float32_input_is_certified_in_float64(name):
 
 def test_host_eigh_fallback_is_counted():
     """A namespace without ``linalg.eigh``: the (d, d) eigendecompositions
-    run on the host, each one counted (d x d per iteration, nothing larger)."""
+    run on the host, each one counted (d x d per iteration, nothing larger
+    but the per-constraint vectors of the final certificate and of each
+    endgame attempt, whose count depends on the iterates' path)."""
     X, data = _instance(200)
     dev = _on("torch", data, X)
     dev.where.has_eigh = False
@@ -117,7 +119,8 @@ def test_host_eigh_fallback_is_counted():
     _same_optimum(res, ref)
     t = res.info["transfers"]
     assert t["to_host"] >= res.n_iter
-    assert t["to_host_bytes"] <= X.nbytes + 8 * (3 * data.n_constraints + 25 * t["to_host"])
+    vectors = 3 * data.n_constraints * (1 + res.info["polish_attempts"])
+    assert t["to_host_bytes"] <= X.nbytes + 8 * (vectors + 25 * t["to_host"])
 
 
 @pytest.mark.parametrize("name", NAMESPACES)
