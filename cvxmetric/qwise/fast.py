@@ -783,7 +783,8 @@ class QwiseDualSolver(IterativeSolver):
         ws.absorb(res, idx)
         near = (ws.alpha > 0) | (ws.arg > -ws.band)
         new, n_new = self._working_set_additions(near & ~ws.inW, ws.arg)
-        ws.rounds.append({"size": int(idx.size), "iterations": int(res.n_iter),
+        ws.rounds.append({"size": int(idx.size), "tol": float(ws.inner_tol),
+                          "iterations": int(res.n_iter),
                           "rel_gap": float(res.certificate.rel_gap),
                           "added": int(new.sum()), "candidates": n_new,
                           "seconds": time.perf_counter() - t_round})
@@ -823,6 +824,7 @@ class QwiseDualSolver(IterativeSolver):
             return self.tol
         c_q = ws.data.host().c_q
         loss = float(c_q[new] @ np.maximum(ws.arg[new], 0.0))
+        ws.rounds[-1].update(added_loss=loss, objective=float(res.objective))
         if (loss > ws.inner_tol * abs(res.objective)
                 and ws.n_kept < QWISE_KEEP_TOL_ROUNDS):
             ws.n_kept += 1

@@ -12,6 +12,7 @@ For every instance:
   so only objectives are compared.
 """
 
+import itertools
 import warnings
 
 import numpy as np
@@ -243,3 +244,34 @@ def test_pdhg_operators_are_adjoint(quads, pairs, u_l, materialize):
         dist = data.op.quadform(V)
         a = dist[data.far_q] - dist[data.near_q]
         assert np.sum(S * V) == pytest.approx(w @ a, rel=1e-10, abs=1e-10)
+
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_working_set_tolerance_schedule(seed):
+    """A round's tolerance tightens only when the next round can keep the
+    precision: it stays while the constraints a round adds carry a hinge
+    loss above it relative to the round's objective (at most
+    QWISE_KEEP_TOL_ROUNDS rounds in a row), goes to ``tol`` once nothing
+    is added, and otherwise tightens a hundredfold; the answer is
+    certified like any other."""
+    from cvxmetric._settings import QWISE_KEEP_TOL_ROUNDS
+    from cvxmetric.bench.qwise import bench_data
+
+    solver = QwiseDualSolver(working_set=200)
+    res = solver.run(bench_data(10, 3000, random_state=seed))
+    assert res.status == "optimal"
+    rounds = res.info["working_set_rounds"]
+    assert rounds[0]["tol"] == 1e-2
+    kept = n_kept = 0
+    for done, nxt in itertools.pairwise(rounds):
+        if not done["added"]:
+            kept, expected = 0, solver.tol
+        elif (done["added_loss"] > done["tol"] * abs(done["objective"])
+              and kept < QWISE_KEEP_TOL_ROUNDS):
+            kept, expected = kept + 1, done["tol"]
+            n_kept += 1
+        else:
+            kept, expected = 0, max(solver.tol, 1e-2 * done["tol"])
+        assert nxt["tol"] == expected
+    assert n_kept  # the instance exercises the rule
