@@ -92,8 +92,10 @@ class QwiseVectorXPData(QwiseVectorData):
         if not np.array_equal(where.host(X), np.asarray(Xh, dtype=float)):
             raise ValueError("X: its values differ from the problem's samples.")
 
+        # copies: a library sharing the host buffer (torch on the CPU)
+        # refuses read-only arrays such as a Quadruplets' indices
         def ints(a):
-            return where.transfers.to_device(np.asarray(a, dtype=np.int64), xp,
+            return where.transfers.to_device(np.array(a, dtype=np.int64), xp,
                                              where.device)
 
         q, p = ints(quads), ints(pairs)
@@ -116,7 +118,8 @@ class QwiseVectorXPData(QwiseVectorData):
             raise ValueError("X: the features Psi (Eq. 13) overflow float64 on the "
                              "device; standardise X.")
         return cls(psi=host.psi, loss=host.loss, h=host.h, C_q=host.C_q, C_p=host.C_p,
-                   Z=Z, delta=where.dev(host.delta), P=P, y=where.dev(host.y),
+                   Z=Z, delta=where.dev(np.array(host.delta)), P=P,
+                   y=where.dev(np.array(host.y)),
                    w_weight=host.w_weight, _source=host._source, where=where)
 
     # -- where the arrays are --------------------------------------------------
@@ -158,7 +161,7 @@ class QwiseVectorXPData(QwiseVectorData):
     def scaled(self, sigma):
         """:meth:`QwiseVectorData.scaled` on the device (``sigma`` moved)."""
         sigma = np.broadcast_to(np.asarray(sigma, dtype=float), (self.n_features,))
-        s = self.dev(sigma)
+        s = self.dev(np.array(sigma))  # a writable copy (see from_host)
         return dataclasses.replace(self, Z=self.Z / s, P=self.P / s,
                                    w_weight=self.w_weight / sigma / sigma, _source=None)
 
