@@ -106,17 +106,14 @@ class QwiseVectorXPData(QwiseVectorData):
             return (_features(xp, X, b[:, 2], b[:, 3], host.psi)
                     - _features(xp, X, b[:, 0], b[:, 1], host.psi))
 
-        # in blocks of rows: peak memory a few blocks, as on the host
+        # in blocks of rows: a block's four gathers, not four (N, d) ones
         parts = [block(s) for s in range(0, n_q, _CHUNK)]
         d = X.shape[1]
         Z = xp.concat(parts) if parts else xp.zeros((0, d), dtype=xp.float64,
                                                     device=where.device)
+        # no overflow check: the host's features passed from_sets' (the same
+        # IEEE operations on the same values)
         P = _features(xp, X, p[:, 0], p[:, 1], host.psi)
-        # the host features passed this check; the device's are the same
-        # IEEE operations on the same values
-        if not bool(xp.all(xp.isfinite(Z))) or not bool(xp.all(xp.isfinite(P))):
-            raise ValueError("X: the features Psi (Eq. 13) overflow float64 on the "
-                             "device; standardise X.")
         return cls(psi=host.psi, loss=host.loss, h=host.h, C_q=host.C_q, C_p=host.C_p,
                    Z=Z, delta=where.dev(np.array(host.delta)), P=P,
                    y=where.dev(np.array(host.y)),

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from cvxmetric._backend import to_numpy
 from cvxmetric._tolerances import tolerance
 from cvxmetric.bench.qwise import vector_bench_data
 from cvxmetric.constraints import (
@@ -146,9 +147,13 @@ def test_float32_input_is_certified_in_float64(name):
 
 @pytest.mark.parametrize("name", NAMESPACES)
 def test_device_certificate_and_bounds_match_numpy(name):
-    """The device's objective, dual bound and smoothing bounds of a point
-    are NumPy's to round-off, for both losses."""
+    """The device's features are NumPy's, bit for bit; its objective, dual
+    bound and smoothing bounds of a point are NumPy's to round-off, for both
+    losses."""
     X, data = _instance()
+    dev = _on(name, data, X)
+    np.testing.assert_array_equal(to_numpy(dev.Z), data.Z)
+    np.testing.assert_array_equal(to_numpy(dev.P), data.P)
     omega = np.linspace(0.0, 1.0, data.n_features + 1)
     for loss in ("huber", "hinge"):
         host = data.with_loss(loss)
