@@ -41,10 +41,11 @@ equality at the optimal ``beta``; for the smoothed problem that is the slope
 """
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._backend import is_dask
 from .._settings import (
     _MAX_SCALE_EXP,
     _MIN_SCALE_EXP,
@@ -121,6 +122,10 @@ class QwiseVectorData:
         ``Psi_ij`` per labelled pair (``n_pairs`` may be 0).
     y : ndarray of shape (n_pairs,)
         +1 dissimilar (set D), -1 similar (set S): Eq. 27's sign.
+
+    A problem built by :meth:`from_sets` also keeps its samples and index
+    sets (private), from which :meth:`on_device` builds the features on
+    another array namespace.
     """
 
     psi: str
@@ -133,6 +138,9 @@ class QwiseVectorData:
     P: np.ndarray
     y: np.ndarray
     w_weight: object = 1.0  # a scalar, or one weight per feature (scaled twin)
+    # (X, quadruplet indices, pair indices) of from_sets, for on_device;
+    # None for features given directly and for the scaled twin
+    _source: tuple = field(default=None, repr=False)
 
     def __post_init__(self):
         check_option(self.psi, "psi", PSI)
@@ -198,8 +206,10 @@ class QwiseVectorData:
                 raise ValueError("pairs: refer to a different X than quadruplets.")
             P = psi_features(X, pairs.indices[:, 0], pairs.indices[:, 1], psi)
             y = -pairs.labels.astype(float)
+        source = (X, quadruplets.indices,
+                  np.zeros((0, 2), int) if pairs is None else pairs.indices)
         return cls(psi=psi, loss=loss, h=h, C_q=C_q, C_p=C_p, Z=Z,
-                   delta=quadruplets.delta, P=P, y=y)
+                   delta=quadruplets.delta, P=P, y=y, _source=source)
 
     @classmethod
     def from_features(cls, Z, delta=1.0, P=None, y=None, *, psi="squared",
@@ -242,6 +252,11 @@ class QwiseVectorData:
         """
         top = np.maximum(np.max(np.abs(self.Z), axis=0, initial=0.0),
                          np.max(np.abs(self.P), axis=0, initial=0.0))
+        return self._scale_of(top)
+
+    @staticmethod
+    def _scale_of(top):
+        """:meth:`feature_scale` from the largest ``|Psi_j|`` per feature."""
         k = np.zeros(top.shape, dtype=int)
         pos = top > 0.0
         k[pos] = np.round(np.log2(top[pos])).astype(int)
@@ -266,7 +281,44 @@ class QwiseVectorData:
         rescaling exact (``2^-64 <= sigma <= 2^64``: :meth:`feature_scale`)."""
         sigma = np.broadcast_to(np.asarray(sigma, dtype=float), (self.n_features,))
         return dataclasses.replace(self, Z=self.Z / sigma, P=self.P / sigma,
-                                   w_weight=self.w_weight / sigma / sigma)
+                                   w_weight=self.w_weight / sigma / sigma, _source=None)
+
+    # -- where the arrays live (NumPy here; a device in QwiseVectorXPData) -----
+
+    #: The namespace of the arrays (see :meth:`on_device`).
+    xp = np
+
+    def on_device(self, X):
+        """This problem with Algorithm 2's passes on the namespace and device
+        of ``X`` (a PyTorch, CuPy or ``array-api-strict`` array holding the
+        samples this problem was built from by :meth:`from_sets`, of any
+        floating type: cast to float64 there); the features ``Psi`` are
+        built there.  See :mod:`cvxmetric.qwise_vector._xp`.
+
+        Returns
+        -------
+        QwiseVectorXPData
+
+        Raises
+        ------
+        ValueError
+            When this problem was not built by :meth:`from_sets` (features
+            given directly, or a scaled twin), or ``X`` is not its samples.
+        TypeError
+            For a ``dask.array`` (the vector model has no Dask back end).
+        """
+        if is_dask(X):
+            raise TypeError("X: the Qwise vector model has no Dask back end; give a "
+                            "NumPy array or an array of an array-API library (PyTorch, "
+                            "CuPy), which ProjectedNewton keeps on its device "
+                            "(docs/backends.md).")
+        from ._xp import QwiseVectorXPData
+
+        return QwiseVectorXPData.from_host(self, X)
+
+    def backend_info(self):
+        """What a result reports of the back end: nothing for NumPy."""
+        return {}
 
     # -- sizes -----------------------------------------------------------------
 

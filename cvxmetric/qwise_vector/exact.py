@@ -14,6 +14,7 @@ import time
 import cvxpy as cp
 import numpy as np
 
+from .._backend import check_host_input
 from .._docs import fill_doc
 from .._exact import SOLVERS, solve_certified
 from .._validation import check_instance
@@ -23,6 +24,12 @@ from ..result import Certificate, SolverResult
 from ._problem import QwiseVectorData
 
 __all__ = ["QwiseVectorModel", "solve_exact", "declared_problem"]
+
+
+def _check_host(data):
+    """Refuse data on another namespace (:meth:`QwiseVectorData.on_device`)
+    by the name of the samples they came from: CVXPY runs on NumPy."""
+    check_host_input(data.Z, "X", "Qwise's vector exact (CVXPY) path")
 
 
 # [declare:qwise-phi-h]
@@ -79,6 +86,7 @@ class QwiseVectorModel:
         # internal twin of solve_exact, over Psi_j / sigma_j and
         # w~_j = sigma_j w_j, so that ||w||^2 = sum_j w~_j^2 / sigma_j^2;
         # 1 declares the problem as printed
+        _check_host(data)
         self.data = data
         self.sigma = np.broadcast_to(np.asarray(_feature_scale, dtype=float),
                                      (data.n_features,)).copy()
@@ -220,6 +228,7 @@ def solve_exact(data, *, solvers=SOLVERS, tol=1e-9, verbose=False):
     it.
     """
     check_instance(data, QwiseVectorData, "data")
+    _check_host(data)
     return QwiseVectorModel(data, _feature_scale=data.feature_scale()).solve(
         solvers=solvers, tol=tol, verbose=verbose)
 
@@ -367,6 +376,7 @@ def declared_problem(data):
     {declared_returns_model}
     """
     check_instance(data, QwiseVectorData, "data")
+    _check_host(data)
     if np.any(np.asarray(data.w_weight) != 1.0):
         raise ValueError("data: a scaled twin (QwiseVectorData.scaled) is not the "
                          "problem as printed; declare the user's data.")

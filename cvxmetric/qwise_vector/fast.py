@@ -304,7 +304,7 @@ class ProjectedNewton(IterativeSolver):
             # budget is spent: no step
             new, s_new = omega, s
         step = new - omega
-        n_quad = int(stage.quadratic_set(s).size)
+        n_quad = int(stage.quadratic_set(s).shape[0])
         return new, self._state(stage, new, state.iter_num + 1, float(step @ step), eta,
                                 int(F.size), n_quad, state.h, state.final, s=s_new)
 
@@ -319,5 +319,6 @@ class ProjectedNewton(IterativeSolver):
                                             "line_search": self.line_search,
                                             "continuation": self.continuation})
         info = dict(data.point_info(omega), step_sq=state.step_sq, eta=state.eta,
-                    n_free=state.n_free, n_quadratic=state.n_quadratic)
+                    n_free=state.n_free, n_quadratic=state.n_quadratic,
+                    **data.backend_info())
         return data.matrix(omega), cert, sol.reported(info)
