@@ -577,7 +577,7 @@ class _LeastSquares:
         return V @ ((V.T @ res) / w)
 
 
-def _polish(data, u, point, dist, deadline=None):
+def _polish(data, u, point, dist, deadline=None, target=-np.inf):
     """Primal and dual candidates from the face and active set of ``A(u)``.
 
     At the optimum ``A*`` let ``E`` be the constraints holding with equality
@@ -603,7 +603,9 @@ def _polish(data, u, point, dist, deadline=None):
     dual candidate are kept apart (the loop is
     :func:`~cvxmetric._face.polish_on_faces`, which skips a face read at two
     thresholds).  The thresholds stop early when ``deadline`` (a
-    :class:`~cvxmetric._solver.Deadline`) expires.
+    :class:`~cvxmetric._solver.Deadline`) expires, or once a primal
+    candidate's objective is at most ``target`` (one that certifies with the
+    best dual value known).
 
     Returns
     -------
@@ -646,7 +648,8 @@ def _polish(data, u, point, dist, deadline=None):
     # the best primal (lowest f) and the best dual (highest g) separately;
     # NaN ranks last
     out = polish_on_faces(FACE_LADDER, read, candidate,
-                          lambda c: (_ranked(c[0]), _ranked(-c[2])), deadline=deadline)
+                          lambda c: (_ranked(c[0]), _ranked(-c[2])), target=target,
+                          deadline=deadline)
     f, As, _, _ = out.first(0) or (np.inf, None, None, None)
     _, _, g, u2 = out.first(1) or (None, None, -np.inf, None)
     primal = (f, As) if f < np.inf else (np.inf, None)
@@ -995,7 +998,10 @@ class ConstraintDualSolver(IterativeSolver):
                 # degenerate optimum loses a square root): polish on the face
                 # (only near the optimum, where the face read off A(u) can
                 # be the optimal one: see _POLISH_BELOW)
-                f2, A2, g2, u2 = _polish(stage, u, point, dist, self.deadline)
+                # the thresholds stop at a primal candidate that certifies
+                # (within half of tol) with the best dual value so far
+                target = best.g + 0.5 * tol * max(1.0, abs(best.g))
+                f2, A2, g2, u2 = _polish(stage, u, point, dist, self.deadline, target)
                 best.primal(f2, A2)
                 best.dual(g2, u2)
             certified.update(point=point, out=(u, dist))
