@@ -98,6 +98,9 @@ from .._settings import (
     CONSTRAINTDML_BVLS_FLOPS as _BVLS_FLOPS,
 )
 from .._settings import (
+    CONSTRAINTDML_DAMPING_MAX as _DAMPING_MAX,
+)
+from .._settings import (
     CONSTRAINTDML_DIRECT_CG_STEPS as _DIRECT_CG_STEPS,
 )
 from .._settings import (
@@ -425,6 +428,34 @@ def _newton_free_set(view, F, inside, r):
     F = F.copy()
     F[leaving[order[room:]]] = False
     return F
+
+
+class _Damping:
+    """The factor on the Levenberg-Marquardt damping of the Newton steps of
+    one inner solve, adapted to the step lengths the arc search accepts.
+
+    The generalised Hessian on the free multipliers is singular whenever
+    more of them are free than its rank (``r (r + 1) / 2 + r (d - r)``,
+    ``r`` the positive eigenvalues of ``Y``), and its near-null directions
+    then take ``1 / mu`` times a Jacobi-scaled gradient step: on the first
+    stage at 16 000 pairs in ``d = 50`` (seed 1) hundreds of Newton steps
+    of ``|d| ~ 150`` were cut to lengths ``1e-3``-``3e-3`` at the first
+    bound, and the Newton part of each step with them.  A step shorter
+    than 0.1 multiplies the factor by 10 (at most
+    :data:`~cvxmetric._settings.CONSTRAINTDML_DAMPING_MAX`), one of at
+    least 0.5 divides it by 10 (at least 1: the damping of a full step is
+    the fixed rule's).
+    """
+
+    def __init__(self):
+        self.factor = 1.0
+
+    def update(self, alpha):
+        """Learn from the accepted step length ``alpha``."""
+        if alpha < 0.1:
+            self.factor = min(10.0 * self.factor, _DAMPING_MAX)
+        elif alpha >= 0.5:
+            self.factor = max(0.1 * self.factor, 1.0)
 
 
 def _direct_pays(view, point, F):
@@ -1099,6 +1130,7 @@ class ConstraintDualSolver(IterativeSolver):
         :meth:`_newton_step`).
         """
         n_newton = n_fista = n_hv = 0
+        damping = _Damping()
         point = view.evaluate(u)
         if not np.any(view.free):
             return point, (0, 0, 0)
@@ -1113,7 +1145,7 @@ class ConstraintDualSolver(IterativeSolver):
             if np.isfinite(f) and (f - g) <= tol * max(1.0, abs(f)):
                 break
             new, ok, hv = self._newton_step(view, point, D, L,
-                                            hold and n_newton < _STAGE_HOLD)
+                                            hold and n_newton < _STAGE_HOLD, damping)
             n_hv += hv
             n_newton += 1
             if not ok:
@@ -1134,8 +1166,12 @@ class ConstraintDualSolver(IterativeSolver):
                 break
         return best, (n_newton, n_fista, n_hv)
 
-    def _newton_step(self, view, point, D, L, hold=False):
+    def _newton_step(self, view, point, D, L, hold=False, damping=None):
         """One projected Newton-CG step; ``(point, accepted, n_hessvec)``.
+
+        ``damping`` (a :class:`_Damping`, kept over an inner solve) scales
+        the Levenberg-Marquardt damping and learns from the step length the
+        arc search accepts.
 
         ``hold``: a step on the face of ``u``, the multipliers at a bound
         kept there and the others free (the first steps of a continuation
@@ -1170,13 +1206,18 @@ class ConstraintDualSolver(IterativeSolver):
         if np.any(F):
             # Levenberg-Marquardt damping (relative to the diagonal scale)
             mu = min(_MU, max(1e-10, _MU * res))
+            if damping is not None:
+                mu *= damping.factor
             x = None
             if _direct_pays(view, point, F):
                 x = self._direct(view, point, F, -g[F], mu)
             if x is None:
                 x, n_hv = self._pcg(view, point, F, -g[F], mu, D, L, res)
             d[F] = x
-        return self._arc_search(view, point, d, F, bind) + (n_hv,)
+        new, ok, alpha = self._arc_search(view, point, d, F, bind)
+        if damping is not None:
+            damping.update(alpha if ok else 0.0)
+        return new, ok, n_hv
 
     def _arc_search(self, view, point, d, F, bind):
         """Minimise ``h`` along the projected arc ``clip(u + alpha d)``.
@@ -1193,7 +1234,8 @@ class ConstraintDualSolver(IterativeSolver):
         on the bench's problems, this 2-4, with as many Newton steps to a
         few), and backtrack when the search finds no decrease (clipping can
         make the arc non-convex).  A point is accepted only with an Armijo
-        decrease.
+        decrease.  Returns ``(point, accepted, alpha)``, ``alpha`` the step
+        length taken (0 when none is accepted).
         """
         u, g, h0 = point.u, point.grad, point.h
         lo, hi = view.lower, view.upper
@@ -1207,12 +1249,13 @@ class ConstraintDualSolver(IterativeSolver):
         p1, slope1 = at(1.0)
         ok1 = decrease(p1)
         if slope1 <= 0 and ok1:
-            return view.evaluate(p1.u), True
+            return view.evaluate(p1.u), True, 1.0
         # the slope at 0+ (the pairs that move at once): < 0 for a descent
         # direction; a bisection when it is not
         moving = arc.t > 0
         slope0 = min(float(g[moving] @ d[moving]), 0.0)
         a_lo, a_hi, best = 0.0, 1.0, p1 if ok1 else None
+        alpha = 1.0
         s_lo, s_hi = slope0, slope1
         side = 0
         for _ in range(30):
@@ -1221,7 +1264,7 @@ class ConstraintDualSolver(IterativeSolver):
             mid = _bracket_point(a_lo, a_hi, s_lo, s_hi)
             p, slope = at(mid)
             if decrease(p) and (best is None or p.h < best.h):
-                best = p
+                best, alpha = p, mid
             if slope > 0:
                 a_hi, s_hi = mid, slope
                 if side == 1:
@@ -1239,12 +1282,15 @@ class ConstraintDualSolver(IterativeSolver):
             # the projected arc need not be convex (clipping bends it):
             # Armijo backtracking from alpha = 1 as the fallback
             if self.deadline.expired():
-                return point, False
+                return point, False, 0.0
             search = backtracking(lambda a: view.evaluate(np.clip(u + a * d, lo, hi)),
                                   lambda a, p: decrease(p), step=0.5,
                                   max_backtracks=59, deadline=self.deadline)
-            return (search.value, True) if search.accepted else (point, False)
-        return view.evaluate(best.u), True
+            if not search.accepted:
+                return point, False, 0.0
+            # a backtracked step is short: any length below 0.1 reads the same
+            return search.value, True, 0.0
+        return view.evaluate(best.u), True, alpha
 
     def _direct(self, view, point, F, rhs, mu):
         """Solve ``(H_FF + mu diag(B)_F / lam) x = rhs`` by Cholesky on the
