@@ -1028,9 +1028,9 @@ class ConstraintDualSolver(IterativeSolver):
                 # the dual value converges faster than the primal map (a
                 # degenerate optimum loses a square root): polish on the face
                 # (only near the optimum, where the face read off A(u) can
-                # be the optimal one: see _POLISH_BELOW)
-                # the thresholds stop at a primal candidate that certifies
-                # (within half of tol) with the best dual value so far
+                # be the optimal one: see _POLISH_BELOW); its thresholds stop
+                # at a primal candidate that certifies (within half of tol)
+                # with the best dual value so far
                 target = best.g + 0.5 * tol * max(1.0, abs(best.g))
                 f2, A2, g2, u2 = _polish(stage, u, point, dist, self.deadline, target)
                 best.primal(f2, A2)
@@ -1181,9 +1181,10 @@ class ConstraintDualSolver(IterativeSolver):
         """One projected Newton-CG step; ``(point, accepted, n_hessvec)``.
 
         ``L``: the Lipschitz bound of :meth:`_fista`'s steps, or a callable
-        that returns it (called only when a step needs it).  ``damping`` (a :class:`_Damping`, kept over an inner solve) scales
-        the Levenberg-Marquardt damping and learns from the step length the
-        arc search accepts.
+        that returns it (called only when a step needs it).  ``damping`` (a
+        :class:`_Damping`, kept over an inner solve) scales the
+        Levenberg-Marquardt damping and learns from the step length the arc
+        search accepts.
 
         ``hold``: a step on the face of ``u``, the multipliers at a bound
         kept there and the others free (the first steps of a continuation
@@ -1300,8 +1301,7 @@ class ConstraintDualSolver(IterativeSolver):
                                   max_backtracks=59, deadline=self.deadline)
             if not search.accepted:
                 return point, False, 0.0
-            # a backtracked step is short: any length below 0.1 reads the same
-            return search.value, True, 0.0
+            return search.value, True, search.step
         return view.evaluate(best.u), True, alpha
 
     def _direct(self, view, point, F, rhs, mu):
