@@ -98,6 +98,9 @@ from .._settings import (
     CONSTRAINTDML_BVLS_FLOPS as _BVLS_FLOPS,
 )
 from .._settings import (
+    CONSTRAINTDML_DAMPING_MAX as _DAMPING_MAX,
+)
+from .._settings import (
     CONSTRAINTDML_DIRECT_CG_STEPS as _DIRECT_CG_STEPS,
 )
 from .._settings import (
@@ -105,6 +108,9 @@ from .._settings import (
 )
 from .._settings import (
     CONSTRAINTDML_FACE_LADDER as FACE_LADDER,
+)
+from .._settings import (
+    CONSTRAINTDML_POLISH_BELOW as _POLISH_BELOW,
 )
 from .._solver import IterativeSolver
 from ..result import SolverResult
@@ -424,6 +430,34 @@ def _newton_free_set(view, F, inside, r):
     return F
 
 
+class _Damping:
+    """The factor on the Levenberg-Marquardt damping of the Newton steps of
+    one inner solve, adapted to the step lengths the arc search accepts.
+
+    The generalised Hessian on the free multipliers is singular whenever
+    more of them are free than its rank (``r (r + 1) / 2 + r (d - r)``,
+    ``r`` the positive eigenvalues of ``Y``), and its near-null directions
+    then take ``1 / mu`` times a Jacobi-scaled gradient step: on the first
+    stage at 16 000 pairs in ``d = 50`` (seed 1) hundreds of Newton steps
+    of ``|d| ~ 150`` were cut to lengths ``1e-3``-``3e-3`` at the first
+    bound, and the Newton part of each step with them.  A step shorter
+    than 0.1 multiplies the factor by 10 (at most
+    :data:`~cvxmetric._settings.CONSTRAINTDML_DAMPING_MAX`), one of at
+    least 0.5 divides it by 10 (at least 1: the damping of a full step is
+    the fixed rule's).
+    """
+
+    def __init__(self):
+        self.factor = 1.0
+
+    def update(self, alpha):
+        """Learn from the accepted step length ``alpha``."""
+        if alpha < 0.1:
+            self.factor = min(10.0 * self.factor, _DAMPING_MAX)
+        elif alpha >= 0.5:
+            self.factor = max(0.1 * self.factor, 1.0)
+
+
 def _direct_pays(view, point, F):
     """Whether :meth:`ConstraintDualSolver._direct` is cheaper than the
     conjugate gradients on the free pairs ``F`` (see :data:`_DIRECT_CG_STEPS`):
@@ -554,7 +588,27 @@ def _bounded_lstsq(G, rhs, sign):
         return np.clip(np.linalg.lstsq(G, rhs, rcond=None)[0], lb, ub)
 
 
-def _polish(data, u, point, dist, deadline=None):
+class _LeastSquares:
+    """``res -> delta``, the minimum-norm least-squares solution of ``G delta
+    = res`` for a symmetric positive semidefinite ``G`` (a face's Gram
+    matrix): its eigendecomposition, formed at the first call and reused by
+    the refinement steps (each ``np.linalg.lstsq`` had its own SVD: 4.8 of
+    36 s at 16 000 pairs in d = 50), cut where ``lstsq``'s default ``rcond``
+    cuts the singular values (``eps * |E|`` times the largest)."""
+
+    def __init__(self, G):
+        self.G, self.basis = G, None
+
+    def __call__(self, res):
+        if self.basis is None:
+            w, V = np.linalg.eigh(self.G)
+            keep = np.abs(w) > np.finfo(float).eps * len(w) * float(np.abs(w).max())
+            self.basis = (V[:, keep], w[keep])
+        V, w = self.basis
+        return V @ ((V.T @ res) / w)
+
+
+def _polish(data, u, point, dist, deadline=None, target=-np.inf):
     """Primal and dual candidates from the face and active set of ``A(u)``.
 
     At the optimum ``A*`` let ``E`` be the constraints holding with equality
@@ -580,7 +634,9 @@ def _polish(data, u, point, dist, deadline=None):
     dual candidate are kept apart (the loop is
     :func:`~cvxmetric._face.polish_on_faces`, which skips a face read at two
     thresholds).  The thresholds stop early when ``deadline`` (a
-    :class:`~cvxmetric._solver.Deadline`) expires.
+    :class:`~cvxmetric._solver.Deadline`) expires, or once a primal
+    candidate's objective is at most ``target`` (one that certifies with the
+    best dual value known).
 
     Returns
     -------
@@ -623,7 +679,8 @@ def _polish(data, u, point, dist, deadline=None):
     # the best primal (lowest f) and the best dual (highest g) separately;
     # NaN ranks last
     out = polish_on_faces(FACE_LADDER, read, candidate,
-                          lambda c: (_ranked(c[0]), _ranked(-c[2])), deadline=deadline)
+                          lambda c: (_ranked(c[0]), _ranked(-c[2])), target=target,
+                          deadline=deadline)
     f, As, _, _ = out.first(0) or (np.inf, None, None, None)
     _, _, g, u2 = out.first(1) or (None, None, -np.inf, None)
     primal = (f, As) if f < np.inf else (np.inf, None)
@@ -665,6 +722,7 @@ def _diagonal_face_point(data, support, lin, E, sign_E):
     G = Z @ Z.T
     nu = _bounded_lstsq(G, lam + Z @ cl, sign_E)
     af = (Z.T @ nu - cl) / lam  # (r,)
+    solve = _LeastSquares(G)
     for _ in range(3):
         # iterative refinement of the point itself: forming it from
         # nu cancels (Z^T nu ~ cl when lam is small), so corrections
@@ -672,7 +730,7 @@ def _diagonal_face_point(data, support, lin, E, sign_E):
         res = 1.0 - Z @ af
         if np.max(np.abs(res)) <= 1e-15:
             break
-        delta = np.linalg.lstsq(G, res, rcond=None)[0]
+        delta = solve(res)
         af = af + Z.T @ delta
         nu = nu + lam * delta
     A = np.zeros(data.n_features)
@@ -696,12 +754,13 @@ def _full_face_point(data, Va, kept, lin, E, sign_E):
     G = ZZ * ZZ
     nu = _bounded_lstsq(G, rhs, sign_E)
     B = (Z.T @ (nu[:, None] * Z) - Clr) / lam
+    solve = _LeastSquares(G)
     for _ in range(3):
         # iterative refinement of B itself (see the diagonal case)
         res = 1.0 - np.einsum("er,rs,es->e", Z, B, Z)
         if np.max(np.abs(res)) <= 1e-15:
             break
-        delta = np.linalg.lstsq(G, res, rcond=None)[0]
+        delta = solve(res)
         B = B + Z.T @ (delta[:, None] * Z)
         nu = nu + lam * delta
     wb, Vb = np.linalg.eigh(0.5 * (B + B.T))
@@ -949,19 +1008,34 @@ class ConstraintDualSolver(IterativeSolver):
         best = _Best(state.best_f, M, state.best_g, state.best_u)
         tol = self.tol
 
+        certified = {}
+
         def certify(point):
             """Certify ``point`` on all pairs (one O(P d^2) pass) and polish."""
+            if certified.get("point") is point:
+                # the inner solve's last check was on this very point (its
+                # best one): the pass and the polish would repeat (0.28 s of
+                # 2.2 s at 4 000 pairs in d = 100)
+                return certified["out"]
             u = state.u.copy()
             u[W] = point.u
             dist = stage.Psi @ point.A if stage.diagonal else stage.op.sqdist(G=point.G)
+            f, A = _repaired(stage, point.A, dist)
             best.dual(-point.h, u)
-            best.primal(*_repaired(stage, point.A, dist))
-            if best.error() > tol and not self.deadline.expired():
+            best.primal(f, A)
+            if (best.error() > tol and _rel_gap(f, -point.h) <= _POLISH_BELOW
+                    and not self.deadline.expired()):
                 # the dual value converges faster than the primal map (a
                 # degenerate optimum loses a square root): polish on the face
-                f2, A2, g2, u2 = _polish(stage, u, point, dist, self.deadline)
+                # (only near the optimum, where the face read off A(u) can
+                # be the optimal one: see _POLISH_BELOW); its thresholds stop
+                # at a primal candidate that certifies (within half of tol)
+                # with the best dual value so far
+                target = best.g + 0.5 * tol * max(1.0, abs(best.g))
+                f2, A2, g2, u2 = _polish(stage, u, point, dist, self.deadline, target)
                 best.primal(f2, A2)
                 best.dual(g2, u2)
+            certified.update(point=point, out=(u, dist))
             return u, dist
 
         # inexact inner solves while W may still be wrong: a hundredfold
@@ -1056,11 +1130,23 @@ class ConstraintDualSolver(IterativeSolver):
         :meth:`_newton_step`).
         """
         n_newton = n_fista = n_hv = 0
+        damping = _Damping()
         point = view.evaluate(u)
         if not np.any(view.free):
             return point, (0, 0, 0)
         D = 1.0 / view.bdiag
-        L = max(lipschitz_bound(view, D, deadline=self.deadline)[0], 1e-300) / view.lam
+        known = []
+
+        def L():
+            # the Lipschitz bound (a power iteration over the view) only
+            # for the steps that use it: FISTA and a Newton step without
+            # curvature; a round without them skips it (0.04 of 0.39 s at
+            # 4 000 pairs in d = 50)
+            if not known:
+                bound = lipschitz_bound(view, D, deadline=self.deadline)[0]
+                known.append(max(bound, 1e-300) / view.lam)
+            return known[0]
+
         best = point
         stalled = 0
         # every inner step checks the clock (the base class only checks
@@ -1070,11 +1156,11 @@ class ConstraintDualSolver(IterativeSolver):
             if np.isfinite(f) and (f - g) <= tol * max(1.0, abs(f)):
                 break
             new, ok, hv = self._newton_step(view, point, D, L,
-                                            hold and n_newton < _STAGE_HOLD)
+                                            hold and n_newton < _STAGE_HOLD, damping)
             n_hv += hv
             n_newton += 1
             if not ok:
-                new = self._fista(view, point.u, D, L, self.fista_block)
+                new = self._fista(view, point.u, D, L(), self.fista_block)
                 n_fista += self.fista_block
             point = new
             # no decrease beyond round-off: the dual is solved as far as
@@ -1091,8 +1177,14 @@ class ConstraintDualSolver(IterativeSolver):
                 break
         return best, (n_newton, n_fista, n_hv)
 
-    def _newton_step(self, view, point, D, L, hold=False):
+    def _newton_step(self, view, point, D, L, hold=False, damping=None):
         """One projected Newton-CG step; ``(point, accepted, n_hessvec)``.
+
+        ``L``: the Lipschitz bound of :meth:`_fista`'s steps, or a callable
+        that returns it (called only when a step needs it).  ``damping`` (a
+        :class:`_Damping`, kept over an inner solve) scales the
+        Levenberg-Marquardt damping and learns from the step length the arc
+        search accepts.
 
         ``hold``: a step on the face of ``u``, the multipliers at a bound
         kept there and the others free (the first steps of a continuation
@@ -1127,13 +1219,18 @@ class ConstraintDualSolver(IterativeSolver):
         if np.any(F):
             # Levenberg-Marquardt damping (relative to the diagonal scale)
             mu = min(_MU, max(1e-10, _MU * res))
+            if damping is not None:
+                mu *= damping.factor
             x = None
             if _direct_pays(view, point, F):
                 x = self._direct(view, point, F, -g[F], mu)
             if x is None:
                 x, n_hv = self._pcg(view, point, F, -g[F], mu, D, L, res)
             d[F] = x
-        return self._arc_search(view, point, d, F, bind) + (n_hv,)
+        new, ok, alpha = self._arc_search(view, point, d, F, bind)
+        if damping is not None:
+            damping.update(alpha if ok else 0.0)
+        return new, ok, n_hv
 
     def _arc_search(self, view, point, d, F, bind):
         """Minimise ``h`` along the projected arc ``clip(u + alpha d)``.
@@ -1150,7 +1247,8 @@ class ConstraintDualSolver(IterativeSolver):
         on the bench's problems, this 2-4, with as many Newton steps to a
         few), and backtrack when the search finds no decrease (clipping can
         make the arc non-convex).  A point is accepted only with an Armijo
-        decrease.
+        decrease.  Returns ``(point, accepted, alpha)``, ``alpha`` the step
+        length taken (0 when none is accepted).
         """
         u, g, h0 = point.u, point.grad, point.h
         lo, hi = view.lower, view.upper
@@ -1164,12 +1262,13 @@ class ConstraintDualSolver(IterativeSolver):
         p1, slope1 = at(1.0)
         ok1 = decrease(p1)
         if slope1 <= 0 and ok1:
-            return view.evaluate(p1.u), True
+            return view.evaluate(p1.u), True, 1.0
         # the slope at 0+ (the pairs that move at once): < 0 for a descent
         # direction; a bisection when it is not
         moving = arc.t > 0
         slope0 = min(float(g[moving] @ d[moving]), 0.0)
         a_lo, a_hi, best = 0.0, 1.0, p1 if ok1 else None
+        alpha = 1.0
         s_lo, s_hi = slope0, slope1
         side = 0
         for _ in range(30):
@@ -1178,7 +1277,7 @@ class ConstraintDualSolver(IterativeSolver):
             mid = _bracket_point(a_lo, a_hi, s_lo, s_hi)
             p, slope = at(mid)
             if decrease(p) and (best is None or p.h < best.h):
-                best = p
+                best, alpha = p, mid
             if slope > 0:
                 a_hi, s_hi = mid, slope
                 if side == 1:
@@ -1196,12 +1295,14 @@ class ConstraintDualSolver(IterativeSolver):
             # the projected arc need not be convex (clipping bends it):
             # Armijo backtracking from alpha = 1 as the fallback
             if self.deadline.expired():
-                return point, False
+                return point, False, 0.0
             search = backtracking(lambda a: view.evaluate(np.clip(u + a * d, lo, hi)),
                                   lambda a, p: decrease(p), step=0.5,
                                   max_backtracks=59, deadline=self.deadline)
-            return (search.value, True) if search.accepted else (point, False)
-        return view.evaluate(best.u), True
+            if not search.accepted:
+                return point, False, 0.0
+            return search.value, True, search.step
+        return view.evaluate(best.u), True, alpha
 
     def _direct(self, view, point, F, rhs, mu):
         """Solve ``(H_FF + mu diag(B)_F / lam) x = rhs`` by Cholesky on the
@@ -1261,7 +1362,7 @@ class ConstraintDualSolver(IterativeSolver):
             p = z + (rz_new / rz) * p
             rz = rz_new
         if not np.any(x):  # no curvature at all: a safe gradient step
-            x = rhs * D[F] / L
+            x = rhs * D[F] / (L() if callable(L) else L)
         return x, n
 
     def _fista(self, view, u, D, L, n_steps):
