@@ -78,6 +78,22 @@ def pd_matrix(d, seed=0, ridge=0.5):
 # ---------------------------------------------------------------------------
 
 
+@pytest.fixture
+def one_torch_thread():
+    """Torch on one thread for the test (restored after): the back-end
+    tests' problems are tiny, and on a shared machine torch's thread pool
+    costs ten times the work."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def rel_gap():
     """``rel_gap(a, b) = |a - b| / max(1, |b|)``."""

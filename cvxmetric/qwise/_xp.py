@@ -233,8 +233,31 @@ class XPPairs:
         return S
 
 
+class _OnDevice:
+    """What data whose arrays live on a :class:`_Device` (its ``where``
+    field) answer about them: the namespace, the counted moves, and the
+    moves themselves (the NumPy data classes answer ``np``, nothing, and
+    the arrays as they are)."""
+
+    @property
+    def xp(self):
+        return self.where.xp
+
+    @property
+    def transfers(self):
+        return self.where.transfers
+
+    def dev(self, a):
+        """A host array on the device, counted (device arrays as they are)."""
+        return self.where.dev(a)
+
+    def to_host(self, x):
+        """A device array on the host, counted (host arrays as they are)."""
+        return self.where.host(x)
+
+
 @dataclass(eq=False)
-class QwiseXPData(QwiseData):
+class QwiseXPData(_OnDevice, QwiseData):
     """:class:`~cvxmetric.qwise.QwiseData` with its arrays on a namespace
     (see the module docstring).
 
@@ -287,20 +310,6 @@ class QwiseXPData(QwiseData):
                    _restriction=restriction)
 
     # -- where the arrays are --------------------------------------------------
-
-    @property
-    def xp(self):
-        return self.where.xp
-
-    @property
-    def transfers(self):
-        return self.where.transfers
-
-    def dev(self, a):
-        return self.where.dev(a)
-
-    def to_host(self, x):
-        return self.where.host(x)
 
     def host(self):
         """The same problem in NumPy (built on first use for a restriction)."""

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._backend import Transfers, device_of, float64, namespace
 from .._settings import _QWISE_VECTOR_CHUNK as _CHUNK
-from ..qwise._xp import _Device
+from ..qwise._xp import _Device, _OnDevice
 from ._problem import QwiseVectorData
 
 __all__ = ["QwiseVectorXPData"]
@@ -45,7 +45,7 @@ def _features(xp, X, i, j, psi):
 
 
 @dataclass(eq=False)
-class QwiseVectorXPData(QwiseVectorData):
+class QwiseVectorXPData(_OnDevice, QwiseVectorData):
     """:class:`~cvxmetric.qwise_vector.QwiseVectorData` with its terms on a
     namespace (see the module docstring).
 
@@ -120,22 +120,6 @@ class QwiseVectorXPData(QwiseVectorData):
                    w_weight=host.w_weight, _source=host._source, where=where)
 
     # -- where the arrays are --------------------------------------------------
-
-    @property
-    def xp(self):
-        return self.where.xp
-
-    @property
-    def transfers(self):
-        return self.where.transfers
-
-    def dev(self, a):
-        """A host array on the device, counted (device arrays as they are)."""
-        return self.where.dev(a)
-
-    def to_host(self, x):
-        """A device array on the host, counted (host arrays as they are)."""
-        return self.where.host(x)
 
     def backend_info(self):
         return {"backend": getattr(self.xp, "__name__", str(self.xp)),

@@ -10,24 +10,9 @@ from cvxmetric.collection import gaussian_classes, standardize
 from cvxmetric.constraints import Quadruplets, quadruplets_from_labels
 from cvxmetric.qwise import ProjectedSubgradient, QwiseData, QwiseDualSolver
 
-pytestmark = pytest.mark.array_api
+pytestmark = [pytest.mark.array_api, pytest.mark.usefixtures("one_torch_thread")]
 
 NAMESPACES = ("array_api_strict", "torch")
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Torch on one thread: these problems are tiny, and on a shared
-    machine torch's thread pool costs ten times the work."""
-    try:
-        import torch
-    except ImportError:
-        yield
-        return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _instance(n_quadruplets, *, n=60, d=5, dtype=float):

@@ -27,25 +27,10 @@ from cvxmetric.qwise_vector import (
     solve_exact,
 )
 
-pytestmark = pytest.mark.array_api
+pytestmark = [pytest.mark.array_api, pytest.mark.usefixtures("one_torch_thread")]
 
 NAMESPACES = ("array_api_strict", "torch")
 NEWTON_RTOL = tolerance("qwise_vector", "newton")
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Torch on one thread: these problems are tiny, and on a shared
-    machine torch's thread pool costs ten times the work."""
-    try:
-        import torch
-    except ImportError:
-        yield
-        return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _instance(psi="squared", *, n=60, d=6, n_quads=400, n_pairs=80, dtype=float):
