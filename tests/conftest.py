@@ -338,16 +338,16 @@ def dask_client():
 #: Defined in every :func:`dispatched_python` interpreter: a fit under
 #: dispatch against NumPy's fit of the same data (both ``optimal``, the
 #: device fit's back end torch, its fitted matrix a NumPy array, the
-#: objectives within the family's fast tolerance, the matrices within
-#: ``MATRIX_RTOL``).
+#: objectives within the tolerance of the family's fast ``method``, the
+#: matrices within ``MATRIX_RTOL``).
 _SAME_FIT = """
-def same_fit(est, ref, family):
+def same_fit(est, ref, family, method="fast"):
     import numpy
     from cvxmetric._tolerances import MATRIX_RTOL, tolerance
     assert est.status_ == ref.status_ == "optimal", (est.status_, ref.status_)
     assert est.result_.info["backend"].endswith("torch"), est.result_.info
     assert isinstance(est.components_, numpy.ndarray)
-    assert abs(est.objective_ - ref.objective_) <= tolerance(family, "fast") * max(
+    assert abs(est.objective_ - ref.objective_) <= tolerance(family, method) * max(
         1.0, abs(ref.objective_)), (est.objective_, ref.objective_)
     M, R = est.mahalanobis_matrix_, ref.mahalanobis_matrix_
     assert numpy.abs(M - R).max() <= MATRIX_RTOL * numpy.abs(R).max(), numpy.abs(M - R).max()
@@ -359,8 +359,8 @@ def dispatched_python():
     """``run(code)``: ``code`` in a fresh interpreter with SciPy's array API
     flag, which scikit-learn's ``array_api_dispatch`` needs before SciPy is
     imported; asserts it printed ``ok``.  ``code`` may call
-    ``same_fit(est, ref, family)`` (:data:`_SAME_FIT`).  Skipped without
-    torch and array-api-compat."""
+    ``same_fit(est, ref, family, method="fast")`` (:data:`_SAME_FIT`).
+    Skipped without torch and array-api-compat."""
     import subprocess
     import sys
 

@@ -28,7 +28,8 @@ def tuples(width, n=60):
 learners = [(cm.MMC, 2, {}), (cm.ConstraintDML, 2, {}), (cm.LDML, 2, {}),
             (cm.SDML, 2, {}), (cm.GMML, 2, {}), (cm.ITML, 2, {}),
             (cm.RankDML, 3, {}), (cm.SCML, 3, {}), (cm.Qwise, 4, {}),
-            (cm.QwiseStructural, 4, {"reading": "quadruplets"})]
+            (cm.QwiseStructural, 4, {"reading": "quadruplets"}),
+            (cm.QwiseVector, 4, {"solver": "newton"}), (cm.QwiseVector, 4, {})]
 for cls, width, kw in learners:
     t, lab = tuples(width)
     name = {2: "pairs", 3: "triplets", 4: "quadruplets"}[width]

@@ -9,6 +9,16 @@ constraints from the labels.  Both build
 selected by ``solver``: ``"exact"`` (:func:`~cvxmetric.qwise_vector.solve_exact`,
 CVXPY, certified) or ``"newton"`` (Algorithm 2,
 :class:`~cvxmetric.qwise_vector.ProjectedNewton`, certified).
+
+Under scikit-learn's ``array_api_dispatch``, ``solver="newton"`` keeps a
+PyTorch, CuPy or ``array-api-strict`` ``X`` (for :class:`QwiseVector`: an
+array ``preprocessor``, or the tuples' points) on its namespace: the
+constraints are sampled or indexed on a host copy, Algorithm 2's passes
+over the terms run on the device, the features ``Psi`` built there
+(:meth:`QwiseVectorData.on_device
+<cvxmetric.qwise_vector.QwiseVectorData.on_device>`), and the fitted
+attributes are NumPy arrays.  The exact path runs on NumPy and refuses
+such input by name.
 """
 
 from numbers import Integral, Real
@@ -17,6 +27,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._backend import is_numpy, to_numpy
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
                      array_ndim, given_options, solver_names, store_arguments, validate_labelled)
 from .._docs import fill_doc
@@ -75,14 +86,20 @@ class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
         return QwiseVectorData.from_sets(quadruplets, pairs, psi=psi, loss=self._loss(),
                                          h=self.h, C_q=self.C_q, C_p=self.C_p)
 
-    def _solve_one(self, data):
-        """One vector problem: a :class:`SolverResult`."""
+    def _solve_one(self, data, device_X=None):
+        """One vector problem: a :class:`SolverResult`.
+
+        ``device_X`` (``array_api_dispatch``, ``solver="newton"`` only): the
+        samples of ``data`` on their device, where Algorithm 2's passes run
+        (:meth:`QwiseVectorData.on_device`).
+        """
         options = given_options(tol=self.tol, maxiter=self.max_iter)
         return self._run_solver({
             "exact": lambda: formulation("qwise_vector").solve_exact(
                 data, verbose=conic_verbose(self.verbose)),
             # Algorithm 2 refuses loss="hinge" itself, naming loss
-            "newton": lambda: ProjectedNewton(**options).run(data),
+            "newton": lambda: ProjectedNewton(**options).run(
+                data if device_X is None else data.on_device(device_X)),
         })
 
     def _store(self, results, psi, n_features, attributes=None):
@@ -321,8 +338,8 @@ class QwiseVector(_QwiseVectorBase):
             if isinstance(value, dict):
                 raise ValueError(f"{name}: a dict (one set per attribute) needs "
                                  f"quadruplets given as a dict with the same keys.")
-        data = self._sets_data(quadruplets, delta, pairs, pair_labels)
-        return self._store([self._solve_one(data)], self.psi, data.n_features)
+        data, device_X = self._sets_data(quadruplets, delta, pairs, pair_labels)
+        return self._store([self._solve_one(data, device_X)], self.psi, data.n_features)
 
     def declared_problem(self, quadruplets, y=None, *, delta=1.0, pairs=None,
                          pair_labels=None):
@@ -351,7 +368,7 @@ class QwiseVector(_QwiseVectorBase):
                     f"{name}: one constraint set per attribute (a dict) is one "
                     f"problem per attribute; declare each attribute's set on its "
                     f"own.")
-        quads, labelled = self._sets(quadruplets, delta, pairs, pair_labels)
+        quads, labelled, _ = self._sets(quadruplets, delta, pairs, pair_labels)
         return declared_problem(self._declared_data(quads, labelled, self.psi))
 
     @staticmethod
@@ -367,13 +384,23 @@ class QwiseVector(_QwiseVectorBase):
             raise ValueError(f"{missing}: pairs and pair_labels must be given together.")
 
     def _sets(self, quadruplets, delta, pairs, pair_labels):
-        """The quadruplets and labelled pairs of one constraint set."""
+        """The quadruplets and labelled pairs of one constraint set, and the
+        samples on their device (``None`` on NumPy's path)."""
         labels = None if pair_labels is None else Qwise._check_pair_labels(pair_labels)
-        return Qwise._build_sets(self, quadruplets, delta, pairs, labels)
+        if self.solver == "newton":
+            # Algorithm 2's passes run on the points' namespace
+            # (array_api_dispatch); the sets are built on a host copy, as
+            # Qwise builds its own
+            found = Qwise._device_sets(self, quadruplets, delta, pairs, labels)
+            if found is not None:
+                return found
+        return (*Qwise._build_sets(self, quadruplets, delta, pairs, labels), None)
 
     def _sets_data(self, quadruplets, delta, pairs, pair_labels):
-        quads, labelled = self._sets(quadruplets, delta, pairs, pair_labels)
-        return self._vector_data(quads, labelled, self.psi)
+        """The canonical data of one constraint set and its samples on
+        their device (``None`` on NumPy's path)."""
+        quads, labelled, device_X = self._sets(quadruplets, delta, pairs, pair_labels)
+        return self._vector_data(quads, labelled, self.psi), device_X
 
     def _fit_attributes(self, quadruplets, delta, pairs, pair_labels):
         """One row of ``L`` per attribute (``psi="linear"``, Sec. 3.3.2)."""
@@ -401,13 +428,13 @@ class QwiseVector(_QwiseVectorBase):
                 per[name] = {k: value for k in keys}
         results, d = [], None
         for k in keys:
-            data = self._sets_data(quadruplets[k], per["delta"][k], per["pairs"][k],
-                                   per["pair_labels"][k])
+            data, device_X = self._sets_data(quadruplets[k], per["delta"][k],
+                                             per["pairs"][k], per["pair_labels"][k])
             if d is not None and data.n_features != d:
                 raise ValueError(f"quadruplets: attribute {k!r} has {data.n_features} "
                                  f"features, the first has {d}.")
             d = data.n_features
-            results.append(self._solve_one(data))
+            results.append(self._solve_one(data, device_X))
         return self._store(results, "linear", d, attributes=keys)
 
 
@@ -451,9 +478,9 @@ status_, certificate_, result_, n_iter_, n_features_in_, loss_
 
     def _fit(self, X, y):
         """Sample the quadruplets and pairs and learn ``w`` and ``b``."""
-        quads, labelled, d = self._sample(X, y)
+        quads, labelled, device_X = self._sample(X, y)
         data = self._vector_data(quads, labelled, "squared")
-        return self._store([self._solve_one(data)], "squared", d)
+        return self._store([self._solve_one(data, device_X)], "squared", data.n_features)
 
     def _declare(self, X, y):
         """Eq. 14 (or the smoothed Eq. 27-30) on the constraints ``fit(X, y)`` samples."""
@@ -461,8 +488,16 @@ status_, certificate_, result_, n_iter_, n_features_in_, loss_
         return declared_problem(self._declared_data(quads, labelled, "squared"))
 
     def _sample(self, X, y):
-        """Validate ``(X, y)`` and sample the quadruplets (and pairs)."""
-        X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2)
+        """Validate ``(X, y)`` and sample the quadruplets (and pairs);
+        ``(Quadruplets, LabeledPairs or None, device X or None)``."""
+        # Algorithm 2's passes run on X's namespace (array_api_dispatch)
+        X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2,
+                                       keep_namespace=self.solver == "newton")
+        device_X = None
+        if not is_numpy(X):
+            # the constraints' bookkeeping (sampling, canonical sets) is on
+            # the host: one host copy of X
+            device_X, X = X, np.asarray(to_numpy(X), dtype=np.float64)
         quads, labelled = _label_sets(X, y, self.n_constraints, self.random_state,
                                       with_pairs=self.C_p > 0)
-        return quads, labelled, X.shape[1]
+        return quads, labelled, device_X
