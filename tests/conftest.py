@@ -335,8 +335,8 @@ def dask_client():
         yield client
 
 
-#: Defined in every :func:`dispatched_python` interpreter: a fit under
-#: dispatch against NumPy's fit of the same data (both ``optimal``, the
+#: Defined in every :func:`dispatched_python` interpreter: the data of the
+#: Qwise families' tests, and a fit under dispatch against NumPy's fit of the same data (both ``optimal``, the
 #: device fit's back end torch, its fitted matrix a NumPy array, the
 #: objectives within the tolerance of the family's fast ``method``, the
 #: matrices within ``MATRIX_RTOL``).
@@ -351,6 +351,29 @@ def same_fit(est, ref, family, method="fast"):
         1.0, abs(ref.objective_)), (est.objective_, ref.objective_)
     M, R = est.mahalanobis_matrix_, ref.mahalanobis_matrix_
     assert numpy.abs(M - R).max() <= MATRIX_RTOL * numpy.abs(R).max(), numpy.abs(M - R).max()
+
+
+def labelled_points():
+    # (X, y, torch X): 60 points in 4 features, one of five times the
+    # others' scale, 3 classes (the Qwise families' supervised fits)
+    import numpy, torch
+    rng = numpy.random.default_rng(0)
+    X = rng.standard_normal((60, 4)); X[:, 1] *= 5.0
+    return X, rng.integers(0, 3, 60), torch.asarray(X)
+
+
+def quadruplet_sets():
+    # (X, y, torch X, quadruplets, pairs, pair labels): 40 points in 3
+    # features, 2 classes, 120 quadruplets and the distinct-point pairs of
+    # 40 (the Qwise families' tuples fits)
+    import numpy, torch
+    from cvxmetric import pairs_from_labels, quadruplets_from_labels
+    X = numpy.random.default_rng(0).standard_normal((40, 3)); X[:, 1] *= 5.0
+    y = numpy.arange(40) % 2
+    q = quadruplets_from_labels(y, 120, random_state=0)
+    p, _ = pairs_from_labels(y, 40, random_state=1)
+    p = p[p[:, 0] != p[:, 1]]
+    return X, y, torch.asarray(X), q, p, numpy.where(y[p[:, 0]] == y[p[:, 1]], 1, -1)
 """
 
 
@@ -359,7 +382,8 @@ def dispatched_python():
     """``run(code)``: ``code`` in a fresh interpreter with SciPy's array API
     flag, which scikit-learn's ``array_api_dispatch`` needs before SciPy is
     imported; asserts it printed ``ok``.  ``code`` may call
-    ``same_fit(est, ref, family, method="fast")`` (:data:`_SAME_FIT`).
+    ``same_fit(est, ref, family, method="fast")``, ``labelled_points()``
+    and ``quadruplet_sets()`` (:data:`_SAME_FIT`).
     Skipped without torch and array-api-compat."""
     import subprocess
     import sys

@@ -16,10 +16,7 @@ def test_qwise_supervised_keeps_torch_input(dispatched_python):
     dispatched_python("""
 import numpy as np, sklearn, torch
 from cvxmetric import QwiseSupervised
-rng = np.random.default_rng(0)
-X = rng.standard_normal((60, 4)); X[:, 1] *= 5.0
-y = rng.integers(0, 3, 60)
-T = torch.asarray(X)
+X, y, T = labelled_points()
 for kw in ({}, {"u": 1.0, "l": 4.0}):  # Eq. 8, and Eq. 11 with pairs
     ref = QwiseSupervised(random_state=0, **kw).fit(X, y)
     with sklearn.config_context(array_api_dispatch=True):
@@ -48,15 +45,8 @@ print("ok")
 def test_qwise_tuples_keep_torch_points(dispatched_python):
     dispatched_python("""
 import numpy as np, sklearn, torch
-from cvxmetric import Qwise, pairs_from_labels, quadruplets_from_labels
-rng = np.random.default_rng(0)
-X = rng.standard_normal((40, 3)); X[:, 1] *= 5.0
-y = np.arange(40) % 2
-T = torch.asarray(X)
-q = quadruplets_from_labels(y, 120, random_state=0)
-p, _ = pairs_from_labels(y, 40, random_state=1)
-p = p[p[:, 0] != p[:, 1]]
-lab = np.where(y[p[:, 0]] == y[p[:, 1]], 1, -1)
+from cvxmetric import Qwise
+X, y, T, q, p, lab = quadruplet_sets()
 for kw, with_pairs in (({}, False), ({"u": 1.0, "l": 4.0}, True)):
     ref = Qwise(preprocessor=X, **kw).fit(
         q, **({"pairs": p, "pair_labels": lab} if with_pairs else {}))
