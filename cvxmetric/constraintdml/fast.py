@@ -67,7 +67,6 @@ have ``lam`` near 0, where the dual is almost a linear program (thousands
 of Newton steps on 32 pairs).
 """
 
-import functools
 from dataclasses import dataclass
 from numbers import Integral
 from typing import NamedTuple
@@ -1136,15 +1135,17 @@ class ConstraintDualSolver(IterativeSolver):
         if not np.any(view.free):
             return point, (0, 0, 0)
         D = 1.0 / view.bdiag
+        known = []
 
-        @functools.cache
         def L():
-            # the Lipschitz bound (a power iteration over the view), once and
-            # only for the steps that use it: FISTA and a Newton step without
+            # the Lipschitz bound (a power iteration over the view) only
+            # for the steps that use it: FISTA and a Newton step without
             # curvature; a round without them skips it (0.04 of 0.39 s at
             # 4 000 pairs in d = 50)
-            bound = lipschitz_bound(view, D, deadline=self.deadline)[0]
-            return max(bound, 1e-300) / view.lam
+            if not known:
+                bound = lipschitz_bound(view, D, deadline=self.deadline)[0]
+                known.append(max(bound, 1e-300) / view.lam)
+            return known[0]
 
         best = point
         stalled = 0
@@ -1176,11 +1177,11 @@ class ConstraintDualSolver(IterativeSolver):
                 break
         return best, (n_newton, n_fista, n_hv)
 
-    def _newton_step(self, view, point, D, L, hold, damping):
+    def _newton_step(self, view, point, D, L, hold=False, damping=None):
         """One projected Newton-CG step; ``(point, accepted, n_hessvec)``.
 
-        ``L``: a callable returning the Lipschitz bound of :meth:`_fista`'s
-        steps (called only when a step needs it).  ``damping`` (a
+        ``L``: the Lipschitz bound of :meth:`_fista`'s steps, or a callable
+        that returns it (called only when a step needs it).  ``damping`` (a
         :class:`_Damping`, kept over an inner solve) scales the
         Levenberg-Marquardt damping and learns from the step length the arc
         search accepts.
@@ -1217,7 +1218,9 @@ class ConstraintDualSolver(IterativeSolver):
         n_hv = 0
         if np.any(F):
             # Levenberg-Marquardt damping (relative to the diagonal scale)
-            mu = min(_MU, max(1e-10, _MU * res)) * damping.factor
+            mu = min(_MU, max(1e-10, _MU * res))
+            if damping is not None:
+                mu *= damping.factor
             x = None
             if _direct_pays(view, point, F):
                 x = self._direct(view, point, F, -g[F], mu)
@@ -1225,7 +1228,8 @@ class ConstraintDualSolver(IterativeSolver):
                 x, n_hv = self._pcg(view, point, F, -g[F], mu, D, L, res)
             d[F] = x
         new, ok, alpha = self._arc_search(view, point, d, F, bind)
-        damping.update(alpha if ok else 0.0)
+        if damping is not None:
+            damping.update(alpha if ok else 0.0)
         return new, ok, n_hv
 
     def _arc_search(self, view, point, d, F, bind):
@@ -1322,8 +1326,7 @@ class ConstraintDualSolver(IterativeSolver):
         return x if np.all(np.isfinite(x)) else None
 
     def _pcg(self, view, point, F, rhs, mu, D, L, res):
-        """Solve ``(H_FF + mu diag(B)_F / lam) x = rhs`` by preconditioned CG
-        (``L``: as for :meth:`_newton_step`)."""
+        """Solve ``(H_FF + mu diag(B)_F / lam) x = rhs`` by preconditioned CG."""
         diag = view.bdiag[F] / view.lam
         prec = 1.0 / ((1.0 + mu) * diag)
         hess = view.hess_operator(point, F)
@@ -1359,7 +1362,7 @@ class ConstraintDualSolver(IterativeSolver):
             p = z + (rz_new / rz) * p
             rz = rz_new
         if not np.any(x):  # no curvature at all: a safe gradient step
-            x = rhs * D[F] / L()
+            x = rhs * D[F] / (L() if callable(L) else L)
         return x, n
 
     def _fista(self, view, u, D, L, n_steps):
