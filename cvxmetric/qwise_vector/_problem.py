@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._backend import is_dask
+from .._backend import device_of, is_dask
 from .._settings import (
     _MAX_SCALE_EXP,
     _MIN_SCALE_EXP,
@@ -95,9 +95,10 @@ def _quad_features(X, idx, psi):
     return Z
 
 
-def phi_h(v, h):
-    """The smoothed hinge ``phi_h`` (module docstring), elementwise."""
-    return np.where(v > h, v, np.where(v < -h, 0.0, (v + h) ** 2 / (4.0 * h)))
+def phi_h(v, h, xp=np):
+    """The smoothed hinge ``phi_h`` (module docstring), elementwise, in
+    ``v``'s namespace ``xp``."""
+    return xp.where(v > h, v, xp.where(v < -h, xp.zeros_like(v), (v + h) ** 2 / (4.0 * h)))
 
 
 @dataclass(eq=False)
@@ -320,6 +321,14 @@ class QwiseVectorData:
         """What a result reports of the back end: nothing for NumPy."""
         return {}
 
+    def dev(self, a):
+        """A host array where the terms are: ``a`` itself here."""
+        return a
+
+    def to_host(self, x):
+        """An array of the terms' namespace on the host: ``x`` itself here."""
+        return x
+
     # -- sizes -----------------------------------------------------------------
 
     @property
@@ -347,11 +356,11 @@ class QwiseVectorData:
     # -- the operator of the terms ---------------------------------------------
 
     def margins(self, omega):
-        """Signed margins ``s_r = y_r a_r^T omega`` of every term."""
+        """Signed margins ``s_r = y_r a_r^T omega`` of every term, where the
+        terms are (``omega`` moved there: ``d + 1`` floats)."""
+        omega = self.dev(omega)
         w, b = omega[:-1], omega[-1]
-        s_q = self.Z @ w
-        s_p = self.y * (self.P @ w - b)
-        return np.concatenate([s_q, s_p])
+        return self.xp.concat([self.Z @ w, self.y * (self.P @ w - b)])
 
     def adjoint(self, v):
         """``sum_r v_r y_r a_r`` (shape (e,)): the adjoint of :meth:`margins`."""
@@ -378,20 +387,25 @@ class QwiseVectorData:
 
     # -- losses ----------------------------------------------------------------
 
+    # the elementwise passes below are written in the terms' namespace
+    # (``xp``): the same code on NumPy and on a device (QwiseVectorXPData)
+
     def losses(self, s):
         """Per-term loss (unweighted) at margins ``s``."""
+        xp = self.xp
         u = self.c - s
         if self.loss == "huber":
-            return phi_h(u, self.h)
-        return np.maximum(u, 0.0)
+            return phi_h(u, self.h, xp)
+        return xp.where(u > 0, u, xp.zeros_like(u))
 
     def slopes(self, s):
         """Per-term slope ``beta_r`` in [0, 1] of the loss in ``u = c - s``
         (for the hinge, the subgradient 1 on ``u > 0``)."""
+        xp = self.xp
         u = self.c - s
         if self.loss == "huber":
-            return np.clip((u + self.h) / (2.0 * self.h), 0.0, 1.0)
-        return (u > 0).astype(float)
+            return xp.clip((u + self.h) / (2.0 * self.h), 0.0, 1.0)
+        return xp.astype(u > 0, xp.float64)
 
     def objective(self, omega, s=None):
         """Eq. 27 (hinge or smoothed) at ``omega``."""
@@ -406,9 +420,10 @@ class QwiseVectorData:
         return self.reg * omega - self.adjoint(self.C * self.slopes(s))
 
     def quadratic_set(self, s):
-        """Terms in the quadratic part of their loss (Eq. 32's sums)."""
-        u = self.c - s
-        return np.flatnonzero(np.abs(u) <= self.h)
+        """Terms in the quadratic part of their loss (Eq. 32's sums): ints
+        of the terms' namespace."""
+        xp = self.xp
+        return xp.nonzero(xp.abs(self.c - s) <= self.h)[0]
 
     def hessian(self, omega, s=None, free=None):
         """Eq. 32: ``I + sum_{r in Q} C_r / (2 h) a_r a_r^T`` (dense (e, e)),
@@ -429,7 +444,7 @@ class QwiseVectorData:
 
     def dual_bound(self, beta):
         """``D(beta)`` of the module docstring, ``beta`` clipped to [0, 1]."""
-        beta = np.clip(beta, 0.0, 1.0)
+        beta = self.xp.clip(self.dev(beta), 0.0, 1.0)
         hh = self.smoothing
         lin = float(self.C @ (beta * self.c + hh * beta * (1.0 - beta)))
         return lin - self.conjugate_reg(self.adjoint(self.C * beta))
@@ -475,6 +490,9 @@ class QwiseVectorData:
     def smoothing_bounds(self):
         """``(low, high)`` with ``low <= F_h* - F* <= high`` (docs/qwise/vector.md):
         ``0 <= L_1^h - L_1 <= h / 4`` and ``-h <= L_0^h - L_0 <= 0`` per term."""
-        h = self.h
-        one = np.concatenate([self.delta == 1.0, np.ones(self.n_pairs, bool)])
-        return (-h * float(self.C[~one].sum()), 0.25 * h * float(self.C[one].sum()))
+        xp, h = self.xp, self.h
+        one = xp.concat([self.delta == 1.0, xp.ones((self.n_pairs,), dtype=xp.bool,
+                                                     device=device_of(self.C))])
+        zero = xp.zeros_like(self.C)
+        return (-h * float(xp.sum(xp.where(one, zero, self.C))),
+                0.25 * h * float(xp.sum(xp.where(one, self.C, zero))))

@@ -148,12 +148,6 @@ class QwiseVectorXPData(_OnDevice, QwiseVectorData):
 
     # -- the operator of the terms -----------------------------------------------
 
-    def margins(self, omega):
-        """Signed margins on the device (``omega`` moved, ``d + 1`` floats)."""
-        omega = self.dev(omega)
-        w, b = omega[:-1], omega[-1]
-        return self.xp.concat([self.Z @ w, self.y * (self.P @ w - b)])
-
     def adjoint(self, v):
         """``sum_r v_r y_r a_r`` of the device vector ``v``: the pass on the
         device, its ``d + 1`` entries to the host."""
@@ -192,28 +186,7 @@ class QwiseVectorXPData(_OnDevice, QwiseVectorData):
         raise NotImplementedError("QwiseVectorXPData forms the Hessian on the device "
                                   "(hessian).")
 
-    def quadratic_set(self, s):
-        """Terms in the quadratic band (device ints)."""
-        xp = self.xp
-        return xp.nonzero(xp.abs(self.c - s) <= self.h)[0]
-
     # -- losses ------------------------------------------------------------------
-
-    def losses(self, s):
-        xp = self.xp
-        u = self.c - s
-        zero = xp.zeros_like(u)
-        if self.loss == "huber":
-            h = self.h
-            return xp.where(u > h, u, xp.where(u < -h, zero, (u + h) ** 2 / (4.0 * h)))
-        return xp.where(u > 0, u, zero)
-
-    def slopes(self, s):
-        xp = self.xp
-        u = self.c - s
-        if self.loss == "huber":
-            return xp.clip((u + self.h) / (2.0 * self.h), 0.0, 1.0)
-        return xp.astype(u > 0, xp.float64)
 
     def objective(self, omega, s=None):
         """Eq. 27: the regulariser on the host, the losses' sum on the device."""
@@ -224,12 +197,6 @@ class QwiseVectorXPData(_OnDevice, QwiseVectorData):
 
     # -- certificate -------------------------------------------------------------
 
-    def dual_bound(self, beta):
-        beta = self.xp.clip(self.dev(beta), 0.0, 1.0)
-        hh = self.smoothing
-        lin = float(self.C @ (beta * self.c + hh * beta * (1.0 - beta)))
-        return lin - self.conjugate_reg(self.adjoint(self.C * beta))
-
     def conjugate_reg(self, v):
         return super().conjugate_reg(self.to_host(v))
 
@@ -237,12 +204,3 @@ class QwiseVectorXPData(_OnDevice, QwiseVectorData):
         """The float64 certificate: its passes on the device, ``omega`` on
         the host."""
         return super().certificate(self.to_host(omega), beta, **kwargs)
-
-    def smoothing_bounds(self):
-        xp = self.xp
-        h = self.h
-        one = xp.concat([self.delta == 1.0,
-                         xp.ones((self.n_pairs,), dtype=xp.bool, device=self.where.device)])
-        zero = xp.zeros_like(self.C)
-        return (-h * float(xp.sum(xp.where(one, zero, self.C))),
-                0.25 * h * float(xp.sum(xp.where(one, self.C, zero))))
