@@ -2,7 +2,7 @@
 # Fast solvers on one GPU (torch, CUDA) against NumPy on the CPU in the same
 # run: installs what it needs, then runs benchmarks/gpu.py once per group of
 # methods, each in its own process (a method that fails or runs out of
-# memory does not end the others), under 10 minutes on one H100 or H200.
+# memory does not end the others): 4.6 minutes on one H200 (docs/performance.md).
 #
 #   benchmarks/gpu.sh                      # every method
 #   benchmarks/gpu.sh qwise lmnn_letter    # these groups only
