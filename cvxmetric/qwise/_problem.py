@@ -489,15 +489,19 @@ class QwiseData(Samples):
     #: are: True for the Dask data (:mod:`cvxmetric.qwise._dask`).
     host_iterations = False
 
-    def on_device(self, X):
+    def on_device(self, X, host_copy=None):
         """This problem with the fast solver's passes on the namespace and
         device of ``X`` (a PyTorch, CuPy or ``array-api-strict`` array
         holding this problem's samples ``self.X``, of any floating type:
         cast to float64 there); see :mod:`cvxmetric.qwise._xp`.
+        ``host_copy``: a NumPy copy of ``X`` the caller already made, used
+        for the check that ``X`` holds the samples instead of a second copy
+        (:func:`~cvxmetric.qwise._xp.device_samples`).
 
         A ``dask.array`` gives a :class:`~cvxmetric.qwise._dask.QwiseDaskData`
         instead: the full passes as Dask tasks over chunks of pairs, the
-        iterations on the host (see :mod:`cvxmetric.qwise._dask`).
+        iterations on the host (see :mod:`cvxmetric.qwise._dask`); its check
+        runs on the cluster, and ``host_copy`` is not read.
 
         Returns
         -------
@@ -509,7 +513,7 @@ class QwiseData(Samples):
             return QwiseDaskData.from_host(self, X)
         from ._xp import QwiseXPData
 
-        return QwiseXPData.from_host(self, X)
+        return QwiseXPData.from_host(self, X, host_copy)
 
     def host(self):
         """This problem in NumPy: ``self``."""

@@ -39,7 +39,7 @@ from .._linalg import eigenvalue_roundoff
 from .._settings import QWISE_DEVICE_BLOCK, QWISE_DEVICE_PHI
 from ._problem import QwiseData, loewner_scale
 
-__all__ = ["QwiseXPData", "XPPairs", "norm", "zeros_like"]
+__all__ = ["QwiseXPData", "XPPairs", "device_samples", "norm", "zeros_like"]
 
 
 def norm(x):
@@ -233,6 +233,35 @@ class XPPairs:
         return S
 
 
+def device_samples(X, samples, host_copy=None):
+    """``(where, X)``: the :class:`_Device` of ``X`` and ``X`` as float64
+    there, once checked to hold ``samples`` (the host problem's, NumPy).
+
+    The check compares one host copy of ``X`` with ``samples``: the one
+    ``host_copy`` a caller already made of ``X`` (an estimator, for its
+    host bookkeeping), else a copy made here; either is counted once.
+
+    Raises
+    ------
+    ValueError
+        When ``X``'s shape or values differ from ``samples``, naming ``X``.
+    """
+    xp, _ = namespace(X)
+    if tuple(X.shape) != tuple(samples.shape):
+        raise ValueError(f"X: expected the problem's samples, of shape "
+                         f"{tuple(samples.shape)}; got shape {tuple(X.shape)}.")
+    where = _Device(xp, device_of(X), Transfers())
+    X = float64(X, xp)
+    if host_copy is None:
+        host_copy = where.host(X)  # once, n x d
+    else:
+        where.transfers.gathered(host_copy)
+    if not np.array_equal(np.asarray(host_copy, dtype=float),
+                          np.asarray(samples, dtype=float)):
+        raise ValueError("X: its values differ from the problem's samples.")
+    return where, X
+
+
 class _OnDevice:
     """What data whose arrays live on a :class:`_Device` (its ``where``
     field) answer about them: the namespace, the counted moves, and the
@@ -274,19 +303,11 @@ class QwiseXPData(_OnDevice, QwiseData):
     _restriction: tuple = field(default=None, repr=False)
 
     @classmethod
-    def from_host(cls, host, X):
+    def from_host(cls, host, X, host_copy=None):
         """``host`` (NumPy) with its arrays on the namespace and device of
         ``X``, whose values must be ``host.X`` (any floating type; cast to
-        float64 there)."""
-        xp, _ = namespace(X)
-        if tuple(X.shape) != tuple(host.X.shape):
-            raise ValueError(f"X: expected the problem's samples, of shape "
-                             f"{tuple(host.X.shape)}; got shape {tuple(X.shape)}.")
-        where = _Device(xp, device_of(X), Transfers())
-        X = float64(X, xp)
-        # once, n x d: the device copy must be the problem's samples
-        if not np.array_equal(where.host(X), np.asarray(host.X, dtype=float)):
-            raise ValueError("X: its values differ from the problem's samples.")
+        float64 there; ``host_copy``: see :func:`device_samples`)."""
+        where, X = device_samples(X, host.X, host_copy)
         return cls._build(host, where, X, host.op.i, host.op.j,
                           host.near_q, host.far_q, host.delta_q, host.c_q)
 

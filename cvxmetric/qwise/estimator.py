@@ -104,7 +104,9 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
             are NumPy.
         """
         data = self._data(quadruplets, pairs)
-        fast_data = data if device_X is None else data.on_device(device_X)
+        # the host copy of device_X the sets were built on: checked, counted
+        fast_data = (data if device_X is None
+                     else data.on_device(device_X, host_copy=quadruplets.X))
         # only the hyperparameters the user set: None keeps the solver's own
         # defaults, which are tuned per solver
         options = given_options(tol=self.tol, maxiter=self.max_iter)

@@ -289,12 +289,15 @@ class QwiseVectorData:
     #: The namespace of the arrays (see :meth:`on_device`).
     xp = np
 
-    def on_device(self, X):
+    def on_device(self, X, host_copy=None):
         """This problem with Algorithm 2's passes on the namespace and device
         of ``X`` (a PyTorch, CuPy or ``array-api-strict`` array holding the
         samples this problem was built from by :meth:`from_sets`, of any
         floating type: cast to float64 there); the features ``Psi`` are
         built there.  See :mod:`cvxmetric.qwise_vector._xp`.
+        ``host_copy``: a NumPy copy of ``X`` the caller already made, used
+        for the check that ``X`` holds the samples instead of a second copy
+        (:func:`~cvxmetric.qwise._xp.device_samples`).
 
         Returns
         -------
@@ -315,7 +318,7 @@ class QwiseVectorData:
                             "(docs/backends.md).")
         from ._xp import QwiseVectorXPData
 
-        return QwiseVectorXPData.from_host(self, X)
+        return QwiseVectorXPData.from_host(self, X, host_copy)
 
     def backend_info(self):
         """What a result reports of the back end: nothing for NumPy."""

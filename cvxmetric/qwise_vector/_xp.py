@@ -30,9 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._backend import Transfers, device_of, float64, namespace
 from .._settings import _QWISE_VECTOR_CHUNK as _CHUNK
-from ..qwise._xp import _Device, _OnDevice
+from ..qwise._xp import _Device, _OnDevice, device_samples
 from ._problem import QwiseVectorData
 
 __all__ = ["QwiseVectorXPData"]
@@ -72,25 +71,19 @@ class QwiseVectorXPData(_OnDevice, QwiseVectorData):
                                              (self.Z.shape[1],)), 1.0)
 
     @classmethod
-    def from_host(cls, host, X):
+    def from_host(cls, host, X, host_copy=None):
         """``host`` (NumPy, built by :meth:`QwiseVectorData.from_sets`) with
         its terms on the namespace and device of ``X``, whose values must be
-        the samples of ``host`` (any floating type; cast to float64 there)."""
+        the samples of ``host`` (any floating type; cast to float64 there;
+        ``host_copy``: see :func:`~cvxmetric.qwise._xp.device_samples`)."""
         if host._source is None:
             raise ValueError(
                 "X: on_device builds the features Psi (Eq. 13) from the samples and "
                 "index sets of QwiseVectorData.from_sets; this problem has none "
                 "(built from_features, or a scaled twin).")
         Xh, quads, pairs = host._source
-        xp, _ = namespace(X)
-        if tuple(X.shape) != tuple(Xh.shape):
-            raise ValueError(f"X: expected the problem's samples, of shape "
-                             f"{tuple(Xh.shape)}; got shape {tuple(X.shape)}.")
-        where = _Device(xp, device_of(X), Transfers())
-        X = float64(X, xp)
-        # once, n x d: the device copy must be the problem's samples
-        if not np.array_equal(where.host(X), np.asarray(Xh, dtype=float)):
-            raise ValueError("X: its values differ from the problem's samples.")
+        where, X = device_samples(X, Xh, host_copy)
+        xp = where.xp
 
         # copies: a library sharing the host buffer (torch on the CPU)
         # refuses read-only arrays such as a Quadruplets' indices

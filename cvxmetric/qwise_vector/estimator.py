@@ -98,8 +98,10 @@ class _QwiseVectorBase(MahalanobisMixin, BaseEstimator):
             "exact": lambda: formulation("qwise_vector").solve_exact(
                 data, verbose=conic_verbose(self.verbose)),
             # Algorithm 2 refuses loss="hinge" itself, naming loss
+            # the samples' host copy the sets were built on: checked, counted
             "newton": lambda: ProjectedNewton(**options).run(
-                data if device_X is None else data.on_device(device_X)),
+                data if device_X is None
+                else data.on_device(device_X, host_copy=data._source[0])),
         })
 
     def _store(self, results, psi, n_features, attributes=None):

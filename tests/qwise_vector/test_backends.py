@@ -166,6 +166,13 @@ def test_on_device_checks_the_samples():
         data.on_device(torch.asarray(X[:10]))
     with pytest.raises(ValueError, match="X: its values differ"):
         data.on_device(torch.asarray(X + 1.0))
+    # a caller's host copy of X (an estimator's) is checked instead of a
+    # second copy, and counted as the one move of X to the host
+    with pytest.raises(ValueError, match="X: its values differ"):
+        data.on_device(torch.asarray(X), host_copy=np.asarray(X) + 1.0)
+    for copy in (None, np.array(X, dtype=float)):
+        t = data.on_device(torch.asarray(X), host_copy=copy).transfers
+        assert (t.to_host_count, t.to_host_bytes) == (1, X.astype(float).nbytes)
     features = QwiseVectorData.from_features(data.Z, 1.0, loss="huber")
     with pytest.raises(ValueError, match="X: on_device builds the features"):
         features.on_device(torch.asarray(X))
