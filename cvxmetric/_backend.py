@@ -24,11 +24,12 @@ The rules this module serves:
 
 import importlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 __all__ = [
+    "Device",
     "Transfers",
     "device_of",
     "float64",
@@ -216,6 +217,55 @@ class Transfers:
             self.to_host_count += 1
             self.to_host_bytes += int(np.asarray(a).nbytes)
         return arrays
+
+
+@dataclass(eq=False)
+class Device:
+    """Where a problem's arrays live -- a namespace and its device -- and
+    the counted moves to and from there.
+
+    NumPy (the default) moves nothing.  Another namespace (PyTorch, CuPy,
+    ``array-api-strict``) keeps the large arrays on its device; what
+    crosses goes through :meth:`dev` and :meth:`host` and is counted in
+    ``transfers``.  The families' data classes subclass it with the
+    operations their solvers need on the device.
+    """
+
+    xp: object = np
+    device: object = None
+    transfers: Transfers = field(default_factory=Transfers)
+
+    @property
+    def on_host(self):
+        """Whether the namespace is NumPy's."""
+        return self.xp is np
+
+    def dev(self, a, dtype=None):
+        """The host (NumPy) array ``a`` (as ``dtype``) on the device,
+        counted; device arrays and ``None`` as they are."""
+        if a is None or not is_numpy(a):
+            return a
+        a = np.asarray(a, dtype=dtype)
+        return self.transfers.to_device(a, self.xp, self.device)
+
+    def host(self, x):
+        """The device array ``x`` as NumPy, counted; NumPy arrays and
+        ``None`` as they are."""
+        return None if x is None else self.transfers.to_host(x)
+
+    def scalars(self, *values):
+        """0-d arrays as Python floats: one move for all of them."""
+        if self.on_host:
+            return tuple(float(v) for v in values)
+        xp = self.xp
+        both = self.host(xp.stack([xp.astype(v, xp.float64) for v in values]))
+        return tuple(float(v) for v in both)
+
+    def info(self):
+        """``backend``, ``device`` and ``transfers`` for a result's ``info``."""
+        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
+                "device": str(self.device or "cpu"),
+                "transfers": self.transfers.as_dict()}
 
 
 def loaded_backends():

@@ -80,7 +80,7 @@ from functools import cached_property
 import numpy as np
 import scipy.optimize
 
-from .._backend import Transfers, device_of, float64, is_dask, is_numpy, namespace
+from .._backend import Device, device_of, float64, is_dask, is_numpy, namespace
 from .._data import Samples
 from .._linalg import project_psd
 from .._settings import (
@@ -212,42 +212,15 @@ def project_nonneg_halfspace(y, a, rhs=1.0, *, return_multiplier=False):
 # ---------------------------------------------------------------------------
 
 
-@dataclass(eq=False)
-class _Backend:
+class _Backend(Device):
     """Where an :class:`MMCData`'s differences live, and the counted moves
-    to and from there.
+    to and from there (:class:`~cvxmetric._backend.Device`).
 
     NumPy (the default) moves nothing; another namespace (PyTorch, CuPy,
     ``array-api-strict``) keeps the ``n``-sized arrays -- the differences
     and the dissimilar distances -- on its device, and only ``d``-sized
-    arrays and scalars cross, through :class:`~cvxmetric._backend.Transfers`.
+    arrays and scalars cross.
     """
-
-    xp: object = np
-    device: object = None
-    transfers: Transfers = field(default_factory=Transfers)
-
-    @property
-    def on_host(self):
-        return self.xp is np
-
-    def to_device(self, a):
-        """A host array on the device (counted; itself on NumPy)."""
-        if self.on_host:
-            return a
-        return self.transfers.to_device(np.asarray(a), self.xp, self.device)
-
-    def host(self, x):
-        """A device array on the host as NumPy (counted; itself on NumPy)."""
-        return self.transfers.to_host(x)
-
-    def scalars(self, *values):
-        """0-d arrays as Python floats: one transfer for all of them."""
-        if self.on_host:
-            return tuple(float(v) for v in values)
-        xp = self.xp
-        both = self.host(xp.stack([xp.astype(v, xp.float64) for v in values]))
-        return tuple(float(v) for v in both)
 
     def count(self, mask):
         """The number of true entries of a boolean array (0-d off NumPy)."""
@@ -259,7 +232,7 @@ class _Backend:
         """``Z[:, K]`` for a boolean host mask ``K``."""
         if self.on_host:
             return Z[:, K]
-        return self.xp.take(Z, self.to_device(np.flatnonzero(K)), axis=1)
+        return self.xp.take(Z, self.dev(np.flatnonzero(K)), axis=1)
 
     def r_factor(self, Z):
         """The R factor of ``Z = Q R`` (reduced), on the host."""
@@ -272,12 +245,6 @@ class _Backend:
         if self.on_host:
             return np.einsum("pr,pr->p", A, B)
         return self.xp.sum(A * B, axis=1)
-
-    def info(self):
-        """``backend``, ``device`` and ``transfers`` for a result's ``info``."""
-        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
-                "device": str(self.device or "cpu"),
-                "transfers": self.transfers.as_dict()}
 
 
 def _column_norms(P, xp=np):
@@ -304,13 +271,13 @@ def _check_scale(norms, what):
             f"X, up to M -> M / c^2).")
 
 
-def _whiten(Z_S, Z_D, K, dev):
+def _whiten(Z_S, Z_D, K, where):
     """Whitening of ``A_S`` from the similar differences, and its null space.
 
     ``Z_S`` (n_S, d) and ``Z_D`` (n_D, d) are the differences divided by
     the features' scales ``s_k = sqrt(a_k)`` (Jacobi scaling: unit columns
     on ``K``), so that the rank decision does not depend on the features'
-    units.  ``dev`` (:class:`_Backend`) holds the differences' namespace:
+    units.  ``where`` (:class:`_Backend`) holds the differences' namespace:
     the QR runs there and only its ``(k, k)`` factor comes to the host.
     The SVD ``Z_S[:, K] = U diag(sv) V^T`` is computed from the
     differences themselves, never from the Gram matrix ``A_S``: a direction
@@ -335,12 +302,12 @@ def _whiten(Z_S, Z_D, K, dev):
     d = Z_S.shape[1]
     k = int(np.sum(K))
     if k:
-        ZK = dev.columns(Z_S, K)
+        ZK = where.columns(Z_S, K)
         # R of ZK = Q R has ZK's singular values and right singular
         # vectors (Q is orthonormal) and is computed backward stably
         # without Q: memory stays that of the differences, never the
         # (n_S, n_S) left factor a full SVD would build
-        ZK = dev.r_factor(ZK) if ZK.shape[0] > k else dev.host(ZK)
+        ZK = where.r_factor(ZK) if ZK.shape[0] > k else where.host(ZK)
         # (k, k) right factor: with fewer rows than columns its last rows
         # span the null space
         _, sv, Vt = np.linalg.svd(ZK, full_matrices=True)
@@ -353,11 +320,11 @@ def _whiten(Z_S, Z_D, K, dev):
     Wt[K] = V[:, keep] / sv[keep]
     Rt = np.zeros((int(keep.sum()), d))
     Rt[:, K] = (V[:, keep] * sv[keep]).T
-    varies = dev.host(dev.xp.any(Z_D != 0, axis=0))
+    varies = where.host(where.xp.any(Z_D != 0, axis=0))
     cols = [np.eye(d)[:, ~K & varies]]
     N = V[:, ~keep]  # (|K|, k0): numerical null space, orthonormal
     if N.shape[1]:
-        seen = _seen_null(Z_D, K, N, dev)
+        seen = _seen_null(Z_D, K, N, where)
         if seen is not None:
             B = np.zeros((d, seen.shape[1]))
             B[K] = seen
@@ -365,20 +332,20 @@ def _whiten(Z_S, Z_D, K, dev):
     return Wt, Rt, sv[keep], np.hstack(cols)
 
 
-def _seen_null(Z_D, K, N, dev):
+def _seen_null(Z_D, K, N, where):
     """The directions of the null space ``N`` (Jacobi units on ``K``) that
     the dissimilar differences see, as columns, or ``None``."""
-    xp = dev.xp
-    PD = dev.columns(Z_D, K)
-    Z = PD @ dev.to_device(N)
+    xp = where.xp
+    PD = where.columns(Z_D, K)
+    Z = PD @ where.dev(N)
     norms = xp.sum(PD * PD, axis=1)
     frac = xp.sum(Z * Z, axis=1) / xp.where(norms > 0, norms, 1.0)
-    worst, top = dev.scalars(xp.max(frac), xp.max(norms))
+    worst, top = where.scalars(xp.max(frac), xp.max(norms))
     if not worst > SEEN_RTOL:
         return None
     # off the host, Z's singular values and right vectors come from its
     # small R factor (Z itself stays on its device)
-    _, s2, V2t = np.linalg.svd(Z if dev.on_host else dev.r_factor(Z),
+    _, s2, V2t = np.linalg.svd(Z if where.on_host else where.r_factor(Z),
                                full_matrices=False)
     seen = s2 > np.sqrt(SEEN_RTOL * top)
     return N @ V2t[seen].T
@@ -414,26 +381,26 @@ def labeled_pairs(X, pairs, labels):
     return LabeledPairs(X, idx, y.astype(np.int8))
 
 
-def _differences(X, S, D, dev):
+def _differences(X, S, D, where):
     """``Phi_S``, ``Phi_D``: the similar and dissimilar differences, on
     ``X``'s device; refuses overflow (and, off NumPy, where
     :class:`LabeledPairs` did not look, non-finite ``X`` and zero-length
     pairs) by name."""
-    xp = dev.xp
-    if dev.on_host:
+    xp = where.xp
+    if where.on_host:
         with np.errstate(over="ignore", invalid="ignore"):
             Phi_S = X[S[:, 0]] - X[S[:, 1]]  # (n_S, d)
             Phi_D = X[D[:, 0]] - X[D[:, 1]]  # (n_D, d)
         bad = not (np.all(np.isfinite(Phi_S)) and np.all(np.isfinite(Phi_D)))
         zero = 0
     else:
-        S, D = dev.to_device(S), dev.to_device(D)
+        S, D = where.dev(S), where.dev(D)
         Phi_S = xp.take(X, S[:, 0], axis=0) - xp.take(X, S[:, 1], axis=0)
         Phi_D = xp.take(X, D[:, 0], axis=0) - xp.take(X, D[:, 1], axis=0)
-        n_bad, zero, x_bad = dev.scalars(
-            dev.count(~xp.isfinite(Phi_S)) + dev.count(~xp.isfinite(Phi_D)),
-            dev.count(xp.all(Phi_S == 0, axis=1)) + dev.count(xp.all(Phi_D == 0, axis=1)),
-            dev.count(~xp.isfinite(X)))
+        n_bad, zero, x_bad = where.scalars(
+            where.count(~xp.isfinite(Phi_S)) + where.count(~xp.isfinite(Phi_D)),
+            where.count(xp.all(Phi_S == 0, axis=1)) + where.count(xp.all(Phi_D == 0, axis=1)),
+            where.count(~xp.isfinite(X)))
         if x_bad:
             raise ValueError("X: contains NaN or infinite values.")
         bad = n_bad > 0
@@ -485,7 +452,7 @@ class MMCData(Samples):
         Unit columns (Jacobi units) spanning the part of the numerical null
         space of ``A_S`` that the dissimilar differences see (``k = 0``
         unless the data are degenerate).
-    dev : _Backend
+    where : _Backend
         Where ``X``, ``Z_S``, ``Z_D`` and ``psi`` live: NumPy by default;
         for an ``X`` of another array namespace (PyTorch, CuPy,
         ``array-api-strict``; :meth:`create`) they stay on its device in
@@ -493,7 +460,7 @@ class MMCData(Samples):
         distances; everything ``d``-sized (``A_S``, ``scale``, ``Wt``,
         ``Rt``, ``sv``, ``null``, the points, gradients and the
         certificate's eigenvalue problems) is NumPy on the host, and
-        ``dev.transfers`` counts every move.
+        ``where.transfers`` counts every move.
     """
 
     X: np.ndarray
@@ -510,7 +477,7 @@ class MMCData(Samples):
     sv: np.ndarray
     psi: np.ndarray
     null: np.ndarray
-    dev: _Backend = field(default_factory=_Backend, repr=False)
+    where: _Backend = field(default_factory=_Backend, repr=False)
 
     @classmethod
     def from_pairs(cls, pairs, *, diagonal=False):
@@ -545,23 +512,23 @@ class MMCData(Samples):
                 "sum_D sqrt(D2) >= 1 needs at least one.")
         X = pairs.X
         xp, numpy_like = namespace(X)
-        dev = _Backend() if numpy_like else _Backend(xp, device_of(X))
-        Phi_S, Phi_D = _differences(X, S, D, dev)
-        s = dev.host(_column_norms(Phi_S, xp))  # sqrt(a_k), without overflow
+        where = _Backend() if numpy_like else _Backend(xp, device_of(X))
+        Phi_S, Phi_D = _differences(X, S, D, where)
+        s = where.host(_column_norms(Phi_S, xp))  # sqrt(a_k), without overflow
         K = s > 0
         _check_scale(s, "similar")
-        _check_scale(dev.host(_column_norms(dev.columns(Phi_D, ~K), xp)), "dissimilar")
+        _check_scale(where.host(_column_norms(where.columns(Phi_D, ~K), xp)), "dissimilar")
         scale = np.where(K, s, 1.0)
-        scale_dev = dev.to_device(scale)
+        scale_dev = where.dev(scale)
         Z_S = Phi_S / scale_dev
         Z_D = Phi_D / scale_dev
         a = s * s
-        A_S = dev.host(Z_S.T @ Z_S) * np.outer(scale, scale)
+        A_S = where.host(Z_S.T @ Z_S) * np.outer(scale, scale)
         A_S = 0.5 * (A_S + A_S.T)
         d = X.shape[1]
         if diagonal:
             # coordinates with a_k = 0 that some dissimilar pair varies along
-            null = np.eye(d)[:, ~K & dev.host(xp.any(Z_D != 0, axis=0))]
+            null = np.eye(d)[:, ~K & where.host(xp.any(Z_D != 0, axis=0))]
             Wt, Rt, sv = np.zeros((d, 0)), np.zeros((0, d)), np.zeros(0)
             psi = Z_D[:, :0]
         else:
@@ -569,11 +536,11 @@ class MMCData(Samples):
             # one already): the QR costs n_S d^2 and threads lose on a
             # loaded machine
             with fit_threads(Z_S):
-                Wt, Rt, sv, null = _whiten(Z_S, Z_D, K, dev)
-            psi = Z_D @ dev.to_device(Wt)
+                Wt, Rt, sv, null = _whiten(Z_S, Z_D, K, where)
+            psi = Z_D @ where.dev(Wt)
         return cls(X=X, similar=S, dissimilar=D, diagonal=bool(diagonal),
                    A_S=A_S, scale=scale, Z_S=Z_S, Z_D=Z_D, a=a, Wt=Wt, Rt=Rt,
-                   sv=sv, psi=psi, null=null, dev=dev)
+                   sv=sv, psi=psi, null=null, where=where)
 
     @classmethod
     def create(cls, X, pairs, labels, *, diagonal=False):
@@ -590,21 +557,21 @@ class MMCData(Samples):
     @property
     def xp(self):
         """The array namespace of the differences (``numpy`` by default)."""
-        return self.dev.xp
+        return self.where.xp
 
     @property
     def on_host(self):
         """Whether the data are NumPy arrays (nothing is transferred)."""
-        return self.dev.on_host
+        return self.where.on_host
 
     @property
     def transfers(self):
         """The counted moves between host and device (:class:`Transfers`)."""
-        return self.dev.transfers
+        return self.where.transfers
 
     def backend_info(self):
         """``{"backend", "device", "transfers"}`` for a result's ``info``."""
-        return self.dev.info()
+        return self.where.info()
 
     # -- sizes ---------------------------------------------------------------
 
@@ -692,17 +659,17 @@ class MMCData(Samples):
         """``D2`` of every dissimilar pair, shape (n_D,); linear in ``x``."""
         xj = self.to_jacobi(np.asarray(x, dtype=float))
         if self.diagonal:
-            return (self.Z_D * self.Z_D) @ self.dev.to_device(xj)
+            return (self.Z_D * self.Z_D) @ self.where.dev(xj)
         xj = 0.5 * (xj + xj.T)
-        return self.dev.rowdot(self.Z_D @ self.dev.to_device(xj), self.Z_D)
+        return self.where.rowdot(self.Z_D @ self.where.dev(xj), self.Z_D)
 
     def f(self, x):
         """``f = sum_S D2 = <A_S, M>`` (the paper's objective)."""
         xj = self.to_jacobi(np.asarray(x, dtype=float))
         if self.diagonal:
             return float(self.a_jacobi @ xj)
-        ZS = self.Z_S @ self.dev.to_device(xj)
-        return self.dev.scalars(self.xp.sum(self.dev.rowdot(ZS, self.Z_S)))[0]
+        ZS = self.Z_S @ self.where.dev(xj)
+        return self.where.scalars(self.xp.sum(self.where.rowdot(ZS, self.Z_S)))[0]
 
     def evaluate(self, x):
         """``(f, D2, min_eig)`` at ``x`` from a factor of its PSD part.
@@ -713,19 +680,19 @@ class MMCData(Samples):
         nearly dependent features, where ``z^T M z`` loses digits.
         """
         x = np.asarray(x, dtype=float)
-        dev = self.dev
+        where = self.where
         if self.diagonal:
             xj = self.to_jacobi(x)
             wp = np.maximum(xj, 0.0)
             f = float(self.a_jacobi @ wp)
-            return f, (self.Z_D * self.Z_D) @ dev.to_device(wp), float(np.min(x))
+            return f, (self.Z_D * self.Z_D) @ where.dev(wp), float(np.min(x))
         xj = self.to_jacobi(0.5 * (x + x.T))
         lam, V = np.linalg.eigh(0.5 * (xj + xj.T))
         pos = lam > 0
-        L = dev.to_device(V[:, pos] * np.sqrt(lam[pos]))
+        L = where.dev(V[:, pos] * np.sqrt(lam[pos]))
         ZS, ZD = self.Z_S @ L, self.Z_D @ L
         min_eig = float(np.linalg.eigvalsh(0.5 * (x + x.T))[0])
-        return (dev.scalars(self.xp.sum(ZS * ZS))[0], dev.rowdot(ZD, ZD), min_eig)
+        return (where.scalars(self.xp.sum(ZS * ZS))[0], where.rowdot(ZD, ZD), min_eig)
 
     def representation_error(self, x, f, dist):
         """Uncertainty of ``r(x)`` (absolute) from storing ``x`` in floating point.
@@ -752,17 +719,17 @@ class MMCData(Samples):
         xp = self.xp
         root = xp.sqrt(xp.maximum(dist, 1e-300))
         dD = float(c) * self.zd_norm2
-        return self.dev.scalars(xp.sum(root), xp.sum(dD / (2.0 * root)))
+        return self.where.scalars(xp.sum(root), xp.sum(dD / (2.0 * root)))
 
     @cached_property
     def a_jacobi(self):
         """``diag(Z_S^T Z_S)`` on the host (1 on ``K``, 0 off it)."""
-        return self.dev.host(self.xp.sum(self.Z_S * self.Z_S, axis=0))
+        return self.where.host(self.xp.sum(self.Z_S * self.Z_S, axis=0))
 
     @cached_property
     def zs_norm2(self):
         """``||Z_S||_F^2``."""
-        return self.dev.scalars(self.xp.sum(self.Z_S * self.Z_S))[0]
+        return self.where.scalars(self.xp.sum(self.Z_S * self.Z_S))[0]
 
     @cached_property
     def zd_norm2(self):
@@ -831,14 +798,14 @@ class MMCData(Samples):
         if dist is None:
             dist = self.sqdist_D(x)
         xp = self.xp
-        return self.dev.scalars(xp.sum(xp.sqrt(xp.maximum(dist, 0.0))))[0]
+        return self.where.scalars(xp.sum(xp.sqrt(xp.maximum(dist, 0.0))))[0]
 
     def grad_g(self, dist):
         """``grad g = sum_D C_ij / (2 sqrt D2)`` from the distances ``D2 > 0``."""
         weights = 0.5 / self.xp.sqrt(dist)
         if self.diagonal:
-            return self.to_jacobi(self.dev.host((self.Z_D * self.Z_D).T @ weights))
-        G = self.dev.host(self.Z_D.T @ (weights[:, None] * self.Z_D))
+            return self.to_jacobi(self.where.host((self.Z_D * self.Z_D).T @ weights))
+        G = self.where.host(self.Z_D.T @ (weights[:, None] * self.Z_D))
         G = 0.5 * (G + G.T)
         return self.to_jacobi(G)
 
@@ -899,12 +866,12 @@ class MMCData(Samples):
 
     def _dual_bound(self, u):
         """``(LB(u), relative allowance applied)``."""
-        xp, dev = self.xp, self.dev
-        if dev.on_host:
+        xp, where = self.xp, self.where
+        if where.on_host:
             u = np.asarray(u, dtype=float)
         if not u.shape[0]:
             return 0.0, 0.0
-        top, n_bad = dev.scalars(xp.max(u), dev.count(~xp.isfinite(u)))
+        top, n_bad = where.scalars(xp.max(u), where.count(~xp.isfinite(u)))
         if n_bad:
             return -np.inf, np.inf
         if self.degenerate or not top > 0:
@@ -912,7 +879,7 @@ class MMCData(Samples):
         u = xp.maximum(u, U_FLOOR * top) / top
         eps = np.finfo(float).eps
         if self.diagonal:
-            b = dev.host((self.Z_D * self.Z_D).T @ (1.0 / u))  # diag of 2 B_u, Jacobi units
+            b = where.host((self.Z_D * self.Z_D).T @ (1.0 / u))  # diag of 2 B_u, Jacobi units
             aj = self.a_jacobi  # 1 up to round-off
             pos = b > 0
             if not np.any(pos):
@@ -921,16 +888,16 @@ class MMCData(Samples):
             # sums of positive terms: relative error below (n + d) eps each
             rel = 4.0 * (u.shape[0] + self.n_similar + 4) * eps
             lam *= 1.0 + rel
-            (total,) = dev.scalars(xp.sum(u))
+            (total,) = where.scalars(xp.sum(u))
         else:
             if self.psi.shape[1] == 0:
                 return -np.inf, np.inf
             Y = self.psi / xp.sqrt(u)[:, None]  # (n_D, r)
-            lam = float(np.linalg.eigvalsh(dev.host(Y.T @ Y))[-1])
+            lam = float(np.linalg.eigvalsh(where.host(Y.T @ Y))[-1])
             if not lam > 0:
                 return -np.inf, np.inf
             ZD = self.Z_D / xp.sqrt(u)[:, None]
-            zd2, total = dev.scalars(xp.sum(ZD * ZD), xp.sum(u))
+            zd2, total = where.scalars(xp.sum(ZD * ZD), xp.sum(u))
             rel = self._bound_allowance(np.sqrt(zd2) / np.sqrt(lam))
             if not rel <= BOUND_TRUST:
                 return -np.inf, np.inf

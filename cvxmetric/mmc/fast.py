@@ -143,22 +143,22 @@ class _Space:
     ``P`` and the distances stay on the data's device (the ``n``-sized
     work); the point ``X`` (k x k, or k) and the gradient are NumPy on the
     host, and the scalars the line search needs cross one transfer at a
-    time (:class:`~cvxmetric.mmc._problem.MMCData`'s ``dev``)."""
+    time (:class:`~cvxmetric.mmc._problem.MMCData`'s ``where``)."""
 
     P: np.ndarray
     data: MMCData
 
     def dist(self, X):
-        dev = self.data.dev
-        return dev.rowdot(self.P @ dev.to_device(X), self.P)
+        where = self.data.where
+        return where.rowdot(self.P @ where.dev(X), self.P)
 
     def grad(self, dist):
-        G = self.data.dev.host(self.P.T @ ((0.5 / self.data.xp.sqrt(dist))[:, None] * self.P))
+        G = self.data.where.host(self.P.T @ ((0.5 / self.data.xp.sqrt(dist))[:, None] * self.P))
         return 0.5 * (G + G.T)
 
     def g(self, dist):
         """``g = sum sqrt(D2)`` at positive distances."""
-        return self.data.dev.scalars(self.data.xp.sum(self.data.xp.sqrt(dist)))[0]
+        return self.data.where.scalars(self.data.xp.sum(self.data.xp.sqrt(dist)))[0]
 
     def g_positive(self, dist):
         """``g``, or ``None`` unless every distance is positive."""
@@ -179,13 +179,13 @@ def _g_positive(data, dist):
     if data.on_host:
         return float(np.sum(np.sqrt(dist))) if np.all(dist > 0) else None
     xp = data.xp
-    lo, g = data.dev.scalars(xp.min(dist), xp.sum(xp.sqrt(xp.maximum(dist, 0.0))))
+    lo, g = data.where.scalars(xp.min(dist), xp.sum(xp.sqrt(xp.maximum(dist, 0.0))))
     return g if lo > 0 else None
 
 
 def _spread(data, dist):
     """``(min, max)`` of the distances."""
-    return data.dev.scalars(data.xp.min(dist), data.xp.max(dist))
+    return data.where.scalars(data.xp.min(dist), data.xp.max(dist))
 
 
 class _WhiteSpace(_Space):
@@ -220,7 +220,7 @@ class _JacobiSpace(_Space):
     def __init__(self, data):
         self.data = data
         self.P = data.Z_D
-        A = data.dev.host(data.Z_S.T @ data.Z_S)
+        A = data.where.host(data.Z_S.T @ data.Z_S)
         self.A = 0.5 * (A + A.T)
 
     def start(self):
@@ -262,10 +262,10 @@ class _DiagonalSpace(_Space):
         return float(self.a @ X)
 
     def dist(self, X):
-        return self.Z2 @ self.data.dev.to_device(X)
+        return self.Z2 @ self.data.where.dev(X)
 
     def grad(self, dist):
-        return self.data.dev.host(self.Z2.T @ (0.5 / self.data.xp.sqrt(dist)))
+        return self.data.where.host(self.Z2.T @ (0.5 / self.data.xp.sqrt(dist)))
 
     def project(self, Y):
         return project_nonneg_halfspace(Y, self.a)
@@ -489,16 +489,16 @@ class _NewtonProblem:
 
     def __init__(self, data):
         self.data = data
-        dev, xp = data.dev, data.xp
+        where, xp = data.where, data.xp
         Z2 = data.Z_D * data.Z_D
-        varies = dev.host(xp.max(Z2, axis=0)) > 0
+        varies = where.host(xp.max(Z2, axis=0)) > 0
         self.K = np.flatnonzero(varies)
-        self.Psi = dev.columns(Z2, varies)  # (n_D, k), on the data's device
+        self.Psi = where.columns(Z2, varies)  # (n_D, k), on the data's device
         self.a = data.a_jacobi[self.K]
 
     def dist(self, w):
         """``D2`` at ``w`` (on the data's device)."""
-        return self.Psi @ self.data.dev.to_device(w)
+        return self.Psi @ self.data.where.dev(w)
 
     def h(self, w):
         """``h(w)`` and ``D2``; ``inf`` off the domain (a zero distance)."""
@@ -510,13 +510,13 @@ class _NewtonProblem:
 
     def derivatives(self, w, dist):
         """Gradient and Hessian of ``h`` at ``w`` (``D2 = dist > 0``)."""
-        dev, xp = self.data.dev, self.data.xp
+        where, xp = self.data.where, self.data.xp
         root = xp.sqrt(dist)
-        (g,) = dev.scalars(xp.sum(root))
-        grad_g = dev.host(self.Psi.T @ (0.5 / root))  # (k,)
+        (g,) = where.scalars(xp.sum(root))
+        grad_g = where.host(self.Psi.T @ (0.5 / root))  # (k,)
         grad = self.a - grad_g / g
         # Hessian of g: -sum_D psi psi^T / (4 D2^(3/2)), one weighted Gram
-        H = dev.host(self.Psi.T @ ((0.25 / (root * dist))[:, None] * self.Psi)) / g
+        H = where.host(self.Psi.T @ ((0.25 / (root * dist))[:, None] * self.Psi)) / g
         H += np.outer(grad_g, grad_g) / g ** 2
         return grad, 0.5 * (H + H.T)
 

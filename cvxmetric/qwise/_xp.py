@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._backend import Transfers, device_of, float64, is_numpy, namespace
+from .._backend import Device, Transfers, device_of, float64, is_numpy, namespace
 from .._linalg import eigenvalue_roundoff
 from .._settings import QWISE_DEVICE_BLOCK, QWISE_DEVICE_PHI
 from ._problem import QwiseData, loewner_scale
@@ -59,29 +59,20 @@ def zeros_like(x):
     return xp.zeros_like(x)
 
 
-class _Device:
-    """Where a problem's arrays live: the namespace, the device, the
-    counted moves, and the ``(d, d)`` eigendecompositions (on the device
-    where the namespace has ``linalg.eigh``, else on the host, counted)."""
+@dataclass(eq=False)
+class _Device(Device):
+    """Where a problem's arrays live (:class:`~cvxmetric._backend.Device`:
+    the namespace, the device, the counted moves; host arrays go to the
+    device as float64), and the ``(d, d)`` eigendecompositions (on the
+    device where the namespace has ``linalg.eigh``, else on the host,
+    counted)."""
 
-    def __init__(self, xp, device, transfers):
-        self.xp, self.device, self.transfers = xp, device, transfers
-        linalg = getattr(xp, "linalg", None)
+    def __post_init__(self):
+        linalg = getattr(self.xp, "linalg", None)
         self.has_eigh = linalg is not None and hasattr(linalg, "eigh")
 
-    def dev(self, a):
-        """A host (NumPy) array on the device, counted; device arrays and
-        ``None`` as they are."""
-        if a is None or not is_numpy(a):
-            return a
-        return self.transfers.to_device(np.asarray(a, dtype=float), self.xp, self.device)
-
-    def host(self, x):
-        """A device array as NumPy, counted; NumPy arrays and ``None`` as
-        they are."""
-        if x is None:
-            return None
-        return self.transfers.to_host(x)
+    def dev(self, a, dtype=float):
+        return super().dev(a, dtype)
 
     def eigh(self, A):
         """``(w, V)`` of the symmetric part of ``A`` (ascending)."""
