@@ -72,6 +72,8 @@ class _Device(Device):
         self.has_eigh = linalg is not None and hasattr(linalg, "eigh")
 
     def dev(self, a, dtype=float):
+        """:meth:`Device.dev <cvxmetric._backend.Device.dev>`, as float64 by
+        default (every array of these data is)."""
         return super().dev(a, dtype)
 
     def eigh(self, A):
@@ -245,6 +247,9 @@ def device_samples(X, samples, host_copy=None):
     X = float64(X, xp)
     if host_copy is None:
         host_copy = where.host(X)  # once, n x d
+    elif not is_numpy(host_copy) or np.shape(host_copy) != tuple(samples.shape):
+        raise ValueError(f"host_copy: expected a NumPy copy of X, of shape "
+                         f"{tuple(samples.shape)}.")
     else:
         where.transfers.gathered(host_copy)
     if not np.array_equal(np.asarray(host_copy, dtype=float),

@@ -131,6 +131,8 @@ def test_on_device_checks_the_samples():
     # second copy, and counted as the one move of X to the host
     with pytest.raises(ValueError, match="X: its values differ"):
         data.on_device(torch.asarray(X), host_copy=np.asarray(X) + 1.0)
+    with pytest.raises(ValueError, match="host_copy: expected a NumPy copy of X"):
+        data.on_device(torch.asarray(X), host_copy=np.asarray(X)[:10])
     for copy in (None, np.array(X, dtype=float)):
         t = data.on_device(torch.asarray(X), host_copy=copy).transfers
         assert (t.to_host_count, t.to_host_bytes) == (1, X.astype(float).nbytes)
