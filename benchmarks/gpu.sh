@@ -9,8 +9,15 @@
 #
 # Environment:
 #   CVXMETRIC_WHEELS  a folder of wheels to install from on a machine with no
-#                     package index (cvxpy and its solvers, array-api-compat;
-#                     torch, numpy, scipy and scikit-learn already there)
+#                     package index (torch, numpy, scipy, scikit-learn,
+#                     threadpoolctl and tqdm already there), made beforehand
+#                     where pip works, for the machine's Python (3.12 here):
+#                       pip download --no-deps --only-binary=:all: \
+#                         --python-version 3.12 --platform manylinux_2_28_x86_64 \
+#                         --platform manylinux_2_17_x86_64 -d wheels \
+#                         cvxpy clarabel osqp qdldl highspy cffi pycparser \
+#                         array-api-compat
+#                     (scs and sparsediffpy, 55 MB, are not needed by this run)
 #   GPU_METHOD_SECONDS  a time cap per group (default: none)
 #   GPU_OPTIONS       gpu.py's options (default "--device cuda"; a smoke test
 #                     here: GPU_OPTIONS="--device cpu --quick")
