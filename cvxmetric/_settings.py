@@ -749,6 +749,16 @@ CONSTRAINTDML_ARC_SLOPE = 0.1
 #: the polishes above 0.1 took 8.7 of 36 s at 16 000 pairs in d = 50
 #: (generator seed 1) and none of them brought a stage's gap below 0.35.
 CONSTRAINTDML_POLISH_BELOW = 0.1
+#: After a polish that does not certify, the baseline polishes again only a
+#: point whose own gap is at most this times the failed one's (until a round
+#: stalls).  At low ``d`` the optimum leaves hundreds of must-links on or
+#: near their margin and the face read off ``A(u)`` is rarely the optimal
+#: one: on the bench's 4 000 pairs, seed 0, 4 of 6 polishes at ``d = 25``
+#: and 10 of 11 at ``d = 10`` did not certify (each costs a pass over all
+#: pairs and a bounded least-squares solve), while at ``d = 50`` and
+#: ``100`` the polish that certifies ran at a gap 100-700 times below the
+#: failed one.
+CONSTRAINTDML_POLISH_BACKOFF = 1e-2
 #: Largest factor on the baseline's Levenberg-Marquardt damping of a Newton
 #: step (``constraintdml.fast._Damping``): the damping is then at most
 #: ``_MU`` times this, 1, a Jacobi-scaled gradient step in the Hessian's

@@ -111,6 +111,9 @@ from .._settings import (
     CONSTRAINTDML_FACE_LADDER as FACE_LADDER,
 )
 from .._settings import (
+    CONSTRAINTDML_POLISH_BACKOFF as _POLISH_BACKOFF,
+)
+from .._settings import (
     CONSTRAINTDML_POLISH_BELOW as _POLISH_BELOW,
 )
 from .._solver import IterativeSolver
@@ -808,6 +811,7 @@ class _State(NamedTuple):
     stage_error: float  # certified gap of the current stage's problem
     n_stages: int
     fresh: bool = False  # the first round of a continuation stage
+    polish_below: float = _POLISH_BELOW  # a point's own gap at which it is polished
 
 
 #: The solver's name in its certificates.
@@ -1010,6 +1014,9 @@ class ConstraintDualSolver(IterativeSolver):
         tol = self.tol
 
         certified = {}
+        # the gap below which a point is polished: lowered after a polish
+        # that did not certify, back at _POLISH_BELOW after a stalled round
+        polish = {"below": state.polish_below if state.n_stall == 0 else _POLISH_BELOW}
 
         def certify(point):
             """Certify ``point`` on all pairs (one O(P d^2) pass) and polish."""
@@ -1024,7 +1031,8 @@ class ConstraintDualSolver(IterativeSolver):
             f, A = _repaired(stage, point.A, dist)
             best.dual(-point.h, u)
             best.primal(f, A)
-            if (best.error() > tol and _rel_gap(f, -point.h) <= _POLISH_BELOW
+            gap_point = _rel_gap(f, -point.h)
+            if (best.error() > tol and gap_point <= polish["below"]
                     and not self.deadline.expired()):
                 # the dual value converges faster than the primal map (a
                 # degenerate optimum loses a square root): polish on the face
@@ -1036,6 +1044,11 @@ class ConstraintDualSolver(IterativeSolver):
                 f2, A2, g2, u2 = _polish(stage, u, point, dist, self.deadline, target)
                 best.primal(f2, A2)
                 best.dual(g2, u2)
+                if best.error() > tol:
+                    # the face read off A(u) was not the optimal one: the
+                    # next polish waits for a point this much nearer the
+                    # optimum (see _POLISH_BACKOFF)
+                    polish["below"] = min(polish["below"], _POLISH_BACKOFF * gap_point)
             certified.update(point=point, out=(u, dist))
             return u, dist
 
@@ -1084,7 +1097,7 @@ class ConstraintDualSolver(IterativeSolver):
             n_stall=stall, best_g=best_g, best_u=best_u, n_rounds=state.n_rounds + 1,
             n_newton=state.n_newton + counts[0], n_fista=state.n_fista + counts[1],
             n_hessvec=state.n_hessvec + counts[2], lam=lam, n_stages=n_stages,
-            fresh=lam != state.lam)
+            fresh=lam != state.lam, polish_below=polish["below"])
         return best.A, state
 
     def _grow(self, data, W, u, dist):
