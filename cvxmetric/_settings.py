@@ -337,6 +337,13 @@ FEATURE_SCALE_SPREAD = 4
 #: screening's pseudo-random order of triplet ids, the same on NumPy (as
 #: uint64) and on a device (as the int64 of the same bits).
 LMNN_HASH = 0x9E3779B97F4A7C15
+#: ``locate_tol`` of LMNN's restricted Qwise solves (``lmnn.fast``): the
+#: 1e-2 measured before :data:`QWISE_LOCATE_TOL` existed.  With that default
+#: instead, digits (k = 3, two BLAS threads) took 17.5 s against 8.9 s: the
+#: first (cold) round ended at a slightly different point and the next
+#: round's Qwise solve took 5 000 more iterations at its last tolerances;
+#: k = 2 and 4, and k = 3 on one thread, within 15 %.
+LMNN_LOCATE_TOL = 1e-2
 
 
 # --- cvxmetric/mmc/_problem.py ---------------------------------------------
@@ -471,6 +478,16 @@ _MIN_SCALE_EXP = -64
 #: iterations, where float64 went from 1.5e-3 to 8e-7 in 256.
 _SINGLE_TOL = 1e-3
 
+#: The tolerance of Qwise's first working-set rounds, which only locate the
+#: set (``QwiseDualSolver``; it tightens a hundredfold once the constraints
+#: a round adds carry little loss).  Measured at (100, 10^5), generator
+#: seeds 0-3, one BLAS thread, process time: 1e-2 took 3.6 / 26.6 / 18.1 /
+#: 8.5 s, 1e-1 3.4 / 21.4 / 14.1 / 7.1 s, 3e-1 2.6 / 18.0 / 14.0 / 6.9 s;
+#: at (100, 10^6) 26.1 / 20.9 / 23.4 s (3e-1 adds a fourth tightening
+#: round).  1 makes the first round stop at the ray start, with nothing
+#: added: 10.9 s at seed 0.
+QWISE_LOCATE_TOL = 1e-1
+
 #: Consecutive working-set rounds that keep their tolerance because the
 #: constraints they add carry a hinge loss above it (at most; then the
 #: tolerance tightens all the same, so that rounds which drop constraints
@@ -489,6 +506,20 @@ _POLISH_MAX_UNKNOWNS = 1200
 #: released (the working set's band and three bands: the same hysteresis).
 QWISE_HOLD = 0.3
 QWISE_RELEASE = 0.1
+#: A run from the ray start (no ``init``) holds hinges only while its
+#: certified gap is at most this.  There ``M`` moves too far within one
+#: check: from the ray
+#: start of the scaling benchmark's (50, 10^4), 195 of the 201 hinges held
+#: in the first block were satisfied at its check (their stale distances
+#: off by 10^4), the restarts drove the primal weight from 0.18 to 2e-4, and
+#: the run took 3 456 iterations and 8.2 s against 704 and 2.0 s without
+#: holding; (25, 10^4) 2 112 against 768, (100, 10^4) 2 752 against 1 152.
+#: Gated here these runs are the ones without holding, and (100, 10^6)
+#: keeps the hold's gain (2 112 iterations either way, 23 s against 32 s).
+#: Warm starts (working-set rounds) hold from the start: ungated, a round
+#: of 67 constraints of data scaled by 10^3 (its scale-free hinge weight
+#: 2^24) ran 2 * 10^5 iterations at a gap of 0.6, where holding converges.
+QWISE_HOLD_BELOW = 1e-2
 
 #: The face polish's ladder (:func:`_polish`): a hinge is on its margin
 #: when ``|delta_q - a_q(M)|`` is at most this fraction of

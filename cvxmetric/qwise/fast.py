@@ -56,7 +56,9 @@ from .._settings import (
     _POLISH_MAX_UNKNOWNS,
     _SINGLE_TOL,
     QWISE_HOLD,
+    QWISE_HOLD_BELOW,
     QWISE_KEEP_TOL_ROUNDS,
+    QWISE_LOCATE_TOL,
     QWISE_RELEASE,
 )
 from .._settings import (
@@ -104,6 +106,7 @@ class PDState(NamedTuple):
     polish: PolishLog  # the endgame's attempts so far
     deadline: Deadline  # this run's budget (inner loops check it)
     held: "_Held"  # the hinges held at c between gap checks
+    cold: bool = False  # started from the ray start (no init): see _Held
 
 
 @dataclass(eq=False)
@@ -126,8 +129,12 @@ class _Held:
     one held.  Between checks the iterations are PDHG on the problem with
     the held multipliers fixed at ``c``, whose hinge there is linear: its
     optimum is the problem's while those hinges stay violated, which the
-    checks keep true.  Nothing certified depends on it: the gaps are the
-    problem's own.
+    checks keep true.  From the ray start (no ``init``) nothing is held
+    while the run's certified gap is above ``QWISE_HOLD_BELOW``: there
+    ``M`` moves too far within one check for a held hinge to stay
+    violated.  A warm start (a working-set round, a caller's ``init``)
+    holds from its first block.  Nothing certified depends on it: the
+    gaps are the problem's own.
     """
 
     mask: np.ndarray  # (n_constraints,) bool: held (None: none, on a device)
@@ -148,14 +155,17 @@ class _Held:
                    live_idx=live_idx, held_idx=held_idx)
 
     @classmethod
-    def choose(cls, data, alpha, aM, previous=None):
+    def choose(cls, data, alpha, aM, previous=None, gap=0.0):
         """The held set at a point with multipliers ``alpha`` and ``a(M) =
         aM``: violated by more than the hold and at ``c``, or held already
-        and not yet within the release of the margin.  On NumPy data only:
-        on a device every hinge stays live (a step's pass there is one
-        product over all pairs)."""
+        and not yet within the release of the margin; none while the
+        certified gap ``gap`` is above ``QWISE_HOLD_BELOW``.  On NumPy data
+        only: on a device every hinge stays live (a step's pass there is
+        one product over all pairs)."""
         if data.xp is not np:
             return previous or cls(mask=None)
+        if gap > QWISE_HOLD_BELOW:
+            return cls(mask=np.zeros(data.n_constraints, dtype=bool))
         scale = max(1.0, float(np.max(np.abs(data.delta_q), initial=0.0)))
         arg = data.delta_q - aM
         mask = (alpha >= data.c_q) & (arg > QWISE_HOLD * scale)
@@ -634,6 +644,11 @@ class QwiseDualSolver(IterativeSolver):
         Working-set rounds at the final tolerance in which the set still
         follows the current point (drops constraints far inside their
         margin) before it only grows.
+    locate_tol : float
+        Tolerance of the first working-set rounds, which only locate the
+        set (it tightens a hundredfold once the constraints a round adds
+        carry little loss; see :data:`~cvxmetric._settings.QWISE_LOCATE_TOL`
+        for the measurements behind the default).
     """
 
     _parameter_constraints = {
@@ -643,6 +658,7 @@ class QwiseDualSolver(IterativeSolver):
         "working_set": [Interval(Integral, 1, None, closed="left"), None],
         "follow_rounds": [Interval(Integral, 0, None, closed="left")],
         "polish_from": [Interval(Real, 0, None, closed="neither"), None],
+        "locate_tol": [Interval(Real, 0, 1, closed="neither")],
     }
 
     maxiter: int = 200_000
@@ -652,6 +668,7 @@ class QwiseDualSolver(IterativeSolver):
     working_set: int = 10_000
     follow_rounds: int = 3
     polish_from: float = 1e-2
+    locate_tol: float = QWISE_LOCATE_TOL
 
     name = "fast"
 
@@ -737,7 +754,9 @@ class QwiseDualSolver(IterativeSolver):
         # margin scale): single precision suffices and halves these full
         # passes; the stop is a float64 certificate
         ws = _WorkingSet(data=data, op32=data.sweep_operator(), band=0.1 * scale, M=M,
-                         alpha=alpha, inner_tol=max(self.tol, 1e-2))  # round 1 only locates the set
+                         alpha=alpha,
+                         # the first rounds only locate the set
+                         inner_tol=max(self.tol, self.locate_tol))
         inW = (alpha > 0) | (ws.arg > -ws.band)
         k0 = min(N, self.working_set or N)
         if inW.sum() < k0:
@@ -906,7 +925,8 @@ class QwiseDualSolver(IterativeSolver):
         return M, PDState(0, gap, alpha, aM, S, self._zero_sums(M, alpha), float(omega),
                           float(eta), gap, 0, (M, alpha), (M, alpha), dscale,
                           row_scale, PolishLog(), deadline,
-                          _Held.choose(data, alpha, aM))
+                          _Held.choose(data, alpha, aM, gap=gap if init is None else 0.0),
+                          init is None)
 
     @staticmethod
     def _zero_sums(M, alpha):
@@ -941,7 +961,8 @@ class QwiseDualSolver(IterativeSolver):
             iter_num=it, error=error, alpha=alpha, aM=aM, S=S, sums=sums, omega=omega,
             eta=eta, restart=restart[0], restart_error=restart[1],
             n_restart_iter=restart[2], best=best, polish=polish,
-            held=_Held.choose(data, alpha, aM, state.held))
+            held=_Held.choose(data, alpha, aM, state.held,
+                              gap=error if state.cold else 0.0))
 
     def _pdhg_block(self, M, state, data):
         """A block of ``check_every`` PDHG iterations (never past ``maxiter``:

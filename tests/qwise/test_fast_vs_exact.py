@@ -255,14 +255,14 @@ def test_working_set_tolerance_schedule(seed):
     QWISE_KEEP_TOL_ROUNDS rounds in a row), goes to ``tol`` once nothing
     is added, and otherwise tightens a hundredfold; the answer is
     certified like any other."""
-    from cvxmetric._settings import QWISE_KEEP_TOL_ROUNDS
+    from cvxmetric._settings import QWISE_KEEP_TOL_ROUNDS, QWISE_LOCATE_TOL
     from cvxmetric.bench.qwise import bench_data
 
     solver = QwiseDualSolver(working_set=200)
     res = solver.run(bench_data(10, 3000, random_state=seed))
     assert res.status == "optimal"
     rounds = res.info["working_set_rounds"]
-    assert rounds[0]["tol"] == 1e-2
+    assert rounds[0]["tol"] == QWISE_LOCATE_TOL  # a cold start
     kept = n_kept = 0
     for done, nxt in itertools.pairwise(rounds):
         if not done["added"]:
@@ -275,3 +275,18 @@ def test_working_set_tolerance_schedule(seed):
             kept, expected = 0, max(solver.tol, 1e-2 * done["tol"])
         assert nxt["tol"] == expected
     assert n_kept  # the instance exercises the rule
+
+
+def test_working_set_locate_tol():
+    """``locate_tol`` is the first round's tolerance (never below ``tol``);
+    out of (0, 1) it is refused by name."""
+    from cvxmetric.bench.qwise import bench_data
+
+    data = bench_data(10, 3000, random_state=0)
+    for locate, first in ((1e-2, 1e-2), (1e-9, 1e-7)):
+        res = QwiseDualSolver(working_set=200, locate_tol=locate).run(data)
+        assert res.status == "optimal"
+        assert res.info["working_set_rounds"][0]["tol"] == first
+    for bad in (0.0, 1.0, -1e-2):
+        with pytest.raises(ValueError, match="locate_tol"):
+            QwiseDualSolver(locate_tol=bad).run(data)
