@@ -508,12 +508,12 @@ QWISE_HOLD = 0.3
 QWISE_RELEASE = 0.1
 #: A run from the ray start (no ``init``) holds hinges only while its
 #: certified gap is at most this.  There ``M`` moves too far within one
-#: check: from the ray
-#: start of the scaling benchmark's (50, 10^4), 195 of the 201 hinges held
-#: in the first block were satisfied at its check (their stale distances
-#: off by 10^4), the restarts drove the primal weight from 0.18 to 2e-4, and
-#: the run took 3 456 iterations and 8.2 s against 704 and 2.0 s without
-#: holding; (25, 10^4) 2 112 against 768, (100, 10^4) 2 752 against 1 152.
+#: check: from the ray start of the scaling benchmark's (50, 10^4), 195 of
+#: the 201 hinges held in the first block were satisfied at its check
+#: (their stale distances off by 10^4), the restarts drove the primal
+#: weight from 0.18 to 2e-4, and the run took 3 456 iterations and 8.2 s
+#: against 704 and 2.0 s without holding; (25, 10^4) 2 112 against 768,
+#: (100, 10^4) 2 752 against 1 152.
 #: Gated here these runs are the ones without holding, and (100, 10^6)
 #: keeps the hold's gain (2 112 iterations either way, 23 s against 32 s).
 #: Warm starts (working-set rounds) hold from the start: ungated, a round
@@ -786,9 +786,9 @@ CONSTRAINTDML_POLISH_BELOW = 0.1
 #: near their margin and the face read off ``A(u)`` is rarely the optimal
 #: one: on the bench's 4 000 pairs, seed 0, 4 of 6 polishes at ``d = 25``
 #: and 10 of 11 at ``d = 10`` did not certify (each costs a pass over all
-#: pairs and a bounded least-squares solve), while at ``d = 50`` and
-#: ``100`` the polish that certifies ran at a gap 100-700 times below the
-#: failed one.
+#: pairs and a bounded least-squares solve), while at ``d = 50`` the
+#: polish that certified ran at a gap 700 (seed 0) and 3 700 (seed 1)
+#: times below the failed one.
 CONSTRAINTDML_POLISH_BACKOFF = 1e-2
 #: Largest factor on the baseline's Levenberg-Marquardt damping of a Newton
 #: step (``constraintdml.fast._Damping``): the damping is then at most

@@ -432,7 +432,7 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
         left = deadline.remaining()
         # the weighted first round only locates the set: a loose tolerance
         tol = state.inner_tol if state.weight == 1.0 else max(state.inner_tol, 1e-3)
-        # its sets are located already: see LMNN_LOCATE_TOL
+        # the first Qwise rounds' tolerance measured for LMNN (LMNN_LOCATE_TOL)
         solver = QwiseDualSolver(tol=tol, locate_tol=_LOCATE_TOL,
                                  max_time=None if not np.isfinite(left) else max(left, 0.0))
         res = solver.run(qdata, init, warn=False)
