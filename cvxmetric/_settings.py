@@ -344,6 +344,14 @@ LMNN_HASH = 0x9E3779B97F4A7C15
 #: round's Qwise solve took 5 000 more iterations at its last tolerances;
 #: k = 2 and 4, and k = 3 on one thread, within 15 %.
 LMNN_LOCATE_TOL = 1e-2
+#: ``omega0`` (the initial primal weight) of LMNN's restricted Qwise solves:
+#: 1, the weight before the Qwise default became the largest hinge weight
+#: of the scale-free twin.  With that default the letter-shaped benchmark
+#: (1.15 * 10^9 triplets) took 73.6 / 75.1 s and 735 MB against 58.4 /
+#: 51.9 s and 624-683 MB (interleaved runs, 2026-11-29, the other core
+#: busy); digits k = 3 the same (8.4-9.0 against 8.8-9.2 s), k = 2 and 4
+#: 6.3 s against 7.2 and 6.6 s (one BLAS thread).
+LMNN_OMEGA0 = 1.0
 
 
 # --- cvxmetric/mmc/_problem.py ---------------------------------------------
