@@ -64,6 +64,7 @@ from sklearn.utils._param_validation import Interval
 from .._linalg import project_psd, span_basis
 from .._settings import LMNN_HASH
 from .._settings import LMNN_LOCATE_TOL as _LOCATE_TOL
+from .._settings import LMNN_HOLD_BELOW as _HOLD_BELOW
 from .._settings import LMNN_OMEGA0 as _OMEGA0
 from .._solver import IterativeSolver
 from .._validation import check_instance
@@ -433,9 +434,10 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
         left = deadline.remaining()
         # the weighted first round only locates the set: a loose tolerance
         tol = state.inner_tol if state.weight == 1.0 else max(state.inner_tol, 1e-3)
-        # the first Qwise rounds' tolerance and the primal weight measured
-        # for LMNN (LMNN_LOCATE_TOL, LMNN_OMEGA0)
+        # the first Qwise rounds' tolerance, the primal weight and the hold
+        # measured for LMNN (LMNN_LOCATE_TOL, LMNN_OMEGA0, LMNN_HOLD_BELOW)
         solver = QwiseDualSolver(tol=tol, locate_tol=_LOCATE_TOL, omega0=_OMEGA0,
+                                 hold_below=_HOLD_BELOW,
                                  max_time=None if not np.isfinite(left) else max(left, 0.0))
         res = solver.run(qdata, init, warn=False)
         gamma = np.clip(scale * np.asarray(res.info["alpha"], dtype=float), 0.0, data.mu)

@@ -155,16 +155,16 @@ class _Held:
                    live_idx=live_idx, held_idx=held_idx)
 
     @classmethod
-    def choose(cls, data, alpha, aM, previous=None, gap=0.0):
+    def choose(cls, data, alpha, aM, previous=None, gap=0.0, below=QWISE_HOLD_BELOW):
         """The held set at a point with multipliers ``alpha`` and ``a(M) =
         aM``: violated by more than the hold and at ``c``, or held already
         and not yet within the release of the margin; none while the
-        certified gap ``gap`` is above ``QWISE_HOLD_BELOW``.  On NumPy data
-        only: on a device every hinge stays live (a step's pass there is
-        one product over all pairs)."""
+        certified gap ``gap`` is above ``below`` (``None``: no such limit).
+        On NumPy data only: on a device every hinge stays live (a step's
+        pass there is one product over all pairs)."""
         if data.xp is not np:
             return previous or cls(mask=None)
-        if gap > QWISE_HOLD_BELOW:
+        if below is not None and gap > below:
             return cls(mask=np.zeros(data.n_constraints, dtype=bool))
         scale = max(1.0, float(np.max(np.abs(data.delta_q), initial=0.0)))
         arg = data.delta_q - aM
@@ -644,6 +644,11 @@ class QwiseDualSolver(IterativeSolver):
         Working-set rounds at the final tolerance in which the set still
         follows the current point (drops constraints far inside their
         margin) before it only grows.
+    hold_below : float or None
+        A run from the ray start (no ``init``) holds violated hinges at
+        ``c`` between gap checks only once its certified gap is at most
+        this (see :data:`~cvxmetric._settings.QWISE_HOLD_BELOW`); ``None``
+        holds from the first block, as warm starts always do.
     locate_tol : float
         Tolerance of the first working-set rounds, which only locate the
         set (it tightens a hundredfold once the constraints a round adds
@@ -659,6 +664,7 @@ class QwiseDualSolver(IterativeSolver):
         "follow_rounds": [Interval(Integral, 0, None, closed="left")],
         "polish_from": [Interval(Real, 0, None, closed="neither"), None],
         "locate_tol": [Interval(Real, 0, 1, closed="neither")],
+        "hold_below": [Interval(Real, 0, None, closed="left"), None],
     }
 
     maxiter: int = 200_000
@@ -669,6 +675,7 @@ class QwiseDualSolver(IterativeSolver):
     follow_rounds: int = 3
     polish_from: float = 1e-2
     locate_tol: float = QWISE_LOCATE_TOL
+    hold_below: float = QWISE_HOLD_BELOW
 
     name = "fast"
 
@@ -925,7 +932,8 @@ class QwiseDualSolver(IterativeSolver):
         return M, PDState(0, gap, alpha, aM, S, self._zero_sums(M, alpha), float(omega),
                           float(eta), gap, 0, (M, alpha), (M, alpha), dscale,
                           row_scale, PolishLog(), deadline,
-                          _Held.choose(data, alpha, aM, gap=gap if init is None else 0.0),
+                          _Held.choose(data, alpha, aM, gap=gap if init is None else 0.0,
+                                       below=self.hold_below),
                           init is None)
 
     @staticmethod
@@ -962,7 +970,7 @@ class QwiseDualSolver(IterativeSolver):
             eta=eta, restart=restart[0], restart_error=restart[1],
             n_restart_iter=restart[2], best=best, polish=polish,
             held=_Held.choose(data, alpha, aM, state.held,
-                              gap=error if state.cold else 0.0))
+                              gap=error if state.cold else 0.0, below=self.hold_below))
 
     def _pdhg_block(self, M, state, data):
         """A block of ``check_every`` PDHG iterations (never past ``maxiter``:

@@ -109,19 +109,27 @@ def test_a_cold_start_holds_nothing_before_the_gap_is_small():
     seen = []
     choose = fast._Held.choose.__func__
 
-    def spy(cls, data, alpha, aM, previous=None, gap=0.0):
-        out = choose(cls, data, alpha, aM, previous, gap)
+    def held_counts(**options):
+        seen.clear()
+        fast._Held.choose = classmethod(spy)
+        try:
+            res = QwiseDualSolver(**options).run(data)
+        finally:
+            fast._Held.choose = classmethod(choose)
+        assert res.status == "optimal"
+        return [k for g, k in seen if g > QWISE_HOLD_BELOW]
+
+    def spy(cls, data, alpha, aM, previous=None, gap=0.0, below=QWISE_HOLD_BELOW):
+        out = choose(cls, data, alpha, aM, previous, gap, below)
         seen.append((gap, int(out.mask.sum())))
         return out
 
-    fast._Held.choose = classmethod(spy)
-    try:
-        res = QwiseDualSolver().run(data)
-    finally:
-        fast._Held.choose = classmethod(choose)
-    assert res.status == "optimal"
-    assert seen and all(k == 0 for g, k in seen if g > QWISE_HOLD_BELOW)
-    assert any(g > QWISE_HOLD_BELOW for g, _ in seen)  # the gate was exercised
+    above = held_counts()
+    assert above and not any(above)  # the gate was exercised, nothing held
+    # hold_below=None (LMNN's restricted solves): held from the first block
+    assert any(held_counts(hold_below=None))
+    with pytest.raises(ValueError, match="hold_below"):
+        QwiseDualSolver(hold_below=-1.0).run(data)
 
 
 def test_warm_rounds_hold_from_their_first_block():
