@@ -106,7 +106,7 @@ class PDState(NamedTuple):
     polish: PolishLog  # the endgame's attempts so far
     deadline: Deadline  # this run's budget (inner loops check it)
     held: "_Held"  # the hinges held at c between gap checks
-    cold: bool = False  # started from the ray start (no init): see _Held
+    hold_below: float = None  # hinges are held at gaps up to this (None: any)
 
 
 @dataclass(eq=False)
@@ -929,12 +929,14 @@ class QwiseDualSolver(IterativeSolver):
         aM = data.a_of(data.op.sqdist(M))
         S = data.S_of(alpha)
         gap = _gap(data, M, alpha, aM, S)
+        # only a run from the ray start waits for a small gap to hold hinges
+        # (see _Held); a warm start holds from its first block
+        hold_below = self.hold_below if init is None else None
         return M, PDState(0, gap, alpha, aM, S, self._zero_sums(M, alpha), float(omega),
                           float(eta), gap, 0, (M, alpha), (M, alpha), dscale,
                           row_scale, PolishLog(), deadline,
-                          _Held.choose(data, alpha, aM, gap=gap if init is None else 0.0,
-                                       below=self.hold_below),
-                          init is None)
+                          _Held.choose(data, alpha, aM, gap=gap, below=hold_below),
+                          hold_below)
 
     @staticmethod
     def _zero_sums(M, alpha):
@@ -969,8 +971,8 @@ class QwiseDualSolver(IterativeSolver):
             iter_num=it, error=error, alpha=alpha, aM=aM, S=S, sums=sums, omega=omega,
             eta=eta, restart=restart[0], restart_error=restart[1],
             n_restart_iter=restart[2], best=best, polish=polish,
-            held=_Held.choose(data, alpha, aM, state.held,
-                              gap=error if state.cold else 0.0, below=self.hold_below))
+            held=_Held.choose(data, alpha, aM, state.held, gap=error,
+                              below=state.hold_below))
 
     def _pdhg_block(self, M, state, data):
         """A block of ``check_every`` PDHG iterations (never past ``maxiter``:
