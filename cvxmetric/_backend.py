@@ -30,6 +30,7 @@ import numpy as np
 
 __all__ = [
     "Device",
+    "OnDevice",
     "Transfers",
     "device_of",
     "float64",
@@ -266,6 +267,33 @@ class Device:
         return {"backend": getattr(self.xp, "__name__", str(self.xp)),
                 "device": str(self.device or "cpu"),
                 "transfers": self.transfers.as_dict()}
+
+
+class OnDevice:
+    """What data whose arrays live on a :class:`Device` -- their ``where``
+    attribute -- answer about them: the namespace, whether it is NumPy's,
+    the counted moves and what a result reports of them.  The families'
+    data classes mix it in instead of each spelling these out."""
+
+    @property
+    def xp(self):
+        """The array namespace of the data (``numpy`` on the host)."""
+        return self.where.xp
+
+    @property
+    def on_host(self):
+        """Whether the data are NumPy arrays (nothing moves)."""
+        return self.where.on_host
+
+    @property
+    def transfers(self):
+        """The counted moves between the host and the device
+        (:class:`Transfers`)."""
+        return self.where.transfers
+
+    def backend_info(self):
+        """``{"backend", "device", "transfers"}`` for a result's ``info``."""
+        return self.where.info()
 
 
 def loaded_backends():

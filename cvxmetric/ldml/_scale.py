@@ -24,10 +24,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._backend import Transfers, device_of, float64, is_numpy, namespace
+from .._backend import float64, is_numpy
 from .._settings import _LDML_SCALE_CHUNK as _CHUNK
 from .._settings import AUTO_RATIO
 from ..result import Certificate, SolverResult, Status
+from ._xp import device_for
 
 __all__ = ["AUTO_RATIO", "unit_scale", "ZeroPoint", "zero_point", "auto_lam",
            "scaled_lam", "zero_result"]
@@ -41,7 +42,7 @@ def unit_scale(X, transfers=None):
     is scaled where it is: only scalars come to the host, counted in
     ``transfers``."""
     if not is_numpy(X) and not isinstance(X, (list, tuple)):
-        return _unit_scale_xp(X, Transfers() if transfers is None else transfers)
+        return _unit_scale_xp(X, device_for(X, transfers))
     X = np.asarray(X, dtype=float)
     top = float(np.max(np.abs(X))) if X.size else 0.0
     if top == 0.0:
@@ -56,20 +57,21 @@ def unit_scale(X, transfers=None):
     return np.ldexp(Xc, -k1), k0 + k1
 
 
-def _unit_scale_xp(X, t):
-    """:func:`unit_scale` on ``X``'s namespace, float64 on its device.  The
-    powers of two are exact products (as ``ldexp``) unless a result is
-    subnormal; the mean is the device's sum, equal to NumPy's to
-    round-off (a translation, which no pair difference sees)."""
-    xp, _ = namespace(X)
+def _unit_scale_xp(X, where):
+    """:func:`unit_scale` on ``X``'s namespace, float64 on its device
+    (``where``, a :class:`~cvxmetric._backend.Device`).  The powers of two
+    are exact products (as ``ldexp``) unless a result is subnormal; the
+    mean is the device's sum, equal to NumPy's to round-off (a
+    translation, which no pair difference sees)."""
+    xp = where.xp
     X = float64(X, xp)
-    top = float(t.to_host(xp.max(xp.abs(X)))) if X.shape[0] * X.shape[1] else 0.0
+    top = where.scalars(xp.max(xp.abs(X)))[0] if X.shape[0] * X.shape[1] else 0.0
     if top == 0.0:
         return xp.asarray(X, copy=True), 0
     k0 = math.frexp(top)[1]
     Xc = X * math.ldexp(1.0, -k0)
     Xc = Xc - xp.mean(Xc, axis=0)[None, :]
-    spread = math.sqrt(float(t.to_host(xp.mean(xp.sum(Xc * Xc, axis=1)))))
+    spread = math.sqrt(where.scalars(xp.mean(xp.sum(Xc * Xc, axis=1)))[0])
     if spread == 0.0:
         return Xc, 0
     k1 = math.frexp(spread)[1]
@@ -126,8 +128,7 @@ def zero_point(X, pairs, s, transfers=None):
     pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
     s = np.asarray(s, dtype=float)
     if not is_numpy(X) and not isinstance(X, (list, tuple)):
-        C_sim, C_dis = _pair_scatter_xp(X, pairs, s > 0,
-                                        Transfers() if transfers is None else transfers)
+        C_sim, C_dis = _pair_scatter_xp(X, pairs, s > 0, device_for(X, transfers))
         return _zero(C_sim, C_dis, int(np.sum(s > 0)), int(np.sum(s < 0)))
     X = np.asarray(X, dtype=float)
     D = X.shape[1]
@@ -141,37 +142,39 @@ def zero_point(X, pairs, s, transfers=None):
     return _zero(C_sim, C_dis, int(np.sum(s > 0)), int(np.sum(s < 0)))
 
 
-def _pair_scatter_xp(X, pairs, pos, t):
-    """``(C_sim, C_dis)`` of explicit pairs of a device ``X``: blocks of
-    differences gathered there, one (D, D) product of each kind per block."""
-    xp, _ = namespace(X)
-    X, dev = float64(X, xp), device_of(X)
+def _pair_scatter_xp(X, pairs, pos, where):
+    """``(C_sim, C_dis)`` of explicit pairs of a device ``X`` (on
+    ``where``): blocks of differences gathered there, one (D, D) product of
+    each kind per block."""
+    xp = where.xp
+    X = float64(X, xp)
     C_sim = C_dis = 0.0
     for a in range(0, len(pos), _CHUNK):
         sl = slice(a, a + _CHUNK)
-        idx = t.to_device(pairs[sl], xp, dev)
-        w = t.to_device(pos[sl].astype(float), xp, dev)
+        idx = where.dev(pairs[sl])
+        w = where.dev(pos[sl], float)
         Phi = xp.take(X, idx[:, 0], axis=0) - xp.take(X, idx[:, 1], axis=0)
         C_sim = C_sim + Phi.T @ (w[:, None] * Phi)
         C_dis = C_dis + Phi.T @ ((1.0 - w)[:, None] * Phi)
-    both = t.to_host(xp.stack([C_sim, C_dis]))
+    both = where.host(xp.stack([C_sim, C_dis]))
     return both[0], both[1]
 
 
-def _class_scatter_xp(X, labels, t):
-    """``(total, C_sim)`` of :func:`zero_point_labels` for a device ``X``:
-    each class's rows gathered there (their indices moved once), the
-    (D, D) scatter matrices summed there and brought to the host together."""
-    xp, _ = namespace(X)
-    X, dev = float64(X, xp), device_of(X)
+def _class_scatter_xp(X, labels, where):
+    """``(total, C_sim)`` of :func:`zero_point_labels` for a device ``X``
+    (on ``where``): each class's rows gathered there (their indices moved
+    once), the (D, D) scatter matrices summed there and brought to the
+    host together."""
+    xp = where.xp
+    X = float64(X, xp)
     N = X.shape[0]
     Xc = X - xp.mean(X, axis=0)[None, :]
     C_sim = 0.0
     for c in np.unique(labels):
-        Z = xp.take(X, t.to_device(np.flatnonzero(labels == c), xp, dev), axis=0)
+        Z = xp.take(X, where.dev(np.flatnonzero(labels == c)), axis=0)
         Zc = Z - xp.mean(Z, axis=0)[None, :]
         C_sim = C_sim + Z.shape[0] * (Zc.T @ Zc)
-    both = t.to_host(xp.stack([N * (Xc.T @ Xc), C_sim]))
+    both = where.host(xp.stack([N * (Xc.T @ Xc), C_sim]))
     return both[0], both[1]
 
 
@@ -187,8 +190,7 @@ def zero_point_labels(X, labels, rows, transfers=None):
     labels = np.asarray(labels)
     N = len(labels)
     if not is_numpy(X) and not isinstance(X, (list, tuple)):
-        total, C_sim = _class_scatter_xp(X, labels,
-                                         Transfers() if transfers is None else transfers)
+        total, C_sim = _class_scatter_xp(X, labels, device_for(X, transfers))
     else:
         X = np.asarray(X, dtype=float)
         Xc = X - X.mean(axis=0)

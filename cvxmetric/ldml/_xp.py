@@ -6,15 +6,18 @@ The pairs are visited in row blocks as in
 :meth:`~cvxmetric.ldml.AllPairs._pairs`: block ``[a, end)`` against rows
 ``a:``, no N x N array.  On a namespace the blocks run where the data are;
 the host sees only ``L`` (in), and the gradient ``(d, D)`` and three
-scalars (out), all counted by :class:`~cvxmetric._backend.Transfers`.
+scalars (out), all counted by the loss's :class:`~cvxmetric._backend.Device`.
 On Dask each row block is one task returning its loss terms and its part
 of ``H Z``; the parts are summed in the cluster, ``(H Z)^T X`` is a
 blockwise product and only the ``(d, D)`` gradient and scalars come back.
 """
 
+import dataclasses
 import math
 
 import numpy as np
+
+from .._backend import Device, Transfers, device_of, float64, namespace
 
 
 def block_numpy(Z, q, y, rows, a, end, b, grad, out=None):
@@ -137,6 +140,22 @@ def value_grad_dask(X, L, b, y, rows, block, grad):
 # Explicit pairs on a namespace: PairSet's loss and LDMLData's certificate
 # ---------------------------------------------------------------------------
 
+def device_for(X, transfers=None):
+    """The :class:`~cvxmetric._backend.Device` holding the array ``X`` (of
+    a namespace other than NumPy's), its moves counted in ``transfers`` (a
+    new count when None)."""
+    xp, _ = namespace(X)
+    return Device(xp, device_of(X), Transfers() if transfers is None else transfers)
+
+
+def add_moves(total, moves):
+    """Add the counts of the :class:`~cvxmetric._backend.Transfers`
+    ``moves`` to ``total``: parts of one run that counted apart (the
+    estimator's scaling, a data's construction) are reported as one."""
+    for f in dataclasses.fields(Transfers):
+        setattr(total, f.name, getattr(total, f.name) + getattr(moves, f.name))
+
+
 def sigmoid_xp(xp, u):
     """``sigma(u)`` exact in both tails (as scipy's ``expit``)."""
     e = xp.exp(-xp.abs(u))
@@ -148,43 +167,39 @@ def logistic_xp(xp, u):
     return xp.maximum(u, 0.0) + xp.log1p(xp.exp(-xp.abs(u)))
 
 
-class PairsXP:
+class PairsXP(Device):
     """Explicit pairs ``(i, j)`` with labels ``s`` of the rows of ``X`` on
-    namespace ``xp``: the hot loops of :class:`~cvxmetric.ldml.PairSet` and
-    of :class:`~cvxmetric.ldml.LDMLData`'s certificate, in float64 on the
+    a device: the hot loops of :class:`~cvxmetric.ldml.PairSet` and of
+    :class:`~cvxmetric.ldml.LDMLData`'s certificate, in float64 on the
     device holding ``X``.
 
     The difference vectors ``phi_p = x_i - x_j`` are stored on the device
     up to ``_LDML_DEVICE_PHI`` entries, else gathered block by block;
     ``sum_p w_p phi_p phi_p^T`` is one product ``Phi^T (w Phi)`` per block.
     Arrays in and out stay on the device; the caller moves what it needs
-    through ``transfers`` (:class:`~cvxmetric._backend.Transfers`), which
-    counts every move.
+    through the :class:`~cvxmetric._backend.Device` methods (``dev``,
+    ``host``, ``scalars``), which count every move in ``transfers``.
 
     Parameters
     ----------
-    xp : namespace
-    X : array (N, D) of ``xp``
+    where : Device
+        The namespace and device of ``X``, and the count its moves join.
+    X : array (N, D) of ``where.xp``
     i, j : ndarray of int (P,)
     s : ndarray (P,)
-    transfers : Transfers
     block : int
         Pairs per block.
     """
 
-    def __init__(self, xp, X, i, j, s, transfers, block=None):
-        from .._backend import device_of, float64
+    def __init__(self, where, X, i, j, s, block=None):
         from .._settings import _LDML_DEVICE_PHI, _PAIR_BLOCK
 
-        self.xp, self.transfers = xp, transfers
-        self.device = device_of(X)
-        self.X = float64(X, xp)
+        super().__init__(where.xp, where.device, where.transfers)
+        self.X = float64(X, self.xp)
         self.n_pairs = len(s)
         self.block = int(block or _PAIR_BLOCK)
-        dev = self.device
-        self.i = transfers.to_device(np.asarray(i, dtype=np.int64), xp, dev)
-        self.j = transfers.to_device(np.asarray(j, dtype=np.int64), xp, dev)
-        self.s = transfers.to_device(np.asarray(s, dtype=float), xp, dev)
+        self.i, self.j = self.dev(i, np.int64), self.dev(j, np.int64)
+        self.s = self.dev(s, float)
         self.Phi = None
         if self.n_pairs * X.shape[1] <= _LDML_DEVICE_PHI:
             self.Phi = self._gather(0, self.n_pairs)
@@ -200,15 +215,6 @@ class PairsXP:
             end = min(a + self.block, self.n_pairs)
             yield a, end, (self.Phi[a:end, :] if self.Phi is not None
                            else self._gather(a, end))
-
-    def host(self, *scalars):
-        """0-d device arrays as Python floats, in one counted move."""
-        out = self.transfers.to_host(self.xp.stack(list(scalars)))
-        return [float(v) for v in out]
-
-    def device_array(self, a):
-        """A host array on the device (counted)."""
-        return self.transfers.to_device(np.asarray(a, dtype=float), self.xp, self.device)
 
     def distances(self, M):
         """``phi_p^T M phi_p`` of every pair, (P,) on the device."""
@@ -255,9 +261,9 @@ class PairsXP:
         xp, s = self.xp, self.s
 
         def grad(b):
-            return -self.host(xp.sum(s * sigmoid_xp(xp, s * (dist - b))))[0]
+            return -self.scalars(xp.sum(s * sigmoid_xp(xp, s * (dist - b))))[0]
 
-        lo, hi = self.host(xp.min(dist), xp.max(dist))
+        lo, hi = self.scalars(xp.min(dist), xp.max(dist))
         lo, hi = lo - 50.0, hi + 50.0
         while grad(lo) > 0:
             lo -= 2 * (hi - lo)
@@ -269,8 +275,8 @@ class PairsXP:
         """:meth:`LDMLData._balanced` on the device (a new array)."""
         xp = self.xp
         pos = self.s > 0
-        w_pos, w_neg = self.host(xp.sum(xp.where(pos, w, 0.0)),
-                                 xp.sum(xp.where(pos, 0.0, w)))
+        w_pos, w_neg = self.scalars(xp.sum(xp.where(pos, w, 0.0)),
+                                    xp.sum(xp.where(pos, 0.0, w)))
         if w_pos > w_neg:
             return xp.where(pos, w * (w_neg / w_pos), w)
         if w_neg > w_pos:
@@ -300,4 +306,4 @@ class PairsXP:
 
     def inner(self, A, B):
         """``sum(A * B)`` as a float (one scalar moved)."""
-        return self.host(self.xp.sum(A * B))[0]
+        return self.scalars(self.xp.sum(A * B))[0]

@@ -41,7 +41,6 @@ in ``fit``) moves ``threshold_`` only, as metric-learn does; ``b_`` and
 ``predict_proba`` keep the model's value.
 """
 
-import dataclasses
 import functools
 import math
 import warnings
@@ -55,7 +54,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._backend import Transfers, check_host_input, device_of, is_numpy, namespace
+from .._backend import Transfers, check_host_input, is_numpy, namespace
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
                      PairsClassifierMixin, components_from_metric, dispatched,
                      fit_tuples, given_options, host_labels, solver_names,
@@ -69,7 +68,7 @@ from ._budget import budget, expired, remaining
 from ._mildml import BagPairs, check_bags, fit_mildml
 from ._naming import label_instances
 from .exact import REGULARIZERS, LDMLData, _sigmoid, declared_problem, solve_exact
-from ._xp import sigmoid_xp
+from ._xp import add_moves, device_for, sigmoid_xp
 from ._scale import (
     auto_lam,
     scaled_lam,
@@ -151,7 +150,7 @@ def _rounding_error(loss, L):
     |x_j|`` (``sum_{i<j}`` in closed form).  On a device loss the sums
     run there (:func:`_rounding_error_xp`)."""
     A = np.abs(L).T @ np.abs(L)
-    if getattr(loss, "_xp", None) is not None:
+    if getattr(loss, "_backend", None) == "xp":
         return 2.0 * L.shape[1] * np.finfo(float).eps * _rounding_error_xp(loss, A)
     X = np.abs(loss.X)
     D = X.shape[1]
@@ -170,30 +169,27 @@ def _rounding_error_xp(loss, A):
     """``sum_p |phi_p|^T A |phi_p|`` of :func:`_rounding_error` on the
     device of ``loss``: ``A`` (D, D) moved there, one scalar (and for all
     pairs the column sums, D) back, counted in ``loss.transfers``."""
-    xp, t = loss._xp, loss.transfers
-    Ad = t.to_device(A, xp, device_of(loss.X))
+    where = loss.where
+    xp, Ad = where.xp, where.dev(A)
     if isinstance(loss, AllPairs):
         X = xp.abs(loss.X)
         N = X.shape[0]
-        q = t.to_host(xp.sum((X @ Ad) * X))
-        s = t.to_host(xp.sum(X, axis=0))
-        return (N - 2) * float(q) + float(s @ A @ s)
+        q = where.scalars(xp.sum((X @ Ad) * X))[0]
+        s = where.host(xp.sum(X, axis=0))
+        return (N - 2) * q + float(s @ A @ s)
     total = None
     for _, _, Phi in loss._pxp.blocks():
         Phi = xp.abs(Phi)
         part = xp.sum((Phi @ Ad) * Phi)
         total = part if total is None else total + part
-    return 0.0 if total is None else float(t.to_host(total))
+    return 0.0 if total is None else where.scalars(total)[0]
 
 
 def _add_moves(loss, transfers):
     """The estimator's own counted moves (scaling, the point ``M = 0``)
     added to those of a device ``loss``, whose count the result reports."""
-    if getattr(loss, "_xp", None) is None:
-        return
-    for f in dataclasses.fields(Transfers):
-        setattr(loss.transfers, f.name,
-                getattr(loss.transfers, f.name) + getattr(transfers, f.name))
+    if getattr(loss, "_backend", None) == "xp":
+        add_moves(loss.transfers, transfers)
 
 
 def _budgeted(fit):
@@ -235,12 +231,12 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
             Xu, k = unit_scale(X)
             nonzero = np.any(Xu)
         else:
-            xp, _ = namespace(X)
-            transfers = Transfers() if transfers is None else transfers
-            if not bool(transfers.to_host(xp.all(xp.isfinite(X)))):
+            where = device_for(X, transfers)
+            xp = where.xp
+            if not bool(where.host(xp.all(xp.isfinite(X)))):
                 raise ValueError(f"{name}: contains NaN or infinity.")
-            Xu, k = unit_scale(X, transfers)
-            nonzero = bool(transfers.to_host(xp.any(Xu != 0)))
+            Xu, k = unit_scale(X, where.transfers)
+            nonzero = bool(where.host(xp.any(Xu != 0)))
         if not nonzero:
             raise ValueError(f"{name}: every sample is the same point, so every "
                              f"pair has distance 0 under any metric: there is no "
@@ -306,10 +302,8 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
                 f"of scale about 2^{-2 * k + 2 * math.frexp(top)[1]}, outside the "
                 f"float64 range; LDML depends on the scale of X only through lam "
                 f"(X -> cX is lam -> lam / c^2), so rescale X (e.g. standardise it).")
-        if getattr(loss, "_xp", None) is not None:  # a device fit: where it ran
-            result.info.update(backend=getattr(loss._xp, "__name__", str(loss._xp)),
-                               device=str(device_of(loss.X)),
-                               transfers=loss.transfers.as_dict())
+        if getattr(loss, "_backend", None) == "xp":  # a device fit: where it ran
+            result.info.update(loss.where.info())
         result.M = Mu
         result.info["L"] = Lu
         self.result_ = result

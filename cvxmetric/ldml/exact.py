@@ -46,7 +46,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from .._backend import Transfers, is_dask, is_numpy, namespace
+from .._backend import is_dask, is_numpy
 from .._exact import SOLVERS, _outcome, solve_certified
 from .._linalg import PairOperator, project_psd, whitening_basis
 from .._settings import (
@@ -79,7 +79,7 @@ from ..result import (
 )
 from ._budget import expired, remaining
 from ._polish import polish
-from ._xp import PairsXP, logistic_xp, sigmoid_xp
+from ._xp import PairsXP, device_for, logistic_xp, sigmoid_xp
 
 __all__ = ["LDMLData", "DualPoint", "bound_stages", "staged_bound", "solve_exact",
            "declared_problem", "PAPER", "REGULARIZERS",
@@ -231,8 +231,7 @@ class LDMLData:
     every move.
     """
 
-    _dev = None  # the pairs on the device of X (PairsXP), or None on NumPy
-    transfers = None
+    _dev = None  # the pairs on the device of X (PairsXP, a Device), or None on NumPy
 
     def __init__(self, X, pairs, y, *, lam=0.0, regularizer="trace"):
         Xd = None
@@ -240,9 +239,8 @@ class LDMLData:
             if is_dask(X):
                 raise TypeError("X: LDMLData runs on NumPy and array-API arrays; got a "
                                 "dask array (AllPairs takes one). Compute it first.")
-            xp, _ = namespace(X)
-            self.transfers = Transfers()
-            Xd, X = X, self.transfers.to_host(X)  # once: validation, host stages
+            where = device_for(X)
+            Xd, X = X, where.host(X)  # once: validation, host stages
         self.X = check_samples(X)
         self.pairs = check_indices(pairs, "pairs", self.X.shape[0], width=2)
         y = np.asarray(y)
@@ -262,22 +260,22 @@ class LDMLData:
         self._Phi = self.op.Phi
         self._direction = None
         if Xd is not None:
-            self._dev = PairsXP(xp, Xd, self.pairs[:, 0], self.pairs[:, 1], self.s,
-                                self.transfers)
+            self._dev = PairsXP(where, Xd, self.pairs[:, 0], self.pairs[:, 1], self.s)
+
+    @property
+    def transfers(self):
+        """The counted moves of a device instance
+        (:class:`~cvxmetric._backend.Transfers`); None on NumPy."""
+        return None if self._dev is None else self._dev.transfers
 
     def backend_info(self):
         """``{"backend", "device", "transfers"}`` of a device instance, for a
         result's ``info`` (empty on NumPy)."""
-        if self._dev is None:
-            return {}
-        return {"backend": getattr(self._dev.xp, "__name__", str(self._dev.xp)),
-                "device": str(self._dev.device), "transfers": self.transfers.as_dict()}
+        return {} if self._dev is None else self._dev.info()
 
     def _on_device(self, M):
         """``(M on the device, whether it came from the host)``."""
-        if is_numpy(M):
-            return self._dev.device_array(M), True
-        return M, False
+        return self._dev.dev(M, float), is_numpy(M)
 
     @property
     def Phi(self):
@@ -301,7 +299,7 @@ class LDMLData:
         if self._dev is not None:
             Md, host = self._on_device(M)
             dist = self._dev.distances(Md)
-            return self.transfers.to_host(dist) if host else dist
+            return self._dev.host(dist) if host else dist
         if self._Phi is not None:
             return np.sum((self._Phi @ M) * self._Phi, axis=1)
         return self.op.sqdist(M=0.5 * (M + M.T))
@@ -312,7 +310,7 @@ class LDMLData:
         if self._dev is not None:
             wd, host = self._on_device(w)
             S = self._dev.gram(wd)
-            return self.transfers.to_host(S) if host else S
+            return self._dev.host(S) if host else S
         S = self.op.gram(w)
         return 0.5 * (S + S.T)
 
@@ -321,7 +319,7 @@ class LDMLData:
             xp = self._dev.xp
             r = xp.linalg.trace(M) if self.regularizer == "trace" \
                 else 0.5 * xp.sum(M * M)
-            return self._dev.host(r)[0]
+            return self._dev.scalars(r)[0]
         if self.regularizer == "trace":
             return float(np.trace(M))
         return 0.5 * float(np.sum(M * M))
@@ -330,7 +328,7 @@ class LDMLData:
         if self._dev is not None:
             xp, Md = self._dev.xp, self._on_device(M)[0]
             f = xp.sum(logistic_xp(xp, self._dev.s * (self._dev.distances(Md) - b)))
-            return self._dev.host(f)[0] + self.lam * self.reg(Md)
+            return self._dev.scalars(f)[0] + self.lam * self.reg(Md)
         return float(np.sum(_logistic(self.s * (self.distances(M) - b)))) \
             + self.lam * self.reg(M)
 
@@ -444,14 +442,14 @@ class LDMLData:
         a = dev.balanced(sigmoid_xp(xp, dev.s * (dist - b)))
         S = dev.gram(a * dev.s)
         ent = dev.entropy(a)
-        host = self.transfers.to_host
+        host = dev.host
         if self.regularizer == "frobenius" and self.lam > 0:
             w = xp.maximum(dev.eigvalsh(-S), 0.0)
-            ent, sq = dev.host(ent, xp.sum(w * w))
+            ent, sq = dev.scalars(ent, xp.sum(w * w))
             return DualPoint(b, host(a), ent, host(S), 0.0, 0.0,
                              ent - 0.5 / self.lam * sq)
         lam = self.lam if self.regularizer == "trace" else 0.0
-        ent, low = dev.host(ent, dev.eigvalsh(S)[0])
+        ent, low = dev.scalars(ent, dev.eigvalsh(S)[0])
         return self._dual_on_span(b, host(a), ent, host(S), lam, low + lam)
 
     def _dual_on_span(self, b, a, ent, S, lam, low):

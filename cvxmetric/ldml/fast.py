@@ -34,7 +34,7 @@ negative log-likelihood minimised, with its optional regulariser)::
 import math
 import time
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from numbers import Integral
 from typing import NamedTuple
 
@@ -44,7 +44,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
-from .._backend import Transfers, device_of, float64, is_dask, is_numpy, namespace, to_numpy
+from .._backend import Device, OnDevice, float64, is_dask, is_numpy, to_numpy
 from .._data import Samples
 from .._linalg import project_psd, whitening_basis
 from .._linesearch import backtracking
@@ -63,7 +63,15 @@ from .._validation import check_finite, check_option, check_scalar
 from ..result import Certificate, NotAttainedError, SolverResult, Status
 from ._budget import budget, expired
 from ._polish import polish
-from ._xp import PairsXP, block_numpy, pairs_xp, sigmoid_xp, value_grad_dask
+from ._xp import (
+    PairsXP,
+    add_moves,
+    block_numpy,
+    device_for,
+    pairs_xp,
+    sigmoid_xp,
+    value_grad_dask,
+)
 from .exact import (
     LEVEL_SDP_MAX,
     LEVEL_SDP_PAIRS,
@@ -134,8 +142,8 @@ def certify_point(data, M, b, *, solver, tol=None, sharpen=True):
     if data._dev is not None and not is_numpy(M):
         # on the device: its smallest eigenvalue there, and M on the host for
         # the Newton polish and the SDP stages
-        min_eig = data._dev.host(data._dev.eigvalsh(M)[0])[0]
-        M = data.transfers.to_host(M)
+        min_eig = data._dev.scalars(data._dev.eigvalsh(M)[0])[0]
+        M = data._dev.host(M)
     else:
         min_eig = float(np.linalg.eigvalsh(M)[0])
     opts = {} if tol is None else {"tol": tol}
@@ -241,9 +249,9 @@ class ProjectedGradient(IterativeSolver):
             certify_point(data, np.zeros((data.d, data.d)), 0.0, solver=self.name)
         ops = _ops(data)
         if init is not None:
-            M = ops.project_psd(ops.device_array(np.asarray(init.M, dtype=float)))
+            M = ops.project_psd(ops.dev(np.asarray(init.M, dtype=float)))
         else:
-            M = ops.device_array(np.zeros((data.d, data.d)))
+            M = ops.dev(np.zeros((data.d, data.d)))
         f, b, _ = self._value(data, M)
         # first step: the inverse of a bound on the curvature along M,
         # sum_p sigma' phi_p^4 <= 1/4 sum ||phi_p||^4; backtracking corrects it
@@ -297,7 +305,7 @@ class ProjectedGradient(IterativeSolver):
                                 sharpen=self.converged(state))
         info = {"b": b, "n_restarts": state.n_restarts}
         if data._dev is not None:
-            M = data.transfers.to_host(M)
+            M = data._dev.host(M)
             info.update(data.backend_info())
         return M, cert, info
 
@@ -307,7 +315,7 @@ class _HostOps:
     (:class:`._xp.PairsXP` answers the same on a device)."""
 
     @staticmethod
-    def device_array(a):
+    def dev(a):
         return a
 
     @staticmethod
@@ -329,7 +337,7 @@ def _ops(data):
 # Low rank: the losses over pairs, in Z = X L^T coordinates
 # ---------------------------------------------------------------------------
 
-class _Loss(Samples):
+class _Loss(OnDevice, Samples):
     """Shared part of :class:`AllPairs` and :class:`PairSet`: the data,
     the regulariser on ``L`` and the chain rule back from ``Z``.
 
@@ -429,22 +437,25 @@ class AllPairs(_Loss):
         kernel form; identity by default).
     block : int
         Rows per block.
+
+    ``X`` of another array-API namespace stays where it is, and a
+    ``dask.array`` in its cluster; ``where`` (a
+    :class:`~cvxmetric._backend.Device`) counts the moves in ``transfers``.
     """
 
-    _backend = _xp = None  # NumPy; set from the input in __init__
+    _backend = None  # NumPy; "xp" or "dask", set from the input in __init__
 
     def __init__(self, X, labels, *, lam=0.0, regularizer="trace", gram=None,
                  block=_BLOCK):
-        # the namespace is chosen once, here, from the input
-        self.transfers = Transfers()
-        self._xp, self._backend = None, None
+        # the namespace is chosen once, here, from the input; a dask X is
+        # computed in its cluster, the host counting what comes back
+        self.where = Device()
         if is_dask(X):
             self._backend = "dask"
             Xh = self._init_dask(X)
         elif not is_numpy(X):
-            self._xp, _ = namespace(X)
-            self._backend = "xp"
-            Xh = self.transfers.to_host(X)  # once, for validation and row ids
+            self.where, self._backend = device_for(X), "xp"
+            Xh = self.where.host(X)  # once, for validation and row ids
         else:
             Xh = X
         self._init_common(Xh, lam, regularizer, gram)
@@ -495,12 +506,10 @@ class AllPairs(_Loss):
         if self._backend == "dask":
             self.X = X.astype(float)
             return
-        xp = self._xp
-        dev = device_of(X)
-        self.X = float64(X, xp)
-        self._y_dev = self.transfers.to_device(self.labels, xp, dev)
-        self._rows_dev = (self.transfers.to_device(self._rows, xp, dev)
-                          if self._has_dups else None)
+        where = self.where
+        self.X = float64(X, where.xp)
+        self._y_dev = where.dev(self.labels)
+        self._rows_dev = where.dev(self._rows) if self._has_dups else None
 
     def value_grad(self, L, b, grad=True, dist=None):
         if self._backend is None:
@@ -512,15 +521,15 @@ class AllPairs(_Loss):
             total, worst, G, gb = value_grad_dask(self.X, np.asarray(L, dtype=float), b,
                                                   self.labels, rows, self.block, grad)
         else:
-            xp, t = self._xp, self.transfers
-            Ld = t.to_device(np.asarray(L, dtype=float), xp, device_of(self.X))
-            Z = self.X @ Ld.T
-            total, worst, HZ, gb = pairs_xp(xp, Z, self._y_dev, self._rows_dev, b,
+            where = self.where
+            Z = self.X @ where.dev(L, float).T
+            total, worst, HZ, gb = pairs_xp(where.xp, Z, self._y_dev, self._rows_dev, b,
                                             self.block, grad)
-            G = t.to_host(2.0 * (HZ.T @ self.X)) if grad else None
-            out = t.to_host(xp.stack([total, worst] + ([gb] if grad else [])))
-            total, worst = float(out[0]), float(out[1])
-            gb = float(out[2]) if grad else 0.0
+            if grad:
+                G = where.host(2.0 * (HZ.T @ self.X))
+                total, worst, gb = where.scalars(total, worst, gb)
+            else:
+                (total, worst), gb = where.scalars(total, worst), 0.0
         self.worst_margin = worst
         if not grad:
             return total + r
@@ -555,7 +564,7 @@ class AllPairs(_Loss):
         i, j = i[keep], j[keep]
         y = np.where(self.labels[i] == self.labels[j], 1, -1)
         # on a namespace the pairs' passes and certificate stay on its device
-        X = self.transfers.to_host(self.X) if self._backend == "dask" else self.X
+        X = self.where.host(self.X) if self._backend == "dask" else self.X
         return _counted_with(self, LDMLData(X, np.column_stack([i, j]), y, lam=self.lam,
                                             regularizer=self.regularizer))
 
@@ -565,10 +574,8 @@ def _counted_with(loss, data):
     loss's ``transfers`` (one count for the run; the construction's moves
     added)."""
     if data.transfers is not None:
-        for f in fields(Transfers):
-            setattr(loss.transfers, f.name,
-                    getattr(loss.transfers, f.name) + getattr(data.transfers, f.name))
-        data.transfers = data._dev.transfers = loss.transfers
+        add_moves(loss.transfers, data.transfers)
+        data._dev.transfers = loss.transfers
     return data
 
 
@@ -589,20 +596,19 @@ class PairSet(_Loss):
     comes to the host once, for validation and the whitening basis.
     """
 
-    _backend = _xp = _pxp = None  # NumPy; set from the input in __init__
+    _backend = _pxp = None  # NumPy; set from the input in __init__
 
     def __init__(self, X, pairs, s, *, lam=0.0, regularizer="trace", gram=None):
-        Xd = None
+        self.where, Xd = Device(), None
         if not is_numpy(X) and not isinstance(X, (list, tuple)):
             if is_dask(X):
                 raise TypeError("X: PairSet runs on NumPy and array-API arrays; got a "
                                 "dask array (AllPairs takes one). Compute it first.")
-            self._xp, _ = namespace(X)
-            self._backend, self.transfers = "xp", Transfers()
-            Xd, X = X, self.transfers.to_host(X)
+            self.where, self._backend = device_for(X), "xp"
+            Xd, X = X, self.where.host(X)
         self._init_common(X, lam, regularizer, gram)
         if Xd is not None:
-            self._Xh, self.X = self.X, float64(Xd, self._xp)
+            self._Xh, self.X = self.X, float64(Xd, self.where.xp)
         self.set_pairs(pairs, s)
 
     def set_pairs(self, pairs, s):
@@ -614,19 +620,19 @@ class PairSet(_Loss):
         self.n_pairs = len(self.s)
         self._n = self.X.shape[0]
         if self._backend is not None:
-            self._pxp = PairsXP(self._xp, self.X, self.i, self.j, self.s, self.transfers)
+            self._pxp = PairsXP(self.where, self.X, self.i, self.j, self.s)
 
     def value_grad(self, L, b, grad=True, dist=None):
         if self._backend is None:
             return super().value_grad(L, b, grad, dist)
         r, gr = self._reg(L)
         p = self._pxp
-        total, worst, G, gb = p.lowrank(p.device_array(L), float(b), grad)
+        total, worst, G, gb = p.lowrank(p.dev(L, float), float(b), grad)
         if not grad:
-            total, self.worst_margin = p.host(total, worst)
+            total, self.worst_margin = p.scalars(total, worst)
             return total + r
-        G = self.transfers.to_host(G)
-        total, self.worst_margin, gb = p.host(total, worst, gb)
+        G = p.host(G)
+        total, self.worst_margin, gb = p.scalars(total, worst, gb)
         return total + r, G + gr, gb
 
     def _distances(self, Z):
@@ -676,11 +682,11 @@ class PairSet(_Loss):
 
     @classmethod
     def _device(cls, pxp, Xh, pairs, s, *, lam, regularizer, gram=None):
-        """A device instance on the pairs ``pxp`` already there, sharing
-        its transfer counts; ``Xh`` the host copy of its data when there is
-        one (all already validated)."""
+        """A device instance on the pairs ``pxp`` already there (its
+        Device, sharing its transfer counts); ``Xh`` the host copy of its
+        data when there is one (all already validated)."""
         loss = cls.__new__(cls)
-        loss._backend, loss._xp, loss.transfers = "xp", pxp.xp, pxp.transfers
+        loss._backend, loss.where = "xp", pxp
         loss.lam, loss.regularizer, loss.gram = lam, regularizer, gram
         loss._Xh, loss.X, loss._data = Xh, pxp.X, None
         loss.i, loss.j = pairs[:, 0], pairs[:, 1]
@@ -887,10 +893,9 @@ def _random_start(loss, rank, rng):
     X = loss.X
     if getattr(loss, "_backend", None) is not None:
         # only the sampled rows come to the host
-        rows = np.unique(idx)
+        rows, where = np.unique(idx), loss.where
         X = np.zeros((N, D))
-        X[rows] = loss.transfers.to_host(loss._xp.take(
-            loss.X, loss.transfers.to_device(rows, loss._xp, device_of(loss.X)), axis=0)) \
+        X[rows] = where.host(where.xp.take(loss.X, where.dev(rows), axis=0)) \
             if loss._backend == "xp" else to_numpy(loss.X[rows])
     diff = (X[idx[:, 0]] - X[idx[:, 1]]) @ L.T
     scale = float(np.mean(np.sum(diff * diff, axis=1))) if len(idx) else 1.0
@@ -914,9 +919,9 @@ def _whitened(loss):
         B = B * np.sqrt(v / (v + nu))
     gram = B.T @ B if loss.lam > 0 else None
     if loss._backend == "xp":  # PairSet on a device: X B there, B moved
-        xp, X = loss._xp, loss.X
-        Xw = (X - xp.mean(X, axis=0)) @ loss._pxp.device_array(B)
-        pxp = PairsXP(xp, Xw, loss.i, loss.j, loss.s, loss.transfers)
+        where, X = loss.where, loss.X
+        Xw = (X - where.xp.mean(X, axis=0)) @ where.dev(B, float)
+        pxp = PairsXP(where, Xw, loss.i, loss.j, loss.s)
         return PairSet._device(pxp, None, np.column_stack([loss.i, loss.j]), loss.s,
                                lam=loss.lam, regularizer=loss.regularizer, gram=gram), B
     Xw = (loss.X - loss.X.mean(axis=0)) @ B  # (N, r)

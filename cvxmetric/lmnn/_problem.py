@@ -48,7 +48,17 @@ divided by ``1 - mu``, in LMNN's units.
 
 import numpy as np
 
-from .._backend import Transfers, _module_of, check_host_input, is_dask, is_numpy
+from .._backend import (
+    Device,
+    OnDevice,
+    _module_of,
+    check_host_input,
+    device_of,
+    is_dask,
+    is_numpy,
+    namespace,
+    require,
+)
 from .._linalg import eigh_psd
 from .._settings import TRIPLET_BLOCK
 from .._tolerances import certificate_tolerance
@@ -91,6 +101,22 @@ def _on_device(X):
         return False
     return is_dask(X) or _module_of(X) in ("torch", "cupy", "array_api_strict", "jax") \
         or hasattr(X, "__array_namespace__")
+
+
+def _where(X):
+    """The :class:`~cvxmetric._backend.Device` of the passes over ``X``:
+    NumPy's for host data (nothing moves), the namespace and device of an
+    array-API input, and the cluster for a ``dask.array`` -- named by the
+    ``dask`` module, so that a result reports ``backend`` and ``device``
+    ``"dask"``; its moves are counted as the tasks' arguments and gathered
+    results (:meth:`~cvxmetric._backend.Transfers.sent`,
+    :meth:`~cvxmetric._backend.Transfers.gathered`)."""
+    if not _on_device(X):
+        return Device()
+    if is_dask(X):
+        return Device(require("dask"), "dask")
+    xp, _ = namespace(X)
+    return Device(xp, device_of(X))
 
 
 def _block_rows(n, width, block=TRIPLET_BLOCK):
@@ -150,7 +176,7 @@ def target_neighbors(X, codes, k, M0=None):
     return targets
 
 
-class LMNNData:
+class LMNNData(OnDevice):
     """LMNN's data: samples, labels, target neighbours and ``mu``.
 
     Parameters
@@ -185,9 +211,12 @@ class LMNNData:
         ``sum_{i, j ~> i} (x_i - x_j)(x_i - x_j)^T``: ``pull(M) = <A_T, M>``.
     n_triplets : int
         Number of impostor triplets ``(i, j, l)``.
+    where : Device
+        Where the passes run (NumPy's for NumPy data, where nothing moves),
+        shared with the data :meth:`with_mu` and the solvers derive.
     transfers : Transfers
-        The counted moves between the host and the device (or cluster) of
-        the passes; none for NumPy data.
+        ``where.transfers``: the counted moves between the host and the
+        device (or cluster) of the passes; none for NumPy data.
     triplet_block : int
         Entries per block of a pass (:data:`TRIPLET_BLOCK`).
     """
@@ -197,7 +226,7 @@ class LMNNData:
     triplet_block = TRIPLET_BLOCK
 
     def __init__(self, X, y, k=3, mu=0.5, M0=None, *, targets=None):
-        self.transfers = Transfers()
+        self.where = _where(X)
         source, X, y = self._host_copy(X, y)
         X = check_samples(X, "X")
         n, d = X.shape
@@ -235,7 +264,7 @@ class LMNNData:
 
             engine = DaskSweeps if is_dask(source) else XpSweeps
             self._sweeps = engine(source, X.mean(axis=0), self._e, targets, self.codes,
-                                  self.k, self.transfers)
+                                  self.k, self.where)
 
     def _host_copy(self, X, y):
         """``(source, X, y)``: a NumPy, list or frame ``X`` as it is (source
@@ -243,30 +272,30 @@ class LMNNData:
         ``source``, with its copy on the host (moved once, counted) for the
         target search, the pull matrix and the working set's restricted
         solves, and ``y`` read on the host."""
-        if not _on_device(X):
+        if self.on_host:
             return None, X, y
         if not (is_numpy(y) or isinstance(y, (list, tuple))):
-            y = self.transfers.to_host(y)
-        if is_dask(X):
-            if X.ndim != 2:
-                raise ValueError(f"X: expected a 2-d array, got {X.ndim} dimensions.")
-            return X, self.transfers.gathered(np.asarray(X.compute()))[0], y
-        return X, self.transfers.to_host(X), y
+            y = self.where.host(y)
+        if is_dask(X) and X.ndim != 2:
+            raise ValueError(f"X: expected a 2-d array, got {X.ndim} dimensions.")
+        return X, self.where.host(X), y
 
     def backend_info(self):
         """``{"backend", "device", "transfers"}`` of the passes, for a
         result's ``info`` (None for NumPy data)."""
-        return None if self._sweeps is None else self._sweeps.info()
+        return None if self.on_host else super().backend_info()
 
     def _like(self, X, targets, mu=None, transform=None):
         """An :class:`LMNNData` of the host samples ``X`` (same labels, ``k``,
         ``targets``); its passes on this data's device, on the samples
-        ``transform(device X, put)`` computed there."""
+        ``transform(device X, put)`` computed there (``put`` moves a host
+        array there: :meth:`Device.dev <cvxmetric._backend.Device.dev>`, or
+        ``numpy.asarray`` for a Dask task's argument)."""
         new = LMNNData(X, self.classes[self.codes], self.k,
                        self.mu if mu is None else mu, targets=targets)
         new.triplet_block = self.triplet_block
         if self._sweeps is not None:
-            new.transfers = self.transfers
+            new.where = self.where
             new._sweeps = (self._sweeps if transform is None else self._sweeps.derived(
                 transform, X.mean(axis=0), new._e, targets, new.codes, new.k))
         return new

@@ -15,11 +15,11 @@ gather, not a scatter, which the array API does not have).
 :class:`XpSweeps` keeps the centred samples ``Xn``, the target neighbours
 and the class codes on the input's device; per pass the ``(d, r)`` factor
 of ``M`` goes there and ``d x d`` matrices and scalars come back (and, for
-a screening, the triplets it keeps), each counted by
-:class:`~cvxmetric._backend.Transfers`.  :class:`DaskSweeps` keeps ``Xn``
-persisted on the cluster as one block and runs each pass as one task per
-row chunk, in NumPy inside the task; only the chunks' partial sums (and
-kept triplets) are gathered.  The small algebra -- the ``d x d``
+a screening, the triplets it keeps), each through the data's
+:class:`~cvxmetric._backend.Device`, which counts it.  :class:`DaskSweeps`
+keeps ``Xn`` persisted on the cluster as one block and runs each pass as
+one task per row chunk, in NumPy inside the task; only the chunks' partial
+sums (and kept triplets) are gathered.  The small algebra -- the ``d x d``
 eigendecomposition of ``M``, the Loewner scale of the bound, the working
 set's restricted solve -- stays on the host.
 """
@@ -282,68 +282,64 @@ class XpSweeps:
     targets, codes : ndarray
         Host arrays, moved once.
     k : int
-    transfers : Transfers
+    where : Device
+        ``X``'s namespace and device, and the counted moves to and from
+        there (shared with the data).
     """
 
-    def __init__(self, X, mean, e, targets, codes, k, transfers):
-        self.xp, _ = _backend.namespace(X)
-        self.t = transfers
-        self.device = _backend.device_of(X)
-        self.X = _backend.float64(X, self.xp)
-        put = self.put
-        self.ctx = Ctx(_unit_scale(self.xp, self.X, put(mean), e), put(targets),
-                       put(codes), int(k))
+    def __init__(self, X, mean, e, targets, codes, k, where):
+        self.where = where
+        self.X = _backend.float64(X, where.xp)
+        self.ctx = self._ctx(mean, e, targets, codes, k)
 
-    def put(self, a):
-        """A host array on the device (counted)."""
-        return self.t.to_device(np.asarray(a), self.xp, self.device)
+    def _ctx(self, mean, e, targets, codes, k):
+        """The :class:`Ctx` of the device samples ``self.X``."""
+        dev = self.where.dev
+        return Ctx(_unit_scale(self.where.xp, self.X, dev(mean), e), dev(targets),
+                   dev(codes), int(k))
 
     def derived(self, X, mean, e, targets, codes, k):
         """The sweeps of samples computed on this device from its ``X``
         (``X`` here a function of the device array)."""
         new = object.__new__(XpSweeps)
-        new.xp, new.t, new.device = self.xp, self.t, self.device
-        new.X = X(self.X, self.put)
-        new.ctx = Ctx(_unit_scale(self.xp, new.X, self.put(mean), e), self.put(targets),
-                      self.put(codes), int(k))
+        new.where = self.where
+        new.X = X(self.X, self.where.dev)
+        new.ctx = new._ctx(mean, e, targets, codes, k)
         return new
-
-    def info(self):
-        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
-                "device": str(self.device), "transfers": self.t.as_dict()}
 
     def dual(self, w, V, mu, step, ids, gamma, hinge_only=False):
         """:func:`dual_rows` over every anchor; results on the host."""
-        xp, ctx = self.xp, self.ctx
-        n = ctx.n_samples
-        Z = ctx.Xn @ self.put(V)
-        wd = self.put(w)
+        where, ctx = self.where, self.ctx
+        xp, n = where.xp, ctx.n_samples
+        Z = ctx.Xn @ where.dev(V)
+        wd = where.dev(w)
         if hinge_only:
-            return float(self.t.to_host(dual_rows(xp, ctx, Z, wd, mu, 0, n, step,
-                                                  hinge_only=True)))
+            return float(where.host(dual_rows(xp, ctx, Z, wd, mu, 0, n, step,
+                                              hinge_only=True)))
         cuts = block_cuts(ids, 0, n, step, ctx.k, n) if ids.size else None
-        idd = self.put(ids) if ids.size else None
-        gd = self.put(gamma) if ids.size else None
+        idd = where.dev(ids) if ids.size else None
+        gd = where.dev(gamma) if ids.size else None
         hinge, S, lin, S_alt, lin_alt, bad = dual_rows(xp, ctx, Z, wd, mu, 0, n, step,
                                                        idd, gd, cuts)
-        sc = self.t.to_host(xp.stack([hinge, lin, lin_alt, bad]))
-        S2 = self.t.to_host(xp.stack([S, S_alt]))
-        return float(sc[0]), S2[0], float(sc[1]), S2[1], float(sc[2]), int(sc[3])
+        hinge, lin, lin_alt, bad = where.scalars(hinge, lin, lin_alt, bad)
+        S2 = where.host(xp.stack([S, S_alt]))
+        return hinge, S2[0], lin, S2[1], lin_alt, int(bad)
 
     def scan(self, F, step, band, cap, spread, exclude, deadline, single):
         """:func:`scan_rows_xp` at the factor ``F`` (d, r) of ``M``; the kept
         triplets and the hinge sum on the host."""
-        xp, ctx = self.xp, self.ctx
-        Z = ctx.Xn @ self.put(F)
+        where, ctx = self.where, self.ctx
+        xp = where.xp
+        Z = ctx.Xn @ where.dev(F)
         if single:
             Z = xp.astype(Z, xp.float32)
-        exc = self.put(exclude) if exclude is not None and exclude.size else None
+        exc = where.dev(exclude) if exclude is not None and exclude.size else None
         ids, vals, hinge, found, complete = scan_rows_xp(
             xp, ctx, Z, step, band, cap, spread, exc, deadline)
-        hinge = float(self.t.to_host(hinge))
+        hinge = float(where.host(hinge))
         if ids is None:
             return np.empty(0, np.int64), np.empty(0), hinge, found, complete
-        return (self.t.to_host(ids).astype(np.int64), self.t.to_host(vals).astype(float),
+        return (where.host(ids).astype(np.int64), where.host(vals).astype(float),
                 hinge, found, complete)
 
 
@@ -374,11 +370,13 @@ def _scan_task(Xn, targets, codes, k, F, lo, hi, step, band, cap, spread, exclud
 
 class DaskSweeps:
     """The passes as Dask tasks over the row chunks of a ``dask.array``
-    ``X`` (module docstring); parameters as :class:`XpSweeps`."""
+    ``X`` (module docstring); parameters as :class:`XpSweeps`, ``where``
+    the cluster's :class:`~cvxmetric._backend.Device`, whose ``transfers``
+    count the tasks' host arguments and their gathered results."""
 
-    def __init__(self, X, mean, e, targets, codes, k, transfers):
+    def __init__(self, X, mean, e, targets, codes, k, where):
         self.dask = _backend.require("dask")
-        self.t = transfers
+        self.where = where
         self.X = X.astype(np.float64)
         self.k = int(k)
         self._setup(mean, e, targets, codes)
@@ -396,13 +394,10 @@ class DaskSweeps:
 
     def derived(self, X, mean, e, targets, codes, k):
         new = object.__new__(DaskSweeps)
-        new.dask, new.t, new.k = self.dask, self.t, int(k)
+        new.dask, new.where, new.k = self.dask, self.where, int(k)
         new.X = X(self.X, np.asarray)
         new._setup(mean, e, targets, codes)
         return new
-
-    def info(self):
-        return {"backend": "dask", "device": "dask", "transfers": self.t.as_dict()}
 
     def _run(self, task, per_chunk, *args):
         """One task per row chunk: ``task(Xn, targets, codes, k, *args,
@@ -412,8 +407,9 @@ class DaskSweeps:
                    *per_chunk(lo, hi))
                  for lo, hi in zip(self.chunks[:-1], self.chunks[1:])]
         parts = self.dask.compute(*parts)
-        self.t.gathered(*[x for p in parts for x in (p if isinstance(p, tuple) else (p,))
-                          if x is not None])
+        self.where.transfers.gathered(
+            *[x for p in parts for x in (p if isinstance(p, tuple) else (p,))
+              if x is not None])
         return parts
 
     def dual(self, w, V, mu, step, ids, gamma, hinge_only=False):
@@ -423,7 +419,7 @@ class DaskSweeps:
         def chunk(lo, hi):
             a, b = np.searchsorted(ids, [lo * k * n, hi * k * n])
             part = (ids[a:b] - lo * k * n, gamma[a:b])
-            self.t.sent(*part)
+            self.where.transfers.sent(*part)
             return step, *part, hinge_only
 
         parts = self._run(_dual_task, chunk, V, w, mu)
@@ -442,7 +438,7 @@ class DaskSweeps:
             if exclude is not None and exclude.size:
                 a, b = np.searchsorted(exclude, [lo * k * n, hi * k * n])
                 part = exclude[a:b]
-                self.t.sent(part)
+                self.where.transfers.sent(part)
             return step, band, cap, spread, part, single
 
         parts = self._run(_scan_task, chunk, F)

@@ -80,7 +80,15 @@ from functools import cached_property
 import numpy as np
 import scipy.optimize
 
-from .._backend import Device, device_of, float64, is_dask, is_numpy, namespace
+from .._backend import (
+    Device,
+    OnDevice,
+    device_of,
+    float64,
+    is_dask,
+    is_numpy,
+    namespace,
+)
 from .._data import Samples
 from .._linalg import project_psd
 from .._settings import (
@@ -416,7 +424,7 @@ def _differences(X, S, D, where):
 
 
 @dataclass(eq=False)
-class MMCData(Samples):
+class MMCData(OnDevice, Samples):
     """Problem (P) of the module docstring, full or diagonal.
 
     Build with :meth:`from_pairs` or :meth:`create`.  Everything numerical
@@ -553,25 +561,7 @@ class MMCData(Samples):
         return cls.from_pairs(labeled_pairs(X, pairs, labels), diagonal=diagonal)
 
     # -- host and device -----------------------------------------------------
-
-    @property
-    def xp(self):
-        """The array namespace of the differences (``numpy`` by default)."""
-        return self.where.xp
-
-    @property
-    def on_host(self):
-        """Whether the data are NumPy arrays (nothing is transferred)."""
-        return self.where.on_host
-
-    @property
-    def transfers(self):
-        """The counted moves between host and device (:class:`Transfers`)."""
-        return self.where.transfers
-
-    def backend_info(self):
-        """``{"backend", "device", "transfers"}`` for a result's ``info``."""
-        return self.where.info()
+    # (xp, on_host, transfers and backend_info: OnDevice, from ``where``)
 
     # -- sizes ---------------------------------------------------------------
 

@@ -34,7 +34,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._backend import Device, Transfers, device_of, float64, is_numpy, namespace
+from .._backend import (
+    Device,
+    OnDevice,
+    Transfers,
+    device_of,
+    float64,
+    is_numpy,
+    namespace,
+)
 from .._linalg import eigenvalue_roundoff
 from .._settings import QWISE_DEVICE_BLOCK, QWISE_DEVICE_PHI
 from ._problem import QwiseData, loewner_scale
@@ -258,19 +266,11 @@ def device_samples(X, samples, host_copy=None):
     return where, X
 
 
-class _OnDevice:
-    """What data whose arrays live on a :class:`_Device` (its ``where``
-    field) answer about them: the namespace, the counted moves, and the
-    moves themselves (the NumPy data classes answer ``np``, nothing, and
-    the arrays as they are)."""
-
-    @property
-    def xp(self):
-        return self.where.xp
-
-    @property
-    def transfers(self):
-        return self.where.transfers
+class _OnDevice(OnDevice):
+    """:class:`~cvxmetric._backend.OnDevice` for data whose arrays live on a
+    :class:`_Device` (its ``where`` field), and the moves themselves under
+    the names the NumPy data classes answer too (there: the arrays as they
+    are)."""
 
     def dev(self, a):
         """A host array on the device, counted (device arrays as they are)."""
@@ -334,10 +334,6 @@ class QwiseXPData(_OnDevice, QwiseData):
             parent, index, dtype = self._restriction
             self.host_data = parent.restrict(index, dtype=dtype)
         return self.host_data
-
-    def backend_info(self):
-        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
-                "device": str(self.where.device), "transfers": self.transfers.as_dict()}
 
     def nonzero(self, x):
         return self.xp.nonzero(x)[0]

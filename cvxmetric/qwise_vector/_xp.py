@@ -113,10 +113,7 @@ class QwiseVectorXPData(_OnDevice, QwiseVectorData):
                    w_weight=host.w_weight, _source=host._source, where=where)
 
     # -- where the arrays are --------------------------------------------------
-
-    def backend_info(self):
-        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
-                "device": str(self.where.device), "transfers": self.transfers.as_dict()}
+    # (xp, transfers and backend_info: OnDevice, from ``where``)
 
     def __repr__(self):
         return (super().__repr__()[:-1]

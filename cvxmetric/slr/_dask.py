@@ -172,14 +172,6 @@ class _DaskEngine:
         self._yd = dask.delayed(self.y)
         self.Q = None
         self.d1, self.d2, self.b = d1, d2, b
-        self.xp = np
-        self.device = "dask"
-
-    def put(self, a):
-        return np.asarray(a)
-
-    def get(self, *xs):
-        return [float(x) if np.ndim(x) == 0 else np.asarray(x) for x in xs]
 
     def run(self, fn, *args, with_q=False, deadline=None, **kw):
         _tick(deadline)
@@ -231,7 +223,6 @@ class SLRDaskData(SLRData):
                   block=DEFAULT_BLOCK):
         """Validate ``X`` and factor it on the cluster (see :meth:`from_labels`)."""
         da = _backend.require("dask.array")
-        t = _backend.Transfers()
         if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
             raise ValueError(f"X: expected a non-empty 2-D array, got shape "
                              f"{tuple(X.shape)}.")
@@ -252,8 +243,10 @@ class SLRDaskData(SLRData):
         data = cls(X=X, y=codes, classes=classes, delta1=delta1, delta2=delta2, U=U,
                    s=np.asarray(s[:r], dtype=float).copy(),
                    V=np.ascontiguousarray(Vt[:r].T), block_rows=b, scale=scale,
-                   transfers=t, _cache={"Xs": Xs})
-        data.engine = _DaskEngine(U, codes, delta1, delta2, b, t)
+                   _cache={"Xs": Xs})
+        # where is NumPy's (the host side of the tasks): the engine counts
+        # the partial sums it gathers in its transfers
+        data.engine = _DaskEngine(U, codes, delta1, delta2, b, data.transfers)
         return data
 
     @property
@@ -263,14 +256,9 @@ class SLRDaskData(SLRData):
         return False
 
     def backend_info(self):
-        return {"backend": "dask", "device": "dask",
-                "transfers": self.transfers.as_dict()}
-
-    def _dev(self, a):
-        return np.asarray(a)
-
-    def _host(self, x):
-        return np.asarray(x)
+        """:meth:`SLRData.backend_info`, naming Dask: ``where`` is NumPy's,
+        the host side of the tasks."""
+        return {**self.where.info(), "backend": "dask", "device": "dask"}
 
     # -- passes: one task per row chunk ------------------------------------------
 

@@ -100,7 +100,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from .._backend import Transfers, device_of, float64, is_dask, namespace
+from .._backend import Device, OnDevice, device_of, float64, is_dask, namespace
 from .._data import Samples
 from .._settings import (
     _FEW_TERMS,
@@ -363,7 +363,7 @@ def _rank_and_block(s, n, d, rank_tol, block):
 
 
 @dataclass(eq=False)
-class SLRData(Samples):
+class SLRData(OnDevice, Samples):
     """Eq. 4 data: samples, labels, thresholds and the thin SVD of ``X``.
 
     Build with :meth:`from_labels`.
@@ -390,17 +390,19 @@ class SLRData(Samples):
         that data at any representable scale neither overflow nor
         underflow; matrices are returned in the units of ``X``
         (``M = M_internal / scale^2``, see :meth:`M_of_Z`).
-    xp : module
-        The array namespace of ``X`` (:mod:`cvxmetric._backend`): ``numpy``,
-        or the namespace of a PyTorch / CuPy / array-api-strict input.
-        ``X`` and ``U`` stay on its device, and so do the passes over the
-        pairs (the ``O(n^2 r)`` work), in float64; ``s``, ``V``, ``y``,
-        ``Z``, gradients and Hessians (``r x r``, ``p x p``) are NumPy on
-        the host.
+    where : Device
+        Where ``X`` lives (:class:`~cvxmetric._backend.Device`): NumPy on
+        the host, or the namespace and device of a PyTorch / CuPy /
+        array-api-strict input.  ``X`` and ``U`` stay there, and so do the
+        passes over the pairs (the ``O(n^2 r)`` work), in float64; ``s``,
+        ``V``, ``y``, ``Z``, gradients and Hessians (``r x r``, ``p x p``)
+        are NumPy on the host.
     yd : array
         ``y`` on the device of ``X`` (``y`` itself for NumPy).
+    xp : module
+        ``where.xp``, the array namespace of ``X``.
     transfers : Transfers
-        The counted moves between host and device.
+        ``where.transfers``, the counted moves between host and device.
     """
 
     X: np.ndarray
@@ -413,9 +415,8 @@ class SLRData(Samples):
     V: np.ndarray
     block_rows: int
     scale: float = 1.0
-    xp: object = np
+    where: Device = field(default_factory=Device, repr=False)
     yd: object = None
-    transfers: Transfers = field(default_factory=Transfers, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -471,54 +472,33 @@ class SLRData(Samples):
     def _from_device(cls, X, y, xp, delta1, delta2, rank_tol, block):
         """:meth:`from_labels` for an array of another namespace: the SVD
         on its device (``U`` stays there), ``s`` and ``V`` to the host."""
-        transfers = Transfers()
-        X, y = check_device_samples(X, y, xp, transfers)
+        where = Device(xp, device_of(X))
+        X, y = check_device_samples(X, y, xp, where.transfers)
         n, d = X.shape
         codes, classes = _encode_labels(y, n)
         delta1, delta2 = check_thresholds(delta1, delta2)
         scale = _power_of_two_scale(float(xp.max(xp.abs(X))))
         Xs = X / scale
         U, s, Vt = xp.linalg.svd(Xs, full_matrices=False)
-        s = transfers.to_host(s)
+        s = where.host(s)
         r, block = _rank_and_block(s, n, d, rank_tol, block)
         return cls(
             X=X, y=codes, classes=classes, delta1=delta1, delta2=delta2,
             U=U[:, :r], s=s[:r].copy(),
-            V=np.ascontiguousarray(transfers.to_host(Vt[:r, :]).T),
-            block_rows=max(1, block // n), scale=scale, xp=xp,
-            yd=transfers.to_device(codes, xp, device_of(X)), transfers=transfers,
+            V=np.ascontiguousarray(where.host(Vt[:r, :]).T),
+            block_rows=max(1, block // n), scale=scale, where=where,
+            yd=where.dev(codes),
             _cache={"Xs": Xs},
         )
 
     # -- host and device -------------------------------------------------------
-
-    @property
-    def on_host(self):
-        """Whether the data are NumPy arrays (no transfers)."""
-        return self.xp is np
-
-    def backend_info(self):
-        """``{"backend": namespace name, "device": ..., "transfers": counts}``
-        for a result's ``info``."""
-        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
-                "device": str(device_of(self.U)),
-                "transfers": self.transfers.as_dict()}
-
-    def _dev(self, a):
-        """A host array on the data's device (counted)."""
-        if self.on_host:
-            return a
-        return self.transfers.to_device(a, self.xp, device_of(self.U))
-
-    def _host(self, x):
-        """A device array on the host, as NumPy (counted)."""
-        return self.transfers.to_host(x)
+    # (xp, on_host, transfers and backend_info: OnDevice, from ``where``)
 
     def _zeros(self, shape):
         """float64 zeros on the data's device."""
         if self.on_host:
             return np.zeros(shape)
-        return self.xp.zeros(shape, dtype=self.xp.float64, device=device_of(self.U))
+        return self.xp.zeros(shape, dtype=self.xp.float64, device=self.where.device)
 
     def _as_float(self, mask):
         """A boolean mask as float64 (numpy's ``astype`` for NumPy, whose
@@ -658,15 +638,15 @@ class SLRData(Samples):
         """
         U = self.U
         if Y is not None:
-            Y = self._dev(np.asarray(Y, dtype=float))
-            return self._host(U.T @ Y @ U)
+            Y = self.where.dev(np.asarray(Y, dtype=float))
+            return self.where.host(U.T @ Y @ U)
         _tick(deadline)
         if self.on_host:
             C = np.zeros((self.n_classes, self.rank))
             np.add.at(C, self.y, U)
         else:  # the class sums as one product with the (n, C) indicators
-            codes = self._dev(np.arange(self.n_classes))
-            C = self._host(self._as_float(self.yd[:, None] == codes[None, :]).T @ U)
+            codes = self.where.dev(np.arange(self.n_classes))
+            C = self.where.host(self._as_float(self.yd[:, None] == codes[None, :]).T @ U)
         u = C.sum(axis=0)
         return self.delta2 * np.outer(u, u) + (self.delta1 - self.delta2) * (C.T @ C)
 
@@ -737,7 +717,7 @@ class SLRData(Samples):
         """Eq. 4 at ``M`` (d, d), recomputed from ``X M X^T``."""
         xp, Xs = self.xp, self.Xs
         # X M X^T = Xs (scale^2 M) Xs^T
-        XM = Xs @ self._dev(self._internal_M(M))  # (n, d)
+        XM = Xs @ self.where.dev(self._internal_M(M))  # (n, d)
         if np.array_equal(M, M.T):
             # K = X M X^T is symmetric: the upper block triangle suffices
             return self._upper_value(XM, Xs.T)[0]
@@ -754,7 +734,7 @@ class SLRData(Samples):
     def eq1_objective(self, M, Y=None):
         """Eq. 1, ``||X M X^T - Y||_F^2`` (``Y`` default :meth:`target`)."""
         Y = self.target() if Y is None else np.asarray(Y, dtype=float)
-        R = self.Xs @ self._dev(self._internal_M(M)) @ self.Xs.T - self._dev(Y)
+        R = self.Xs @ self.where.dev(self._internal_M(M)) @ self.Xs.T - self.where.dev(Y)
         return float(self.xp.sum(R * R))
 
     def evaluate(self, Z, *, grad=False, hessian=False, deadline=None):
@@ -782,7 +762,7 @@ class SLRData(Samples):
             Number of terms with ``a_ij > 0``.
         """
         xp, U = self.xp, self.U
-        W = self._dev(Z) @ U.T  # (r, n): K_B = U_B W
+        W = self.where.dev(Z) @ U.T  # (r, n): K_B = U_B W
         if not (grad or hessian) and np.array_equal(Z, Z.T):
             # the value alone at a symmetric Z: half the terms suffice
             f, n_active = self._upper_value(U, W, deadline)
@@ -803,8 +783,8 @@ class SLRData(Samples):
                 G += U[rows, :].T @ (Lam @ U)
             if hessian:
                 Gq += Q[rows, :].T @ (self._as_float(act) @ Q)
-        H = self._hessian_from_gram(self._host(Gq)) if hessian else None
-        return (float(f), self._host(G) if grad else None, H, int(n_active))
+        H = self._hessian_from_gram(self.where.host(Gq)) if hessian else None
+        return (float(f), self.where.host(G) if grad else None, H, int(n_active))
 
     def _sym_features(self):
         """``Q`` (n, p): ``Q_i[(x, y)] = u_ix u_iy`` for ``x <= y``."""
@@ -815,8 +795,8 @@ class SLRData(Samples):
                 Q = np.ascontiguousarray(self.U[:, a] * self.U[:, b])
             else:
                 xp = self.xp
-                Q = (xp.take(self.U, self._dev(a), axis=1)
-                     * xp.take(self.U, self._dev(b), axis=1))
+                Q = (xp.take(self.U, self.where.dev(a), axis=1)
+                     * xp.take(self.U, self.where.dev(b), axis=1))
             self._cache["Q"] = Q
         return Q
 
@@ -854,10 +834,10 @@ class SLRData(Samples):
         the data's device)."""
         xp = self.xp
         a, b = np.triu_indices(self.rank)
-        Ui = xp.take(self.U, self._dev(np.asarray(i)), axis=0)
-        Uj = xp.take(self.U, self._dev(np.asarray(j)), axis=0)
-        w = self._dev(np.where(a == b, 0.5, 1.0 / _SQRT2))
-        a, b = self._dev(a), self._dev(b)
+        Ui = xp.take(self.U, self.where.dev(np.asarray(i)), axis=0)
+        Uj = xp.take(self.U, self.where.dev(np.asarray(j)), axis=0)
+        w = self.where.dev(np.where(a == b, 0.5, 1.0 / _SQRT2))
+        a, b = self.where.dev(a), self.where.dev(b)
         return w * (xp.take(Ui, a, axis=1) * xp.take(Uj, b, axis=1)
                     + xp.take(Ui, b, axis=1) * xp.take(Uj, a, axis=1))
 
@@ -899,7 +879,7 @@ class SLRData(Samples):
             Lambda_1 U``.
         """
         xp, U = self.xp, self.U
-        W = self._dev(Z) @ U.T
+        W = self.where.dev(Z) @ U.T
         f, n_active = 0.0, 0
         T = self._zeros(Z.shape)  # G = T + T^T
         masks = []
@@ -933,11 +913,11 @@ class SLRData(Samples):
                         corr += (Ub[bi] * Lam[bi, bj][:, None]).T @ U[cols, :][bj]
                         continue
                 corr += Ub.T @ (xp.where(keep, 0.0, Lam) @ U[cols, :])
-        T = self._host(T)
+        T = self.where.host(T)
         G = T + T.T
         dual = None
         if dual_mask is not None:
-            corr = self._host(corr)
+            corr = self.where.host(corr)
             E = G - (corr + corr.T)
             dual = {"sq": float(sq), "lin": float(lin), "E": E}
         return float(f), G, int(n_active), masks, dual
@@ -955,7 +935,7 @@ class SLRData(Samples):
         xp = self.xp
         single = np.dtype(dtype) == np.float32
         U = self._U32() if single else self.U
-        W = self._dev(D) @ self.U.T
+        W = self.where.dev(D) @ self.U.T
         if single:
             W = W.astype(np.float32) if self.on_host else xp.astype(W, xp.float32)
         T = self._zeros(D.shape)
@@ -967,7 +947,7 @@ class SLRData(Samples):
             part = Ub.T @ (dK @ U[cols, :])
             T += part if not single else (part.astype(np.float64) if self.on_host
                                           else xp.astype(part, xp.float64))
-        T = self._host(T)
+        T = self.where.host(T)
         T = T + T.T
         return T + T.T
 
@@ -1031,7 +1011,7 @@ class SLRData(Samples):
         coordinates ``Z+ = Z + U^T (s [a]_+) U = Z - grad f(Z) / 2``.
         """
         xp, U = self.xp, self.U
-        W = self._dev(Z) @ U.T
+        W = self.where.dev(Z) @ U.T
         f = 0.0
         step = self._zeros(Z.shape)
         for rows, same in self._blocks():
@@ -1039,7 +1019,7 @@ class SLRData(Samples):
             rho, _ = self._hinge(U[rows, :] @ W, same)
             f += xp.sum(rho * rho)
             step += U[rows, :].T @ (self._signed(rho, same, -1.0) @ U)
-        return float(f), Z + self._host(step)
+        return float(f), Z + self.where.host(step)
 
     # -- certificate -------------------------------------------------------------
 
@@ -1072,7 +1052,7 @@ class SLRData(Samples):
         if Z1 is None:
             return -np.inf
         xp, U = self.xp, self.U
-        W0, W1 = self._dev(Z) @ U.T, self._dev(Z1) @ U.T
+        W0, W1 = self.where.dev(Z) @ U.T, self.where.dev(Z1) @ U.T
         sq, lin = 0.0, 0.0
         E = self._zeros(Z.shape)
         for rows, same in self._blocks():
@@ -1084,7 +1064,7 @@ class SLRData(Samples):
             lin += (self.delta2 * xp.sum(Lam)
                     + (self.delta1 - self.delta2) * xp.sum(xp.where(same, Lam, 0.0)))
             E += U[rows, :].T @ (Lam @ U)
-        E = self._host(E)
+        E = self.where.host(E)
         return self.dual_bound_from({"sq": float(sq), "lin": float(lin),
                                      "E": 0.5 * (E + E.T)}, Z1)
 
@@ -1096,7 +1076,7 @@ class SLRData(Samples):
         are few, else by a masked pass.
         """
         xp, U = self.xp, self.U
-        W = self._dev(Z) @ U.T
+        W = self.where.dev(Z) @ U.T
         un = xp.linalg.vector_norm(U, axis=1)
         ii, jj, count = [], [], 0
         for rows, same in self._blocks():
@@ -1105,20 +1085,20 @@ class SLRData(Samples):
             count += int(xp.count_nonzero(near))
             if count <= _FEW_TERMS:
                 bi, bj = xp.nonzero(near)
-                ii.append(self._host(bi) + rows.start)
-                jj.append(self._host(bj))
+                ii.append(self.where.host(bi) + rows.start)
+                jj.append(self.where.host(bj))
         if count == 0:
             return H
         if count <= _FEW_TERMS:
             Phi = self.pair_features(np.concatenate(ii), np.concatenate(jj))
-            return H - 2.0 * self._host(Phi.T @ Phi)
+            return H - 2.0 * self.where.host(Phi.T @ Phi)
         Q = self._sym_features()
         Gq = self._zeros((Q.shape[1], Q.shape[1]))
         for rows, same in self._blocks():
             a = self._args(U[rows, :] @ W, same)
             keep = a > rho * un[rows][:, None] * un[None, :]
             Gq += Q[rows, :].T @ (self._as_float(keep) @ Q)
-        return self._hessian_from_gram(self._host(Gq))
+        return self._hessian_from_gram(self.where.host(Gq))
 
     def _ball_bound(self, Z, f, g, H):
         """Bound 3 of the module docstring, or ``-inf`` when not available."""

@@ -99,7 +99,7 @@ class _Problem:
 
     def codes_on_device(self):
         """``y`` on the device (moved once): the fixed target's rows."""
-        return self.arrays.once("y", lambda: self.arrays.put(self.y))
+        return self.arrays.once("y", lambda: self.arrays.dev(self.y))
 
     def full_svd(self):
         """``(None, s, Vt)`` of ``X``, computed once (``X^+ = V s^{-1} U^T``
@@ -124,12 +124,12 @@ class _Problem:
     def eq1_objective(self, P, Q):
         """``||P Q^T - D||_F^2`` with the fixed target ``D``, in ``O(n k^2)``."""
         d1, d2 = self.delta1, self.delta2
-        xp, scalar = self.arrays.xp, self.arrays.scalar
-        kk = scalar(xp.sum((P.T @ P) * (Q.T @ Q)))  # ||P Q^T||_F^2
+        xp, scalars = self.arrays.xp, self.arrays.scalars
+        kk = scalars(xp.sum((P.T @ P) * (Q.T @ Q)))[0]  # ||P Q^T||_F^2
         EP, EQ = self.class_sums(P), self.class_sums(Q)
         # <P Q^T, D> = d2 (1^T P)(Q^T 1) + (d1 - d2) sum_c (E^T P)_c . (E^T Q)_c
-        kd = (d2 * scalar(xp.sum(P, axis=0) @ xp.sum(Q, axis=0))
-              + (d1 - d2) * scalar(xp.sum(EP * EQ)))
+        kd = (d2 * scalars(xp.sum(P, axis=0) @ xp.sum(Q, axis=0))[0]
+              + (d1 - d2) * scalars(xp.sum(EP * EQ))[0])
         dd = d2 ** 2 * self.n ** 2 + (d1 ** 2 - d2 ** 2) * float(np.sum(self.counts ** 2.0))
         return max(0.0, kk - 2.0 * kd + dd)
 
@@ -168,7 +168,7 @@ def _half_step(prob, XL_old, XR, *, sketch=None, m=None, rng=None, deadline=None
         Xr, yr, P = X, prob.y, XL_old
     else:  # columns: sampled rows, sorted (X is sorted by class)
         rows = np.sort(rng.randint(0, n, size=m))
-        rows_d = arrays.put(rows)
+        rows_d = arrays.dev(rows)
         Xr, yr, P = take(X, rows_d), prob.y[rows], take(XL_old, rows_d)
     # P (n_rows, r): K[rows] = P Q^T
     if prob.target == "fixed":
@@ -194,7 +194,7 @@ def _half_step(prob, XL_old, XR, *, sketch=None, m=None, rng=None, deadline=None
         A, T = Xr, YW
     else:
         # (n, m), E[S S^T] = I: drawn on the host, as NumPy draws it
-        S = arrays.put(rng.standard_normal((n, m)) / np.sqrt(m))
+        S = arrays.dev(rng.standard_normal((n, m)) / np.sqrt(m))
         A, T = S.T @ X, S.T @ YW
     # L = A^+ T = V s^{-2} V^T (A^T T)
     _, s, Vt = (prob.full_svd() if sketch is None
@@ -207,12 +207,12 @@ def _initial_factors(X, rank, init_size, rng, arrays):
     """``V_r`` (d, r): principal directions of a random subset, padded
     (drawn on the host, computed where ``X`` is)."""
     n, d = X.shape
-    idx = arrays.put(rng.choice(n, size=min(n, init_size), replace=False))
+    idx = arrays.dev(rng.choice(n, size=min(n, init_size), replace=False))
     _, s, Vt = _thin_svd(arrays.take(X, idx), need_u=False, arrays=arrays)
     V = Vt[:min(s.shape[0], rank), :].T
     if V.shape[1] < rank:
         # complete with random directions orthogonal to V
-        Z = arrays.put(rng.standard_normal((d, rank - V.shape[1])))
+        Z = arrays.dev(rng.standard_normal((d, rank - V.shape[1])))
         Z = Z - V @ (V.T @ Z)
         Qz, _ = arrays.xp.linalg.qr(Z)
         V = np.hstack([V, Qz]) if arrays.on_host else arrays.xp.concat([V, Qz], axis=1)

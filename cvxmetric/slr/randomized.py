@@ -72,13 +72,14 @@ with probability ``1 - delta`` ::
 
 import functools
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from .._backend import (
-    Transfers,
+    Device,
     check_host_input,
     device_of,
     is_dask,
@@ -163,8 +164,11 @@ def _device_problem(X, y, delta1, delta2):
     return X, codes, delta1, delta2, arrays
 
 
-class _Arrays:
-    """Where the arrays of a run of Algorithm 2 or 3 live.
+@dataclass(eq=False)
+class _Arrays(Device):
+    """Where the arrays of a run of Algorithm 2 or 3 live
+    (:class:`~cvxmetric._backend.Device`), and the operations the run needs
+    on either side.
 
     NumPy on the host (``xp = numpy``: the in-place NumPy kernels, nothing
     counted), or the namespace and device of the input ``X`` (PyTorch,
@@ -176,30 +180,8 @@ class _Arrays:
     ``transfers``.
     """
 
-    def __init__(self, xp=np, device=None):
-        self.xp = xp
-        self.device = device
-        self.transfers = Transfers()
-        self._cache = {}
-
-    @property
-    def on_host(self):
-        """Whether the run is NumPy on the host."""
-        return self.xp is np
-
-    def put(self, a):
-        """The host array ``a`` on the run's device (counted)."""
-        if self.on_host:
-            return a
-        return self.transfers.to_device(np.asarray(a), self.xp, self.device)
-
-    def host(self, x):
-        """``x`` as a NumPy array on the host (counted when it moves)."""
-        return self.transfers.to_host(x)
-
-    def scalar(self, x):
-        """A 0-d result as a Python float on the host (counted when it moves)."""
-        return float(x) if self.on_host else float(self.transfers.to_host(x))
+    # device copies made once per run (see once)
+    _cache: dict = field(default_factory=dict, repr=False)
 
     def take(self, x, idx, axis=0):
         """``x`` at the indices ``idx`` (on ``x``'s side) along ``axis``."""
@@ -219,7 +201,7 @@ class _Arrays:
         (stable), the device copy moved once per run."""
         def make():
             order = np.argsort(codes, kind="stable")
-            return order, self.put(order)
+            return order, self.dev(order)
         return self.once("order", make)
 
     def eye(self, d):
@@ -227,12 +209,6 @@ class _Arrays:
         if self.on_host:
             return np.eye(d)
         return self.xp.eye(d, dtype=self.xp.float64, device=self.device)
-
-    def info(self):
-        """``backend``, ``device`` and ``transfers`` for a result's ``info``."""
-        return {"backend": getattr(self.xp, "__name__", str(self.xp)),
-                "device": "cpu" if self.on_host else str(self.device),
-                "transfers": self.transfers.as_dict()}
 
 
 def _unit_rows(X, arrays=None):
@@ -250,14 +226,14 @@ def _unit_rows(X, arrays=None):
     """
     if arrays is not None and not arrays.on_host:
         xp = arrays.xp
-        top = arrays.scalar(xp.max(xp.abs(X)))
+        top = arrays.scalars(xp.max(xp.abs(X)))[0]
     else:
         top = float(np.max(np.abs(X))) if X.size else 0.0
     if top == 0.0:
         raise ValueError("X: all samples are zero; x_i^T M x_j is 0 for every M.")
     Xt = X / top
     if arrays is not None and not arrays.on_host:
-        ms = arrays.scalar(xp.mean(xp.sum(Xt * Xt, axis=1)))
+        ms = arrays.scalars(xp.mean(xp.sum(Xt * Xt, axis=1)))[0]
     else:
         ms = np.mean(np.einsum("ij,ij->i", Xt, Xt))
     c = top * float(np.sqrt(ms))
@@ -615,7 +591,7 @@ def _pair_residual_xp(arrays, P, Q, y_rows, y_cols, delta1, delta2, *, left,
                 out = out + f64(Lf[s:e, :].T @ RW)
     if Rt is not None and Lf is None:
         out = xp.concat(parts, axis=0)
-    f = arrays.scalar(f)
+    f = arrays.scalars(f)[0]
     n_active = int(arrays.host(n_active)) if count else None
     if row_sums:
         return f, n_active, out, xp.concat(sums)
@@ -645,7 +621,7 @@ def eq4_objective_factored(X, y, L, R, *, delta1=1.0, delta2=0.0,
     """
     X, codes, delta1, delta2, arrays = _device_problem(X, y, delta1, delta2)
     if not arrays.on_host:
-        L, R = (arrays.put(F) if is_numpy(F) else F for F in (L, R))
+        L, R = arrays.dev(L), arrays.dev(R)
     return _objective_factored(X, codes, L, R, delta1, delta2, block=block,
                                rows=rows, arrays=arrays)[0]
 
@@ -666,7 +642,7 @@ def _objective_factored(X, codes, L, R, delta1, delta2, *, block=DEFAULT_BLOCK,
     else:
         rows = np.asarray(rows)
         sel = rows[np.argsort(codes[rows], kind="stable")]
-        P = take(X, sel if arrays is None else arrays.put(sel), axis=0) @ L
+        P = take(X, sel if arrays is None else arrays.dev(sel), axis=0) @ L
     f, _, _, sums = _pair_residual(P, Q, codes[sel], codes[order], delta1, delta2,
                                    block=block, row_sums=True, arrays=arrays)
     return f, sums
@@ -896,13 +872,13 @@ class _Side:
             # unchanged (S -> S Pi gives A^+ -> A^+ Pi ... Pi^T)
             idx = idx[np.argsort(codes[idx], kind="stable")]
             scale = float(np.sqrt(n / m))  # a Python float: any namespace
-            self.rows = arrays.put(idx)
+            self.rows = arrays.dev(idx)
             self.Xr = arrays.take(X, self.rows)  # (m, d)
             A = scale * self.Xr
             G = None
         else:
             # (n, m), E[S S^T] = I
-            G = arrays.put(rng.standard_normal((n, m)) / np.sqrt(m))
+            G = arrays.dev(rng.standard_normal((n, m)) / np.sqrt(m))
             A = G.T @ X
             idx, self.rows = arrays.order(codes)  # all samples, by class
             self.Xr = None
