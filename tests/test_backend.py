@@ -48,6 +48,49 @@ def test_strict_namespace_and_counted_transfers():
     assert _backend.float64(x32).dtype == strict.float64
 
 
+def test_every_family_moves_through_one_device_class():
+    # one class counts the moves: each family's data answer from their
+    # Device (OnDevice), or are a Device with the family's operations
+    from cvxmetric.ldml._xp import PairsXP
+    from cvxmetric.ldml.fast import AllPairs, PairSet
+    from cvxmetric.lmnn._problem import LMNNData
+    from cvxmetric.mmc._problem import MMCData
+    from cvxmetric.qwise._xp import QwiseXPData
+    from cvxmetric.qwise_vector._xp import QwiseVectorXPData
+    from cvxmetric.slr._problem import SLRData
+    from cvxmetric.slr.randomized import _Arrays
+
+    for cls in (AllPairs, PairSet, LMNNData, MMCData, QwiseXPData, QwiseVectorXPData,
+                SLRData):
+        assert issubclass(cls, _backend.OnDevice), cls.__name__
+    for cls in (PairsXP, _Arrays):
+        assert issubclass(cls, _backend.Device), cls.__name__
+
+
+@pytest.mark.array_api
+def test_on_device_answers_from_its_device():
+    strict = pytest.importorskip("array_api_strict")
+    pytest.importorskip("array_api_compat")
+    x = strict.asarray(np.ones((2, 2)))
+    xp, _ = _backend.namespace(x)
+
+    class Data(_backend.OnDevice):
+        def __init__(self, where):
+            self.where = where
+
+    on = Data(_backend.Device(xp, _backend.device_of(x)))
+    assert on.xp is xp and not on.on_host
+    back = on.where.host(on.where.dev(np.zeros(3)))
+    assert back.shape == (3,)
+    info = on.backend_info()
+    assert info["backend"] == "array_api_strict"
+    assert info["transfers"] == {"to_host": 1, "to_host_bytes": 24, "to_device": 1,
+                                 "to_device_bytes": 24}
+    host = Data(_backend.Device())
+    assert host.on_host and host.xp is np
+    assert host.where.dev(np.zeros(3)) is not None and host.transfers.as_dict()["to_device"] == 0
+
+
 @pytest.mark.array_api
 def test_mixed_libraries_are_refused_by_name():
     torch = pytest.importorskip("torch")
