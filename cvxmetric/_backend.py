@@ -203,6 +203,15 @@ class Transfers:
                 "to_device": self.to_device_count,
                 "to_device_bytes": self.to_device_bytes}
 
+    def add(self, other):
+        """Add the counts of ``other`` to these: parts of one run that
+        counted apart (an estimator's scaling, a data's construction),
+        reported as one."""
+        self.to_host_count += other.to_host_count
+        self.to_host_bytes += other.to_host_bytes
+        self.to_device_count += other.to_device_count
+        self.to_device_bytes += other.to_device_bytes
+
     def sent(self, *arrays):
         """Count host arrays that left for a device or a cluster by another
         road (a Dask task's argument); returns them."""
@@ -235,6 +244,13 @@ class Device:
     xp: object = np
     device: object = None
     transfers: Transfers = field(default_factory=Transfers)
+
+    @classmethod
+    def of(cls, X, transfers=None):
+        """The device holding the array ``X``: its namespace and device,
+        the moves counted in ``transfers`` (a new count when None)."""
+        xp, _ = namespace(X)
+        return cls(xp, device_of(X), Transfers() if transfers is None else transfers)
 
     @property
     def on_host(self):

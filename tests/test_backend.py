@@ -78,14 +78,19 @@ def test_on_device_answers_from_its_device():
         def __init__(self, where):
             self.where = where
 
-    on = Data(_backend.Device(xp, _backend.device_of(x)))
+    on = Data(_backend.Device.of(x))
     assert on.xp is xp and not on.on_host
+    assert on.where.device == _backend.device_of(x)
     back = on.where.host(on.where.dev(np.zeros(3)))
     assert back.shape == (3,)
     info = on.backend_info()
     assert info["backend"] == "array_api_strict"
     assert info["transfers"] == {"to_host": 1, "to_host_bytes": 24, "to_device": 1,
                                  "to_device_bytes": 24}
+    total = _backend.Transfers(to_host_count=2, to_host_bytes=16)
+    total.add(on.transfers)
+    assert total.as_dict() == {"to_host": 3, "to_host_bytes": 40, "to_device": 1,
+                               "to_device_bytes": 24}
     host = Data(_backend.Device())
     assert host.on_host and host.xp is np
     assert host.where.dev(np.zeros(3)) is not None and host.transfers.as_dict()["to_device"] == 0

@@ -24,11 +24,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._backend import float64, is_numpy
+from .._backend import Device, float64, is_numpy
 from .._settings import _LDML_SCALE_CHUNK as _CHUNK
 from .._settings import AUTO_RATIO
 from ..result import Certificate, SolverResult, Status
-from ._xp import device_for
 
 __all__ = ["AUTO_RATIO", "unit_scale", "ZeroPoint", "zero_point", "auto_lam",
            "scaled_lam", "zero_result"]
@@ -42,7 +41,7 @@ def unit_scale(X, transfers=None):
     is scaled where it is: only scalars come to the host, counted in
     ``transfers``."""
     if not is_numpy(X) and not isinstance(X, (list, tuple)):
-        return _unit_scale_xp(X, device_for(X, transfers))
+        return _unit_scale_xp(X, Device.of(X, transfers))
     X = np.asarray(X, dtype=float)
     top = float(np.max(np.abs(X))) if X.size else 0.0
     if top == 0.0:
@@ -128,7 +127,7 @@ def zero_point(X, pairs, s, transfers=None):
     pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
     s = np.asarray(s, dtype=float)
     if not is_numpy(X) and not isinstance(X, (list, tuple)):
-        C_sim, C_dis = _pair_scatter_xp(X, pairs, s > 0, device_for(X, transfers))
+        C_sim, C_dis = _pair_scatter_xp(X, pairs, s > 0, Device.of(X, transfers))
         return _zero(C_sim, C_dis, int(np.sum(s > 0)), int(np.sum(s < 0)))
     X = np.asarray(X, dtype=float)
     D = X.shape[1]
@@ -190,7 +189,7 @@ def zero_point_labels(X, labels, rows, transfers=None):
     labels = np.asarray(labels)
     N = len(labels)
     if not is_numpy(X) and not isinstance(X, (list, tuple)):
-        total, C_sim = _class_scatter_xp(X, labels, device_for(X, transfers))
+        total, C_sim = _class_scatter_xp(X, labels, Device.of(X, transfers))
     else:
         X = np.asarray(X, dtype=float)
         Xc = X - X.mean(axis=0)

@@ -12,12 +12,11 @@ of ``H Z``; the parts are summed in the cluster, ``(H Z)^T X`` is a
 blockwise product and only the ``(d, D)`` gradient and scalars come back.
 """
 
-import dataclasses
 import math
 
 import numpy as np
 
-from .._backend import Device, Transfers, device_of, float64, namespace
+from .._backend import Device, float64
 
 
 def block_numpy(Z, q, y, rows, a, end, b, grad, out=None):
@@ -139,22 +138,6 @@ def value_grad_dask(X, L, b, y, rows, block, grad):
 # ---------------------------------------------------------------------------
 # Explicit pairs on a namespace: PairSet's loss and LDMLData's certificate
 # ---------------------------------------------------------------------------
-
-def device_for(X, transfers=None):
-    """The :class:`~cvxmetric._backend.Device` holding the array ``X`` (of
-    a namespace other than NumPy's), its moves counted in ``transfers`` (a
-    new count when None)."""
-    xp, _ = namespace(X)
-    return Device(xp, device_of(X), Transfers() if transfers is None else transfers)
-
-
-def add_moves(total, moves):
-    """Add the counts of the :class:`~cvxmetric._backend.Transfers`
-    ``moves`` to ``total``: parts of one run that counted apart (the
-    estimator's scaling, a data's construction) are reported as one."""
-    for f in dataclasses.fields(Transfers):
-        setattr(total, f.name, getattr(total, f.name) + getattr(moves, f.name))
-
 
 def sigmoid_xp(xp, u):
     """``sigma(u)`` exact in both tails (as scipy's ``expit``)."""

@@ -54,7 +54,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._backend import Transfers, check_host_input, is_numpy, namespace
+from .._backend import Device, Transfers, check_host_input, is_numpy, namespace
 from .._base import (SOLVER_OPTION_CONSTRAINTS, LabelledMixin, MahalanobisMixin,
                      PairsClassifierMixin, components_from_metric, dispatched,
                      fit_tuples, given_options, host_labels, solver_names,
@@ -68,7 +68,7 @@ from ._budget import budget, expired, remaining
 from ._mildml import BagPairs, check_bags, fit_mildml
 from ._naming import label_instances
 from .exact import REGULARIZERS, LDMLData, _sigmoid, declared_problem, solve_exact
-from ._xp import add_moves, device_for, sigmoid_xp
+from ._xp import sigmoid_xp
 from ._scale import (
     auto_lam,
     scaled_lam,
@@ -189,7 +189,7 @@ def _add_moves(loss, transfers):
     """The estimator's own counted moves (scaling, the point ``M = 0``)
     added to those of a device ``loss``, whose count the result reports."""
     if getattr(loss, "_backend", None) == "xp":
-        add_moves(loss.transfers, transfers)
+        loss.transfers.add(transfers)
 
 
 def _budgeted(fit):
@@ -231,7 +231,7 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
             Xu, k = unit_scale(X)
             nonzero = np.any(Xu)
         else:
-            where = device_for(X, transfers)
+            where = Device.of(X, transfers)
             xp = where.xp
             if not bool(where.host(xp.all(xp.isfinite(X)))):
                 raise ValueError(f"{name}: contains NaN or infinity.")

@@ -46,7 +46,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from .._backend import is_dask, is_numpy
+from .._backend import Device, is_dask, is_numpy
 from .._exact import SOLVERS, _outcome, solve_certified
 from .._linalg import PairOperator, project_psd, whitening_basis
 from .._settings import (
@@ -79,7 +79,7 @@ from ..result import (
 )
 from ._budget import expired, remaining
 from ._polish import polish
-from ._xp import PairsXP, device_for, logistic_xp, sigmoid_xp
+from ._xp import PairsXP, logistic_xp, sigmoid_xp
 
 __all__ = ["LDMLData", "DualPoint", "bound_stages", "staged_bound", "solve_exact",
            "declared_problem", "PAPER", "REGULARIZERS",
@@ -239,7 +239,7 @@ class LDMLData:
             if is_dask(X):
                 raise TypeError("X: LDMLData runs on NumPy and array-API arrays; got a "
                                 "dask array (AllPairs takes one). Compute it first.")
-            where = device_for(X)
+            where = Device.of(X)
             Xd, X = X, where.host(X)  # once: validation, host stages
         self.X = check_samples(X)
         self.pairs = check_indices(pairs, "pairs", self.X.shape[0], width=2)

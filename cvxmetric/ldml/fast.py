@@ -65,9 +65,7 @@ from ._budget import budget, expired
 from ._polish import polish
 from ._xp import (
     PairsXP,
-    add_moves,
     block_numpy,
-    device_for,
     pairs_xp,
     sigmoid_xp,
     value_grad_dask,
@@ -454,7 +452,7 @@ class AllPairs(_Loss):
             self._backend = "dask"
             Xh = self._init_dask(X)
         elif not is_numpy(X):
-            self.where, self._backend = device_for(X), "xp"
+            self.where, self._backend = Device.of(X), "xp"
             Xh = self.where.host(X)  # once, for validation and row ids
         else:
             Xh = X
@@ -574,7 +572,7 @@ def _counted_with(loss, data):
     loss's ``transfers`` (one count for the run; the construction's moves
     added)."""
     if data.transfers is not None:
-        add_moves(loss.transfers, data.transfers)
+        loss.transfers.add(data.transfers)
         data._dev.transfers = loss.transfers
     return data
 
@@ -604,7 +602,7 @@ class PairSet(_Loss):
             if is_dask(X):
                 raise TypeError("X: PairSet runs on NumPy and array-API arrays; got a "
                                 "dask array (AllPairs takes one). Compute it first.")
-            self.where, self._backend = device_for(X), "xp"
+            self.where, self._backend = Device.of(X), "xp"
             Xd, X = X, self.where.host(X)
         self._init_common(X, lam, regularizer, gram)
         if Xd is not None:

@@ -53,10 +53,8 @@ from .._backend import (
     OnDevice,
     _module_of,
     check_host_input,
-    device_of,
     is_dask,
     is_numpy,
-    namespace,
     require,
 )
 from .._linalg import eigh_psd
@@ -115,8 +113,7 @@ def _where(X):
         return Device()
     if is_dask(X):
         return Device(require("dask"), "dask")
-    xp, _ = namespace(X)
-    return Device(xp, device_of(X))
+    return Device.of(X)
 
 
 def _block_rows(n, width, block=TRIPLET_BLOCK):

@@ -83,7 +83,6 @@ import scipy.optimize
 from .._backend import (
     Device,
     OnDevice,
-    device_of,
     float64,
     is_dask,
     is_numpy,
@@ -520,7 +519,7 @@ class MMCData(OnDevice, Samples):
                 "sum_D sqrt(D2) >= 1 needs at least one.")
         X = pairs.X
         xp, numpy_like = namespace(X)
-        where = _Backend() if numpy_like else _Backend(xp, device_of(X))
+        where = _Backend() if numpy_like else _Backend.of(X)
         Phi_S, Phi_D = _differences(X, S, D, where)
         s = where.host(_column_norms(Phi_S, xp))  # sqrt(a_k), without overflow
         K = s > 0

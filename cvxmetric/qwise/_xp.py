@@ -37,8 +37,6 @@ import numpy as np
 from .._backend import (
     Device,
     OnDevice,
-    Transfers,
-    device_of,
     float64,
     is_numpy,
     namespace,
@@ -251,7 +249,7 @@ def device_samples(X, samples, host_copy=None):
     if tuple(X.shape) != tuple(samples.shape):
         raise ValueError(f"X: expected the problem's samples, of shape "
                          f"{tuple(samples.shape)}; got shape {tuple(X.shape)}.")
-    where = _Device(xp, device_of(X), Transfers())
+    where = _Device.of(X)
     X = float64(X, xp)
     if host_copy is None:
         host_copy = where.host(X)  # once, n x d

@@ -100,7 +100,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from .._backend import Device, OnDevice, device_of, float64, is_dask, namespace
+from .._backend import Device, OnDevice, float64, is_dask, namespace
 from .._data import Samples
 from .._settings import (
     _FEW_TERMS,
@@ -472,7 +472,7 @@ class SLRData(OnDevice, Samples):
     def _from_device(cls, X, y, xp, delta1, delta2, rank_tol, block):
         """:meth:`from_labels` for an array of another namespace: the SVD
         on its device (``U`` stays there), ``s`` and ``V`` to the host."""
-        where = Device(xp, device_of(X))
+        where = Device.of(X)
         X, y = check_device_samples(X, y, xp, where.transfers)
         n, d = X.shape
         codes, classes = _encode_labels(y, n)

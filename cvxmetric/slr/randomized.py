@@ -81,7 +81,6 @@ from threadpoolctl import threadpool_limits
 from .._backend import (
     Device,
     check_host_input,
-    device_of,
     is_dask,
     is_numpy,
     namespace,
@@ -157,7 +156,7 @@ def _device_problem(X, y, delta1, delta2):
         raise TypeError(f"X: expected a NumPy array or an array of an array-API "
                         f"library (PyTorch, CuPy, array-api-strict), got "
                         f"{type(X).__module__}.{type(X).__name__}.") from None
-    arrays = _Arrays(xp, device_of(X))
+    arrays = _Arrays.of(X)
     X, y = check_device_samples(X, y, xp, arrays.transfers)
     codes, _ = _encode_labels(y, X.shape[0])
     delta1, delta2 = check_thresholds(delta1, delta2)
