@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
+    "Cluster",
     "Device",
     "OnDevice",
     "Transfers",
@@ -272,7 +273,7 @@ class Device:
 
     def scalars(self, *values):
         """0-d arrays as Python floats: one move for all of them."""
-        if self.on_host:
+        if self.xp is np:
             return tuple(float(v) for v in values)
         xp = self.xp
         both = self.host(xp.stack([xp.astype(v, xp.float64) for v in values]))
@@ -282,6 +283,31 @@ class Device:
         """``backend``, ``device`` and ``transfers`` for a result's ``info``."""
         return {"backend": getattr(self.xp, "__name__", str(self.xp)),
                 "device": str(self.device or "cpu"),
+                "transfers": self.transfers.as_dict()}
+
+
+@dataclass(eq=False)
+class Cluster(Device):
+    """A Dask cluster as a :class:`Device`: the data are its ``dask.array``
+    chunks, the passes its tasks.
+
+    The host side of the tasks is NumPy (``xp``): what the solver keeps
+    and what :meth:`dev` and :meth:`host` see are NumPy arrays, moved by
+    no one.  What crosses is a task's argument or a gathered result,
+    counted by :meth:`Transfers.sent` and :meth:`Transfers.gathered`.
+    A result reports ``backend`` and ``device`` ``"dask"``; ``device``
+    itself is None, the device of those NumPy arrays.
+    """
+
+    @property
+    def on_host(self):
+        """False: the data are on the cluster (a host-only step, such as
+        an interior-point fallback, does not run on them)."""
+        return False
+
+    def info(self):
+        """``backend`` and ``device`` ``"dask"``, and the counted moves."""
+        return {"backend": "dask", "device": "dask",
                 "transfers": self.transfers.as_dict()}
 
 

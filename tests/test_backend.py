@@ -114,6 +114,41 @@ def test_dask_array_is_recognised_and_computed_on_the_host():
     assert t.as_dict()["to_host"] == 1
 
 
+@pytest.mark.dask
+def test_every_family_on_dask_sits_on_one_cluster(dask_client):
+    # one Device for the cluster: every family's Dask data report "dask"
+    # from it and count their moves in its transfers
+    da = pytest.importorskip("dask.array")
+    from cvxmetric.constraints import Quadruplets
+    from cvxmetric.ldml.fast import AllPairs
+    from cvxmetric.lmnn._problem import LMNNData
+    from cvxmetric.qwise import QwiseData
+    from cvxmetric.slr._problem import SLRData
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    y = np.repeat([0, 1], 20)
+    Xd = da.from_array(X, chunks=(20, 3))
+    quads = Quadruplets.create(X, np.array([[0, 25, 0, 1], [2, 30, 2, 3]]))
+    loss = AllPairs(Xd, y)
+    loss.value_grad(np.eye(3), 1.0)
+    datas = [loss, LMNNData(Xd, y, k=2), SLRData.from_labels(Xd, y),
+             QwiseData.from_sets(quads).on_device(Xd)]
+    for data in datas:
+        name = type(data).__name__
+        assert isinstance(data.where, _backend.Cluster), name
+        assert data.xp is np and not data.on_host, name
+        info = data.backend_info()
+        assert (info["backend"], info["device"]) == ("dask", "dask"), name
+        assert info["transfers"] == data.where.transfers.as_dict(), name
+    # the all-pairs gradient sends L and the labels, and gathers G (3, 3)
+    t = loss.transfers.as_dict()
+    assert t["to_device"] >= 2 and t["to_host_bytes"] >= 9 * 8
+    cluster = _backend.Cluster()
+    assert cluster.device is None and cluster.dev(np.ones(2)).shape == (2,)
+    assert cluster.transfers.as_dict()["to_device"] == 0  # NumPy host side: no move
+
+
 def test_missing_optional_library_names_the_extra(monkeypatch):
     # a None entry in sys.modules makes the import fail as if not installed
     monkeypatch.setitem(sys.modules, "array_api_compat", None)

@@ -104,25 +104,32 @@ def _tree_sum(items, delayed):
     return items[0]
 
 
-def value_grad_dask(X, L, b, y, rows, block, grad):
+def value_grad_dask(X, L, b, y, rows, block, grad, transfers):
     """``(total, worst, G, gb)`` of the all pairs of the dask array ``X``
     (chunked by rows) at ``M = L^T L``: ``G = 2 (H Z)^T X``, without the
     regulariser.  One ``dask.compute``: the scalars and the ``(d, D)``
-    ``G`` come back, nothing N-sized."""
+    ``G`` come back, nothing N-sized.  ``transfers`` counts what the
+    tasks are sent (``L``, the labels and row ids, once each) and what
+    comes back."""
     import dask
     import dask.array as da
 
     N = X.shape[0]
+    transfers.sent(*(a for a in (L, y, rows) if a is not None))
     Z = X @ L.T  # (N, d), chunked as X
     Zd = dask.delayed(Z)  # computed once in the cluster, shared by the tasks
     qd = dask.delayed(lambda z: np.einsum("nd,nd->n", z, z), pure=True)(Zd)
+    # the labels and row ids once in the graph, not once per task
+    yd, rd = dask.delayed(y, pure=True), None if rows is None else dask.delayed(
+        rows, pure=True)
     task = dask.delayed(block_numpy, pure=True, nout=4)
-    outs = [task(Zd, qd, y, rows, a, min(a + block, N), b, grad)
+    outs = [task(Zd, qd, yd, rd, a, min(a + block, N), b, grad)
             for a in range(0, N, block)]
     totals = [o[0] for o in outs]
     worsts = [o[1] for o in outs]
     if not grad:
         total, worst = dask.compute(sum(totals), dask.delayed(max)(worsts))
+        transfers.gathered(np.array([total, worst]))
         return total, worst, None, 0.0
     place = dask.delayed(_place, pure=True)
     HZ = _tree_sum([place(o[3], a, N) for o, a in zip(outs, range(0, N, block))],
@@ -132,6 +139,7 @@ def value_grad_dask(X, L, b, y, rows, block, grad):
     G = 2.0 * (HZa.T @ X)
     total, worst, gb, G = dask.compute(sum(totals), dask.delayed(max)(worsts),
                                        sum(o[2] for o in outs), G)
+    transfers.gathered(np.array([total, worst, gb]), G)
     return total, worst, np.asarray(G), gb
 
 

@@ -44,7 +44,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
-from .._backend import Device, OnDevice, float64, is_dask, is_numpy, to_numpy
+from .._backend import Cluster, Device, OnDevice, float64, is_dask, is_numpy, to_numpy
 from .._data import Samples
 from .._linalg import project_psd, whitening_basis
 from .._linesearch import backtracking
@@ -347,6 +347,14 @@ class _Loss(OnDevice, Samples):
 
     worst_margin = np.inf
 
+    @property
+    def _backend(self):
+        """Where the passes run, read off ``where``: None (NumPy), ``"xp"``
+        (another array-API namespace) or ``"dask"`` (a cluster)."""
+        if isinstance(self.where, Cluster):
+            return "dask"
+        return None if self.where.on_host else "xp"
+
     def _init_common(self, X, lam, regularizer, gram):
         self.X = check_finite(X, "X", ndim=2)
         if self.X.shape[0] < 2:
@@ -385,16 +393,19 @@ class _Loss(OnDevice, Samples):
         return f + r, 2.0 * (HZ.T @ self.X) + gr, gb
 
 
-def _row_ids(X):
+def _row_ids(X, host=to_numpy):
     """An id per row, equal exactly for identical rows.
 
     Two projections on fixed directions find the candidate duplicates in
     O(N D) (sorting the rows themselves costs seconds and gigabytes at
-    15 000 x 3 456); candidates are then compared exactly.
+    15 000 x 3 456); candidates are then compared exactly.  ``host``
+    brings the projections and the candidates' rows to the host (a
+    Device's counted :meth:`~cvxmetric._backend.Device.host` for a
+    ``dask.array``).
     """
     N, D = X.shape
     t = np.arange(D)
-    keys = to_numpy(X @ np.column_stack([np.cos(0.7 * t + 0.3), np.sin(1.3 * t + 0.1)]))
+    keys = host(X @ np.column_stack([np.cos(0.7 * t + 0.3), np.sin(1.3 * t + 0.1)]))
     _, ids = np.unique(keys, axis=0, return_inverse=True)
     ids = ids.ravel()
     counts = np.bincount(ids)
@@ -404,7 +415,7 @@ def _row_ids(X):
     nxt = int(ids.max()) + 1
     for g in np.flatnonzero(counts > 1):
         members = np.flatnonzero(ids == g)
-        _, sub = np.unique(to_numpy(X[members]), axis=0, return_inverse=True)
+        _, sub = np.unique(host(X[members]), axis=0, return_inverse=True)
         sub = sub.ravel()
         # the first exact group keeps the id, the others (a projection
         # collision) get new ones
@@ -438,10 +449,10 @@ class AllPairs(_Loss):
 
     ``X`` of another array-API namespace stays where it is, and a
     ``dask.array`` in its cluster; ``where`` (a
-    :class:`~cvxmetric._backend.Device`) counts the moves in ``transfers``.
+    :class:`~cvxmetric._backend.Device`, the
+    :class:`~cvxmetric._backend.Cluster` for Dask) counts the moves in
+    ``transfers``.
     """
-
-    _backend = None  # NumPy; "xp" or "dask", set from the input in __init__
 
     def __init__(self, X, labels, *, lam=0.0, regularizer="trace", gram=None,
                  block=_BLOCK):
@@ -449,10 +460,10 @@ class AllPairs(_Loss):
         # computed in its cluster, the host counting what comes back
         self.where = Device()
         if is_dask(X):
-            self._backend = "dask"
+            self.where = Cluster()
             Xh = self._init_dask(X)
         elif not is_numpy(X):
-            self.where, self._backend = Device.of(X), "xp"
+            self.where = Device.of(X)
             Xh = self.where.host(X)  # once, for validation and row ids
         else:
             Xh = X
@@ -484,7 +495,7 @@ class AllPairs(_Loss):
         X = X.astype(float)
         if not bool(np.isfinite(X).all().compute()):
             raise ValueError("X: contains NaN or infinite values.")
-        self._rows = _row_ids(X)
+        self._rows = _row_ids(X, self.where.host)
         self._shape = X.shape
         return X
 
@@ -517,7 +528,8 @@ class AllPairs(_Loss):
         rows = self._rows if self._has_dups else None
         if self._backend == "dask":
             total, worst, G, gb = value_grad_dask(self.X, np.asarray(L, dtype=float), b,
-                                                  self.labels, rows, self.block, grad)
+                                                  self.labels, rows, self.block, grad,
+                                                  self.transfers)
         else:
             where = self.where
             Z = self.X @ where.dev(L, float).T
@@ -594,7 +606,7 @@ class PairSet(_Loss):
     comes to the host once, for validation and the whitening basis.
     """
 
-    _backend = _pxp = None  # NumPy; set from the input in __init__
+    _pxp = None  # the pairs on a device (set from the input in __init__)
 
     def __init__(self, X, pairs, s, *, lam=0.0, regularizer="trace", gram=None):
         self.where, Xd = Device(), None
@@ -602,7 +614,7 @@ class PairSet(_Loss):
             if is_dask(X):
                 raise TypeError("X: PairSet runs on NumPy and array-API arrays; got a "
                                 "dask array (AllPairs takes one). Compute it first.")
-            self.where, self._backend = Device.of(X), "xp"
+            self.where = Device.of(X)
             Xd, X = X, self.where.host(X)
         self._init_common(X, lam, regularizer, gram)
         if Xd is not None:
@@ -684,7 +696,7 @@ class PairSet(_Loss):
         Device, sharing its transfer counts); ``Xh`` the host copy of its
         data when there is one (all already validated)."""
         loss = cls.__new__(cls)
-        loss._backend, loss.where = "xp", pxp
+        loss.where = pxp
         loss.lam, loss.regularizer, loss.gram = lam, regularizer, gram
         loss._Xh, loss.X, loss._data = Xh, pxp.X, None
         loss.i, loss.j = pairs[:, 0], pairs[:, 1]
@@ -893,8 +905,9 @@ def _random_start(loss, rank, rng):
         # only the sampled rows come to the host
         rows, where = np.unique(idx), loss.where
         X = np.zeros((N, D))
-        X[rows] = where.host(where.xp.take(loss.X, where.dev(rows), axis=0)) \
-            if loss._backend == "xp" else to_numpy(loss.X[rows])
+        sampled = loss.X[rows] if loss._backend == "dask" else where.xp.take(
+            loss.X, where.dev(rows), axis=0)
+        X[rows] = where.host(sampled)
     diff = (X[idx[:, 0]] - X[idx[:, 1]]) @ L.T
     scale = float(np.mean(np.sum(diff * diff, axis=1))) if len(idx) else 1.0
     return L / math.sqrt(max(scale, 1e-300)), 1.0
@@ -925,6 +938,7 @@ def _whitened(loss):
     Xw = (loss.X - loss.X.mean(axis=0)) @ B  # (N, r)
     if isinstance(loss, AllPairs):
         out = AllPairs.__new__(AllPairs)
+        out.where = loss.where  # NumPy's: only host data are whitened
         out._init_common(Xw, loss.lam, loss.regularizer, gram)
         # the same pairs: the row ids of the data as given
         out.labels, out.block = loss.labels, loss.block

@@ -49,13 +49,13 @@ divided by ``1 - mu``, in LMNN's units.
 import numpy as np
 
 from .._backend import (
+    Cluster,
     Device,
     OnDevice,
     _module_of,
     check_host_input,
     is_dask,
     is_numpy,
-    require,
 )
 from .._linalg import eigh_psd
 from .._settings import TRIPLET_BLOCK
@@ -104,15 +104,13 @@ def _on_device(X):
 def _where(X):
     """The :class:`~cvxmetric._backend.Device` of the passes over ``X``:
     NumPy's for host data (nothing moves), the namespace and device of an
-    array-API input, and the cluster for a ``dask.array`` -- named by the
-    ``dask`` module, so that a result reports ``backend`` and ``device``
-    ``"dask"``; its moves are counted as the tasks' arguments and gathered
-    results (:meth:`~cvxmetric._backend.Transfers.sent`,
-    :meth:`~cvxmetric._backend.Transfers.gathered`)."""
+    array-API input, and the cluster for a ``dask.array``
+    (:class:`~cvxmetric._backend.Cluster`: its moves are counted as the
+    tasks' arguments and gathered results)."""
     if not _on_device(X):
         return Device()
     if is_dask(X):
-        return Device(require("dask"), "dask")
+        return Cluster()
     return Device.of(X)
 
 

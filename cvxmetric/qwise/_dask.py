@@ -202,7 +202,7 @@ class DaskPairs:
 
 
 @dataclass(eq=False)
-class QwiseDaskData(QwiseData):
+class QwiseDaskData(_backend.OnDevice, QwiseData):
     """:class:`~cvxmetric.qwise.QwiseData` whose full passes run as Dask
     tasks (see the module docstring).
 
@@ -211,10 +211,12 @@ class QwiseDaskData(QwiseData):
     solver keeps are NumPy arrays on the host.  :meth:`restrict` gives NumPy
     data (the working set's rounds run on the host); :meth:`host` is the
     same problem with ``X`` on the host, from which it was built.
+    ``where`` is the cluster (:class:`~cvxmetric._backend.Cluster`), whose
+    transfers count what the tasks are sent and what is gathered.
     """
 
     host_data: object = field(default=None, repr=False)
-    transfers: object = field(default=None, repr=False)
+    where: _backend.Cluster = field(default=None, repr=False)
     mean: np.ndarray = field(default=None, repr=False)  # column means of X
 
     host_iterations = True
@@ -227,7 +229,8 @@ class QwiseDaskData(QwiseData):
         if tuple(X.shape) != tuple(host.X.shape):
             raise ValueError(f"X: expected the problem's samples, of shape "
                              f"{tuple(host.X.shape)}; got shape {tuple(X.shape)}.")
-        t = _backend.Transfers()
+        where = _backend.Cluster()
+        t = where.transfers
         X = X.astype(np.float64)
         Xh = np.asarray(host.X, dtype=np.float64)
         # once, n x d: the cluster's X must be the problem's samples (the
@@ -242,22 +245,22 @@ class QwiseDaskData(QwiseData):
         if not bool(same):
             raise ValueError("X: its values differ from the problem's samples.")
         op = DaskPairs(X, host.op.i, host.op.j, t)
-        return cls._build(host, X, op, np.asarray(mean), t)
+        return cls._build(host, X, op, np.asarray(mean), where)
 
     @classmethod
-    def _build(cls, host, X, op, mean, transfers):
+    def _build(cls, host, X, op, mean, where):
         fields = {f.name: getattr(host, f.name) for f in dataclasses.fields(QwiseData)}
         fields.update(X=X, op=op)
-        return cls(**fields, host_data=host, transfers=transfers, mean=mean)
+        return cls(**fields, host_data=host, where=where, mean=mean)
 
     def host(self):
         """This problem with ``X`` on the host (the one it was built from)."""
         return self.host_data
 
     def backend_info(self):
-        return {"backend": "dask", "device": "dask",
-                "transfers": self.transfers.as_dict(),
-                "pair_chunks": self.op.n_chunks}
+        """The cluster's report (:meth:`Cluster.info
+        <cvxmetric._backend.Cluster.info>`) and the chunks of pairs."""
+        return {**self.where.info(), "pair_chunks": self.op.n_chunks}
 
     def sweep_operator(self):
         """The working set's full passes: the Dask pairs (float64)."""
@@ -274,7 +277,7 @@ class QwiseDaskData(QwiseData):
             raise RuntimeError("the scale-free twin's pairs differ from the problem's.")
         k = -sc.ks
         out = self._build(twin, self.X * np.ldexp(1.0, k), self.op.scaled(k), self.mean,
-                          self.transfers)
+                          self.where)
         return out, sc
 
     def _restricted_operator(self, used, dtype):

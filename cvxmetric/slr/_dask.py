@@ -243,22 +243,11 @@ class SLRDaskData(SLRData):
         data = cls(X=X, y=codes, classes=classes, delta1=delta1, delta2=delta2, U=U,
                    s=np.asarray(s[:r], dtype=float).copy(),
                    V=np.ascontiguousarray(Vt[:r].T), block_rows=b, scale=scale,
-                   _cache={"Xs": Xs})
-        # where is NumPy's (the host side of the tasks): the engine counts
-        # the partial sums it gathers in its transfers
+                   where=_backend.Cluster(), _cache={"Xs": Xs})
+        # the engine counts the partial sums it gathers in the cluster's
+        # transfers
         data.engine = _DaskEngine(U, codes, delta1, delta2, b, data.transfers)
         return data
-
-    @property
-    def on_host(self):
-        """False: ``U`` is on the cluster (the host-only interior-point
-        fallback does not run)."""
-        return False
-
-    def backend_info(self):
-        """:meth:`SLRData.backend_info`, naming Dask: ``where`` is NumPy's,
-        the host side of the tasks."""
-        return {**self.where.info(), "backend": "dask", "device": "dask"}
 
     # -- passes: one task per row chunk ------------------------------------------
 
