@@ -40,6 +40,7 @@ from ._backend import (
     check_host_input,
     device_of,
     float64,
+    is_dask,
     is_numpy,
     namespace,
     to_numpy,
@@ -437,18 +438,24 @@ def dispatched(X):
 
 
 def _take_rows(X, idx):
-    """``X[idx]`` for a NumPy or array-API ``X`` (integer rows)."""
-    if is_numpy(X):
+    """``X[idx]`` for a NumPy, array-API or ``dask.array`` ``X`` (integer
+    rows)."""
+    if is_numpy(X) or is_dask(X):
         return X[idx]
     xp, _ = namespace(X)
     return xp.take(X, xp.asarray(np.asarray(idx), device=device_of(X)), axis=0)
 
 
 def _device_shape(X):
-    """``X.shape`` of a 2-D device array; a clear error otherwise."""
+    """``X.shape`` of a 2-D device array (or ``dask.array``); a clear error
+    otherwise."""
     if getattr(X, "ndim", None) != 2:
         raise ValueError(f"X: expected a 2-D array, got {getattr(X, 'ndim', None)} "
                          "dimensions.")
+    if not all(isinstance(s, Integral) for s in X.shape):
+        # a dask array of unknown chunk sizes (e.g. from a frame)
+        raise ValueError("X: its shape is not known (a dask array of unknown chunk "
+                         "sizes); call X.compute_chunk_sizes() first.")
     return X.shape
 
 
@@ -485,7 +492,8 @@ def _validate_device(estimator, X, y):
     return X, y
 
 
-def validate_labelled(estimator, X, y, *, keep_namespace=False, **kwargs):
+def validate_labelled(estimator, X, y, *, keep_namespace=False, keep_dask=False,
+                      **kwargs):
     """Validate the ``(X, y)`` of a ``fit(X, y)`` learner on class labels.
 
     :func:`~sklearn.utils.validation.validate_data` (float64, keyword
@@ -493,7 +501,10 @@ def validate_labelled(estimator, X, y, *, keep_namespace=False, **kwargs):
     ``keep_namespace=True`` (learners whose fast path has an array-API back
     end): under scikit-learn's ``array_api_dispatch``, ``X`` of another
     array library is returned as it is (see :func:`dispatched`);
-    each error naming its argument.  Keeps on ``estimator`` the reference
+    ``keep_dask=True`` (learners whose chosen path runs as Dask tasks): a
+    ``dask.array`` ``X`` is returned as it is, its values checked by the
+    data class on the cluster (otherwise scikit-learn's validation computes
+    it into memory); each error naming its argument.  Keeps on ``estimator`` the reference
     set of :meth:`LabelledMixin.score` (private attributes): the samples,
     or a class-stratified sample of :data:`MAX_SCORE_REFERENCE` of them
     drawn with a copy of the estimator's ``random_state`` (so that the
@@ -507,7 +518,7 @@ def validate_labelled(estimator, X, y, *, keep_namespace=False, **kwargs):
     codes : ndarray of shape (n_samples,)
         ``classes[codes] == y``.
     """
-    if keep_namespace and dispatched(X):
+    if (keep_namespace and dispatched(X)) or (keep_dask and is_dask(X)):
         X, y = _validate_device(estimator, X, y)
     else:
         if dispatched(X):

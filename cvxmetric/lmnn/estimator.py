@@ -30,6 +30,11 @@ iterations, not the convex optimum, and are accepted and unused by the
 exact solve; ``n_components`` below the number of features keeps that many
 top eigen-directions of the certified ``M`` (a rank constraint would make
 the problem non-convex).
+
+The passes over the triplets run where ``X`` is: on its namespace under
+scikit-learn's ``array_api_dispatch`` (PyTorch, CuPy, ``array-api-strict``),
+and as Dask tasks for a ``dask.array`` ``X``, with or without dispatch (see
+:class:`~cvxmetric.lmnn.LMNNData`).
 """
 
 from numbers import Integral, Real
@@ -214,9 +219,10 @@ optional
     def _data(self, X, y):
         """Validate ``(X, y)`` and the parameters; the :class:`LMNNData`."""
         X = form_samples(X, self.preprocessor)
-        # the passes over the triplets run on X's namespace (array_api_dispatch)
+        # the passes over the triplets run on X's namespace (array_api_dispatch),
+        # or as Dask tasks on a dask X
         X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2,
-                                       keep_namespace=True)
+                                       keep_namespace=True, keep_dask=True)
         k = _alias("k", self.k, 3, "n_neighbors", self.n_neighbors)
         mu = _alias("mu", self.mu, 0.5, "regularization", self.regularization,
                     lambda r: 1.0 - r)

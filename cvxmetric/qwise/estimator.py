@@ -31,7 +31,9 @@ PyTorch, CuPy or ``array-api-strict`` ``X`` (for :class:`Qwise`: an array
 are sampled or indexed on a host copy, the dual solver's passes run on the
 device (:meth:`QwiseData.on_device <cvxmetric.qwise.QwiseData.on_device>`)
 and the fitted attributes are NumPy arrays.  The exact and subgradient
-paths run on NumPy and refuse such input by name.
+paths run on NumPy and refuse such input by name.  With or without
+dispatch, :class:`QwiseSupervised` keeps a ``dask.array`` ``X`` on its
+cluster for ``solver="fast"``: the full passes run as Dask tasks.
 """
 
 from numbers import Integral, Real
@@ -98,10 +100,10 @@ class _QwiseBase(MahalanobisMixin, BaseEstimator):
         pairs : LabeledPairs, optional
             Over the same ``X`` as ``quadruplets``.
         device_X : array, optional
-            The samples on their array-API device (``array_api_dispatch``),
-            holding the values of ``quadruplets.X``: the fast solver's passes
-            run there (:meth:`QwiseData.on_device`); the fitted attributes
-            are NumPy.
+            The samples on their array-API device (``array_api_dispatch``)
+            or a ``dask.array``, holding the values of ``quadruplets.X``:
+            the fast solver's passes run there (:meth:`QwiseData.on_device`);
+            the fitted attributes are NumPy.
         """
         data = self._data(quadruplets, pairs)
         # the host copy of device_X the sets were built on: checked, counted
@@ -435,9 +437,11 @@ class QwiseSupervised(LabelledMixin, TransformerMixin, _QwiseBase):
     def _sample(self, X, y):
         """Validate ``(X, y)`` and sample the quadruplets (and pairs);
         ``(Quadruplets, LabeledPairs or None, device X or None)``."""
-        # the fast solver's passes run on X's namespace (array_api_dispatch)
+        # the fast solver's passes run on X's namespace (array_api_dispatch),
+        # its full passes as Dask tasks on a dask X
         X, y, _, _ = validate_labelled(self, X, y, ensure_min_samples=2,
-                                       keep_namespace=self.solver == "fast")
+                                       keep_namespace=self.solver == "fast",
+                                       keep_dask=self.solver == "fast")
         if (self.u is None) != (self.l is None):
             raise ValueError(
                 f"u, l: set both (Eq. 11 with pairs) or neither (Eq. 8), got "

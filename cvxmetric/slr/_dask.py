@@ -235,7 +235,9 @@ class SLRDaskData(SLRData):
             raise ValueError("X: contains NaN or infinite values.")
         scale = _power_of_two_scale(float(top))
         Xs = (X / scale).rechunk({1: -1})  # tall and skinny: one column chunk
-        U, s, Vt = da.linalg.svd(Xs)
+        # the factors in one graph: computing s and Vt, then U, in two would
+        # resubmit the shared keys of the SVD (which the scheduler warns of)
+        U, s, Vt = _backend.require("dask").persist(*da.linalg.svd(Xs))
         s, Vt = da.compute(s, Vt)
         r, block = _rank_and_block(s, n, d, rank_tol, block)
         b = max(1, block // n)

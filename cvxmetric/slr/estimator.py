@@ -28,9 +28,14 @@ solve raises the solver's :class:`~cvxmetric.result.SolverError`; an
 iterative solver that stops before its tolerance emits a
 ``ConvergenceWarning`` and the estimator keeps its last iterate with
 ``status_`` ``"max_iter_reached"`` (or ``"time_limit_reached"``).
+
 ``"randomized"`` and ``"lowrank"`` run a fixed number of iterations and
 claim no lower bound: always ``"max_iter_reached"`` with
 ``certificate_.passed`` False, and a ``ConvergenceWarning`` that says so.
+
+A ``dask.array`` ``X`` stays on its cluster with ``solver="newton"``: the
+passes of Newton's method run as Dask tasks over its row chunks (see
+:class:`~cvxmetric.slr.SLRData`); the other solvers compute it into memory.
 
 Eq. 4 at ``s X`` is minimised by ``M(X) / s^2`` with the same value: the
 problem is solved on ``X / 2^k`` and ``M`` returned in ``X``'s units.  A
@@ -217,9 +222,10 @@ default="newton"
     def _prepare(self, X, y):
         """Validate :meth:`fit`'s input: ``(X, codes, classes, delta1, delta2)``."""
         # the passes of Newton and of Algorithms 2 and 3 run on X's namespace
-        # (array_api_dispatch)
+        # (array_api_dispatch); Newton's as Dask tasks on a dask X
         X, y, classes, codes = validate_labelled(
-            self, X, y, keep_namespace=self.solver in ("newton", "randomized", "lowrank"))
+            self, X, y, keep_namespace=self.solver in ("newton", "randomized", "lowrank"),
+            keep_dask=self.solver == "newton")
         delta1, delta2 = check_thresholds(self.delta1, self.delta2)
         n, d = X.shape
         if self.n_sketch is not None and self.n_sketch > n:

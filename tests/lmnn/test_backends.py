@@ -147,6 +147,17 @@ def test_dask_passes_and_solve_equal_numpy(dask_client):
     assert out.objective == pytest.approx(res.objective, rel=tolerance("lmnn", "fast"))
 
 
+@pytest.mark.dask
+def test_estimator_keeps_a_dask_X_on_the_cluster(dask_client):
+    da = pytest.importorskip("dask.array")
+    from cvxmetric import LMNN
+
+    X, y, _, _, res = _reference()
+    est = LMNN(k=2, solver="fast").fit(da.from_array(X, chunks=(25, X.shape[1])), y)
+    assert est.status_ == "optimal" and est.result_.info["backend"] == "dask"
+    assert est.objective_ == pytest.approx(res.objective, rel=tolerance("lmnn", "fast"))
+
+
 #: A fit under scikit-learn's dispatch (SciPy's array API flag is set before
 #: it is imported, in a fresh interpreter)
 _DISPATCHED_FIT = """

@@ -170,3 +170,14 @@ def test_bad_input_is_refused_by_name(small, dask_client):
         ProjectedSubgradient().run(dev)
     with pytest.raises(TypeError, match="X: Qwise's exact"):
         solve_exact(dev)
+
+
+def test_estimator_keeps_a_dask_X_on_the_cluster(dask_client):
+    da = pytest.importorskip("dask.array")
+    from cvxmetric import QwiseSupervised
+
+    X, y = gaussian_classes(np.random.RandomState(0), N_SAMPLES, D, 3, 1.5)
+    ref = QwiseSupervised(n_constraints=400, random_state=0).fit(X, y)
+    est = QwiseSupervised(n_constraints=400, random_state=0).fit(
+        da.from_array(X, chunks=(ROWS, D)), y)
+    _same_optimum(est.result_, ref.result_)

@@ -88,3 +88,19 @@ def test_gpu_script_runs_on_the_cpu_in_quick_mode(capsys, repo_module):
     gaps = [float(ln.split("gap")[1].split()[0]) for ln in sketched]
     assert all(g >= -1e-9 for g in gaps)
     assert not any("skipped" in ln for ln in lines)
+
+
+@pytest.mark.dask
+def test_estimator_runs_newton_on_a_dask_X(instance, dask_client):
+    # SLR(solver="newton") keeps a dask X on the cluster (scikit-learn's
+    # validation would compute it into memory); its shape must be known
+    da = pytest.importorskip("dask.array")
+    from cvxmetric import SLR
+
+    X, y, ref = instance
+    Xd = da.from_array(X, chunks=(N // 3, D))
+    est = SLR().fit(Xd, y)
+    assert est.result_.info["backend"] == "dask" and est.n_features_in_ == D
+    _same_certified(est.result_, ref["dense"])
+    with pytest.raises(ValueError, match="X: its shape is not known"):
+        SLR().fit(Xd[Xd[:, 0] > -np.inf], y)
