@@ -30,7 +30,9 @@ points.  Only scalars and (D, D) matrices come to the host (counted in
 fitted attributes are NumPy arrays, and ``transform``, ``pair_distance``,
 ``predict`` and ``predict_proba`` of device input answer on its device.
 ``"exact"``, the kernel form, MildML and LDML* run on NumPy and refuse
-such input by name (docs/backends.md).
+such input by name (docs/backends.md).  With or without dispatch,
+``LDMLSupervised`` with ``"lowrank"`` or ``"auto"`` (no kernel) keeps a
+``dask.array`` ``X`` on its cluster: the all-pairs passes run as Dask tasks.
 
 Threshold.  LDML learns ``b`` with it: ``p(same) = sigma(b - d_M)`` (Eq. 3),
 ``d_M`` the squared distance.  ``b_`` is that threshold; ``predict_proba``
@@ -187,8 +189,9 @@ def _rounding_error_xp(loss, A):
 
 def _add_moves(loss, transfers):
     """The estimator's own counted moves (scaling, the point ``M = 0``)
-    added to those of a device ``loss``, whose count the result reports."""
-    if getattr(loss, "_backend", None) == "xp":
+    added to those of a device or cluster ``loss``, whose count the result
+    reports."""
+    if getattr(loss, "_backend", None) is not None:
         loss.transfers.add(transfers)
 
 
@@ -225,8 +228,8 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
         """``(X_u, k)``: ``X`` centred and scaled by ``2^-k`` (exact) to unit
         spread (:func:`~cvxmetric.ldml._scale.unit_scale`); the solvers run on
         ``X_u`` at any finite scale of ``X``.  A device ``X`` (kept under
-        ``array_api_dispatch``) is checked and scaled on its device, its
-        scalars counted in ``transfers``."""
+        ``array_api_dispatch``) or a ``dask.array`` is checked and scaled
+        where it is, its scalars counted in ``transfers``."""
         if is_numpy(X):
             Xu, k = unit_scale(X)
             nonzero = np.any(Xu)
@@ -302,7 +305,7 @@ class _LDMLBase(MahalanobisMixin, BaseEstimator):
                 f"of scale about 2^{-2 * k + 2 * math.frexp(top)[1]}, outside the "
                 f"float64 range; LDML depends on the scale of X only through lam "
                 f"(X -> cX is lam -> lam / c^2), so rescale X (e.g. standardise it).")
-        if getattr(loss, "_backend", None) == "xp":  # a device fit: where it ran
+        if getattr(loss, "_backend", None) is not None:  # a device or cluster fit
             result.info.update(loss.where.info())
         result.M = Mu
         result.info["L"] = Lu
@@ -628,7 +631,8 @@ n_features_in_
         # array_api_dispatch: the passes over all pairs run on X's namespace
         X, y, _, codes = validate_labelled(
             self, X, y, ensure_min_samples=2,
-            keep_namespace=self.kernel is None and self.solver in _DEVICE_SOLVERS)
+            keep_namespace=self.kernel is None and self.solver in _DEVICE_SOLVERS,
+            keep_dask=self.kernel is None and self.solver in ("lowrank", "auto"))
         D = X.shape[1]
         solver = self.solver_ = self._solver(X.shape[0], D)
         if self.kernel_params is not None and self.kernel is None:

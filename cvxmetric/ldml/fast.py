@@ -487,12 +487,13 @@ class AllPairs(_Loss):
             self._to_backend(X)
 
     def _init_dask(self, X):
-        """Validate a dask ``X`` in the cluster; only its row ids (N,) and
-        a 2-row stand-in come to the host (``self.X`` becomes the dask
-        array again in :meth:`_to_backend`)."""
+        """Validate a dask ``X`` in the cluster; only its row ids (N,) come
+        to the host.  ``X`` (float64) is persisted there: every evaluation
+        reads it, and its graph (an estimator's centring and scaling, a
+        file read) runs once, not once per evaluation."""
         if X.ndim != 2:
             raise ValueError(f"X: expected a 2-d array, got {X.ndim} dimensions.")
-        X = X.astype(float)
+        X = X.astype(float).persist()
         if not bool(np.isfinite(X).all().compute()):
             raise ValueError("X: contains NaN or infinite values.")
         self._rows = _row_ids(X, self.where.host)
@@ -513,8 +514,7 @@ class AllPairs(_Loss):
         """Keep the data where they were given: ``X`` (float64) and the
         label and row ids on its device, moved once."""
         if self._backend == "dask":
-            self.X = X.astype(float)
-            return
+            return  # self.X: the persisted float64 X of _init_dask
         where = self.where
         self.X = float64(X, where.xp)
         self._y_dev = where.dev(self.labels)

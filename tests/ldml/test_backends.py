@@ -108,6 +108,22 @@ def test_lowrank_on_dask_reaches_the_numpy_objective(dask_client):
     assert res.objective == pytest.approx(ref.objective, rel=1e-10)
 
 
+@pytest.mark.dask
+def test_estimator_keeps_a_dask_X_on_the_cluster(dask_client):
+    # LDMLSupervised's all-pairs path (solver="auto" / "lowrank") runs its
+    # passes as Dask tasks on a dask X: the certified optimum of NumPy
+    da = pytest.importorskip("dask.array")
+    from cvxmetric import LDMLSupervised
+    from cvxmetric._tolerances import tolerance
+
+    X, y, _, _ = _instance(N=60, D=4)
+    ref = LDMLSupervised(random_state=0).fit(X, y)
+    est = LDMLSupervised(random_state=0).fit(da.from_array(X, chunks=(20, 4)), y)
+    assert est.status_ == ref.status_ == "optimal"
+    assert est.result_.info["backend"] == "dask" and est.result_.info["transfers"]["to_host"]
+    assert est.objective_ == pytest.approx(ref.objective_, rel=tolerance("ldml", "lowrank"))
+
+
 # ---------------------------------------------------------------------------
 # Explicit pairs: PairSet, ProjectedGradient, solve_fast (LDMLData on a device)
 # ---------------------------------------------------------------------------
