@@ -504,11 +504,12 @@ def validate_labelled(estimator, X, y, *, keep_namespace=False, keep_dask=False,
     ``keep_dask=True`` (learners whose chosen path runs as Dask tasks): a
     ``dask.array`` ``X`` is returned as it is, its values checked by the
     data class on the cluster (otherwise scikit-learn's validation computes
-    it into memory); each error naming its argument.  Keeps on ``estimator`` the reference
-    set of :meth:`LabelledMixin.score` (private attributes): the samples,
-    or a class-stratified sample of :data:`MAX_SCORE_REFERENCE` of them
-    drawn with a copy of the estimator's ``random_state`` (so that the
-    fit's own draws are unchanged).
+    it into memory); each error naming its argument.  Keeps on
+    ``estimator`` the reference set of :meth:`LabelledMixin.score`
+    (private attributes): the samples, or a class-stratified sample of
+    :data:`MAX_SCORE_REFERENCE` of them drawn with a copy of the
+    estimator's ``random_state`` (so that the fit's own draws are
+    unchanged).
 
     Returns
     -------
