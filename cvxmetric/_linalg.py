@@ -158,13 +158,17 @@ def project_psd(A, return_factor=False):
     return (P, G) if return_factor else P
 
 
-def _centred_span(X):
+def _centred_span(X, R=None):
     """``(sv, V)``: the singular values of the centred rows of ``X`` above
     ``max(n, d) eps`` times the largest (the numerical rank ``r``) and
     their right singular vectors, ``V`` of shape (d, r); ``r = 0`` when
-    every row is the same point."""
-    Xc = X - X.mean(axis=0)
-    _, sv, Vt = np.linalg.svd(Xc, full_matrices=False)
+    every row is the same point.  With ``R`` (d, d), the triangular factor
+    of a QR decomposition of the centred rows (computed where ``X`` lives:
+    the same singular values and vectors, backward stably), ``X`` only
+    gives the shape (n, d)."""
+    if R is None:
+        R = X - X.mean(axis=0)
+    _, sv, Vt = np.linalg.svd(R, full_matrices=False)
     if sv.size == 0 or sv[0] == 0:
         return sv[:0], np.zeros((X.shape[1], 0))
     keep = sv > sv[0] * max(X.shape) * np.finfo(float).eps
@@ -178,12 +182,13 @@ def span_basis(X):
     return _centred_span(X)[1]
 
 
-def whitening_basis(X):
+def whitening_basis(X, R=None):
     """``B`` (d, r) spanning the centred rows of ``X``, whitened: ``X_c B``
     has orthogonal columns of norm ``sqrt(n)`` (unit variance).  ``r`` is
     the numerical rank (singular values above ``max(n, d) eps`` times the
-    largest)."""
-    sv, V = _centred_span(X)
+    largest).  ``R``: as in :func:`_centred_span` (``X`` on a device or a
+    cluster, of which only the shape is read)."""
+    sv, V = _centred_span(X, R)
     return V * (np.sqrt(X.shape[0]) / sv)
 
 

@@ -44,7 +44,16 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
-from .._backend import Cluster, Device, OnDevice, float64, is_dask, is_numpy, to_numpy
+from .._backend import (
+    Cluster,
+    Device,
+    OnDevice,
+    float64,
+    is_dask,
+    is_numpy,
+    require,
+    to_numpy,
+)
 from .._data import Samples
 from .._linalg import project_psd, whitening_basis
 from .._linesearch import backtracking
@@ -883,7 +892,7 @@ class LowRankLDML(IterativeSolver):
                                       solver=self.name, tolerances={"tol": self.tol})
         info = {"L": L, "b": state.b, "stationarity": state.error}
         if getattr(loss, "_backend", None) is not None:
-            info["transfers"] = loss.transfers.as_dict()
+            info.update(loss.where.info())  # backend, device and the moves
         if self.certify and self.rank == loss.n_features and loss.gram is None \
                 and loss.n_pairs <= CERTIFY_PAIRS and not expired():
             cert, b = certify_point(loss.pair_data(), M, state.b, solver=self.name,
@@ -917,8 +926,16 @@ def _whitened(loss):
     """The same loss on ``X_c B`` (``B`` :func:`whitening_basis`, D x r):
     ``M = B M' B^T`` gives the same distances, and the regulariser of ``M``
     is that of ``M'`` with ``Q = B^T B`` (the ``gram`` of :class:`_Loss`).
-    Returns ``(loss', B)``."""
-    B = whitening_basis(loss.X if loss._backend is None else loss._Xh)
+    Returns ``(loss', B)``.  The data stay where they are: on a device or a
+    cluster ``B`` comes from the triangular factor of a QR decomposition
+    of ``X_c`` computed there (D x D, to the host), and ``X_c B`` is
+    formed there."""
+    if loss._backend is None:
+        B = whitening_basis(loss.X)
+    elif isinstance(loss, PairSet):
+        B = whitening_basis(loss._Xh)
+    else:
+        B = whitening_basis(loss.X, _centred_r(loss))
     if loss.lam > 0 and loss.regularizer == "trace" and B.shape[1]:
         # the trace weighs a whitened direction of variance v by lam / v:
         # full whitening makes the directions of small variance stiff (raw
@@ -929,24 +946,48 @@ def _whitened(loss):
         nu = RIDGE * loss.lam / max(loss.n_pairs, 1)
         B = B * np.sqrt(v / (v + nu))
     gram = B.T @ B if loss.lam > 0 else None
-    if loss._backend == "xp":  # PairSet on a device: X B there, B moved
-        where, X = loss.where, loss.X
+    where, X = loss.where, loss.X
+    if loss._backend == "xp":  # X B on the device, B moved there
         Xw = (X - where.xp.mean(X, axis=0)) @ where.dev(B, float)
-        pxp = PairsXP(where, Xw, loss.i, loss.j, loss.s)
-        return PairSet._device(pxp, None, np.column_stack([loss.i, loss.j]), loss.s,
-                               lam=loss.lam, regularizer=loss.regularizer, gram=gram), B
-    Xw = (loss.X - loss.X.mean(axis=0)) @ B  # (N, r)
-    if isinstance(loss, AllPairs):
-        out = AllPairs.__new__(AllPairs)
-        out.where = loss.where  # NumPy's: only host data are whitened
-        out._init_common(Xw, loss.lam, loss.regularizer, gram)
-        # the same pairs: the row ids of the data as given
-        out.labels, out.block = loss.labels, loss.block
-        out._rows, out._has_dups, out.n_pairs = loss._rows, loss._has_dups, loss.n_pairs
+    elif loss._backend == "dask":  # X B on the cluster, persisted once
+        Xw = ((X - X.mean(axis=0)) @ where.transfers.sent(B)[0]).persist()
     else:
-        out = PairSet(Xw, np.column_stack([loss.i, loss.j]), loss.s, lam=loss.lam,
-                      regularizer=loss.regularizer, gram=gram)
+        Xw = (X - X.mean(axis=0)) @ B  # (N, r)
+    if isinstance(loss, PairSet):
+        if loss._backend is None:
+            out = PairSet(Xw, np.column_stack([loss.i, loss.j]), loss.s, lam=loss.lam,
+                          regularizer=loss.regularizer, gram=gram)
+        else:
+            pxp = PairsXP(where, Xw, loss.i, loss.j, loss.s)
+            out = PairSet._device(pxp, None, np.column_stack([loss.i, loss.j]), loss.s,
+                                  lam=loss.lam, regularizer=loss.regularizer, gram=gram)
+        return out, B
+    # the same pairs, where the data are: the row ids of the data as given
+    out = AllPairs.__new__(AllPairs)
+    out.where = where
+    if loss._backend is None:
+        out._init_common(Xw, loss.lam, loss.regularizer, gram)
+    else:  # validated already; the labels and row ids on the device shared
+        out.X, out.lam, out.regularizer, out.gram = Xw, loss.lam, loss.regularizer, gram
+        out._y_dev = getattr(loss, "_y_dev", None)
+        out._rows_dev = getattr(loss, "_rows_dev", None)
+    out.labels, out.block = loss.labels, loss.block
+    out._rows, out._has_dups, out.n_pairs = loss._rows, loss._has_dups, loss.n_pairs
     return out, B
+
+
+def _centred_r(loss):
+    """``R`` (D, D, on the host) of a QR decomposition of the centred rows
+    of an :class:`AllPairs` ``X`` on a device or a cluster, computed
+    there (a tall-and-skinny QR over the row chunks on Dask)."""
+    where, X = loss.where, loss.X
+    if loss._backend == "dask":
+        da = require("dask.array")
+        Xc = (X - X.mean(axis=0)).rechunk({1: -1})  # one column chunk: tsqr
+        (R,) = where.transfers.gathered(np.asarray(da.linalg.qr(Xc)[1].compute()))
+        return R
+    xp = where.xp
+    return where.host(xp.linalg.qr(X - xp.mean(X, axis=0))[1])
 
 
 def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e-8,
@@ -993,8 +1034,7 @@ def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e
             # preconditioned: features of scales 1e3 and 1e-1 side by side
             # otherwise take L-BFGS thousands of iterations)
             n_init = 1
-            on_host = getattr(loss, "_backend", None) is None
-            if loss.gram is None and (on_host or isinstance(loss, PairSet)):
+            if loss.gram is None:
                 work, B = _whitened(loss)
         run_rank = int(rank) if B is None else B.shape[1]
         for k in range(int(n_init)):

@@ -88,6 +88,40 @@ def test_full_rank_certified_optimum_equals_numpy(name):
     assert t["to_host_bytes"] <= 2 * X.nbytes + t["to_host"] * (16 * 4 + 8) * 8
 
 
+def _scales_apart(N=60, seed=2):
+    """Three classes whose features are of scales 1e3, 1 and 1e-2."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, N)
+    X = (rng.standard_normal((N, 3)) + y[:, None]) * np.array([1e3, 1.0, 1e-2])
+    return X, y
+
+
+def _same_descent(res, ref):
+    # whitened where the data are: the iterations of NumPy's descent, not
+    # the thousands of the raw coordinates
+    assert ref.status == res.status == "optimal"
+    assert res.objective == pytest.approx(ref.objective, rel=tolerance("ldml", "lowrank"))
+    assert res.n_iter <= 2 * ref.n_iter + 10
+
+
+@pytest.mark.parametrize("name", _namespaces())
+def test_full_rank_on_a_namespace_is_whitened_there(name):
+    X, y = _scales_apart()
+    ref = fit_lowrank(AllPairs(X, y, lam=1e-3), 3, random_state=0)
+    _same_descent(fit_lowrank(AllPairs(_as(name, X), y, lam=1e-3), 3, random_state=0), ref)
+
+
+@pytest.mark.dask
+def test_full_rank_on_dask_is_whitened_there(dask_client):
+    da = pytest.importorskip("dask.array")
+    X, y = _scales_apart()
+    ref = fit_lowrank(AllPairs(X, y, lam=1e-3), 3, random_state=0)
+    res = fit_lowrank(AllPairs(da.from_array(X, chunks=(20, 3)), y, lam=1e-3), 3,
+                      random_state=0)
+    _same_descent(res, ref)
+    assert res.info["backend"] == "dask"
+
+
 @pytest.mark.dask
 def test_all_pairs_on_dask_equal_numpy(dask_client):
     da = pytest.importorskip("dask.array")
