@@ -162,10 +162,11 @@ def _centred_span(X, R=None):
     """``(sv, V)``: the singular values of the centred rows of ``X`` above
     ``max(n, d) eps`` times the largest (the numerical rank ``r``) and
     their right singular vectors, ``V`` of shape (d, r); ``r = 0`` when
-    every row is the same point.  With ``R`` (d, d), the triangular factor
-    of a QR decomposition of the centred rows (computed where ``X`` lives:
-    the same singular values and vectors, backward stably), ``X`` only
-    gives the shape (n, d)."""
+    every row is the same point.  ``R``, when given, is a matrix of ``d``
+    columns with the centred rows' singular values and right singular
+    vectors -- the centred rows themselves, already formed, or the
+    triangular factor of their QR decomposition computed where ``X``
+    lives -- and ``X`` only gives the shape (n, d)."""
     if R is None:
         R = X - X.mean(axis=0)
     _, sv, Vt = np.linalg.svd(R, full_matrices=False)

@@ -506,7 +506,6 @@ class AllPairs(_Loss):
         if not bool(np.isfinite(X).all().compute()):
             raise ValueError("X: contains NaN or infinite values.")
         self._rows = _row_ids(X, self.where.host)
-        self._shape = X.shape
         return X
 
     def _init_common(self, X, lam, regularizer, gram):
@@ -930,12 +929,21 @@ def _whitened(loss):
     cluster ``B`` comes from the triangular factor of a QR decomposition
     of ``X_c`` computed there (D x D, to the host), and ``X_c B`` is
     formed there."""
+    where, X = loss.where, loss.X
+    # the centred rows, once, where the data are (on Dask the column means
+    # come to the host once: the QR and X B below both read them)
+    if loss._backend == "xp":
+        Xc = X - where.xp.mean(X, axis=0)
+    elif loss._backend == "dask":
+        Xc = X - where.transfers.gathered(np.asarray(X.mean(axis=0).compute()))[0]
+    else:
+        Xc = X - X.mean(axis=0)
     if loss._backend is None:
-        B = whitening_basis(loss.X)
+        B = whitening_basis(X, Xc)
     elif isinstance(loss, PairSet):
         B = whitening_basis(loss._Xh)
     else:
-        B = whitening_basis(loss.X, _centred_r(loss))
+        B = whitening_basis(X, _centred_r(loss, Xc))
     if loss.lam > 0 and loss.regularizer == "trace" and B.shape[1]:
         # the trace weighs a whitened direction of variance v by lam / v:
         # full whitening makes the directions of small variance stiff (raw
@@ -946,13 +954,12 @@ def _whitened(loss):
         nu = RIDGE * loss.lam / max(loss.n_pairs, 1)
         B = B * np.sqrt(v / (v + nu))
     gram = B.T @ B if loss.lam > 0 else None
-    where, X = loss.where, loss.X
     if loss._backend == "xp":  # X B on the device, B moved there
-        Xw = (X - where.xp.mean(X, axis=0)) @ where.dev(B, float)
+        Xw = Xc @ where.dev(B, float)
     elif loss._backend == "dask":  # X B on the cluster, persisted once
-        Xw = ((X - X.mean(axis=0)) @ where.transfers.sent(B)[0]).persist()
+        Xw = (Xc @ where.transfers.sent(B)[0]).persist()
     else:
-        Xw = (X - X.mean(axis=0)) @ B  # (N, r)
+        Xw = Xc @ B  # (N, r)
     if isinstance(loss, PairSet):
         if loss._backend is None:
             out = PairSet(Xw, np.column_stack([loss.i, loss.j]), loss.s, lam=loss.lam,
@@ -976,18 +983,17 @@ def _whitened(loss):
     return out, B
 
 
-def _centred_r(loss):
+def _centred_r(loss, Xc):
     """``R`` (D, D, on the host) of a QR decomposition of the centred rows
-    of an :class:`AllPairs` ``X`` on a device or a cluster, computed
+    ``Xc`` of an :class:`AllPairs` on a device or a cluster, computed
     there (a tall-and-skinny QR over the row chunks on Dask)."""
-    where, X = loss.where, loss.X
+    where = loss.where
     if loss._backend == "dask":
         da = require("dask.array")
-        Xc = (X - X.mean(axis=0)).rechunk({1: -1})  # one column chunk: tsqr
+        Xc = Xc.rechunk({1: -1})  # one column chunk: tsqr
         (R,) = where.transfers.gathered(np.asarray(da.linalg.qr(Xc)[1].compute()))
         return R
-    xp = where.xp
-    return where.host(xp.linalg.qr(X - xp.mean(X, axis=0))[1])
+    return where.host(where.xp.linalg.qr(Xc)[1])
 
 
 def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e-8,
