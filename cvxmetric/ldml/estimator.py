@@ -649,7 +649,9 @@ n_features_in_
         # duplicate samples form no pair (their distance is 0 under any M)
         loss = AllPairs(Xu, codes, lam=0.0, regularizer=self.regularizer)
         _add_moves(loss, t)
-        zp = zero_point_labels(Xu, loss.labels, loss._rows, loss.transfers)
+        # the loss's X: Xu as the loss holds it (on Dask persisted, so its
+        # graph -- the scaling above -- is not run again)
+        zp = zero_point_labels(loss.X, loss.labels, loss._rows, loss.transfers)
         loss.lam = self._lam(zp, k)
         res = self._zero(zp, loss.lam)
         if res is not None:
