@@ -447,9 +447,9 @@ class SLRData(OnDevice, Samples):
             from ._dask import SLRDaskData
             return SLRDaskData.from_dask(X, y, delta1=delta1, delta2=delta2,
                                          rank_tol=rank_tol, block=block)
-        xp, numpy_like = namespace(X)
+        _, numpy_like = namespace(X)
         if not numpy_like:
-            return cls._from_device(X, y, xp, delta1, delta2, rank_tol, block)
+            return cls._from_device(X, y, delta1, delta2, rank_tol, block)
         X = check_samples(X, "X")
         n, d = X.shape
         codes, classes = _encode_labels(y, n)
@@ -469,10 +469,11 @@ class SLRData(OnDevice, Samples):
         )
 
     @classmethod
-    def _from_device(cls, X, y, xp, delta1, delta2, rank_tol, block):
+    def _from_device(cls, X, y, delta1, delta2, rank_tol, block):
         """:meth:`from_labels` for an array of another namespace: the SVD
         on its device (``U`` stays there), ``s`` and ``V`` to the host."""
         where = Device.of(X)
+        xp = where.xp
         X, y = check_device_samples(X, y, xp, where.transfers)
         n, d = X.shape
         codes, classes = _encode_labels(y, n)
