@@ -93,17 +93,18 @@ def bench_ldml_pairs(device="numpy", quick=False, size=None):
             "objective": res.objective, "transfers": res.info.get("transfers")}
 
 
-def bench_lmnn_letter(device="numpy", quick=False):
+def bench_lmnn_letter(device="numpy", quick=False, restricted_on="data"):
     """LMNN (working set) at letter size, certified over every triplet: on
     NumPy, or with the passes over the triplets on PyTorch tensors on
-    ``device`` (blocks of :data:`DEVICE_BLOCK` entries)."""
+    ``device`` (blocks of :data:`DEVICE_BLOCK` entries) and the restricted
+    solves there too, or on the host with ``restricted_on="host"``."""
     from cvxmetric.bench.lmnn import letter_data
     from cvxmetric.lmnn import LMNNData, LMNNWorkingSet
 
     n = 520 if quick else 20_000
     X, y = letter_data(n=n)
     row = {"method": "lmnn/working set", "size": f"n={n}, d=16, 26 classes",
-           "device": device}
+           "device": device, "restricted_on": restricted_on}
     if device != "numpy":
         # warm-up (CUDA context, kernels, array-api-compat), not reported
         LMNNWorkingSet().run(LMNNData(_torch_array(X[:200], device), y[:200], k=3),
@@ -113,7 +114,7 @@ def bench_lmnn_letter(device="numpy", quick=False):
     data = LMNNData(X if device == "numpy" else _torch_array(X, device), y, k=3)
     if device != "numpy":
         data.triplet_block = DEVICE_BLOCK
-    res = LMNNWorkingSet().run(data, warn=False)
+    res = LMNNWorkingSet(restricted_on=restricted_on).run(data, warn=False)
     _sync(device)
     row.update(seconds=time.perf_counter() - t0, gap=float(res.certificate.rel_gap),
                status=str(res.status), objective=float(res.objective),
@@ -131,3 +132,5 @@ if __name__ == "__main__":
         print(bench_ldml_pairs(dev, quick))
     for dev in ("numpy", "cpu") + (("cuda",) if "--cuda" in sys.argv else ()):
         print(bench_lmnn_letter(dev, quick))
+        if dev != "numpy":
+            print(bench_lmnn_letter(dev, quick, restricted_on="host"))

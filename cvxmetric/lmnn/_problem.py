@@ -180,7 +180,8 @@ class LMNNData(OnDevice):
         Finite.  A PyTorch, CuPy or ``array-api-strict`` array, or a
         ``dask.array`` chunked by rows, stays where it is and the passes over
         the triplets run there (:mod:`cvxmetric.lmnn._sweeps`); a copy comes
-        to the host once, for the target search and the working set.
+        to the host once, for the target search, the pull matrix and the
+        working set's bookkeeping.
     y : array_like of shape (n_samples,)
         Class labels, at least two classes.
     k : int >= 1, default=3
@@ -265,8 +266,9 @@ class LMNNData(OnDevice):
         """``(source, X, y)``: a NumPy, list or frame ``X`` as it is (source
         None); an array of another namespace or a ``dask.array`` kept as
         ``source``, with its copy on the host (moved once, counted) for the
-        target search, the pull matrix and the working set's restricted
-        solves, and ``y`` read on the host."""
+        target search, the pull matrix and the working set's bookkeeping
+        (its restricted problems are built there, their passes run where
+        the samples are: :meth:`qwise_here`), and ``y`` read on the host."""
         if self.on_host:
             return None, X, y
         if not (is_numpy(y) or isinstance(y, (list, tuple))):
@@ -308,6 +310,14 @@ class LMNNData(OnDevice):
     @property
     def C(self):
         return self.mu / (1.0 - self.mu)
+
+    def qwise_here(self, qdata):
+        """The Qwise problem ``qdata`` over these samples (the restricted
+        problems of :func:`cvxmetric.lmnn.exact._as_qwise`, built on the
+        host copy) with its passes where this data's run: on the device of
+        an array-API input (the samples already there; the moves counted in
+        :attr:`transfers`), as it is for NumPy and Dask data."""
+        return qdata if self._sweeps is None else self._sweeps.qwise(qdata)
 
     def with_mu(self, mu):
         """The same data and target neighbours at another ``mu``."""

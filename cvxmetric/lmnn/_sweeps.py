@@ -20,8 +20,10 @@ a screening, the triplets it keeps), each through the data's
 keeps ``Xn`` persisted on the cluster as one block and runs each pass as
 one task per row chunk, in NumPy inside the task; only the chunks' partial
 sums (and kept triplets) are gathered.  The small algebra -- the ``d x d``
-eigendecomposition of ``M``, the Loewner scale of the bound, the working
-set's restricted solve -- stays on the host.
+eigendecomposition of ``M``, the Loewner scale of the bound -- stays on the
+host.  The working set's restricted solve (Qwise's dual solver) runs on the
+device with :class:`XpSweeps` (:meth:`XpSweeps.qwise`) and on the host with
+:class:`DaskSweeps`.
 """
 
 import math
@@ -31,6 +33,8 @@ import numpy as np
 
 from .. import _backend
 from .._settings import LMNN_HASH, MARGIN_TOL
+from ..qwise._xp import QwiseXPData
+from ..qwise._xp import _Device as QwiseDevice
 
 __all__ = ["DaskSweeps", "XpSweeps", "dual_rows", "scan_rows_xp"]
 
@@ -307,6 +311,17 @@ class XpSweeps:
         new.ctx = new._ctx(mean, e, targets, codes, k)
         return new
 
+    def qwise(self, host):
+        """The restricted Qwise problem ``host`` (NumPy, over the host copy
+        of this engine's samples: :func:`cvxmetric.lmnn.exact._as_qwise`)
+        with its passes here, on the device samples ``self.X``, which hold
+        the same values (scaled there as on the host, by powers of two, or
+        to round-off by a span basis); its moves are counted with the
+        data's."""
+        where = QwiseDevice(self.where.xp, self.where.device, self.where.transfers)
+        return QwiseXPData._build(host, where, self.X, host.op.i, host.op.j,
+                                  host.near_q, host.far_q, host.delta_q, host.c_q)
+
     def dual(self, w, V, mu, step, ids, gamma, hinge_only=False):
         """:func:`dual_rows` over every anchor; results on the host."""
         where, ctx = self.where, self.ctx
@@ -398,6 +413,12 @@ class DaskSweeps:
         new.X = X(self.X, np.asarray)
         new._setup(mean, e, targets, codes)
         return new
+
+    def qwise(self, host):
+        """The restricted Qwise problem ``host`` as it is: its iterations
+        run on the host, as Qwise's own Dask data iterate on host
+        restrictions (a working set is small)."""
+        return host
 
     def _run(self, task, per_chunk, *args):
         """One task per row chunk: ``task(Xn, targets, codes, k, *args,

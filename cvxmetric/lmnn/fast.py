@@ -48,8 +48,11 @@ Both passes over every triplet -- the screening and the certificate's --
 run where :class:`LMNNData <cvxmetric.lmnn.LMNNData>` holds its samples:
 NumPy, the namespace of a PyTorch / CuPy / ``array-api-strict`` input, or
 Dask tasks over the row chunks of a ``dask.array``
-(:mod:`cvxmetric.lmnn._sweeps`); the restricted solves and the subgradient
-method's steps over its active list run on the host.
+(:mod:`cvxmetric.lmnn._sweeps`).  The working set's restricted solves run
+there too on an array-API device (Qwise's device data over the samples
+already there; on the host for NumPy and Dask data, or with
+``restricted_on="host"``); the subgradient method's steps over its active
+list run on the host.
 """
 
 import logging
@@ -59,7 +62,7 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._linalg import project_psd, span_basis
 from .._settings import LMNN_HASH
@@ -291,7 +294,7 @@ class WSState(NamedTuple):
     certificate: object  # the last certificate (at M), or None
     done: bool  # a stop: certified, or nothing left to add or tighten
     inner_iter: int  # iterations of the restricted solves
-    rounds: tuple  # per round: size, added, restricted gap, seconds
+    rounds: tuple  # per round: size, added, restricted gap, where it ran, seconds
     deadline: object
     add_cap: int  # additions per round: doubles while the pass finds more
     weight: float  # the first round's hinge weight factor (1 afterwards)
@@ -326,6 +329,14 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
         certified gap on the restricted problem); divided by 10, down to
         ``min_inner_tol``, when a certificate fails with nothing to add.
     min_inner_tol : float
+    restricted_on : {"data", "host"}
+        Where the restricted solves run: ``"data"`` where the data's passes
+        run (:meth:`LMNNData.qwise_here <cvxmetric.lmnn.LMNNData.qwise_here>`:
+        the device of a PyTorch, CuPy or ``array-api-strict`` input, the
+        host for NumPy and Dask data), or ``"host"`` always (on the host
+        copy of the samples; on a CPU the NumPy kernels, which sum ``S``
+        per pair and hold violated hinges, are faster than the generic
+        ones).
     """
 
     _parameter_constraints = {
@@ -334,6 +345,7 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
         "band": [Interval(Real, 0, None, closed="left")],
         "inner_tol": [Interval(Real, 0, None, closed="neither")],
         "min_inner_tol": [Interval(Real, 0, None, closed="neither")],
+        "restricted_on": [StrOptions({"data", "host"})],
     }
 
     maxiter: int = 100
@@ -343,6 +355,7 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
     band: float = 0.1
     inner_tol: float = 1e-7
     min_inner_tol: float = 1e-11
+    restricted_on: str = "data"
 
     name = "fast"
 
@@ -401,6 +414,7 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
             "restricted_gap": float(res.certificate.rel_gap),
             "violated_outside": int(violated.size), "added": int(W.size - state.W.size),
             "gap": None if cert is None else float(cert.rel_gap),
+            "backend": res.info.get("backend", "numpy"),
             "seconds": time.perf_counter() - t0},)
         logger.info("%s round %d: working set %d, restricted gap %.2e, %d violated "
                     "outside%s", self.name, state.iter_num + 1, state.W.size,
@@ -425,6 +439,8 @@ class LMNNWorkingSet(_OnLMNN, IterativeSolver):
             C = data.C * state.weight
             on = data.with_mu(C / (1.0 + C))
         qdata, kept = _as_qwise(on, state.W)
+        if self.restricted_on == "data":
+            qdata = data.qwise_here(qdata)
         scale = 1.0 - data.mu
         alpha = _on(state.kept, state.gamma, kept) / scale
         init = None

@@ -73,6 +73,22 @@ def test_passes_and_certified_optimum_on_a_namespace_equal_numpy(name):
 
 
 @pytest.mark.parametrize("name", _namespaces())
+def test_restricted_solves_run_on_the_namespace(name):
+    # the working set's Qwise solves run where the data are (on the host
+    # copy with restricted_on="host"), to the same certified optimum
+    X, y, _, ref, res = _reference()
+    backend = "torch" if name == "torch" else name
+    for on, where in (("data", backend), ("host", "numpy")):
+        data = LMNNData(_as(name, X), y, k=2)
+        out = run_in_feature_units(LMNNWorkingSet(restricted_on=on), data)
+        assert out.status == "optimal"
+        assert out.objective == pytest.approx(res.objective, rel=tolerance("lmnn", "fast"))
+        ran = {r["backend"].split(".")[-1] for r in out.info["working_set_rounds"]}
+        assert ran == {where}, (on, ran)
+    assert {r["backend"] for r in res.info["working_set_rounds"]} == {"numpy"}
+
+
+@pytest.mark.parametrize("name", _namespaces())
 def test_no_n_sized_transfer_per_pass(name):
     X, y, M = _instance(n=300, d=3, seed=1)
     data = LMNNData(_as(name, X), y, k=2)
@@ -145,6 +161,8 @@ def test_dask_passes_and_solve_equal_numpy(dask_client):
     out = run_in_feature_units(LMNNWorkingSet(), data)
     assert out.status == "optimal" and out.info["backend"] == "dask"
     assert out.objective == pytest.approx(res.objective, rel=tolerance("lmnn", "fast"))
+    # the restricted solves iterate on the host, as Qwise's Dask data do
+    assert {r["backend"] for r in out.info["working_set_rounds"]} == {"numpy"}
 
 
 @pytest.mark.dask
