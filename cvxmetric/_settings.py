@@ -516,7 +516,8 @@ _POLISH_MAX_UNKNOWNS = 1200
 #: ``|W| (d - r) r`` products; above either bound the endgame is skipped
 #: (the iterations alone still converge).  At the hard (100, 10^5) faces
 #: (``r = 48``, ``|W| = 2 529``: 3 705 unknowns, 6.3e6 products) one step
-#: takes 1.2-1.4 s on the 2-core development machine and 200 MB.
+#: takes about a second on the 2-core development machine and about
+#: 250 MB (the system and the ``(|W|, |W|)`` Gram matrices).
 QWISE_FACE_MAX_UNKNOWNS = 5000
 QWISE_FACE_MAX_PRODUCTS = 3 * 10 ** 7
 #: The reduced step is tried only below this certified gap: above it the

@@ -34,7 +34,6 @@ import numpy as np
 from .. import _backend
 from .._settings import LMNN_HASH, MARGIN_TOL
 from ..qwise._xp import QwiseXPData
-from ..qwise._xp import _Device as QwiseDevice
 
 __all__ = ["DaskSweeps", "XpSweeps", "dual_rows", "scan_rows_xp"]
 
@@ -318,9 +317,7 @@ class XpSweeps:
         the same values (scaled there as on the host, by powers of two, or
         to round-off by a span basis); its moves are counted with the
         data's."""
-        where = QwiseDevice(self.where.xp, self.where.device, self.where.transfers)
-        return QwiseXPData._build(host, where, self.X, host.op.i, host.op.j,
-                                  host.near_q, host.far_q, host.delta_q, host.c_q)
+        return QwiseXPData.over(host, self.X, self.where)
 
     def dual(self, w, V, mu, step, ids, gamma, hinge_only=False):
         """:func:`dual_rows` over every anchor; results on the host."""

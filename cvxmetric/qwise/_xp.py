@@ -306,6 +306,18 @@ class QwiseXPData(_OnDevice, QwiseData):
                           host.near_q, host.far_q, host.delta_q, host.c_q)
 
     @classmethod
+    def over(cls, host, X, where):
+        """``host`` (NumPy) with its arrays on ``where`` (a
+        :class:`~cvxmetric._backend.Device`: the namespace, the device and
+        the count its moves join), over the float64 device samples ``X``
+        of a caller that computed them there from ``host.X``'s values
+        (not checked: no host copy; another family's problem restricted to
+        a set of its constraints, whose samples are already there)."""
+        dev = _Device(where.xp, where.device, where.transfers)
+        return cls._build(host, dev, X, host.op.i, host.op.j,
+                          host.near_q, host.far_q, host.delta_q, host.c_q)
+
+    @classmethod
     def _build(cls, host, where, X, i, j, near, far, delta, c, *, dtype=np.float64,
                restriction=None, centered=False):
         """The device problem of ``host`` over the pairs ``(i, j)`` (host
