@@ -890,14 +890,15 @@ class LowRankLDML(IterativeSolver):
         cert = Certificate.from_bound(state.f, -math.inf, max_violation=0.0, min_eig=0.0,
                                       solver=self.name, tolerances={"tol": self.tol})
         info = {"L": L, "b": state.b, "stationarity": state.error}
-        if getattr(loss, "_backend", None) is not None:
-            info.update(loss.where.info())  # backend, device and the moves
         if self.certify and self.rank == loss.n_features and loss.gram is None \
                 and loss.n_pairs <= CERTIFY_PAIRS and not expired():
             cert, b = certify_point(loss.pair_data(), M, state.b, solver=self.name,
                                     tol=self.tol, sharpen=self.converged(state))
             if cert.objective <= state.f:  # b re-optimised: never worse
                 info["b"] = b
+        if getattr(loss, "_backend", None) is not None:
+            # backend, device and the moves, the certificate's included
+            info.update(loss.where.info())
         return M, cert, info
 
 
@@ -1069,6 +1070,9 @@ def fit_lowrank(loss, rank, *, n_init=3, random_state=None, maxiter=5000, tol=1e
                                 info={**best.info, **info}, raw_status=best.raw_status)
         best.info["objectives"] = objectives
         best.info["best_init"] = best.info.pop("init", 0)
+        if getattr(loss, "_backend", None) is not None:
+            # the moves of every start and of the certificate
+            best.info.update(loss.where.info())
         best.time = time.perf_counter() - t0
         if warn and best.raw_status != Status.OPTIMAL and best.status != Status.OPTIMAL:
             warnings.warn(stop_message("lowrank LDML", best, max_time), ConvergenceWarning,

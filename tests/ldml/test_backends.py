@@ -79,13 +79,26 @@ def _check_finite_differences(loss, L, b, rng, h=1e-6):
 def test_full_rank_certified_optimum_equals_numpy(name):
     X, y, _, _ = _instance(N=50, D=4)
     ref = fit_lowrank(AllPairs(X, y, lam=0.1), 4, random_state=0)
-    res = fit_lowrank(AllPairs(_as(name, X), y, lam=0.1), 4, random_state=0)
+    loss = AllPairs(_as(name, X), y, lam=0.1)
+    res = fit_lowrank(loss, 4, random_state=0)
     assert ref.status == res.status == "optimal"
     assert res.objective == pytest.approx(ref.objective, rel=tolerance("ldml", "fast"))
     t = res.info["transfers"]
+    # every move counted, the certificate's (after the descent) included
+    assert t == loss.transfers.as_dict()
     # no N-sized move per evaluation: the bytes are X once (certificate,
     # build) plus O(d D) per step
     assert t["to_host_bytes"] <= 2 * X.nbytes + t["to_host"] * (16 * 4 + 8) * 8
+
+
+@pytest.mark.parametrize("name", _namespaces())
+def test_low_rank_starts_report_every_move(name):
+    # uncertified, the kept start's result counts the moves of all three
+    X, y, _, _ = _instance(N=60, D=5)
+    loss = AllPairs(_as(name, X), y, lam=0.1)
+    res = fit_lowrank(loss, 2, random_state=0, n_init=3, certify=False)
+    assert res.info["best_init"] < 2
+    assert res.info["transfers"] == loss.transfers.as_dict()
 
 
 def _scales_apart(N=60, seed=2):
