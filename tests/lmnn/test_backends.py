@@ -124,12 +124,12 @@ def test_torch_gradient_matches_finite_differences():
         assert fd == pytest.approx(float(np.sum(G * E)), rel=1e-6)
 
 
-@pytest.mark.array_api
-def test_subgradient_on_torch_equals_numpy():
+@pytest.mark.parametrize("name", _namespaces())
+def test_subgradient_on_a_namespace_equals_numpy(name):
     X, y, _ = _instance(n=40, seed=4)
     solver = LMNNSubgradient(maxiter=30)
     ref = solver.run(LMNNData(X, y, k=2), warn=False)
-    res = solver.run(LMNNData(_as("torch", X), y, k=2), warn=False)
+    res = solver.run(LMNNData(_as(name, X), y, k=2), warn=False)
     assert res.objective == pytest.approx(ref.objective, rel=1e-10)
     assert res.certificate.dual_bound == pytest.approx(ref.certificate.dual_bound,
                                                         rel=1e-8, abs=1e-8)
@@ -206,16 +206,39 @@ def test_estimator_keeps_the_namespace_under_array_api_dispatch():
     assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr[-2000:]
 
 
-@pytest.mark.array_api
-def test_exact_solve_of_torch_data_is_certified_on_the_device():
+@pytest.mark.parametrize("name", _namespaces())
+def test_exact_solve_of_device_data_is_certified_on_the_device(name):
     from cvxmetric.formulations import formulation
 
     X, y, _ = _instance(n=24, d=3, seed=6)
     ref = formulation("lmnn").solve_exact(LMNNData(X, y, k=2))
-    res = formulation("lmnn").solve_exact(LMNNData(_as("torch", X), y, k=2))
+    res = formulation("lmnn").solve_exact(LMNNData(_as(name, X), y, k=2))
     assert res.status == ref.status == "optimal"
     assert res.objective == pytest.approx(ref.objective, rel=tolerance("lmnn", "fast"))
-    assert res.info["backend"].endswith("torch") and "backend" not in ref.info
+    assert res.info["backend"].endswith(name.split("_")[-1] if name == "torch"
+                                        else name)
+    assert "backend" not in ref.info
+
+
+@pytest.mark.dask
+def test_subgradient_and_exact_on_dask_equal_numpy(dask_client):
+    from cvxmetric.formulations import formulation
+
+    da = pytest.importorskip("dask.array")
+    X, y, _ = _instance(n=40, seed=4)
+    solver = LMNNSubgradient(maxiter=30)
+    ref = solver.run(LMNNData(X, y, k=2), warn=False)
+    res = solver.run(LMNNData(da.from_array(X, chunks=(10, X.shape[1])), y, k=2),
+                     warn=False)
+    assert res.objective == pytest.approx(ref.objective, rel=1e-10)
+    assert res.info["backend"] == "dask"
+    X, y, _ = _instance(n=24, d=3, seed=6)
+    ref = formulation("lmnn").solve_exact(LMNNData(X, y, k=2))
+    res = formulation("lmnn").solve_exact(
+        LMNNData(da.from_array(X, chunks=(8, X.shape[1])), y, k=2))
+    assert res.status == ref.status == "optimal"
+    assert res.objective == pytest.approx(ref.objective, rel=tolerance("lmnn", "fast"))
+    assert res.info["backend"] == "dask"
 
 
 def test_numpy_data_import_no_optional_array_library():
