@@ -431,7 +431,7 @@ def _newton_face_reduced(data, G, alpha, W, act, *, steps=4, deadline=None,
     The whole step has ``d r + |W|`` unknowns; this one ``r (r + 1) / 2 +
     |W|``.  With ``G = U diag(s)`` (``U`` an orthonormal basis of the range
     of ``M``, ``V`` of its complement) write the step ``dG = U X + V Z``.
-    The ``V`` rows of the first equation, ``(L_VV + mu Z s^2) - V^T
+    The ``V`` rows of the first equation, ``L_VV Z + mu Z diag(s)^2 - V^T
     S(d alpha) U diag(s) = -V^T F1`` (``L_VV = V^T L V`` positive definite
     on the face), give ``Z`` in closed form in the eigenbasis of ``L_VV``;
     the ``U`` rows, symmetrised, and the margins ``2 <A_q G, dG> = -F2_q``
@@ -450,7 +450,8 @@ def _newton_face_reduced(data, G, alpha, W, act, *, steps=4, deadline=None,
     ``|W| = 2 529``: certified gap 1.7e-4, then 6.1e-8, then 2.0e-12).
 
     Returns ``(G, alpha)`` after the last step that reduced the residual
-    (steps stop when ``deadline`` expires).
+    (steps stop when ``deadline`` expires, and once the point's certified
+    gap is at most ``target`` when it is positive).
     """
     idx = np.flatnonzero(W)
     c, mu = data.c_q, data.mu
