@@ -302,8 +302,7 @@ class QwiseXPData(_OnDevice, QwiseData):
         ``X``, whose values must be ``host.X`` (any floating type; cast to
         float64 there; ``host_copy``: see :func:`device_samples`)."""
         where, X = device_samples(X, host.X, host_copy)
-        return cls._build(host, where, X, host.op.i, host.op.j,
-                          host.near_q, host.far_q, host.delta_q, host.c_q)
+        return cls.over(host, X, where)
 
     @classmethod
     def over(cls, host, X, where):
@@ -311,10 +310,12 @@ class QwiseXPData(_OnDevice, QwiseData):
         :class:`~cvxmetric._backend.Device`: the namespace, the device and
         the count its moves join), over the float64 device samples ``X``
         of a caller that computed them there from ``host.X``'s values
-        (not checked: no host copy; another family's problem restricted to
-        a set of its constraints, whose samples are already there)."""
-        dev = _Device(where.xp, where.device, where.transfers)
-        return cls._build(host, dev, X, host.op.i, host.op.j,
+        (not checked here: :meth:`from_host` checks them; another family's
+        problem restricted to a set of its constraints, whose samples are
+        already there, is built directly)."""
+        if not isinstance(where, _Device):
+            where = _Device(where.xp, where.device, where.transfers)
+        return cls._build(host, where, X, host.op.i, host.op.j,
                           host.near_q, host.far_q, host.delta_q, host.c_q)
 
     @classmethod
@@ -413,8 +414,7 @@ class QwiseXPData(_OnDevice, QwiseData):
         twin, sc = self.host().normalized()
         if twin is self.host():
             return self, sc
-        out = self._build(twin, self.where, self.dev(twin.X), twin.op.i, twin.op.j,
-                          twin.near_q, twin.far_q, twin.delta_q, twin.c_q)
+        out = self.over(twin, self.dev(twin.X), self.where)
         return out, sc
 
     def restrict(self, index, *, dtype=np.float64):
