@@ -330,21 +330,13 @@ def _newton_face(data, G, alpha, W, act, *, steps=8, deadline=None):
     ``||F||`` (steps stop when ``deadline`` expires).
     """
     d, r = G.shape
-    idx = np.flatnonzero(W)
-    k = idx.size
-    c, delta, mu = data.c_q, data.delta_q, data.mu
-    phf = data.op._diffs(data.far_q[idx])  # (k, d)
-    phn = data.op._diffs(data.near_q[idx])
-    alpha = np.where(act, c, 0.0) + np.where(W, np.clip(alpha, 0.0, c), 0.0)
-    S_V = data.S_of(np.where(act, c, 0.0))
-    aW = alpha[idx]
+    face = _FaceEquations.of(data, alpha, W, act)
+    phf, phn, k, mu = face.phf, face.phn, face.idx.size, data.mu
+    aW = face.alpha[face.idx]
 
     def residual(G, aW):
-        S = S_V + (data.S_of(aW, idx) if k else 0.0)
-        L = data.R + mu * (G @ G.T) - S
-        Pf, Pn = phf @ G, phn @ G  # (k, r)
-        F2 = np.einsum("kr,kr->k", Pf, Pf) - np.einsum("kr,kr->k", Pn, Pn) - delta[idx]
-        return np.concatenate([(L @ G).ravel(), F2]), L, Pf, Pn
+        L, F1, F2, Pf, Pn = face.residual(G, aW)
+        return np.concatenate([F1.ravel(), F2]), L, Pf, Pn
 
     F, L, Pf, Pn = residual(G, aW)
     norm = np.linalg.norm(F)
@@ -375,24 +367,54 @@ def _newton_face(data, G, alpha, W, act, *, steps=8, deadline=None):
         if not norm_new < norm:
             break
         G, aW, F, L, Pf, Pn, norm = G_new, aW_new, F_new, L_new, Pf_new, Pn_new, norm_new
-        if norm <= 1e-14 * max(1.0, float(np.max(np.abs(delta)))):
+        if norm <= face.converged:
             break
-    alpha = alpha.copy()
-    alpha[idx] = aW
-    return G, alpha
+    return G, face.with_margin(aW)
 
 
-def _face_residual(data, G, alpha_W, idx, S_V, phf, phn):
-    """``(L, F1, F2)`` of :func:`_newton_face`'s equations at ``(G,
-    alpha_W)``: the dual slack ``L = R + mu G G^T - S(alpha)``, ``F1 = L
-    G`` and the margins ``F2`` of the hinges ``idx`` (differences ``phf``,
-    ``phn``)."""
-    S = S_V + phf.T @ (alpha_W[:, None] * phf) - phn.T @ (alpha_W[:, None] * phn)
-    L = data.R + data.mu * (G @ G.T) - S
-    Pf, Pn = phf @ G, phn @ G  # (k, r)
-    F2 = (np.einsum("kr,kr->k", Pf, Pf) - np.einsum("kr,kr->k", Pn, Pn)
-          - data.delta_q[idx])
-    return L, L @ G, F2
+class _FaceEquations(NamedTuple):
+    """:func:`_newton_face`'s equations on one face, for both Newton steps:
+    the margin set's hinges ``idx`` and their differences ``phf``, ``phn``
+    (k, d), ``S_V = S(c on the active set)`` and the starting multipliers
+    ``alpha`` (``c`` on the active set, the given ones clipped to ``[0,
+    c]`` on the margin set, 0 elsewhere)."""
+
+    data: object
+    idx: np.ndarray
+    phf: np.ndarray
+    phn: np.ndarray
+    S_V: np.ndarray
+    alpha: np.ndarray
+
+    @classmethod
+    def of(cls, data, alpha, W, act):
+        idx, c = np.flatnonzero(W), data.c_q
+        return cls(data, idx, data.op._diffs(data.far_q[idx]),
+                   data.op._diffs(data.near_q[idx]), data.S_of(np.where(act, c, 0.0)),
+                   np.where(act, c, 0.0) + np.where(W, np.clip(alpha, 0.0, c), 0.0))
+
+    @property
+    def converged(self):
+        """The residual norm at which the steps stop (round-off)."""
+        return 1e-14 * max(1.0, float(np.max(np.abs(self.data.delta_q))))
+
+    def residual(self, G, alpha_W):
+        """``(L, F1, F2, Pf, Pn)`` at ``(G, alpha_W)``: the dual slack ``L =
+        R + mu G G^T - S(alpha)``, ``F1 = L G``, the margins ``F2`` of the
+        hinges ``idx`` and their differences times ``G`` (k, r)."""
+        data, idx = self.data, self.idx
+        S = self.S_V + (data.S_of(alpha_W, idx) if idx.size else 0.0)
+        L = data.R + data.mu * (G @ G.T) - S
+        Pf, Pn = self.phf @ G, self.phn @ G  # (k, r)
+        F2 = (np.einsum("kr,kr->k", Pf, Pf) - np.einsum("kr,kr->k", Pn, Pn)
+              - data.delta_q[idx])
+        return L, L @ G, F2, Pf, Pn
+
+    def with_margin(self, alpha_W):
+        """The multipliers with ``alpha_W`` on the margin set."""
+        alpha = self.alpha.copy()
+        alpha[self.idx] = alpha_W
+        return alpha
 
 
 def _face_gram(g, h, f, n, lam, y, mu):
@@ -453,18 +475,14 @@ def _newton_face_reduced(data, G, alpha, W, act, *, steps=4, deadline=None,
     (steps stop when ``deadline`` expires, and once the point's certified
     gap is at most ``target`` when it is positive).
     """
-    idx = np.flatnonzero(W)
-    c, mu = data.c_q, data.mu
-    phf = data.op._diffs(data.far_q[idx])  # (k, d)
-    phn = data.op._diffs(data.near_q[idx])
-    alpha = np.where(act, c, 0.0) + np.where(W, np.clip(alpha, 0.0, c), 0.0)
-    S_V = data.S_of(np.where(act, c, 0.0))
-    aW = alpha[idx]
+    face = _FaceEquations.of(data, alpha, W, act)
+    phf, phn, mu = face.phf, face.phn, data.mu
+    aW = face.alpha[face.idx]
     d, r = G.shape
-    k = idx.size
+    k = face.idx.size
     up, lo = np.triu_indices(r)
     sq2 = np.where(up == lo, 1.0, np.sqrt(2.0))  # svec: <A, B> = svec(A).svec(B)
-    L, F1, F2 = _face_residual(data, G, aW, idx, S_V, phf, phn)
+    L, F1, F2, _, _ = face.residual(G, aW)
     norm = np.hypot(np.linalg.norm(F1), np.linalg.norm(F2))
     for _ in range(steps):
         if deadline is not None and deadline.expired():
@@ -510,25 +528,21 @@ def _newton_face_reduced(data, G, alpha, W, act, *, steps=4, deadline=None,
         Zeta = (P * y[None, :]) / denom - E
         G_new = G + (U @ Xi + VQ @ Zeta) / s[None, :]
         aW_new = aW + d_alpha
-        L_new, F1_new, F2_new = _face_residual(data, G_new, aW_new, idx, S_V, phf, phn)
+        L_new, F1_new, F2_new, _, _ = face.residual(G_new, aW_new)
         norm_new = np.hypot(np.linalg.norm(F1_new), np.linalg.norm(F2_new))
         if not norm_new < norm:
             break
         slow = norm_new > 0.25 * norm
         G, aW, L, F2, norm = G_new, aW_new, L_new, F2_new, norm_new
-        if slow or norm <= 1e-14 * max(1.0, float(np.max(np.abs(data.delta_q)))):
+        if slow or norm <= face.converged:
             # slow: no Newton convergence, so not this face's solution
             break
-        if target > 0:
-            # a step costs a dense factorisation; the certified gap of
-            # the point (one pass over the problem's pairs, far cheaper)
-            # decides whether another one is needed
-            alpha[idx] = aW
-            if _face_point(data, G, alpha)[-1] <= target:
-                break
-    alpha = alpha.copy()
-    alpha[idx] = aW
-    return G, alpha
+        # a step costs a dense factorisation; the certified gap of the
+        # point (one pass over the problem's pairs, far cheaper) decides
+        # whether another one is needed
+        if target > 0 and _face_point(data, G, face.with_margin(aW))[-1] <= target:
+            break
+    return G, face.with_margin(aW)
 
 
 def _slow(gaps, target):
